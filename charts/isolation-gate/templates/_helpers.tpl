@@ -1,0 +1,116 @@
+{{/* Chart name. */}}
+{{- define "isolation-gate.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Full name: used for every object and for the binary's --service-name and --webhook-config-name. */}}
+{{- define "isolation-gate.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "isolation-gate.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "isolation-gate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "isolation-gate.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "isolation-gate.labels" -}}
+helm.sh/chart: {{ include "isolation-gate.chart" . }}
+{{ include "isolation-gate.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: admission-webhook
+app.kubernetes.io/part-of: gibson
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "isolation-gate.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "isolation-gate.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "isolation-gate.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* The --cert-mode the binary runs with: cert-manager delivers files. */}}
+{{- define "isolation-gate.certMode" -}}
+{{- if .Values.certManager.enabled }}files{{ else }}{{ .Values.tls.certMode }}{{ end }}
+{{- end }}
+
+{{/* Name of the cert-manager Certificate (for cert-manager.io/inject-ca-from). */}}
+{{- define "isolation-gate.certificateName" -}}
+{{- printf "%s-serving" (include "isolation-gate.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+clientConfig of a webhook; argument: (list $ "/path").
+caBundle: self-managed mode leaves it out (the binary writes it at run time,
+and a field that is not in the manifest is not reset by helm upgrade or
+kubectl apply); cert-manager mode leaves it to the CA injector; files mode
+uses tls.caBundle.
+*/}}
+{{- define "isolation-gate.clientConfig" -}}
+{{- $ := index . 0 -}}
+clientConfig:
+  service:
+    name: {{ include "isolation-gate.fullname" $ }}
+    namespace: {{ $.Release.Namespace }}
+    path: {{ index . 1 }}
+    port: 443
+  {{- if and (not $.Values.certManager.enabled) (eq $.Values.tls.certMode "files") }}
+  caBundle: {{ $.Values.tls.caBundle }}
+  {{- end }}
+{{- end }}
+
+{{/*
+namespaceSelector of the pod and workload webhooks: only namespaces labelled
+gibson.zeroroot.ai/isolation=enforced, never the system namespaces nor the
+gate's own (it would otherwise gate its own restart).
+*/}}
+{{- define "isolation-gate.enforcedNamespaceSelector" -}}
+namespaceSelector:
+  matchExpressions:
+    - key: gibson.zeroroot.ai/isolation
+      operator: In
+      values:
+        - enforced
+    - key: kubernetes.io/metadata.name
+      operator: NotIn
+      values:
+        - kube-system
+        - kube-public
+        - kube-node-lease
+        - {{ .Release.Namespace }}
+        {{- range .Values.webhook.excludedNamespaces }}
+        - {{ . }}
+        {{- end }}
+{{- end }}
+
+{{/* Settings every webhook shares. */}}
+{{- define "isolation-gate.webhookCommon" -}}
+admissionReviewVersions:
+  - v1
+sideEffects: None
+failurePolicy: Fail
+matchPolicy: Equivalent
+timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+{{- end }}
