@@ -1,0 +1,688 @@
+"""Packaging tests: the Component CRD, the Helm chart and the rendered manifests.
+
+Run:  /usr/bin/python3 -m unittest discover -v -s tests/packaging
+Needs: python3-yaml; python3-jsonschema for the CRD schema checks; helm and
+kubectl (scripts/install-k8s-tools.sh puts them in .tools/bin, or set IG_HELM /
+IG_KUBECTL). A missing tool skips the tests that need it, with a message.
+
+No cluster is used: kubectl's dry-run modes (`apply|create --dry-run=client`)
+still ask the API server for discovery, so the offline parse check uses
+`kubectl label --local -f manifests/ -o name`, which decodes every object with
+kubectl's own decoder and needs no server.
+"""
+
+import base64
+import copy
+import filecmp
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover - python3-yaml is in install-deps.sh
+    yaml = None
+
+try:
+    import jsonschema
+except ImportError:
+    jsonschema = None
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CHART = os.path.join(ROOT, "charts", "isolation-gate")
+CRD_FILE = "components.gibson.zeroroot.ai.yaml"
+CRD_TOP = os.path.join(ROOT, "crds", CRD_FILE)
+CRD_CHART = os.path.join(CHART, "crds", CRD_FILE)
+MANIFESTS = os.path.join(ROOT, "manifests")
+RELEASE = "isolation-gate"
+NAMESPACE = "isolation-gate-system"
+
+ENFORCED_EXCLUDED = ["kube-system", "kube-public", "kube-node-lease"]
+
+
+def find_tool(env_name, name):
+    path = os.environ.get(env_name)
+    if path:
+        return path if os.access(path, os.X_OK) else None
+    local = os.path.join(ROOT, ".tools", "bin", name)
+    if os.access(local, os.X_OK):
+        return local
+    return shutil.which(name)
+
+
+HELM = find_tool("IG_HELM", "helm")
+KUBECTL = find_tool("IG_KUBECTL", "kubectl")
+NO_HELM = "helm not installed: run scripts/install-k8s-tools.sh (or set IG_HELM)"
+NO_KUBECTL = "kubectl not installed: run scripts/install-k8s-tools.sh (or set IG_KUBECTL)"
+
+
+def run(args, check=True, **kw):
+    proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, timeout=120, **kw)
+    if check and proc.returncode != 0:
+        raise AssertionError("%s failed (%d):\n%s%s" % (" ".join(args), proc.returncode,
+                                                       proc.stdout, proc.stderr))
+    return proc
+
+
+def load_all(text):
+    return [d for d in yaml.safe_load_all(text) if d is not None]
+
+
+def load_crd(path=CRD_TOP):
+    with open(path) as f:
+        return yaml.safe_load(f)
+
+
+def helm_template(*extra, namespace=NAMESPACE, check=True):
+    return run([HELM, "template", RELEASE, CHART, "--namespace", namespace] + list(extra),
+               check=check)
+
+
+def render(*extra, namespace=NAMESPACE):
+    return load_all(helm_template(*extra, namespace=namespace).stdout)
+
+
+def by_kind(docs, kind):
+    return [d for d in docs if d.get("kind") == kind]
+
+
+def one(docs, kind):
+    found = by_kind(docs, kind)
+    assert len(found) == 1, "expected one %s, got %d" % (kind, len(found))
+    return found[0]
+
+
+# --------------------------------------------------------------------------
+# CRD
+# --------------------------------------------------------------------------
+
+def openapi_to_jsonschema(node):
+    """Converts a CRD's OpenAPI v3 schema to JSON Schema draft-07: nullable
+    becomes a null type; x-kubernetes-* and format (int64, date-time are
+    checked by the API server) are dropped."""
+    if isinstance(node, list):
+        return [openapi_to_jsonschema(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for key, value in node.items():
+        if key.startswith("x-kubernetes-") or key in ("nullable", "format"):
+            continue
+        if key in ("properties", "patternProperties"):
+            out[key] = {k: openapi_to_jsonschema(v) for k, v in value.items()}
+        elif key in ("items", "additionalProperties", "not"):
+            out[key] = openapi_to_jsonschema(value)
+        elif key in ("allOf", "anyOf", "oneOf"):
+            out[key] = [openapi_to_jsonschema(v) for v in value]
+        else:
+            out[key] = value
+    if node.get("nullable") and "type" in out:
+        out["type"] = [out["type"], "null"]
+        if "enum" in out:
+            out["enum"] = list(out["enum"]) + [None]
+    return out
+
+
+def component(content_trust="__omit__", **spec):
+    obj = {
+        "apiVersion": "gibson.zeroroot.ai/v1alpha1",
+        "kind": "Component",
+        "metadata": {"name": "report-parser", "namespace": "team-a"},
+        "spec": {"kind": "tool", "image": "registry.example.com/gibson/report-parser:1.4.2"},
+    }
+    obj["spec"].update(spec)
+    if content_trust != "__omit__":
+        obj["spec"]["policy"] = {"content_trust": content_trust}
+    return obj
+
+
+@unittest.skipIf(yaml is None, "python3-yaml not installed")
+class CrdTest(unittest.TestCase):
+    def setUp(self):
+        self.crd = load_crd()
+        self.version = self.crd["spec"]["versions"][0]
+        self.schema = self.version["schema"]["openAPIV3Schema"]
+
+    def test_identity(self):
+        crd = self.crd
+        self.assertEqual(crd["apiVersion"], "apiextensions.k8s.io/v1")
+        self.assertEqual(crd["kind"], "CustomResourceDefinition")
+        self.assertEqual(crd["metadata"]["name"], "components.gibson.zeroroot.ai")
+        spec = crd["spec"]
+        self.assertEqual(spec["group"], "gibson.zeroroot.ai")
+        self.assertEqual(spec["scope"], "Namespaced")
+        names = spec["names"]
+        self.assertEqual((names["kind"], names["plural"], names["singular"]),
+                         ("Component", "components", "component"))
+        self.assertEqual(names["shortNames"], ["comp"])
+        self.assertEqual(len(spec["versions"]), 1)
+        v = self.version
+        self.assertEqual(v["name"], "v1alpha1")
+        self.assertTrue(v["served"])
+        self.assertTrue(v["storage"])
+        self.assertEqual(v["subresources"], {"status": {}})
+
+    def test_printer_columns(self):
+        cols = {c["name"]: c for c in self.version["additionalPrinterColumns"]}
+        self.assertEqual(cols["Kind"]["jsonPath"], ".spec.kind")
+        self.assertEqual(cols["Trust"]["jsonPath"], ".spec.policy.content_trust")
+        self.assertEqual(cols["Isolation"]["jsonPath"], ".status.isolation")
+        self.assertEqual(cols["Age"]["jsonPath"], ".metadata.creationTimestamp")
+        self.assertEqual(cols["Age"]["type"], "date")
+
+    def test_content_trust_field(self):
+        ct = self.schema["properties"]["spec"]["properties"]["policy"]["properties"]["content_trust"]
+        self.assertEqual(ct["type"], "string")
+        self.assertEqual(ct["enum"], ["trusted", "untrusted"])
+        self.assertNotIn("default", ct, "omission must stay visible: no schema default")
+        desc = ct["description"]
+        self.assertIn("Omitted", desc)
+        self.assertIn("trusted", desc)
+        self.assertIn("backward compatibility", desc)
+        self.assertIn("warns", desc)
+
+    def test_status_fields(self):
+        st = self.schema["properties"]["status"]["properties"]
+        self.assertEqual(st["observedGeneration"]["type"], "integer")
+        self.assertEqual(st["observedGeneration"]["format"], "int64")
+        self.assertEqual(st["contentTrust"]["type"], "string")
+        self.assertEqual(st["trustDeclared"]["type"], "boolean")
+        self.assertEqual(st["isolation"]["enum"], ["RequireSetec", "AllowInProcess", "Deny"])
+        self.assertEqual(st["runtimeClassName"]["type"], "string")
+        cond = st["conditions"]
+        self.assertEqual(cond["x-kubernetes-list-type"], "map")
+        self.assertEqual(cond["x-kubernetes-list-map-keys"], ["type"])
+        item = cond["items"]
+        self.assertEqual(set(item["properties"]),
+                         {"type", "status", "observedGeneration", "lastTransitionTime",
+                          "reason", "message"})
+        self.assertEqual(set(item["required"]),
+                         {"type", "status", "lastTransitionTime", "reason", "message"})
+        self.assertEqual(item["properties"]["lastTransitionTime"]["format"], "date-time")
+
+    def test_schema_is_structural(self):
+        """The API server's structural-schema rules that can be checked offline:
+        every node has a type, list-map keys are required, no defaults at all,
+        enum values are of the node's type, no additionalProperties beside
+        properties."""
+        problems = []
+
+        def walk(node, path):
+            if not isinstance(node, dict):
+                problems.append("%s: not an object" % path)
+                return
+            if path != "<root>.metadata" and "type" not in node \
+                    and not node.get("x-kubernetes-int-or-string") \
+                    and not node.get("x-kubernetes-preserve-unknown-fields"):
+                problems.append("%s: no type" % path)
+            if "default" in node:
+                problems.append("%s: has a default" % path)
+            if "properties" in node and "additionalProperties" in node:
+                problems.append("%s: properties and additionalProperties" % path)
+            pytype = {"string": str, "integer": int, "boolean": bool}.get(node.get("type"))
+            for v in node.get("enum", []):
+                if pytype and not isinstance(v, pytype):
+                    problems.append("%s: enum value %r is not a %s" % (path, v, node["type"]))
+            if node.get("x-kubernetes-list-type") == "map":
+                keys = node.get("x-kubernetes-list-map-keys", [])
+                if not keys:
+                    problems.append("%s: list-type map without keys" % path)
+                for k in keys:
+                    if k not in node["items"].get("required", []):
+                        problems.append("%s: map key %s not required" % (path, k))
+            for name, sub in node.get("properties", {}).items():
+                walk(sub, "%s.%s" % (path, name))
+            if "items" in node:
+                walk(node["items"], path + "[]")
+            for r in node.get("required", []):
+                if r not in node.get("properties", {}):
+                    problems.append("%s: required %s is not a property" % (path, r))
+
+        walk(self.schema, "<root>")
+        self.assertEqual(problems, [])
+
+    @unittest.skipIf(jsonschema is None,
+                     "python3-jsonschema not installed (apt-get install python3-jsonschema)")
+    def test_schema_validates_components(self):
+        schema = openapi_to_jsonschema(self.schema)
+        validator = jsonschema.Draft7Validator(schema)
+        jsonschema.Draft7Validator.check_schema(schema)
+
+        def ok(obj):
+            errors = sorted(validator.iter_errors(obj), key=str)
+            self.assertEqual([e.message for e in errors], [], obj)
+
+        def bad(obj, needle):
+            errors = list(validator.iter_errors(obj))
+            self.assertTrue(errors, "accepted: %r" % (obj,))
+            self.assertTrue(any(needle in "/".join(map(str, e.absolute_path)) for e in errors),
+                            [(list(e.absolute_path), e.message) for e in errors])
+
+        ok(component())                      # omitted: accepted (treated as trusted)
+        ok(component("trusted"))
+        ok(component("untrusted"))
+        ok(component(policy={}))             # policy without content_trust
+        bad(component("maybe"), "content_trust")
+        bad(component(""), "content_trust")
+        bad(component("Trusted"), "content_trust")
+        bad(component("untrusted", kind="daemon"), "kind")
+        c = component("trusted")
+        del c["spec"]["image"]
+        bad(c, "spec")
+        c = component("trusted")
+        del c["spec"]
+        bad(c, "")
+
+        status = {
+            "observedGeneration": 3, "contentTrust": "untrusted", "trustDeclared": True,
+            "isolation": "RequireSetec", "runtimeClassName": "kata-fc",
+            "conditions": [{"type": "Ready", "status": "True", "observedGeneration": 3,
+                            "lastTransitionTime": "2025-01-01T00:00:00Z",
+                            "reason": "Decided", "message": "pods run in kata-fc"}],
+        }
+        c = component("untrusted")
+        c["status"] = status
+        ok(c)
+        for field, value in [("isolation", "Maybe"), ("trustDeclared", "yes"),
+                             ("contentTrust", "maybe"), ("observedGeneration", -1)]:
+            c2 = copy.deepcopy(c)
+            c2["status"][field] = value
+            bad(c2, field)
+        c2 = copy.deepcopy(c)
+        c2["status"]["conditions"][0]["status"] = "Yes"
+        bad(c2, "conditions")
+        c2 = copy.deepcopy(c)
+        del c2["status"]["conditions"][0]["reason"]
+        bad(c2, "conditions")
+
+    @unittest.skipIf(jsonschema is None, "python3-jsonschema not installed")
+    def test_examples_validate(self):
+        validator = jsonschema.Draft7Validator(openapi_to_jsonschema(self.schema))
+        exdir = os.path.join(ROOT, "examples", "components")
+        if not os.path.isdir(exdir):
+            self.skipTest("no examples/components")
+        n = 0
+        for name in sorted(os.listdir(exdir)):
+            if name.endswith(".yaml"):
+                with open(os.path.join(exdir, name)) as f:
+                    for doc in load_all(f.read()):
+                        n += 1
+                        errs = [e.message for e in validator.iter_errors(doc)]
+                        self.assertEqual(errs, [], name)
+        self.assertGreater(n, 0)
+
+    def test_chart_copy_identical(self):
+        self.assertTrue(filecmp.cmp(CRD_TOP, CRD_CHART, shallow=False),
+                        "charts/isolation-gate/crds/%s differs from crds/%s: copy it" % (CRD_FILE, CRD_FILE))
+        self.assertEqual(sorted(os.listdir(os.path.join(ROOT, "crds"))),
+                         sorted(os.listdir(os.path.join(CHART, "crds"))))
+
+    def test_manifests_crds_identical(self):
+        with open(os.path.join(MANIFESTS, "crds.yaml")) as f:
+            docs = load_all(f.read())
+        self.assertEqual(docs, [self.crd])
+
+
+# --------------------------------------------------------------------------
+# Chart
+# --------------------------------------------------------------------------
+
+@unittest.skipIf(yaml is None, "python3-yaml not installed")
+@unittest.skipIf(HELM is None, NO_HELM)
+class ChartTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.docs = render()
+
+    def test_helm_is_v3_compatible(self):
+        v = run([HELM, "version", "--template", "{{.Version}}"]).stdout.strip()
+        self.assertRegex(v, r"^v[3-9]\.")
+
+    def test_lint(self):
+        for extra in ([], ["--strict"],
+                      ["--strict", "--set", "certManager.enabled=true"],
+                      ["--strict", "--set", "tls.certMode=files,tls.caBundle=" +
+                       base64.b64encode(b"-----BEGIN CERTIFICATE-----").decode()],
+                      ["--strict", "--set", "serviceMonitor.enabled=true"]):
+            out = run([HELM, "lint", CHART] + extra).stdout
+            self.assertIn("0 chart(s) failed", out)
+
+    def test_every_object_is_named(self):
+        self.assertGreater(len(self.docs), 8)
+        cluster_scoped = {"ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration",
+                          "ValidatingWebhookConfiguration", "CustomResourceDefinition", "Namespace"}
+        for d in self.docs:
+            self.assertIn("apiVersion", d)
+            self.assertIn("kind", d)
+            self.assertTrue(d["metadata"]["name"], d)
+            if d["kind"] not in cluster_scoped:
+                self.assertEqual(d["metadata"].get("namespace"), NAMESPACE, d["kind"])
+
+    def test_default_objects(self):
+        kinds = sorted(d["kind"] for d in self.docs)
+        self.assertEqual(kinds, sorted([
+            "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+            "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy",
+            "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]))
+        for d in self.docs:
+            self.assertEqual(d["metadata"]["name"], "isolation-gate")
+
+    def webhooks(self, docs=None):
+        docs = docs or self.docs
+        hooks = {}
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            for w in one(docs, kind)["webhooks"]:
+                hooks[w["name"]] = (kind, w)
+        return hooks
+
+    def test_webhooks(self):
+        hooks = self.webhooks()
+        self.assertEqual(sorted(hooks), sorted([
+            "pods.mutate.gibson.zeroroot.ai", "pods.validate.gibson.zeroroot.ai",
+            "workloads.validate.gibson.zeroroot.ai", "components.validate.gibson.zeroroot.ai"]))
+        self.assertEqual(hooks["pods.mutate.gibson.zeroroot.ai"][0], "MutatingWebhookConfiguration")
+        expected = {
+            "pods.mutate.gibson.zeroroot.ai": ("/mutate/pods", [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                 "resources": ["pods"], "scope": "Namespaced"}]),
+            "pods.validate.gibson.zeroroot.ai": ("/validate/pods", [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                 "resources": ["pods"], "scope": "Namespaced"}]),
+            "workloads.validate.gibson.zeroroot.ai": ("/validate/workloads", [
+                {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                 "resources": ["deployments", "statefulsets", "daemonsets", "replicasets"],
+                 "scope": "Namespaced"},
+                {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                 "resources": ["jobs", "cronjobs"], "scope": "Namespaced"}]),
+            "components.validate.gibson.zeroroot.ai": ("/validate/components", [
+                {"apiGroups": ["gibson.zeroroot.ai"], "apiVersions": ["v1alpha1"],
+                 "operations": ["CREATE", "UPDATE"], "resources": ["components"],
+                 "scope": "Namespaced"}]),
+        }
+        for name, (path, rules) in expected.items():
+            _, w = hooks[name]
+            with self.subTest(webhook=name):
+                self.assertEqual(w["failurePolicy"], "Fail")
+                self.assertEqual(w["sideEffects"], "None")
+                self.assertEqual(w["matchPolicy"], "Equivalent")
+                self.assertEqual(w["admissionReviewVersions"], ["v1"])
+                self.assertEqual(w["timeoutSeconds"], 5)
+                svc = w["clientConfig"]["service"]
+                self.assertEqual(svc, {"name": "isolation-gate", "namespace": NAMESPACE,
+                                       "path": path, "port": 443})
+                # self-managed: the binary writes caBundle; the chart must not own it.
+                self.assertNotIn("caBundle", w["clientConfig"])
+                self.assertEqual(w["rules"], rules)
+
+    def test_namespace_selectors(self):
+        hooks = self.webhooks()
+        for name in ("pods.mutate.gibson.zeroroot.ai", "pods.validate.gibson.zeroroot.ai",
+                     "workloads.validate.gibson.zeroroot.ai"):
+            sel = hooks[name][1]["namespaceSelector"]
+            exprs = {e["key"]: e for e in sel["matchExpressions"]}
+            self.assertEqual(exprs["gibson.zeroroot.ai/isolation"],
+                             {"key": "gibson.zeroroot.ai/isolation", "operator": "In",
+                              "values": ["enforced"]})
+            names = exprs["kubernetes.io/metadata.name"]
+            self.assertEqual(names["operator"], "NotIn")
+            self.assertEqual(names["values"], ENFORCED_EXCLUDED + [NAMESPACE])
+        # Components are validated in every namespace.
+        self.assertNotIn("namespaceSelector", hooks["components.validate.gibson.zeroroot.ai"][1])
+        # The release namespace follows --namespace.
+        hooks = self.webhooks(render(namespace="gate"))
+        sel = hooks["pods.mutate.gibson.zeroroot.ai"][1]["namespaceSelector"]
+        self.assertIn("gate", sel["matchExpressions"][1]["values"])
+        self.assertEqual(hooks["pods.mutate.gibson.zeroroot.ai"][1]["clientConfig"]["service"]["namespace"],
+                         "gate")
+
+    def test_deployment(self):
+        dep = one(self.docs, "Deployment")
+        self.assertEqual(dep["spec"]["replicas"], 3)
+        pod = dep["spec"]["template"]["spec"]
+        self.assertTrue(pod["automountServiceAccountToken"])
+        self.assertEqual(pod["serviceAccountName"], "isolation-gate")
+        self.assertEqual(pod["priorityClassName"], "system-cluster-critical")
+        self.assertEqual(pod["securityContext"]["runAsUser"], 65532)
+        self.assertTrue(pod["securityContext"]["runAsNonRoot"])
+        self.assertEqual(pod["securityContext"]["seccompProfile"], {"type": "RuntimeDefault"})
+        anti = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+        self.assertEqual(anti[0]["podAffinityTerm"]["topologyKey"], "kubernetes.io/hostname")
+        self.assertTrue(pod["topologySpreadConstraints"])
+        (c,) = pod["containers"]
+        self.assertEqual(c["args"], [
+            "serve", "--namespace=" + NAMESPACE, "--service-name=isolation-gate",
+            "--webhook-config-name=isolation-gate", "--tls-secret=isolation-gate-tls",
+            "--cert-mode=self-managed", "--lease-name=isolation-gate-leader",
+            "--runtime-class=kata-fc", "--listen=0.0.0.0:8443", "--metrics-listen=0.0.0.0:8080"])
+        env = {e["name"]: e for e in c["env"]}
+        self.assertEqual(env["GIBSON_UNTRUSTED_EXEC"]["value"], "setec-only")
+        sc = c["securityContext"]
+        self.assertTrue(sc["runAsNonRoot"])
+        self.assertEqual(sc["runAsUser"], 65532)
+        self.assertTrue(sc["readOnlyRootFilesystem"])
+        self.assertFalse(sc["allowPrivilegeEscalation"])
+        self.assertEqual(sc["capabilities"], {"drop": ["ALL"]})
+        self.assertEqual(sc["seccompProfile"], {"type": "RuntimeDefault"})
+        self.assertEqual(c["readinessProbe"]["httpGet"], {"path": "/readyz", "port": "metrics"})
+        self.assertEqual(c["livenessProbe"]["httpGet"], {"path": "/healthz", "port": "metrics"})
+        ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+        self.assertEqual(ports, {"https": 8443, "metrics": 8080})
+        self.assertIn("requests", c["resources"])
+        # The selector matches the pod template and the Service selects the same pods.
+        labels = dep["spec"]["template"]["metadata"]["labels"]
+        for k, v in dep["spec"]["selector"]["matchLabels"].items():
+            self.assertEqual(labels[k], v)
+        svc = one(self.docs, "Service")
+        for k, v in svc["spec"]["selector"].items():
+            self.assertEqual(labels[k], v)
+
+    def test_service_pdb_networkpolicy(self):
+        svc = one(self.docs, "Service")
+        ports = {p["name"]: (p["port"], p["targetPort"]) for p in svc["spec"]["ports"]}
+        self.assertEqual(ports, {"https": (443, "https"), "metrics": (8080, "metrics")})
+        pdb = one(self.docs, "PodDisruptionBudget")
+        self.assertEqual(pdb["spec"]["minAvailable"], 1)
+        pdb = one(render("--set", "podDisruptionBudget.maxUnavailable=1"), "PodDisruptionBudget")
+        self.assertEqual(pdb["spec"], {"maxUnavailable": 1, "selector": pdb["spec"]["selector"]})
+        np = one(self.docs, "NetworkPolicy")
+        webhook_rule, metrics_rule = np["spec"]["ingress"]
+        self.assertEqual(webhook_rule, {"ports": [{"port": 8443, "protocol": "TCP"}]})
+        self.assertEqual(metrics_rule["ports"], [{"port": 8080, "protocol": "TCP"}])
+        self.assertTrue(metrics_rule["from"])
+        np = one(render("--set-json", 'networkPolicy.metricsFrom=[{"podSelector":{"matchLabels":{"app":"prom"}}}]'),
+                 "NetworkPolicy")
+        self.assertEqual(np["spec"]["ingress"][1]["from"], [{"podSelector": {"matchLabels": {"app": "prom"}}}])
+        self.assertEqual(by_kind(render("--set", "networkPolicy.enabled=false"), "NetworkPolicy"), [])
+
+    def test_rbac(self):
+        def allowed(role, group, resource, verb, name=None):
+            for r in role["rules"]:
+                if group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"]:
+                    if "resourceNames" not in r or name in r["resourceNames"]:
+                        return True
+            return False
+
+        cr = one(self.docs, "ClusterRole")
+        for group, resource, verbs in [
+                ("gibson.zeroroot.ai", "components", ["get", "list", "watch"]),
+                ("gibson.zeroroot.ai", "components/status", ["update", "patch"]),
+                ("", "pods", ["get", "list", "watch"]),
+                ("", "pods/eviction", ["create"]),
+                ("node.k8s.io", "runtimeclasses", ["get", "list", "watch"]),
+                ("", "nodes", ["get", "list", "watch"]),
+                ("", "events", ["create", "patch"]),
+                ("events.k8s.io", "events", ["create", "patch"])]:
+            for verb in verbs:
+                self.assertTrue(allowed(cr, group, resource, verb), (group, resource, verb))
+        for res in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+            for verb in ("get", "update", "patch"):
+                self.assertTrue(allowed(cr, "admissionregistration.k8s.io", res, verb, "isolation-gate"))
+                self.assertFalse(allowed(cr, "admissionregistration.k8s.io", res, verb, "someone-else"))
+        # Nothing cluster-wide may touch secrets or delete anything.
+        for r in cr["rules"]:
+            self.assertNotIn("secrets", r["resources"])
+            self.assertNotIn("delete", r["verbs"])
+            self.assertNotIn("*", r["verbs"])
+        role = one(self.docs, "Role")
+        for verb in ("get", "update"):
+            self.assertTrue(allowed(role, "coordination.k8s.io", "leases", verb, "isolation-gate-leader"))
+            self.assertTrue(allowed(role, "", "secrets", verb, "isolation-gate-tls"))
+            self.assertFalse(allowed(role, "", "secrets", verb, "other-secret"))
+        self.assertTrue(allowed(role, "", "secrets", "create"))
+        binding = one(self.docs, "ClusterRoleBinding")
+        self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": "isolation-gate",
+                                                "namespace": NAMESPACE}])
+        sa = one(self.docs, "ServiceAccount")
+        self.assertTrue(sa["automountServiceAccountToken"])
+
+    def test_values_flow(self):
+        docs = render("--set", "untrustedExec=customer-isolation", "--set", "replicas=5",
+                      "--set", "runtimeClass=my-sandbox", "--set", "webhook.timeoutSeconds=3",
+                      "--set", "evictDrifted=true", "--set", "webhook.excludedNamespaces={infra}")
+        dep = one(docs, "Deployment")
+        c = dep["spec"]["template"]["spec"]["containers"][0]
+        self.assertEqual(dep["spec"]["replicas"], 5)
+        self.assertEqual({e["name"]: e.get("value") for e in c["env"]}["GIBSON_UNTRUSTED_EXEC"],
+                         "customer-isolation")
+        self.assertIn("--runtime-class=my-sandbox", c["args"])
+        self.assertIn("--evict-drifted", c["args"])
+        for _, w in self.webhooks(docs).values():
+            self.assertEqual(w["timeoutSeconds"], 3)
+        sel = self.webhooks(docs)["pods.mutate.gibson.zeroroot.ai"][1]["namespaceSelector"]
+        self.assertIn("infra", sel["matchExpressions"][1]["values"])
+
+    def test_schema_rejects_bad_values(self):
+        for args, needle in [
+                (["--set", "untrustedExec=bogus"], "untrustedExec"),
+                (["--set", "untrustedExec=SETEC-ONLY"], "untrustedExec"),
+                (["--set", "replicas=0"], "replicas"),
+                (["--set", "runtimeClass=123"], "runtimeClass"),
+                (["--set", "runtimeClass=Not_A_Name"], "runtimeClass"),
+                (["--set", "webhook.timeoutSeconds=31"], "timeoutSeconds"),
+                (["--set", "tls.certMode=cert-manager"], "certMode"),
+                (["--set", "tls.certMode=files"], "caBundle"),
+                (["--set", "image.pullPolicy=Sometimes"], "pullPolicy"),
+                (["--set", "replicaCount=3"], "replicaCount")]:
+            with self.subTest(args=args):
+                proc = helm_template(*args, check=False)
+                self.assertNotEqual(proc.returncode, 0, "accepted %s" % args)
+                self.assertIn(needle, proc.stderr)
+
+    def test_kube_version_constraint(self):
+        helm_template("--kube-version", "1.27.0")
+        proc = helm_template("--kube-version", "1.26.0", check=False)
+        self.assertNotEqual(proc.returncode, 0)
+
+    def test_files_mode(self):
+        ca = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()
+        docs = render("--set", "tls.certMode=files", "--set", "tls.caBundle=" + ca)
+        for _, w in self.webhooks(docs).values():
+            self.assertEqual(w["clientConfig"]["caBundle"], ca)
+        pod = one(docs, "Deployment")["spec"]["template"]["spec"]
+        c = pod["containers"][0]
+        self.assertIn("--cert-mode=files", c["args"])
+        self.assertIn("--tls-cert-file=/etc/isolation-gate/tls/tls.crt", c["args"])
+        self.assertIn("--tls-private-key-file=/etc/isolation-gate/tls/tls.key", c["args"])
+        vols = {v["name"]: v for v in pod["volumes"]}
+        self.assertEqual(vols["tls"]["secret"]["secretName"], "isolation-gate-tls")
+        # No Secret access needed when the certificate is mounted.
+        for r in one(docs, "Role")["rules"]:
+            self.assertNotIn("secrets", r["resources"])
+
+    def test_cert_manager_mode(self):
+        docs = render("--set", "certManager.enabled=true")
+        cert = one(docs, "Certificate")
+        self.assertEqual(cert["spec"]["secretName"], "isolation-gate-tls")
+        self.assertIn("isolation-gate.%s.svc" % NAMESPACE, cert["spec"]["dnsNames"])
+        issuer = one(docs, "Issuer")
+        self.assertEqual(cert["spec"]["issuerRef"]["name"], issuer["metadata"]["name"])
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            cfg = one(docs, kind)
+            self.assertEqual(cfg["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+                             "%s/%s" % (NAMESPACE, cert["metadata"]["name"]))
+            for w in cfg["webhooks"]:
+                self.assertNotIn("caBundle", w["clientConfig"])
+        c = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+        self.assertIn("--cert-mode=files", c["args"])
+        docs = render("--set", "certManager.enabled=true",
+                      "--set", "certManager.issuerRef.name=corp-ca",
+                      "--set", "certManager.issuerRef.kind=ClusterIssuer")
+        self.assertEqual(by_kind(docs, "Issuer"), [])
+        self.assertEqual(one(docs, "Certificate")["spec"]["issuerRef"],
+                         {"name": "corp-ca", "kind": "ClusterIssuer"})
+
+    def test_service_monitor(self):
+        self.assertEqual(by_kind(self.docs, "ServiceMonitor"), [])
+        docs = render("--set", "serviceMonitor.enabled=true", "--set", "serviceMonitor.labels.release=prom")
+        sm = one(docs, "ServiceMonitor")
+        self.assertEqual(sm["apiVersion"], "monitoring.coreos.com/v1")
+        self.assertEqual(sm["spec"]["endpoints"][0]["port"], "metrics")
+        self.assertEqual(sm["spec"]["endpoints"][0]["path"], "/metrics")
+        self.assertEqual(sm["metadata"]["labels"]["release"], "prom")
+
+    def test_crds_rendered_with_include_crds(self):
+        docs = render("--include-crds")
+        crd = one(docs, "CustomResourceDefinition")
+        self.assertEqual(crd, load_crd())
+
+    def test_notes_tell_how_to_enforce(self):
+        with open(os.path.join(CHART, "templates", "NOTES.txt")) as f:
+            notes = f.read()
+        self.assertIn("kubectl label namespace", notes)
+        self.assertIn("gibson.zeroroot.ai/isolation=enforced", notes)
+        out = run([HELM, "install", RELEASE, CHART, "--namespace", NAMESPACE, "--dry-run=client"],
+                  check=False)
+        if out.returncode == 0:
+            self.assertIn("gibson.zeroroot.ai/isolation=enforced", out.stdout)
+
+
+# --------------------------------------------------------------------------
+# Rendered manifests
+# --------------------------------------------------------------------------
+
+@unittest.skipIf(yaml is None, "python3-yaml not installed")
+class ManifestsTest(unittest.TestCase):
+    @unittest.skipIf(HELM is None, NO_HELM)
+    def test_up_to_date(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            env = dict(os.environ, HELM=HELM)
+            run(["bash", os.path.join(ROOT, "scripts", "render-manifests.sh"), "--out", tmp], env=env)
+            for name in ("crds.yaml", "isolation-gate.yaml"):
+                with self.subTest(file=name):
+                    with open(os.path.join(tmp, name)) as a, open(os.path.join(MANIFESTS, name)) as b:
+                        self.assertTrue(a.read() == b.read(),
+                                        "manifests/%s is stale: run scripts/render-manifests.sh" % name)
+
+    def test_contents(self):
+        with open(os.path.join(MANIFESTS, "isolation-gate.yaml")) as f:
+            docs = load_all(f.read())
+        self.assertEqual(docs[0]["kind"], "Namespace")
+        self.assertEqual(docs[0]["metadata"]["name"], NAMESPACE)
+        for d in docs[1:]:
+            self.assertIn(d["metadata"].get("namespace", NAMESPACE), (NAMESPACE,))
+        self.assertEqual(by_kind(docs, "CustomResourceDefinition"), [])
+
+    @unittest.skipIf(KUBECTL is None, NO_KUBECTL)
+    def test_kubectl_parses_offline(self):
+        # An empty kubeconfig: nothing may reach a cluster.
+        with tempfile.TemporaryDirectory() as tmp:
+            kubeconfig = os.path.join(tmp, "config")
+            open(kubeconfig, "w").close()
+            env = dict(os.environ, KUBECONFIG=kubeconfig)
+            out = run([KUBECTL, "label", "--local", "-f", MANIFESTS, "-o", "name",
+                       "isolation-gate.test/parsed=true"], env=env).stdout.split()
+        self.assertIn("customresourcedefinition.apiextensions.k8s.io/components.gibson.zeroroot.ai", out)
+        self.assertIn("namespace/%s" % NAMESPACE, out)
+        self.assertIn("deployment.apps/isolation-gate", out)
+        self.assertIn("mutatingwebhookconfiguration.admissionregistration.k8s.io/isolation-gate", out)
+        self.assertIn("validatingwebhookconfiguration.admissionregistration.k8s.io/isolation-gate", out)
+        with open(os.path.join(MANIFESTS, "isolation-gate.yaml")) as f:
+            n = len(load_all(f.read()))
+        self.assertEqual(len(out), n + 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
