@@ -1,0 +1,280 @@
+#include "tls/server_context.h"
+
+#include <sys/stat.h>
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/ssl.h>
+
+#include <utility>
+
+#include "tls/certificates.h"
+
+namespace ig::tls {
+namespace {
+
+namespace ssl = boost::asio::ssl;
+
+constexpr std::size_t kMaxPemBytes = 1 << 20;
+
+// TLS 1.2 suites: ECDHE + AEAD only (TLS 1.3 suites are OpenSSL's defaults,
+// which are all AEAD).
+constexpr const char* kTls12Ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+constexpr unsigned char kSessionIdContext[] = "isolation-gate";
+
+std::string describe(const boost::system::error_code& ec) {
+  std::string out = ec.message();
+  unsigned long code = 0;
+  while ((code = ERR_get_error()) != 0) {
+    char buf[256];
+    ERR_error_string_n(code, buf, sizeof buf);
+    out += "; ";
+    out += buf;
+  }
+  return out;
+}
+
+std::string openssl_reason() {
+  std::string out;
+  unsigned long code = 0;
+  while ((code = ERR_get_error()) != 0) {
+    char buf[256];
+    ERR_error_string_n(code, buf, sizeof buf);
+    if (!out.empty()) out += "; ";
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<ssl::context> make_server_context(std::string_view cert_pem,
+                                                  std::string_view key_pem, std::string& error) {
+  ERR_clear_error();
+  std::shared_ptr<ssl::context> ctx;
+  try {
+    ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+  } catch (const std::exception& e) {
+    error = std::string("creating TLS context: ") + e.what();
+    return nullptr;
+  }
+  SSL_CTX* raw = ctx->native_handle();
+
+  if (SSL_CTX_set_min_proto_version(raw, TLS1_2_VERSION) != 1 ||
+      SSL_CTX_set_max_proto_version(raw, 0) != 1) {
+    error = "setting TLS protocol versions: " + openssl_reason();
+    return nullptr;
+  }
+  SSL_CTX_set_options(raw, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
+                               SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_SSLv3 |
+                               SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1);
+  if (SSL_CTX_set_cipher_list(raw, kTls12Ciphers) != 1) {
+    error = "setting TLS 1.2 ciphers: " + openssl_reason();
+    return nullptr;
+  }
+  // ECDH group selection is automatic in OpenSSL 3; restrict it to modern curves.
+  if (SSL_CTX_set1_groups_list(raw, "X25519:P-256:P-384") != 1) {
+    error = "setting ECDHE groups: " + openssl_reason();
+    return nullptr;
+  }
+  // Resumption: a server-side cache for TLS 1.2 session ids, tickets (on by
+  // default) for both versions.
+  SSL_CTX_set_session_cache_mode(raw, SSL_SESS_CACHE_SERVER);
+  SSL_CTX_sess_set_cache_size(raw, 20000);
+  SSL_CTX_set_timeout(raw, 2 * 60 * 60);
+  SSL_CTX_set_session_id_context(raw, kSessionIdContext, sizeof kSessionIdContext - 1);
+  SSL_CTX_set_mode(raw, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+
+  boost::system::error_code ec;
+  ctx->use_certificate_chain(boost::asio::buffer(cert_pem.data(), cert_pem.size()), ec);
+  if (ec) {
+    error = "loading certificate (PEM chain, leaf first): " + describe(ec);
+    return nullptr;
+  }
+  // Parse the key ourselves so that "unreadable" and "does not match" are
+  // distinct errors (SSL_CTX_use_PrivateKey reports both alike).
+  EVP_PKEY* key = nullptr;
+  if (BIO* bio = BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size()))) {
+    key = PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr);
+    BIO_free(bio);
+  }
+  if (key == nullptr) {
+    error = "loading private key (PEM): " + openssl_reason();
+    return nullptr;
+  }
+  const bool matches = X509_check_private_key(SSL_CTX_get0_certificate(raw), key) == 1;
+  ERR_clear_error();
+  const bool used = matches && SSL_CTX_use_PrivateKey(raw, key) == 1;
+  EVP_PKEY_free(key);
+  if (!matches) {
+    error = "the private key does not match the certificate";
+    return nullptr;
+  }
+  if (!used) {
+    error = "loading private key: " + openssl_reason();
+    return nullptr;
+  }
+  if (SSL_CTX_check_private_key(raw) != 1) {
+    error = "the private key does not match the certificate: " + openssl_reason();
+    return nullptr;
+  }
+  ERR_clear_error();
+  return ctx;
+}
+
+ReloadingTlsContext::ReloadingTlsContext(std::string cert_path, std::string key_path, LogFn log)
+    : cert_path_(std::move(cert_path)), key_path_(std::move(key_path)), log_(std::move(log)) {}
+
+ReloadingTlsContext::~ReloadingTlsContext() { stop_watching(); }
+
+std::unique_ptr<ReloadingTlsContext> ReloadingTlsContext::from_files(std::string cert_path,
+                                                                     std::string key_path,
+                                                                     LogFn log,
+                                                                     std::string& error) {
+  std::unique_ptr<ReloadingTlsContext> self(
+      new ReloadingTlsContext(std::move(cert_path), std::move(key_path), std::move(log)));
+  std::lock_guard poll_lock(self->poll_mu_);
+  self->seen_cert_ = stat_file(self->cert_path_);
+  self->seen_key_ = stat_file(self->key_path_);
+  auto cert = read_small_file(self->cert_path_, kMaxPemBytes, error);
+  if (!cert) return nullptr;
+  auto key = read_small_file(self->key_path_, kMaxPemBytes, error);
+  if (!key) return nullptr;
+  if (!self->install(*cert, *key, error)) {
+    error = self->cert_path_ + " / " + self->key_path_ + ": " + error;
+    return nullptr;
+  }
+  return self;
+}
+
+std::unique_ptr<ReloadingTlsContext> ReloadingTlsContext::from_pem(std::string_view cert_pem,
+                                                                   std::string_view key_pem,
+                                                                   LogFn log, std::string& error) {
+  std::unique_ptr<ReloadingTlsContext> self(new ReloadingTlsContext({}, {}, std::move(log)));
+  if (!self->install(cert_pem, key_pem, error)) return nullptr;
+  return self;
+}
+
+std::shared_ptr<ssl::context> ReloadingTlsContext::current() const {
+  std::lock_guard lock(mu_);
+  return ctx_;
+}
+
+std::chrono::system_clock::time_point ReloadingTlsContext::not_after() const {
+  std::lock_guard lock(mu_);
+  return not_after_;
+}
+
+std::string ReloadingTlsContext::certificate_pem() const {
+  std::lock_guard lock(mu_);
+  return cert_pem_;
+}
+
+bool ReloadingTlsContext::install(std::string_view cert_pem, std::string_view key_pem,
+                                  std::string& error) {
+  auto ctx = make_server_context(cert_pem, key_pem, error);
+  if (!ctx) return false;
+  std::string pem(cert_pem);
+  auto not_after = certificate_not_after(pem, error);
+  if (!not_after) return false;
+  std::lock_guard lock(mu_);
+  ctx_ = std::move(ctx);
+  not_after_ = *not_after;
+  cert_pem_ = std::move(pem);
+  return true;
+}
+
+void ReloadingTlsContext::log(std::string_view level, const std::string& msg) const {
+  if (log_) log_(level, msg);
+}
+
+ReloadingTlsContext::FileState ReloadingTlsContext::stat_file(const std::string& path) {
+  FileState s;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return s;
+  s.exists = true;
+  s.dev = st.st_dev;
+  s.ino = st.st_ino;
+  s.size = static_cast<unsigned long long>(st.st_size);
+  s.mtime_ns = static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
+  return s;
+}
+
+bool ReloadingTlsContext::poll_for_changes() {
+  if (cert_path_.empty()) return false;
+  std::lock_guard poll_lock(poll_mu_);
+  const FileState cert_state = stat_file(cert_path_);
+  const FileState key_state = stat_file(key_path_);
+  if (cert_state == seen_cert_ && key_state == seen_key_) return false;
+  // Remember this state whether or not it loads: a broken pair is reported
+  // once, and retried as soon as either file changes again.
+  seen_cert_ = cert_state;
+  seen_key_ = key_state;
+  std::string error;
+  auto cert = read_small_file(cert_path_, kMaxPemBytes, error);
+  std::optional<std::string> key;
+  if (cert) key = read_small_file(key_path_, kMaxPemBytes, error);
+  if (!cert || !key || !install(*cert, *key, error)) {
+    log("error", "TLS certificate reload failed, keeping the current certificate: " + cert_path_ +
+                     " / " + key_path_ + ": " + error);
+    return false;
+  }
+  // The states were taken before reading: a file that changed while we read it
+  // differs from them at the next poll and is loaded again.
+  const auto n = reloads_.fetch_add(1, std::memory_order_relaxed) + 1;
+  log("info", "TLS certificate reloaded from " + cert_path_ + " (reload " + std::to_string(n) + ")");
+  return true;
+}
+
+bool ReloadingTlsContext::replace_pem(std::string_view cert_pem, std::string_view key_pem,
+                                      std::string& error) {
+  std::lock_guard poll_lock(poll_mu_);
+  if (!install(cert_pem, key_pem, error)) {
+    log("error", "TLS certificate replacement rejected, keeping the current certificate: " + error);
+    return false;
+  }
+  const auto n = reloads_.fetch_add(1, std::memory_order_relaxed) + 1;
+  log("info", "TLS certificate replaced (reload " + std::to_string(n) + ")");
+  return true;
+}
+
+void ReloadingTlsContext::start_watching(std::chrono::milliseconds interval) {
+  if (cert_path_.empty()) return;
+  std::lock_guard lock(watch_mu_);
+  if (watcher_.joinable()) return;
+  stop_ = false;
+  watcher_ = std::thread([this, interval] { watch_loop(interval); });
+}
+
+void ReloadingTlsContext::stop_watching() {
+  std::thread t;
+  {
+    std::lock_guard lock(watch_mu_);
+    stop_ = true;
+    t = std::move(watcher_);
+  }
+  watch_cv_.notify_all();
+  if (t.joinable()) t.join();
+}
+
+void ReloadingTlsContext::watch_loop(std::chrono::milliseconds interval) {
+  std::unique_lock lock(watch_mu_);
+  while (!stop_) {
+    if (watch_cv_.wait_for(lock, interval, [this] { return stop_; })) break;
+    lock.unlock();
+    try {
+      poll_for_changes();
+    } catch (const std::exception& e) {  // allocation failure: keep watching
+      log("error", std::string("TLS certificate poll failed: ") + e.what());
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace ig::tls

@@ -1,0 +1,197 @@
+// Server TLS contexts and their hot reload (tls/server_context.h).
+#include "tls/server_context.h"
+
+#include <gtest/gtest.h>
+#include <openssl/ssl.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tls/certificates.h"
+
+namespace ig::tls {
+namespace {
+
+using namespace std::chrono_literals;
+
+CertificateBundle chain(std::chrono::seconds validity = std::chrono::hours(24)) {
+  std::string error;
+  auto b = make_serving_chain({"isolation-gate.isolation-gate-system.svc"}, {"127.0.0.1"},
+                              validity, error);
+  EXPECT_TRUE(b) << error;
+  return b ? *b : CertificateBundle{};
+}
+
+struct Logs {
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::string>> lines;
+  LogFn fn() {
+    return [this](std::string_view level, std::string_view msg) {
+      std::lock_guard lock(mu);
+      lines.emplace_back(level, msg);
+    };
+  }
+  std::size_t count(const std::string& level) {
+    std::lock_guard lock(mu);
+    std::size_t n = 0;
+    for (const auto& l : lines) n += l.first == level;
+    return n;
+  }
+};
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "ig-tlsctx-XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+void write(const std::string& path, const std::string& data) {
+  std::string error;
+  ASSERT_TRUE(write_file_atomically(path, data, 0600, error)) << error;
+}
+
+TEST(TlsServerContext, BuildsHardenedContext) {
+  const auto b = chain();
+  std::string error;
+  auto ctx = make_server_context(b.cert_pem, b.key_pem, error);
+  ASSERT_TRUE(ctx) << error;
+  SSL_CTX* raw = ctx->native_handle();
+  EXPECT_EQ(SSL_CTX_get_min_proto_version(raw), TLS1_2_VERSION);
+  const auto opts = SSL_CTX_get_options(raw);
+  EXPECT_TRUE(opts & SSL_OP_NO_COMPRESSION);
+  EXPECT_TRUE(opts & SSL_OP_NO_RENEGOTIATION);
+  EXPECT_FALSE(opts & SSL_OP_NO_TICKET);
+  EXPECT_EQ(SSL_CTX_get_session_cache_mode(raw) & SSL_SESS_CACHE_SERVER, SSL_SESS_CACHE_SERVER);
+  // Only ECDHE AEAD suites for TLS 1.2.
+  STACK_OF(SSL_CIPHER)* ciphers = SSL_CTX_get_ciphers(raw);
+  ASSERT_NE(ciphers, nullptr);
+  for (int i = 0; i < sk_SSL_CIPHER_num(ciphers); ++i) {
+    const SSL_CIPHER* c = sk_SSL_CIPHER_value(ciphers, i);
+    if (std::string_view(SSL_CIPHER_get_name(c)).substr(0, 4) == "TLS_") continue;  // TLS 1.3
+    EXPECT_EQ(SSL_CIPHER_get_kx_nid(c), NID_kx_ecdhe) << SSL_CIPHER_get_name(c);
+    EXPECT_TRUE(SSL_CIPHER_is_aead(c)) << SSL_CIPHER_get_name(c);
+  }
+}
+
+TEST(TlsServerContext, MismatchedKeyIsAClearError) {
+  const auto a = chain(), b = chain();
+  std::string error;
+  EXPECT_FALSE(make_server_context(a.cert_pem, b.key_pem, error));
+  EXPECT_NE(error.find("does not match"), std::string::npos) << error;
+  EXPECT_FALSE(make_server_context("garbage", a.key_pem, error));
+  EXPECT_NE(error.find("certificate"), std::string::npos) << error;
+  EXPECT_FALSE(make_server_context(a.cert_pem, "garbage", error));
+  EXPECT_NE(error.find("private key"), std::string::npos) << error;
+  // A chain (leaf + CA) is accepted.
+  EXPECT_TRUE(make_server_context(a.cert_pem + a.ca_cert_pem, a.key_pem, error)) << error;
+}
+
+TEST(TlsReloadingContext, ReloadsOnlyCompleteMatchingPairs) {
+  TempDir dir;
+  const auto a = chain(), b = chain(std::chrono::hours(48));
+  write(dir.file("tls.crt"), a.cert_pem);
+  write(dir.file("tls.key"), a.key_pem);
+  Logs logs;
+  std::string error;
+  auto reloading = ReloadingTlsContext::from_files(dir.file("tls.crt"), dir.file("tls.key"),
+                                                   logs.fn(), error);
+  ASSERT_TRUE(reloading) << error;
+  const auto first = reloading->current();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(reloading->reload_count(), 0u);
+  EXPECT_FALSE(reloading->poll_for_changes());  // nothing changed
+  EXPECT_EQ(reloading->current(), first);
+
+  // Half of a rotation: new certificate, old key -> keep the old context, log once.
+  write(dir.file("tls.crt"), b.cert_pem);
+  EXPECT_FALSE(reloading->poll_for_changes());
+  EXPECT_FALSE(reloading->poll_for_changes());
+  EXPECT_EQ(reloading->current(), first);
+  EXPECT_EQ(logs.count("error"), 1u);
+  EXPECT_EQ(reloading->certificate_pem(), a.cert_pem);
+
+  // The key arrives -> swap.
+  write(dir.file("tls.key"), b.key_pem);
+  EXPECT_TRUE(reloading->poll_for_changes());
+  EXPECT_NE(reloading->current(), first);
+  EXPECT_EQ(reloading->reload_count(), 1u);
+  EXPECT_EQ(reloading->certificate_pem(), b.cert_pem);
+  EXPECT_EQ(logs.count("info"), 1u);
+  EXPECT_GT(reloading->not_after(), std::chrono::system_clock::now() + 47h);
+
+  // A truncated (half-written) certificate is refused.
+  const auto second = reloading->current();
+  write(dir.file("tls.crt"), a.cert_pem.substr(0, a.cert_pem.size() / 2));
+  EXPECT_FALSE(reloading->poll_for_changes());
+  EXPECT_EQ(reloading->current(), second);
+  // A missing file is refused too.
+  std::filesystem::remove(dir.file("tls.key"));
+  EXPECT_FALSE(reloading->poll_for_changes());
+  EXPECT_EQ(reloading->current(), second);
+  EXPECT_EQ(reloading->reload_count(), 1u);
+}
+
+TEST(TlsReloadingContext, InitialLoadErrors) {
+  TempDir dir;
+  std::string error;
+  EXPECT_FALSE(ReloadingTlsContext::from_files(dir.file("none.crt"), dir.file("none.key"), {}, error));
+  EXPECT_NE(error.find("none.crt"), std::string::npos) << error;
+  const auto a = chain(), b = chain();
+  write(dir.file("tls.crt"), a.cert_pem);
+  write(dir.file("tls.key"), b.key_pem);
+  EXPECT_FALSE(ReloadingTlsContext::from_files(dir.file("tls.crt"), dir.file("tls.key"), {}, error));
+  EXPECT_NE(error.find("does not match"), std::string::npos) << error;
+}
+
+TEST(TlsReloadingContext, WatcherPicksUpChanges) {
+  TempDir dir;
+  const auto a = chain(), b = chain();
+  write(dir.file("tls.crt"), a.cert_pem);
+  write(dir.file("tls.key"), a.key_pem);
+  std::string error;
+  auto reloading =
+      ReloadingTlsContext::from_files(dir.file("tls.crt"), dir.file("tls.key"), {}, error);
+  ASSERT_TRUE(reloading) << error;
+  reloading->start_watching(10ms);
+  reloading->start_watching(10ms);  // idempotent
+  write(dir.file("tls.key"), b.key_pem);
+  write(dir.file("tls.crt"), b.cert_pem);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (reloading->certificate_pem() != b.cert_pem && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(reloading->certificate_pem(), b.cert_pem);
+  reloading->stop_watching();
+  reloading->stop_watching();
+}
+
+TEST(TlsReloadingContext, InMemoryReplace) {
+  const auto a = chain(), b = chain();
+  Logs logs;
+  std::string error;
+  auto reloading = ReloadingTlsContext::from_pem(a.cert_pem, a.key_pem, logs.fn(), error);
+  ASSERT_TRUE(reloading) << error;
+  const auto first = reloading->current();
+  EXPECT_FALSE(reloading->poll_for_changes());
+  EXPECT_FALSE(reloading->replace_pem(b.cert_pem, a.key_pem, error));
+  EXPECT_EQ(reloading->current(), first);
+  EXPECT_EQ(logs.count("error"), 1u);
+  EXPECT_TRUE(reloading->replace_pem(b.cert_pem, b.key_pem, error)) << error;
+  EXPECT_NE(reloading->current(), first);
+  EXPECT_EQ(reloading->reload_count(), 1u);
+  reloading->start_watching();  // no-op for in-memory
+}
+
+}  // namespace
+}  // namespace ig::tls
