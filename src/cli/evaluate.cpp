@@ -1,0 +1,152 @@
+// `isolation-gate evaluate`: the webhook's decision for one Component and one
+// Pod (or workload template), offline. Same rules, same messages.
+#include <cstdio>
+#include <iostream>
+
+#include "admission/catalog.h"
+#include "admission/pod_rules.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "config/environment.h"
+#include "model/component.h"
+#include "model/document.h"
+#include "model/pod.h"
+
+namespace ig::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kUsage =
+    "usage: isolation-gate evaluate --component FILE --pod FILE\n"
+    "                               [--sandbox available|unavailable] [--output text|json]\n"
+    "                               [--runtime-class NAME]\n"
+    "  FILE is YAML or JSON; --pod also takes a Deployment, StatefulSet, DaemonSet,\n"
+    "  ReplicaSet, Job or CronJob (its pod template is evaluated).\n"
+    "  The deployment shape comes from GIBSON_UNTRUSTED_EXEC (default setec-only).\n"
+    "  Exit: 0 admitted, 1 denied, 2 bad input.\n";
+
+int bad_input(const std::string& message) {
+  std::cerr << "isolation-gate evaluate: " << message << "\n";
+  return kExitBadInput;
+}
+
+std::string decision_label(const admission::PodVerdict& v) {
+  if (v.decided) return std::string(policy::to_string(v.decision));
+  return v.allowed ? "NotEnforced" : "Deny";
+}
+
+void print_text(const admission::PodVerdict& v, const std::string& ns) {
+  const auto& in = v.inputs;
+  std::string out;
+  out += "decision:  " + decision_label(v) + (v.allowed ? " (admitted)" : " (denied)") + "\n";
+  if (!in.component.empty()) out += "component: " + in.component + " (namespace " + ns + ")\n";
+  if (v.decided) {
+    out += "trust:     " + in.trust;
+    if (!in.trust_declared) {
+      out += " (content_trust omitted: treated as trusted)";
+    } else if (!in.trust_valid) {
+      out += " (content_trust \"" + in.trust_raw + "\" is not valid: treated as untrusted)";
+    } else {
+      out += " (declared)";
+    }
+    out += "\nshape:     " + in.shape;
+    if (in.shape_fell_back) {
+      out += " (GIBSON_UNTRUSTED_EXEC=\"" + in.shape_raw + "\" not recognised: fell back)";
+    } else if (in.shape_raw.empty()) {
+      out += " (GIBSON_UNTRUSTED_EXEC unset: default)";
+    }
+    out += "\nsandbox:   " + in.sandbox + " (RuntimeClass " + in.runtime_class + ")\n";
+  }
+  out += (v.allowed ? "summary:   " : "reason:    ") + v.message + "\n";
+  for (const auto& w : v.warnings) out += "warning:   " + w + "\n";
+  if (!v.patch.empty()) out += "patch (RFC 6902):\n" + model::dump_json(v.patch, 2) + "\n";
+  std::fwrite(out.data(), 1, out.size(), stdout);
+}
+
+void print_json(const admission::PodVerdict& v, const std::string& ns) {
+  const auto& in = v.inputs;
+  json out = {{"decision", decision_label(v)},
+              {"allowed", v.allowed},
+              {"component", in.component},
+              {"namespace", ns},
+              {"message", v.message},
+              {"warnings", v.warnings},
+              {"patch", v.patch}};
+  if (v.decided) {
+    out["contentTrust"] = {{"effective", in.trust},
+                           {"declared", in.trust_declared},
+                           {"valid", in.trust_valid},
+                           {"value", in.trust_raw}};
+    out["shape"] = {{"value", in.shape}, {"fellBack", in.shape_fell_back}, {"env", in.shape_raw}};
+    out["sandbox"] = {{"state", in.sandbox}, {"runtimeClass", in.runtime_class}};
+  }
+  const std::string text = model::dump_json(out, 2) + "\n";
+  std::fwrite(text.data(), 1, text.size(), stdout);
+}
+
+}  // namespace
+
+int run_evaluate(const std::vector<std::string>& args) {
+  FlagSpec spec{{"component", "pod", "sandbox", "output", "runtime-class"}, {"help"}};
+  auto flags = parse_flags(args, spec);
+  if (flags.has("help")) {
+    std::cout << kUsage;
+    return kExitAllowed;
+  }
+  if (!flags.error.empty()) return bad_input(flags.error + "\n" + kUsage);
+  auto component_path = flags.get("component");
+  auto pod_path = flags.get("pod");
+  if (!component_path || !pod_path) return bad_input(std::string("--component and --pod are required\n") + kUsage);
+  const std::string sandbox_flag = flags.get_or("sandbox", "unavailable");
+  if (sandbox_flag != "available" && sandbox_flag != "unavailable") {
+    return bad_input("--sandbox: expected available or unavailable, got \"" + sandbox_flag + "\"");
+  }
+  const std::string output = flags.get_or("output", "text");
+  if (output != "text" && output != "json") {
+    return bad_input("--output: expected text or json, got \"" + output + "\"");
+  }
+
+  auto component_doc = model::load_single_document_file(*component_path);
+  if (!component_doc) return bad_input(component_doc.error());
+  auto component = model::decode_component(*component_doc, *component_path);
+  if (!component) return bad_input(component.error());
+  if (auto problems = model::component_problems(*component, *component_path); !problems.empty()) {
+    return bad_input(problems.front());
+  }
+
+  auto pod_doc = model::load_single_document_file(*pod_path);
+  if (!pod_doc) return bad_input(pod_doc.error());
+  auto where = model::locate_pod(*pod_doc, *pod_path);
+  if (!where) return bad_input(where.error());
+  auto facts = model::read_pod_facts(*pod_doc, *where, *pod_path);
+  if (!facts) return bad_input(facts.error());
+
+  // A manifest without a namespace lands in the other's (kubectl apply -n),
+  // or in "default" when neither names one.
+  std::string ns = !facts->namespace_.empty()     ? facts->namespace_
+                   : !component->namespace_.empty() ? component->namespace_
+                                                    : "default";
+  admission::StaticCatalog catalog;
+  catalog.add(std::move(component).value(), ns);
+
+  const auto shape = config::read_shape_from_env();
+  admission::GateSettings settings;
+  settings.shape = shape.setting;
+  settings.shape_raw = shape.raw;
+  settings.runtime_class = flags.get_or("runtime-class", "kata-fc");
+  admission::FixedSandbox sandbox(sandbox_flag == "available"
+                                      ? policy::SandboxAvailability::Available
+                                      : policy::SandboxAvailability::Unavailable);
+
+  auto verdict = admission::admit_pod(*facts, *where, ns, catalog, sandbox, settings,
+                                      admission::Stage::Evaluate);
+  if (output == "json") {
+    print_json(verdict, ns);
+  } else {
+    print_text(verdict, ns);
+  }
+  return verdict.allowed ? kExitAllowed : kExitDenied;
+}
+
+}  // namespace ig::cli

@@ -1,0 +1,50 @@
+// The Component custom resource (gibson.zeroroot.ai/v1alpha1, kind Component)
+// as isolation-gate reads it.
+//
+// Contract: decode_component() accepts any JSON value and returns either a
+// Component or a one-line error naming the source, the field and what was
+// expected. An unknown content_trust value is NOT a decode error: it is kept
+// (trust.valid == false, trust.trust == Untrusted, fail closed) so that the
+// gate can still act on an object it meets, while callers that validate
+// (the components webhook, `evaluate`, the local catalog) report it through
+// component_problems().
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/result.h"
+#include "policy/gate.h"
+
+namespace ig::model {
+
+inline constexpr std::string_view kComponentGroup = "gibson.zeroroot.ai";
+inline constexpr std::string_view kComponentApiVersion = "gibson.zeroroot.ai/v1alpha1";
+inline constexpr std::string_view kComponentKind = "Component";
+inline constexpr std::string_view kTrustField = "spec.policy.content_trust";
+inline constexpr std::string_view kValidComponentKinds = "tool, agent, plugin, connector";
+
+struct Component {
+  std::string name;
+  std::string namespace_;  // "" when the manifest names none
+  std::string kind;        // spec.kind, "" when omitted
+  std::string image;       // spec.image, "" when omitted
+  std::optional<std::string> trust_raw;  // spec.policy.content_trust as written; nullopt = omitted/null
+  policy::TrustSetting trust;            // effective trust, declared or not, valid or not
+};
+
+Result<Component> decode_component(const nlohmann::json& doc, std::string_view source);
+
+// Validation problems a strict caller must refuse: an unknown content_trust
+// value, an unknown spec.kind. Each is one line naming source and field.
+std::vector<std::string> component_problems(const Component& c, std::string_view source);
+
+// A doc that claims to be a Component (by kind and group); used to pick
+// Components out of a directory that holds other manifests too.
+bool looks_like_component(const nlohmann::json& doc) noexcept;
+
+}  // namespace ig::model

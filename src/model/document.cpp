@@ -1,0 +1,278 @@
+#include "model/document.h"
+
+#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <charconv>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace ig::model {
+namespace {
+
+std::string prefixed(std::string_view source, std::string_view message) {
+  std::string out;
+  out.reserve(source.size() + message.size() + 2);
+  out.append(source).append(": ").append(message);
+  return out;
+}
+
+// nlohmann messages start with "[json.exception.parse_error.101] ": keep the rest.
+std::string_view strip_nlohmann_prefix(std::string_view what) {
+  if (!what.empty() && what.front() == '[') {
+    auto close = what.find("] ");
+    if (close != std::string_view::npos) what.remove_prefix(close + 2);
+  }
+  return what;
+}
+
+bool is_one_of(std::string_view s, std::initializer_list<std::string_view> options) {
+  for (auto o : options)
+    if (s == o) return true;
+  return false;
+}
+
+// Plain (unquoted) scalar resolution as Kubernetes' YAML (YAML 1.1) does it.
+json resolve_plain_scalar(const std::string& s) {
+  if (is_one_of(s, {"", "~", "null", "Null", "NULL"})) return nullptr;
+  if (is_one_of(s, {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y"}))
+    return true;
+  if (is_one_of(s, {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "n", "N"}))
+    return false;
+  const char* first = s.data();
+  const char* last = s.data() + s.size();
+  const char* digits = (*first == '+' || *first == '-') ? first + 1 : first;
+  if (digits < last && *digits >= '0' && *digits <= '9') {
+    std::int64_t i = 0;
+    const char* start = (*first == '+') ? first + 1 : first;
+    auto [p, ec] = std::from_chars(start, last, i);
+    if (ec == std::errc() && p == last) return i;
+    double d = 0;
+    auto [pd, ecd] = std::from_chars(start, last, d, std::chars_format::general);
+    if (ecd == std::errc() && pd == last) return d;
+  }
+  if (is_one_of(s, {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"}))
+    return std::numeric_limits<double>::infinity();
+  if (is_one_of(s, {"-.inf", "-.Inf", "-.INF"})) return -std::numeric_limits<double>::infinity();
+  return s;
+}
+
+std::string mark_text(const YAML::Mark& mark) {
+  if (mark.is_null()) return {};
+  return "line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1) +
+         ": ";
+}
+
+// Depth-capped, node-count-capped YAML -> JSON walk. The depth cap bounds the
+// recursion and ends alias cycles; the node cap ends alias expansion bombs.
+class YamlToJson {
+ public:
+  YamlToJson(std::string_view source, const DecodeLimits& limits)
+      : source_(source), limits_(limits) {}
+
+  bool convert(const YAML::Node& node, json& out, std::size_t depth) {
+    if (++nodes_ > limits_.max_nodes) {
+      return fail_at(node, "document too large: more than " + std::to_string(limits_.max_nodes) +
+                               " values (after expanding aliases)");
+    }
+    if (depth > limits_.max_depth) {
+      return fail_at(node, "nesting deeper than " + std::to_string(limits_.max_depth) +
+                               " levels (or an alias that refers to itself)");
+    }
+    switch (node.Type()) {
+      case YAML::NodeType::Undefined:
+      case YAML::NodeType::Null:
+        out = nullptr;
+        return true;
+      case YAML::NodeType::Scalar: {
+        const std::string& tag = node.Tag();
+        if (tag == "!" || tag == "tag:yaml.org,2002:str") {
+          out = node.Scalar();
+        } else {
+          out = resolve_plain_scalar(node.Scalar());
+        }
+        return true;
+      }
+      case YAML::NodeType::Sequence: {
+        out = json::array();
+        for (const auto& child : node) {
+          json value;
+          if (!convert(child, value, depth + 1)) return false;
+          out.push_back(std::move(value));
+        }
+        return true;
+      }
+      case YAML::NodeType::Map: {
+        out = json::object();
+        for (const auto& kv : node) {
+          if (!kv.first.IsScalar()) return fail_at(kv.first, "map keys must be strings");
+          json value;
+          if (!convert(kv.second, value, depth + 1)) return false;
+          out[kv.first.Scalar()] = std::move(value);
+        }
+        return true;
+      }
+    }
+    return fail_at(node, "unsupported YAML node");
+  }
+
+  const std::string& error() const { return error_; }
+
+ private:
+  bool fail_at(const YAML::Node& node, const std::string& message) {
+    error_ = prefixed(source_, mark_text(node.Mark()) + message);
+    return false;
+  }
+
+  std::string_view source_;
+  const DecodeLimits& limits_;
+  std::size_t nodes_ = 0;
+  std::string error_;
+};
+
+}  // namespace
+
+std::size_t json_nesting_depth(std::string_view text, std::size_t limit) noexcept {
+  std::size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"': in_string = true; break;
+      case '{':
+      case '[':
+        if (++depth > deepest) {
+          deepest = depth;
+          if (deepest > limit) return deepest;
+        }
+        break;
+      case '}':
+      case ']':
+        if (depth > 0) --depth;
+        break;
+      default: break;
+    }
+  }
+  return deepest;
+}
+
+Result<json> parse_json(std::string_view text, std::string_view source,
+                        const DecodeLimits& limits) {
+  if (text.size() > limits.max_bytes) {
+    return fail(prefixed(source, "input is larger than " + std::to_string(limits.max_bytes) +
+                                     " bytes"));
+  }
+  if (json_nesting_depth(text, limits.max_depth) > limits.max_depth) {
+    return fail(prefixed(source, "JSON nested deeper than " + std::to_string(limits.max_depth) +
+                                     " levels"));
+  }
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::exception& e) {
+    return fail(prefixed(source, std::string("invalid JSON: ") +
+                                     std::string(strip_nlohmann_prefix(e.what()))));
+  }
+}
+
+Result<std::vector<json>> parse_yaml_documents(std::string_view text, std::string_view source,
+                                               const DecodeLimits& limits) {
+  if (text.size() > limits.max_bytes) {
+    return fail(prefixed(source, "input is larger than " + std::to_string(limits.max_bytes) +
+                                     " bytes"));
+  }
+  std::vector<YAML::Node> nodes;
+  try {
+    nodes = YAML::LoadAll(std::string(text));
+  } catch (const YAML::DeepRecursion& e) {
+    return fail(prefixed(source, mark_text(e.mark) + "YAML nested too deeply"));
+  } catch (const YAML::Exception& e) {
+    return fail(prefixed(source, mark_text(e.mark) + "invalid YAML: " + e.msg));
+  } catch (const std::exception& e) {
+    return fail(prefixed(source, std::string("invalid YAML: ") + e.what()));
+  }
+  std::vector<json> docs;
+  docs.reserve(nodes.size());
+  YamlToJson converter(source, limits);
+  for (const auto& node : nodes) {
+    if (node.IsNull()) continue;
+    json doc;
+    try {
+      if (!converter.convert(node, doc, 1)) return fail(converter.error());
+    } catch (const YAML::Exception& e) {
+      return fail(prefixed(source, mark_text(e.mark) + "invalid YAML: " + e.msg));
+    }
+    docs.push_back(std::move(doc));
+  }
+  return docs;
+}
+
+Result<std::vector<json>> parse_documents(std::string_view text, std::string_view source,
+                                          const DecodeLimits& limits) {
+  auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && (text[first] == '{' || text[first] == '[')) {
+    auto doc = parse_json(text, source, limits);
+    if (!doc) return fail(doc.error());
+    std::vector<json> docs;
+    docs.push_back(std::move(doc).value());
+    return docs;
+  }
+  return parse_yaml_documents(text, source, limits);
+}
+
+Result<std::vector<json>> load_documents_file(const std::string& path, const DecodeLimits& limits) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(path + ": cannot open: " + std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  const auto size = in.tellg();
+  if (size < 0) return fail(path + ": cannot read");
+  if (static_cast<std::size_t>(size) > limits.max_bytes) {
+    return fail(path + ": file is larger than " + std::to_string(limits.max_bytes) + " bytes");
+  }
+  std::string text(static_cast<std::size_t>(size), '\0');
+  in.seekg(0);
+  in.read(text.data(), size);
+  if (!in) return fail(path + ": cannot read");
+  return parse_documents(text, path, limits);
+}
+
+Result<json> load_single_document_file(const std::string& path, const DecodeLimits& limits) {
+  auto docs = load_documents_file(path, limits);
+  if (!docs) return fail(docs.error());
+  if (docs->empty()) return fail(path + ": no document in file");
+  if (docs->size() > 1) {
+    return fail(path + ": expected one document, found " + std::to_string(docs->size()));
+  }
+  return std::move(docs->front());
+}
+
+std::string_view json_type_phrase(const json& value) noexcept {
+  switch (value.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::object: return "a map";
+    case json::value_t::array: return "a list";
+    case json::value_t::string: return "a string";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float: return "a number";
+    default: return "an unsupported value";
+  }
+}
+
+std::string dump_json(const json& value, int indent) {
+  return value.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace ig::model

@@ -1,0 +1,67 @@
+// Decoding Kubernetes documents (YAML or JSON) into nlohmann::json, safely.
+//
+// Contract: never crashes and never recurses without bound, whatever the
+// input. Limits (depth, node count, size) are enforced before or during the
+// decode; violations and syntax errors come back as one-line errors that name
+// the source ("FILE: line 3, column 7: ...").
+//  - JSON: depth is checked by a linear pre-scan before nlohmann parses (its
+//    dump/copy/compare recurse); invalid UTF-8 is a syntax error.
+//  - YAML (yaml-cpp): its own DeepRecursion guard is caught; the YAML->JSON
+//    walk caps depth and the number of nodes produced, so alias expansion
+//    ("billion laughs") and alias cycles end in an error.
+//  - Scalars follow Kubernetes' YAML->JSON conversion: quoted scalars are
+//    strings; plain null/~/empty -> null, true/false -> bool, integers and
+//    floats -> numbers, everything else a string.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/result.h"
+
+namespace ig::model {
+
+using json = nlohmann::json;
+
+struct DecodeLimits {
+  std::size_t max_depth = 128;             // Kubernetes objects are ~15 deep
+  std::size_t max_nodes = 1'000'000;       // values produced from one document
+  std::size_t max_bytes = 16 * 1024 * 1024;
+};
+
+// Length of the deepest nesting of [ and { outside strings, stopping early
+// once `limit` is exceeded (returns limit + 1 then). Linear, no recursion.
+std::size_t json_nesting_depth(std::string_view text, std::size_t limit) noexcept;
+
+// One JSON value. `source` names the input in messages.
+Result<json> parse_json(std::string_view text, std::string_view source,
+                        const DecodeLimits& limits = {});
+
+// Every document of a YAML stream (a JSON text is YAML too, but JSON input is
+// routed to parse_json by parse_documents for exact JSON semantics).
+Result<std::vector<json>> parse_yaml_documents(std::string_view text, std::string_view source,
+                                               const DecodeLimits& limits = {});
+
+// JSON when the first non-blank byte is '{' or '[', YAML otherwise. Empty
+// documents (a lone "---") are dropped.
+Result<std::vector<json>> parse_documents(std::string_view text, std::string_view source,
+                                          const DecodeLimits& limits = {});
+
+// Reads a file (refusing ones over limits.max_bytes) and parses its documents.
+Result<std::vector<json>> load_documents_file(const std::string& path,
+                                              const DecodeLimits& limits = {});
+
+// Exactly one document from a file: an error names the file when there are none or several.
+Result<json> load_single_document_file(const std::string& path, const DecodeLimits& limits = {});
+
+// "a string", "a list", "a map", "a number", "a boolean", "null" — for messages.
+std::string_view json_type_phrase(const json& value) noexcept;
+
+// A JSON dump that never throws (invalid UTF-8 is replaced).
+std::string dump_json(const json& value, int indent = -1);
+
+}  // namespace ig::model

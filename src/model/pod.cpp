@@ -1,0 +1,251 @@
+#include "model/pod.h"
+
+#include "model/document.h"
+
+namespace ig::model {
+namespace {
+
+using json = nlohmann::json;
+
+struct KindInfo {
+  std::string_view kind;
+  std::string_view api_version;
+  ObjectKind value;
+  std::string_view pointer;
+  std::string_view field_path;
+};
+
+constexpr KindInfo kKinds[] = {
+    {"Pod", "v1", ObjectKind::Pod, "", ""},
+    {"Deployment", "apps/v1", ObjectKind::Deployment, "/spec/template", "spec.template"},
+    {"StatefulSet", "apps/v1", ObjectKind::StatefulSet, "/spec/template", "spec.template"},
+    {"DaemonSet", "apps/v1", ObjectKind::DaemonSet, "/spec/template", "spec.template"},
+    {"ReplicaSet", "apps/v1", ObjectKind::ReplicaSet, "/spec/template", "spec.template"},
+    {"Job", "batch/v1", ObjectKind::Job, "/spec/template", "spec.template"},
+    {"CronJob", "batch/v1", ObjectKind::CronJob, "/spec/jobTemplate/spec/template",
+     "spec.jobTemplate.spec.template"},
+};
+
+std::string field_error(std::string_view source, std::string_view path, std::string_view expected,
+                        const json& got) {
+  std::string out(source);
+  out.append(": ").append(path).append(": expected ").append(expected).append(", got ");
+  out.append(json_type_phrase(got));
+  return out;
+}
+
+std::string join_path(std::string_view base, std::string_view leaf) {
+  if (base.empty()) return std::string(leaf);
+  std::string out(base);
+  out.push_back('.');
+  out.append(leaf);
+  return out;
+}
+
+// Member `key` of `parent` when it is a map; nullptr when absent or null.
+// Sets `error` when present with another type.
+const json* map_member(const json& parent, std::string_view key, std::string_view path,
+                       std::string_view source, std::string& error) {
+  auto it = parent.find(key);
+  if (it == parent.end() || it->is_null()) return nullptr;
+  if (!it->is_object()) {
+    error = field_error(source, path, "a map", *it);
+    return nullptr;
+  }
+  return &*it;
+}
+
+bool read_optional_string(const json& parent, std::string_view key, std::string_view path,
+                          std::string_view source, std::optional<std::string>& out,
+                          std::string& error) {
+  auto it = parent.find(key);
+  if (it == parent.end() || it->is_null()) return true;
+  if (!it->is_string()) {
+    error = field_error(source, path, "a string", *it);
+    return false;
+  }
+  out = it->get<std::string>();
+  return true;
+}
+
+bool read_optional_bool(const json& parent, std::string_view key, std::string_view path,
+                        std::string_view source, bool& out, std::string& error) {
+  auto it = parent.find(key);
+  if (it == parent.end() || it->is_null()) return true;
+  if (!it->is_boolean()) {
+    error = field_error(source, path, "a boolean", *it);
+    return false;
+  }
+  out = it->get<bool>();
+  return true;
+}
+
+bool read_privileged(const json& spec, std::string_view list_key, std::string_view prefix,
+                     std::string_view spec_path, std::string_view source,
+                     std::vector<std::string>& out, std::string& error) {
+  auto it = spec.find(list_key);
+  const std::string list_path = join_path(spec_path, list_key);
+  if (it == spec.end() || it->is_null()) return true;
+  if (!it->is_array()) {
+    error = field_error(source, list_path, "a list", *it);
+    return false;
+  }
+  std::size_t index = 0;
+  for (const auto& container : *it) {
+    const std::string item_path = list_path + "[" + std::to_string(index++) + "]";
+    if (!container.is_object()) {
+      error = field_error(source, item_path, "a map", container);
+      return false;
+    }
+    const json* sc = map_member(container, "securityContext", item_path + ".securityContext",
+                                source, error);
+    if (!error.empty()) return false;
+    bool privileged = false;
+    if (sc != nullptr &&
+        !read_optional_bool(*sc, "privileged", item_path + ".securityContext.privileged", source,
+                            privileged, error)) {
+      return false;
+    }
+    if (privileged) {
+      std::optional<std::string> name;
+      if (!read_optional_string(container, "name", item_path + ".name", source, name, error))
+        return false;
+      out.push_back(std::string(prefix) + name.value_or("#" + std::to_string(index - 1)));
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string_view to_string(ObjectKind k) noexcept {
+  for (const auto& info : kKinds)
+    if (info.value == k) return info.kind;
+  return "Pod";
+}
+
+Result<PodLocation> locate_pod(const json& object, std::string_view source) {
+  const std::string src(source);
+  if (!object.is_object()) return fail(field_error(source, "object", "a map", object));
+  auto kind_it = object.find("kind");
+  if (kind_it == object.end() || !kind_it->is_string()) {
+    return fail(src + ": kind: expected one of Pod, Deployment, StatefulSet, DaemonSet, "
+                      "ReplicaSet, Job, CronJob");
+  }
+  const auto& kind = kind_it->get_ref<const std::string&>();
+  for (const auto& info : kKinds) {
+    if (kind != info.kind) continue;
+    auto api = object.find("apiVersion");
+    if (api != object.end() && !(api->is_string() && *api == info.api_version)) {
+      return fail(src + ": apiVersion: expected " + std::string(info.api_version) + " for kind " +
+                  kind);
+    }
+    PodLocation where{info.value, &object, std::string(info.pointer),
+                      std::string(info.field_path)};
+    if (!info.pointer.empty()) {
+      const json* node = &object;
+      std::string path;
+      std::string_view rest = info.field_path;
+      while (!rest.empty()) {
+        auto dot = rest.find('.');
+        std::string_view key = rest.substr(0, dot);
+        path = join_path(path, key);
+        auto it = node->find(key);
+        if (it == node->end() || it->is_null()) {
+          return fail(src + ": " + path + ": required for kind " + kind);
+        }
+        if (!it->is_object()) return fail(field_error(source, path, "a map", *it));
+        node = &*it;
+        rest = dot == std::string_view::npos ? std::string_view{} : rest.substr(dot + 1);
+      }
+      where.pod = node;
+    }
+    return where;
+  }
+  return fail(src + ": kind: \"" + kind.substr(0, 64) +
+              "\" is not a pod or workload; expected one of Pod, Deployment, StatefulSet, "
+              "DaemonSet, ReplicaSet, Job, CronJob");
+}
+
+Result<PodFacts> read_pod_facts(const json& object, const PodLocation& where,
+                                std::string_view source) {
+  PodFacts facts;
+  facts.kind = where.kind;
+  std::string error;
+
+  // The object's own name and namespace (for a workload, the workload's).
+  if (const json* meta = map_member(object, "metadata", "metadata", source, error)) {
+    std::optional<std::string> name, generate_name, ns;
+    if (!read_optional_string(*meta, "name", "metadata.name", source, name, error) ||
+        !read_optional_string(*meta, "generateName", "metadata.generateName", source,
+                              generate_name, error) ||
+        !read_optional_string(*meta, "namespace", "metadata.namespace", source, ns, error)) {
+      return fail(error);
+    }
+    if (name && !name->empty()) {
+      facts.object_name = *name;
+    } else if (generate_name && !generate_name->empty()) {
+      facts.object_name = *generate_name + "*";
+    }
+    facts.namespace_ = ns.value_or("");
+  }
+  if (!error.empty()) return fail(error);
+
+  const json& pod = *where.pod;
+  const std::string meta_path = join_path(where.field_path, "metadata");
+  const json* pod_meta = map_member(pod, "metadata", meta_path, source, error);
+  if (!error.empty()) return fail(error);
+  if (pod_meta != nullptr) {
+    facts.has_metadata = true;
+    if (const json* labels =
+            map_member(*pod_meta, "labels", meta_path + ".labels", source, error)) {
+      if (!read_optional_string(*labels, kComponentLabel,
+                                meta_path + ".labels[" + std::string(kComponentLabel) + "]",
+                                source, facts.component, error)) {
+        return fail(error);
+      }
+    }
+    if (!error.empty()) return fail(error);
+    if (const json* annotations =
+            map_member(*pod_meta, "annotations", meta_path + ".annotations", source, error)) {
+      facts.has_annotations = true;
+      if (!read_optional_string(*annotations, kIsolationAnnotation,
+                                meta_path + ".annotations[" + std::string(kIsolationAnnotation) +
+                                    "]",
+                                source, facts.isolation_annotation, error)) {
+        return fail(error);
+      }
+    }
+    if (!error.empty()) return fail(error);
+  }
+
+  const std::string spec_path = join_path(where.field_path, "spec");
+  const json* spec = map_member(pod, "spec", spec_path, source, error);
+  if (!error.empty()) return fail(error);
+  if (spec == nullptr) return fail(std::string(source) + ": " + spec_path + ": required");
+  if (!read_optional_string(*spec, "runtimeClassName", spec_path + ".runtimeClassName", source,
+                            facts.runtime_class, error) ||
+      !read_optional_bool(*spec, "hostNetwork", spec_path + ".hostNetwork", source,
+                          facts.host_network, error) ||
+      !read_optional_bool(*spec, "hostPID", spec_path + ".hostPID", source, facts.host_pid,
+                          error) ||
+      !read_optional_bool(*spec, "hostIPC", spec_path + ".hostIPC", source, facts.host_ipc,
+                          error) ||
+      !read_privileged(*spec, "containers", "", spec_path, source, facts.privileged_containers,
+                       error) ||
+      !read_privileged(*spec, "initContainers", "init:", spec_path, source,
+                       facts.privileged_containers, error) ||
+      !read_privileged(*spec, "ephemeralContainers", "ephemeral:", spec_path, source,
+                       facts.privileged_containers, error)) {
+    return fail(error);
+  }
+  return facts;
+}
+
+Result<PodFacts> read_pod_facts(const json& object, std::string_view source) {
+  auto where = locate_pod(object, source);
+  if (!where) return fail(where.error());
+  return read_pod_facts(object, *where, source);
+}
+
+}  // namespace ig::model
