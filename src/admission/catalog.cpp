@@ -13,7 +13,7 @@ bool is_never_enforced(std::string_view ns, const GateSettings& settings) noexce
 }
 
 std::string FixedSandbox::describe() const {
-  return availability_ == policy::SandboxAvailability::Available ? "available" : "unavailable";
+  return std::string(policy::to_string(availability_));
 }
 
 std::string StaticCatalog::key(std::string_view ns, std::string_view name) {
