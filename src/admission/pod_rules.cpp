@@ -253,8 +253,11 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
       if (patches) annotate(v, facts, where, decision_name);
       v.allowed = true;
       v.message = "component " + q(component.name) + " (" + in.trust +
-                  ") runs on the ordinary runtime: " + sandbox_phrase(in) + ", " +
-                  shape_phrase(in);
+                  ") runs on the ordinary runtime: " + sandbox_phrase(in) + " and " +
+                  (in.trust == "trusted"
+                       ? "trusted components may run in-process"
+                       : "isolation-gate runs in " + shape_phrase(in) +
+                             ", which leaves isolating untrusted components to the operator");
       return v;
   }
   // Unreachable for the named decisions; anything else fails closed.

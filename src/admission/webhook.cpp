@@ -190,7 +190,13 @@ WebhookResponse Webhook::serve_review(Endpoint endpoint, WebhookRequest& request
   return {200, "application/json", std::move(body)};
 }
 
-WebhookResponse Webhook::serve(WebhookRequest&& request) noexcept {
+WebhookResponse Webhook::serve(WebhookRequest&& request) noexcept { return route(request, true); }
+
+WebhookResponse Webhook::serve_probes(WebhookRequest&& request) noexcept {
+  return route(request, false);
+}
+
+WebhookResponse Webhook::route(WebhookRequest& request, bool admission_routes) noexcept {
   try {
     std::string_view target = request.target;
     const std::string_view path = target.substr(0, target.find('?'));
@@ -214,7 +220,7 @@ WebhookResponse Webhook::serve(WebhookRequest&& request) noexcept {
                                               Endpoint::ValidateWorkloads,
                                               Endpoint::ValidateComponents};
     for (Endpoint e : kEndpoints) {
-      if (path != endpoint_path(e)) continue;
+      if (!admission_routes || path != endpoint_path(e)) continue;
       if (request.method != "POST") return error(405, "admission endpoints accept POST only");
       if (!is_json_content_type(request.content_type)) {
         return error(415, "Content-Type must be application/json");
@@ -222,10 +228,8 @@ WebhookResponse Webhook::serve(WebhookRequest&& request) noexcept {
       return serve_review(e, request);
     }
     return error(404, "no such endpoint");
-  } catch (const std::exception& e) {
-    return error(500, std::string("internal error: ") + e.what());
   } catch (...) {
-    return error(500, "internal error");
+    return {500, "application/json", R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500,"message":"internal error"})"};
   }
 }
 

@@ -39,7 +39,11 @@ class Webhook {
  public:
   Webhook(GateSettings settings, const ComponentLookup& components, const SandboxView& sandbox);
 
+  // Every route: the HTTPS webhook listener.
   WebhookResponse serve(WebhookRequest&& request) noexcept;
+  // Only /healthz, /readyz and /metrics (404 otherwise): the plain-HTTP
+  // probe listener, so admission is never served without TLS.
+  WebhookResponse serve_probes(WebhookRequest&& request) noexcept;
 
   struct ReviewOutcome {
     AdmissionResponse response;
@@ -59,6 +63,7 @@ class Webhook {
 
  private:
   WebhookResponse serve_review(Endpoint endpoint, WebhookRequest& request);
+  WebhookResponse route(WebhookRequest& request, bool admission_routes) noexcept;
   WebhookResponse error(unsigned status, std::string_view message);
 
   GateSettings settings_;
