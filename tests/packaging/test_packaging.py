@@ -584,8 +584,8 @@ class ChartTest(unittest.TestCase):
         pod = one(docs, "Deployment")["spec"]["template"]["spec"]
         c = pod["containers"][0]
         self.assertIn("--cert-mode=files", c["args"])
-        self.assertIn("--tls-cert-file=/etc/isolation-gate/tls/tls.crt", c["args"])
-        self.assertIn("--tls-private-key-file=/etc/isolation-gate/tls/tls.key", c["args"])
+        self.assertIn("--tls-cert=/etc/isolation-gate/tls/tls.crt", c["args"])
+        self.assertIn("--tls-key=/etc/isolation-gate/tls/tls.key", c["args"])
         vols = {v["name"]: v for v in pod["volumes"]}
         self.assertEqual(vols["tls"]["secret"]["secretName"], "isolation-gate-tls")
         # No Secret access needed when the certificate is mounted.
