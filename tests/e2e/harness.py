@@ -512,6 +512,18 @@ def patched_pod(original, response):
 
 # -- raw sockets -----------------------------------------------------------------
 
+def half_close(sock):
+    """shutdown(SHUT_WR) of the TCP connection under `sock`, keeping TLS usable.
+
+    ssl.SSLSocket.shutdown() drops the TLS object (later reads would return
+    raw records), so the FIN is sent through a duplicate descriptor."""
+    dup = socket.fromfd(sock.fileno(), socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        dup.shutdown(socket.SHUT_WR)
+    finally:
+        dup.close()
+
+
 def recv_until_closed(sock, timeout=REQUEST_TIMEOUT, limit=1 << 20):
     """Reads until EOF, error or timeout (bounded). Returns bytes."""
     deadline = time.monotonic() + timeout
