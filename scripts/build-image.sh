@@ -11,6 +11,7 @@
 #   scripts/build-image.sh --rebuild-base  # remake the local base image first
 #   IG_IMAGE=registry.example.com/gibson/isolation-gate scripts/build-image.sh
 #   IG_SAVE=/tmp/isolation-gate.tar scripts/build-image.sh   # also `podman save` it
+#   IG_NO_CACHE=1 scripts/build-image.sh   # rebuild every layer (cold-build timing)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -72,7 +73,9 @@ fi
 # 3. Build.
 step "building $image:$version (revision $revision)"
 tb=$SECONDS
-podman build --isolation chroot --pull=never \
+cache_opts=()
+[[ "${IG_NO_CACHE:-0}" == "1" ]] && cache_opts=(--no-cache)
+podman build --isolation chroot --pull=never "${cache_opts[@]}" \
   --build-arg "VERSION=$version" --build-arg "REVISION=$revision" \
   --build-arg "BUILD_JOBS=$(nproc)" \
   -t "$image:$version" -t "$image:latest" \
