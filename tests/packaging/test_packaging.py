@@ -487,6 +487,7 @@ class ChartTest(unittest.TestCase):
         self.assertEqual(pdb["spec"]["minAvailable"], 1)
         pdb = one(render("--set", "podDisruptionBudget.maxUnavailable=1"), "PodDisruptionBudget")
         self.assertEqual(pdb["spec"], {"maxUnavailable": 1, "selector": pdb["spec"]["selector"]})
+        self.assertEqual(by_kind(render("--set", "replicas=1"), "PodDisruptionBudget"), [])
         np = one(self.docs, "NetworkPolicy")
         webhook_rule, metrics_rule = np["spec"]["ingress"]
         self.assertEqual(webhook_rule, {"ports": [{"port": 8443, "protocol": "TCP"}]})
