@@ -1,0 +1,839 @@
+// The webhook's HTTP-level handler in-process (src/admission/webhook.h,
+// review.h, metrics.h): routing, the AdmissionReview contract, fail-closed
+// answers, the per-endpoint behaviour, metrics and readiness.
+#include "admission/webhook.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <optional>
+#include <string>
+
+#include "admission/catalog.h"
+#include "model/document.h"
+#include "model/pod.h"
+
+#ifndef IG_SOURCE_DIR
+#error "IG_SOURCE_DIR must name the repository root"
+#endif
+
+namespace ig::admission {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using json = nlohmann::json;
+using policy::DeploymentShape;
+using policy::SandboxAvailability;
+
+constexpr const char* kNs = "team-a";
+const std::string kAnnotation(model::kIsolationAnnotation);
+
+// ---- helpers -------------------------------------------------------------
+
+// A sandbox whose availability a test can flip.
+class SwitchableSandbox final : public SandboxView {
+ public:
+  explicit SwitchableSandbox(SandboxAvailability a) : a_(a) {}
+  void set(SandboxAvailability a) { a_.store(a); }
+  SandboxAvailability availability() const noexcept override { return a_.load(); }
+  std::string describe() const override { return std::string(policy::to_string(a_.load())); }
+
+ private:
+  std::atomic<SandboxAvailability> a_;
+};
+
+std::optional<std::string> base64_decode(std::string_view in) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  if (in.size() % 4 != 0) return std::nullopt;
+  std::string out;
+  for (std::size_t i = 0; i < in.size(); i += 4) {
+    int v[4];
+    int pad = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char c = in[i + k];
+      if (c == '=' && i + 4 == in.size() && k >= 2) {
+        v[k] = 0;
+        ++pad;
+      } else {
+        if (pad) return std::nullopt;
+        v[k] = value(c);
+        if (v[k] < 0) return std::nullopt;
+      }
+    }
+    const unsigned n = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
+    out.push_back(static_cast<char>((n >> 16) & 0xFF));
+    if (pad < 2) out.push_back(static_cast<char>((n >> 8) & 0xFF));
+    if (pad < 1) out.push_back(static_cast<char>(n & 0xFF));
+  }
+  return out;
+}
+
+json load_example(const std::string& relative) {
+  auto doc = model::load_single_document_file(std::string(IG_SOURCE_DIR) + "/examples/" + relative);
+  EXPECT_TRUE(doc.ok()) << doc.error();
+  return doc.ok() ? *doc : json();
+}
+
+struct Gvk {
+  std::string group, version, kind;
+};
+
+const Gvk kPodKind{"", "v1", "Pod"};
+const Gvk kComponentKind{"gibson.zeroroot.ai", "v1alpha1", "Component"};
+
+Gvk gvk_of(const json& object) {
+  const std::string api = object.value("apiVersion", "");
+  const auto slash = api.find('/');
+  if (slash == std::string::npos) return {"", api, object.value("kind", "")};
+  return {api.substr(0, slash), api.substr(slash + 1), object.value("kind", "")};
+}
+
+json review_json(const std::string& uid, const Gvk& kind, const std::string& operation,
+                 const json& object, bool dry_run = false,
+                 const std::string& api_version = "admission.k8s.io/v1") {
+  json request = {{"uid", uid},
+                  {"kind", {{"group", kind.group}, {"version", kind.version}, {"kind", kind.kind}}},
+                  {"resource", {{"group", kind.group}, {"version", kind.version}, {"resource", "x"}}},
+                  {"namespace", kNs},
+                  {"operation", operation},
+                  {"userInfo", {{"username", "alice"}}},
+                  {"dryRun", dry_run}};
+  if (object.is_object() && object.contains("metadata") && object["metadata"].contains("name")) {
+    request["name"] = object["metadata"]["name"];
+  }
+  if (!object.is_null()) request["object"] = object;
+  return {{"apiVersion", api_version}, {"kind", "AdmissionReview"}, {"request", request}};
+}
+
+WebhookRequest post(const std::string& target, const std::string& body,
+                    const std::string& content_type = "application/json") {
+  return {"POST", target, content_type, body};
+}
+
+WebhookRequest get(const std::string& target) { return {"GET", target, "", ""}; }
+
+// The parsed body of a 200 answer, and its response member.
+struct Answer {
+  unsigned status = 0;
+  json body;
+  const json& response() const { return body.at("response"); }
+  bool allowed() const { return response().at("allowed").get<bool>(); }
+  std::string message() const {
+    return response().contains("status") ? response()["status"].value("message", "") : "";
+  }
+};
+
+class WebhookTest : public ::testing::Test {
+ protected:
+  WebhookTest()
+      : catalog_(load_catalog()),
+        sandbox_(SandboxAvailability::Unavailable),
+        webhook_(settings_for(DeploymentShape::SetecOnly), catalog_, sandbox_) {}
+
+  static StaticCatalog load_catalog() {
+    auto c = StaticCatalog::load_directory(std::string(IG_SOURCE_DIR) + "/examples/components",
+                                           kNs);
+    EXPECT_TRUE(c.ok()) << c.error();
+    EXPECT_EQ(c.ok() ? c->size() : 0u, 3u);
+    return c.ok() ? std::move(c).value() : StaticCatalog();
+  }
+
+  static GateSettings settings_for(DeploymentShape shape) {
+    GateSettings s;
+    s.shape = {shape, false};
+    return s;
+  }
+
+  Answer send(WebhookRequest request) {
+    WebhookResponse r = webhook_.serve(std::move(request));
+    Answer a;
+    a.status = r.status;
+    EXPECT_EQ(r.content_type, "application/json");
+    try {
+      a.body = json::parse(r.body);
+    } catch (const json::exception& e) {
+      ADD_FAILURE() << "response body is not JSON: " << r.body;
+    }
+    return a;
+  }
+
+  Answer review(const std::string& path, const json& review) {
+    Answer a = send(post(path, review.dump()));
+    EXPECT_EQ(a.status, 200u) << a.body.dump();
+    return a;
+  }
+
+  StaticCatalog catalog_;
+  SwitchableSandbox sandbox_;
+  Webhook webhook_;
+};
+
+// ---- routing -------------------------------------------------------------
+
+TEST_F(WebhookTest, UnknownPathIs404WithAStatusBody) {
+  Answer a = send(get("/nope"));
+  EXPECT_EQ(a.status, 404u);
+  EXPECT_EQ(a.body["kind"], "Status");
+  EXPECT_EQ(a.body["code"], 404);
+  EXPECT_EQ(a.body["reason"], "NotFound");
+  Answer b = send(post("/mutate/pods/extra", "{}"));
+  EXPECT_EQ(b.status, 404u);
+  Answer c = send(post("/", "{}"));
+  EXPECT_EQ(c.status, 404u);
+}
+
+TEST_F(WebhookTest, WrongMethodIs405) {
+  for (const char* path :
+       {"/mutate/pods", "/validate/pods", "/validate/workloads", "/validate/components"}) {
+    Answer a = send(get(path));
+    EXPECT_EQ(a.status, 405u) << path;
+    EXPECT_EQ(a.body["reason"], "MethodNotAllowed") << path;
+  }
+  for (const char* path : {"/healthz", "/readyz", "/metrics"}) {
+    WebhookResponse r = webhook_.serve(post(path, ""));
+    EXPECT_EQ(r.status, 405u) << path;
+  }
+}
+
+TEST_F(WebhookTest, ContentTypeOtherThanJsonIs415) {
+  const std::string body =
+      review_json("u1", kPodKind, "CREATE", load_example("pods/report-parser-pod.yaml")).dump();
+  for (const char* ct : {"text/plain", "", "application/yaml", "application/jsonx",
+                         "application/json-patch+json"}) {
+    Answer a = send(post("/mutate/pods", body, ct));
+    EXPECT_EQ(a.status, 415u) << ct;
+    EXPECT_EQ(a.body["reason"], "UnsupportedMediaType") << ct;
+  }
+}
+
+TEST_F(WebhookTest, JsonContentTypeWithParametersOrOtherCaseIsAccepted) {
+  const std::string body =
+      review_json("u1", kPodKind, "CREATE", load_example("pods/docs-indexer-pod.yaml")).dump();
+  for (const char* ct : {"application/json", "application/json; charset=utf-8",
+                         "Application/JSON", " application/json ;charset=UTF-8"}) {
+    Answer a = send(post("/mutate/pods", body, ct));
+    EXPECT_EQ(a.status, 200u) << ct;
+  }
+}
+
+TEST_F(WebhookTest, QueryStringIsIgnored) {
+  const json r = review_json("u-timeout", kPodKind, "CREATE",
+                             load_example("pods/docs-indexer-pod.yaml"));
+  Answer a = review("/mutate/pods?timeout=10s", r);
+  EXPECT_EQ(a.response()["uid"], "u-timeout");
+  EXPECT_TRUE(a.allowed());
+  EXPECT_EQ(send(get("/healthz?verbose")).status, 200u);
+}
+
+TEST_F(WebhookTest, HealthzAndReadyz) {
+  Answer h = send(get("/healthz"));
+  EXPECT_EQ(h.status, 200u);
+  EXPECT_EQ(h.body, (json{{"status", "ok"}}));
+  Answer r = send(get("/readyz"));
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.body, (json{{"status", "ready"}}));
+}
+
+TEST_F(WebhookTest, ReadyzIs503WhenTheReadinessFunctionSaysNo) {
+  std::atomic<bool> ready{false};
+  webhook_.set_readiness([&ready] { return ready.load(); });
+  Answer a = send(get("/readyz"));
+  EXPECT_EQ(a.status, 503u);
+  EXPECT_EQ(a.body["reason"], "ServiceUnavailable");
+  EXPECT_EQ(a.body["code"], 503);
+  ready = true;
+  EXPECT_EQ(send(get("/readyz")).status, 200u);
+  // Liveness does not depend on readiness.
+  ready = false;
+  EXPECT_EQ(send(get("/healthz")).status, 200u);
+}
+
+TEST_F(WebhookTest, ProbeListenerServesOnlyProbes) {
+  EXPECT_EQ(webhook_.serve_probes(get("/healthz")).status, 200u);
+  EXPECT_EQ(webhook_.serve_probes(get("/readyz")).status, 200u);
+  EXPECT_EQ(webhook_.serve_probes(get("/metrics")).status, 200u);
+  const std::string body =
+      review_json("u1", kPodKind, "CREATE", load_example("pods/docs-indexer-pod.yaml")).dump();
+  EXPECT_EQ(webhook_.serve_probes(post("/mutate/pods", body)).status, 404u);
+  EXPECT_EQ(webhook_.serve_probes(post("/validate/components", body)).status, 404u);
+}
+
+// ---- requests that are not AdmissionReviews ------------------------------
+
+TEST_F(WebhookTest, InvalidJsonIs400WithAStatusBody) {
+  for (const char* body : {"", "{", "not json", "{\"apiVersion\":}", "\xff\xfe"}) {
+    Answer a = send(post("/mutate/pods", body));
+    EXPECT_EQ(a.status, 400u) << body;
+    EXPECT_EQ(a.body["apiVersion"], "v1");
+    EXPECT_EQ(a.body["kind"], "Status");
+    EXPECT_EQ(a.body["status"], "Failure");
+    EXPECT_EQ(a.body["reason"], "BadRequest");
+    EXPECT_EQ(a.body["code"], 400);
+    EXPECT_THAT(a.body["message"].get<std::string>(), StartsWith("request body: invalid JSON"))
+        << body;
+  }
+}
+
+TEST_F(WebhookTest, DeeplyNestedJsonIs400NotACrash) {
+  const std::string body = std::string(100'000, '[') + std::string(100'000, ']');
+  Answer a = send(post("/validate/pods", body));
+  EXPECT_EQ(a.status, 400u);
+  EXPECT_THAT(a.body["message"].get<std::string>(), HasSubstr("nested deeper than"));
+}
+
+TEST_F(WebhookTest, NotAnAdmissionReviewIs400) {
+  const json pod = load_example("pods/report-parser-pod.yaml");
+  struct Case {
+    json body;
+    const char* message;
+  } cases[] = {
+      {pod, "apiVersion must be admission.k8s.io/v1"},
+      {json::array(), "expected an AdmissionReview object"},
+      {json{{"apiVersion", "admission.k8s.io/v2"}, {"kind", "AdmissionReview"}},
+       "apiVersion must be admission.k8s.io/v1"},
+      {json{{"apiVersion", "admission.k8s.io/v1"}, {"kind", "Review"}},
+       "kind must be AdmissionReview"},
+  };
+  for (const auto& c : cases) {
+    Answer a = send(post("/mutate/pods", c.body.dump()));
+    EXPECT_EQ(a.status, 400u) << c.body.dump();
+    EXPECT_THAT(a.body["message"].get<std::string>(), HasSubstr(c.message));
+  }
+}
+
+TEST_F(WebhookTest, AReviewWithoutRequestIs400) {
+  for (const json& body :
+       {json{{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}},
+        json{{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}, {"request", 1}}}) {
+    Answer a = send(post("/validate/pods", body.dump()));
+    EXPECT_EQ(a.status, 400u);
+    EXPECT_EQ(a.body["message"], "request body: AdmissionReview has no request");
+  }
+}
+
+TEST_F(WebhookTest, AReviewWithoutUidIs400) {
+  json r = review_json("", kPodKind, "CREATE", load_example("pods/report-parser-pod.yaml"));
+  Answer a = send(post("/mutate/pods", r.dump()));
+  EXPECT_EQ(a.status, 400u);
+  EXPECT_EQ(a.body["message"], "request body: request.uid is missing");
+  r["request"]["uid"] = 12;
+  EXPECT_EQ(send(post("/mutate/pods", r.dump())).status, 400u);
+}
+
+// ---- the AdmissionReview contract ----------------------------------------
+
+TEST_F(WebhookTest, AReviewWithUidButNoObjectIsAnsweredNotAllowedWithCode400) {
+  const json r = review_json("uid-no-object", kPodKind, "CREATE", json());
+  Answer a = review("/mutate/pods", r);
+  EXPECT_EQ(a.body["apiVersion"], "admission.k8s.io/v1");
+  EXPECT_EQ(a.body["kind"], "AdmissionReview");
+  EXPECT_EQ(a.response()["uid"], "uid-no-object");
+  EXPECT_FALSE(a.allowed());
+  EXPECT_EQ(a.response()["status"]["code"], 400);
+  EXPECT_EQ(a.response()["status"]["reason"], "BadRequest");
+  EXPECT_THAT(a.message(), AllOf(HasSubstr("request.object is missing"),
+                                 HasSubstr("denied (fail closed)")));
+  EXPECT_FALSE(a.response().contains("patch"));
+}
+
+TEST_F(WebhookTest, AReviewMissingKindOrOperationIsAnsweredNotAllowed) {
+  json r = review_json("u", kPodKind, "CREATE", load_example("pods/docs-indexer-pod.yaml"));
+  r["request"].erase("kind");
+  Answer a = review("/mutate/pods", r);
+  EXPECT_FALSE(a.allowed());
+  EXPECT_EQ(a.response()["status"]["code"], 400);
+  EXPECT_THAT(a.message(), HasSubstr("request.kind is missing"));
+
+  r = review_json("u", kPodKind, "CREATE", load_example("pods/docs-indexer-pod.yaml"));
+  r["request"].erase("operation");
+  Answer b = review("/mutate/pods", r);
+  EXPECT_FALSE(b.allowed());
+  EXPECT_THAT(b.message(), HasSubstr("request.operation is missing"));
+}
+
+TEST_F(WebhookTest, AMalformedObjectIsAnsweredNotAllowedNamingTheField) {
+  json pod = load_example("pods/report-parser-pod.yaml");
+  pod["spec"]["hostNetwork"] = "yes";
+  Answer a = review("/mutate/pods", review_json("u", kPodKind, "CREATE", pod));
+  EXPECT_FALSE(a.allowed());
+  EXPECT_EQ(a.response()["status"]["code"], 400);
+  EXPECT_THAT(a.message(),
+              HasSubstr("request.object: spec.hostNetwork: expected a boolean, got a string"));
+}
+
+TEST_F(WebhookTest, TheWrongKindForAnEndpointIsAnsweredNotAllowed) {
+  const json deployment = load_example("pods/report-parser-deployment.yaml");
+  Answer a = review("/mutate/pods", review_json("u", gvk_of(deployment), "CREATE", deployment));
+  EXPECT_FALSE(a.allowed());
+  EXPECT_THAT(a.message(), HasSubstr("this endpoint admits Pods, got apps/Deployment"));
+
+  const json pod = load_example("pods/report-parser-pod.yaml");
+  Answer b = review("/validate/workloads", review_json("u", kPodKind, "CREATE", pod));
+  EXPECT_FALSE(b.allowed());
+  EXPECT_THAT(b.message(), HasSubstr("this endpoint admits Deployments"));
+
+  Answer c = review("/validate/components", review_json("u", kPodKind, "CREATE", pod));
+  EXPECT_FALSE(c.allowed());
+  EXPECT_THAT(c.message(), HasSubstr("admits gibson.zeroroot.ai Components, got Pod"));
+}
+
+TEST_F(WebhookTest, ASubresourceIsAnsweredNotAllowed) {
+  json r = review_json("u", kPodKind, "CREATE", load_example("pods/docs-indexer-pod.yaml"));
+  r["request"]["subResource"] = "ephemeralcontainers";
+  Answer a = review("/mutate/pods", r);
+  EXPECT_FALSE(a.allowed());
+  EXPECT_THAT(a.message(), HasSubstr("subresource ephemeralcontainers is not admitted here"));
+}
+
+TEST_F(WebhookTest, TheV1beta1ApiVersionAndTheUidAreEchoed) {
+  const json r = review_json("705ab4f5-6393-11e8-b7cc-42010a800002", kPodKind, "CREATE",
+                             load_example("pods/docs-indexer-pod.yaml"), false,
+                             "admission.k8s.io/v1beta1");
+  Answer a = review("/mutate/pods", r);
+  EXPECT_EQ(a.body["apiVersion"], "admission.k8s.io/v1beta1");
+  EXPECT_EQ(a.body["kind"], "AdmissionReview");
+  EXPECT_EQ(a.response()["uid"], "705ab4f5-6393-11e8-b7cc-42010a800002");
+}
+
+TEST_F(WebhookTest, MutatePodsCarriesABase64JsonPatchThatAppliesToTheObject) {
+  sandbox_.set(SandboxAvailability::Available);
+  const json pod = load_example("pods/report-parser-pod.yaml");
+  Answer a = review("/mutate/pods", review_json("u", kPodKind, "CREATE", pod));
+  ASSERT_TRUE(a.allowed());
+  EXPECT_FALSE(a.response().contains("status"));
+  EXPECT_EQ(a.response()["patchType"], "JSONPatch");
+  ASSERT_TRUE(a.response()["patch"].is_string());
+  auto decoded = base64_decode(a.response()["patch"].get<std::string>());
+  ASSERT_TRUE(decoded.has_value());
+  const json patch = json::parse(*decoded);
+  EXPECT_EQ(patch, json::parse(R"([
+    {"op":"add","path":"/spec/runtimeClassName","value":"kata-fc"},
+    {"op":"add","path":"/metadata/annotations","value":{"gibson.zeroroot.ai/isolation":"RequireSetec"}}
+  ])"));
+  const json patched = pod.patch(patch);
+  EXPECT_EQ(patched["spec"]["runtimeClassName"], "kata-fc");
+  EXPECT_EQ(patched["metadata"]["annotations"][kAnnotation], "RequireSetec");
+  EXPECT_EQ(a.response()["auditAnnotations"],
+            (json{{"decision", "RequireSetec"},
+                  {"component", "report-parser"},
+                  {"content-trust", "untrusted"},
+                  {"shape", "setec-only"},
+                  {"sandbox", "available"}}));
+}
+
+TEST_F(WebhookTest, MutatePodsCarriesNoPatchWhenThereIsNothingToChange) {
+  sandbox_.set(SandboxAvailability::Available);
+  json pod = load_example("pods/report-parser-pod.yaml");
+  pod["spec"]["runtimeClassName"] = "kata-fc";
+  pod["metadata"]["annotations"] = {{kAnnotation, "RequireSetec"}};
+  Answer a = review("/mutate/pods", review_json("u", kPodKind, "CREATE", pod));
+  ASSERT_TRUE(a.allowed());
+  EXPECT_FALSE(a.response().contains("patch"));
+  EXPECT_FALSE(a.response().contains("patchType"));
+}
+
+TEST_F(WebhookTest, ValidateEndpointsNeverCarryAPatch) {
+  sandbox_.set(SandboxAvailability::Available);
+  json pod = load_example("pods/docs-indexer-pod.yaml");
+  pod["spec"]["runtimeClassName"] = "kata-fc";  // annotation still missing
+  Answer a = review("/validate/pods", review_json("u", kPodKind, "CREATE", pod));
+  EXPECT_TRUE(a.allowed());
+  EXPECT_FALSE(a.response().contains("patch"));
+  EXPECT_FALSE(a.response().contains("patchType"));
+
+  const json deployment = load_example("pods/report-parser-deployment.yaml");
+  Answer b = review("/validate/workloads",
+                    review_json("u", gvk_of(deployment), "CREATE", deployment));
+  EXPECT_TRUE(b.allowed());
+  EXPECT_FALSE(b.response().contains("patch"));
+  EXPECT_FALSE(b.response().contains("patchType"));
+
+  const json component = load_example("components/report-parser.yaml");
+  Answer c = review("/validate/components", review_json("u", kComponentKind, "CREATE", component));
+  EXPECT_TRUE(c.allowed());
+  EXPECT_FALSE(c.response().contains("patch"));
+}
+
+TEST_F(WebhookTest, ValidatePodsDeniesARequireSetecPodMovedOffTheSandbox) {
+  sandbox_.set(SandboxAvailability::Available);
+  json pod = load_example("pods/report-parser-pod.yaml");
+  pod["spec"]["runtimeClassName"] = "runc";
+  Answer a = review("/validate/pods", review_json("u", kPodKind, "CREATE", pod));
+  EXPECT_FALSE(a.allowed());
+  EXPECT_EQ(a.response()["status"]["code"], 403);
+  EXPECT_EQ(a.response()["status"]["reason"], "Forbidden");
+  EXPECT_THAT(a.message(), HasSubstr("the pod's runtimeClassName is \"runc\""));
+  EXPECT_FALSE(a.response().contains("patch"));
+}
+
+TEST_F(WebhookTest, DeniedPodsGet403ForbiddenWithAnActionableMessage) {
+  const json pod = load_example("pods/report-parser-pod.yaml");
+  Answer a = review("/mutate/pods", review_json("u", kPodKind, "CREATE", pod));
+  EXPECT_FALSE(a.allowed());
+  EXPECT_EQ(a.response()["status"]["code"], 403);
+  EXPECT_EQ(a.response()["status"]["reason"], "Forbidden");
+  EXPECT_EQ(a.response()["status"]["status"], "Failure");
+  EXPECT_THAT(a.message(),
+              AllOf(HasSubstr("pod \"report-parser-0\" in namespace \"team-a\" denied"),
+                    HasSubstr("component \"report-parser\" is untrusted"),
+                    HasSubstr("setec-only"), HasSubstr("is unavailable"), HasSubstr("To fix")));
+  EXPECT_FALSE(a.response().contains("patch"));
+  EXPECT_EQ(a.response()["auditAnnotations"]["decision"], "Deny");
+}
+
+TEST_F(WebhookTest, DryRunGetsTheSameAnswer) {
+  sandbox_.set(SandboxAvailability::Available);
+  const json pod = load_example("pods/report-parser-pod.yaml");
+  WebhookResponse normal =
+      webhook_.serve(post("/mutate/pods", review_json("u", kPodKind, "CREATE", pod).dump()));
+  WebhookResponse dry = webhook_.serve(
+      post("/mutate/pods", review_json("u", kPodKind, "CREATE", pod, true).dump()));
+  EXPECT_EQ(normal.status, 200u);
+  EXPECT_EQ(dry.status, normal.status);
+  EXPECT_EQ(dry.body, normal.body);
+
+  sandbox_.set(SandboxAvailability::Unavailable);
+  WebhookResponse denied =
+      webhook_.serve(post("/mutate/pods", review_json("d", kPodKind, "CREATE", pod).dump()));
+  WebhookResponse dry_denied = webhook_.serve(
+      post("/mutate/pods", review_json("d", kPodKind, "CREATE", pod, true).dump()));
+  EXPECT_EQ(dry_denied.body, denied.body);
+  EXPECT_THAT(webhook_.metrics().render(),
+              HasSubstr("isolation_gate_admission_dry_run_total{endpoint=\"/mutate/pods\"} 2\n"));
+}
+
+TEST_F(WebhookTest, ANamespaceFromTheObjectIsUsedWhenTheRequestHasNone) {
+  json r = review_json("u", kPodKind, "CREATE", load_example("pods/report-parser-pod.yaml"));
+  r["request"].erase("namespace");
+  Answer a = review("/mutate/pods", r);
+  EXPECT_FALSE(a.allowed());
+  EXPECT_THAT(a.message(), HasSubstr("in namespace \"team-a\""));
+
+  r["request"]["object"]["metadata"].erase("namespace");
+  Answer b = review("/mutate/pods", r);
+  EXPECT_FALSE(b.allowed());
+  EXPECT_EQ(b.response()["status"]["code"], 400);
+  EXPECT_THAT(b.message(), HasSubstr("request.namespace is missing"));
+}
+
+TEST_F(WebhookTest, PodsInNeverEnforcedNamespacesAreAllowed) {
+  json r = review_json("u", kPodKind, "CREATE", load_example("pods/report-parser-pod.yaml"));
+  r["request"]["namespace"] = "kube-system";
+  Answer a = review("/mutate/pods", r);
+  EXPECT_TRUE(a.allowed());
+  EXPECT_FALSE(a.response().contains("patch"));
+  EXPECT_EQ(a.response()["auditAnnotations"]["decision"], "NotEnforced");
+}
+
+// ---- workloads -----------------------------------------------------------
+
+json workload_of(const std::string& api_version, const std::string& kind, const json& pod) {
+  json tmpl = {{"metadata", pod["metadata"]}, {"spec", pod["spec"]}};
+  tmpl["metadata"].erase("name");
+  tmpl["metadata"].erase("namespace");
+  json w = {{"apiVersion", api_version},
+            {"kind", kind},
+            {"metadata", {{"name", "report-parser"}, {"namespace", kNs}}}};
+  if (kind == "CronJob") {
+    w["spec"] = {{"schedule", "@daily"}, {"jobTemplate", {{"spec", {{"template", tmpl}}}}}};
+  } else {
+    w["spec"] = {{"selector", {{"matchLabels", {{"app", "x"}}}}}, {"template", tmpl}};
+  }
+  return w;
+}
+
+std::string after(const std::string& text, const std::string& marker) {
+  const auto at = text.find(marker);
+  return at == std::string::npos ? std::string("(marker not found: " + marker + ")")
+                                 : text.substr(at + marker.size());
+}
+
+TEST_F(WebhookTest, EveryWorkloadKindIsDeniedAtApplyTimeWithThePodsMessage) {
+  const json pod = load_example("pods/report-parser-pod.yaml");
+  Answer pod_answer = review("/mutate/pods", review_json("p", kPodKind, "CREATE", pod));
+  ASSERT_FALSE(pod_answer.allowed());
+  const std::string pod_reason = after(pod_answer.message(), " denied: ");
+
+  for (const auto& [api, kind] : std::vector<std::pair<std::string, std::string>>{
+           {"apps/v1", "Deployment"}, {"apps/v1", "StatefulSet"}, {"apps/v1", "DaemonSet"},
+           {"apps/v1", "ReplicaSet"}, {"batch/v1", "Job"}, {"batch/v1", "CronJob"}}) {
+    const json w = workload_of(api, kind, pod);
+    for (const char* op : {"CREATE", "UPDATE"}) {
+      Answer a = review("/validate/workloads", review_json("w", gvk_of(w), op, w));
+      EXPECT_FALSE(a.allowed()) << kind << " " << op;
+      EXPECT_EQ(a.response()["status"]["code"], 403) << kind;
+      EXPECT_THAT(a.message(), StartsWith(kind + " \"report-parser\" in namespace \"team-a\" "
+                                                 "denied: its pods would be denied: "))
+          << kind;
+      EXPECT_EQ(after(a.message(), "its pods would be denied: "), pod_reason) << kind;
+      EXPECT_FALSE(a.response().contains("patch")) << kind;
+    }
+  }
+}
+
+TEST_F(WebhookTest, TheExampleCronJobIsEvaluatedThroughItsJobTemplate) {
+  sandbox_.set(SandboxAvailability::Available);
+  const json cj = load_example("pods/legacy-exporter-cronjob.yaml");
+  Answer a = review("/validate/workloads", review_json("u", gvk_of(cj), "CREATE", cj));
+  EXPECT_TRUE(a.allowed());
+  EXPECT_EQ(a.response()["auditAnnotations"]["decision"], "RequireSetec");
+  EXPECT_EQ(a.response()["auditAnnotations"]["component"], "legacy-exporter");
+  // Trust omitted: the warning travels with the answer.
+  ASSERT_TRUE(a.response().contains("warnings"));
+  EXPECT_THAT(a.response()["warnings"][0].get<std::string>(),
+              HasSubstr("declares no content_trust: treated as trusted"));
+}
+
+TEST_F(WebhookTest, WorkloadWithoutTypeMetaInTheObjectUsesTheRequestKind) {
+  json w = workload_of("apps/v1", "Deployment", load_example("pods/report-parser-pod.yaml"));
+  const Gvk kind = gvk_of(w);
+  w.erase("apiVersion");
+  w.erase("kind");
+  Answer a = review("/validate/workloads", review_json("u", kind, "CREATE", w));
+  EXPECT_FALSE(a.allowed());
+  EXPECT_EQ(a.response()["status"]["code"], 403);
+  EXPECT_THAT(a.message(), StartsWith("Deployment \"report-parser\""));
+}
+
+TEST_F(WebhookTest, DeleteIsAllowedWithoutADecision) {
+  const json pod = load_example("pods/report-parser-pod.yaml");
+  const json w = workload_of("apps/v1", "Deployment", pod);
+  Answer a = review("/validate/workloads", review_json("u", gvk_of(w), "DELETE", json()));
+  EXPECT_TRUE(a.allowed());
+  EXPECT_EQ(a.response()["auditAnnotations"]["decision"], "NotEnforced");
+  EXPECT_EQ(a.response()["auditAnnotations"]["reason"], "operation DELETE is not enforced");
+  Answer b = review("/mutate/pods", review_json("u", kPodKind, "DELETE", json()));
+  EXPECT_TRUE(b.allowed());
+  EXPECT_FALSE(b.response().contains("patch"));
+  Answer c = review("/validate/components",
+                    review_json("u", kComponentKind, "DELETE", json()));
+  EXPECT_TRUE(c.allowed());
+}
+
+TEST_F(WebhookTest, PodUpdatesAreNotEnforced) {
+  const json pod = load_example("pods/report-parser-pod.yaml");
+  Answer a = review("/validate/pods", review_json("u", kPodKind, "UPDATE", pod));
+  EXPECT_TRUE(a.allowed());
+  EXPECT_EQ(a.response()["auditAnnotations"]["decision"], "NotEnforced");
+}
+
+// ---- components ----------------------------------------------------------
+
+TEST_F(WebhookTest, AComponentWithAnInvalidContentTrustIsRejectedNamingFieldValueAndValidValues) {
+  json component = load_example("components/report-parser.yaml");
+  component["spec"]["policy"]["content_trust"] = "maybe";
+  Answer a = review("/validate/components",
+                    review_json("u", kComponentKind, "CREATE", component));
+  EXPECT_FALSE(a.allowed());
+  EXPECT_EQ(a.response()["status"]["code"], 403);
+  EXPECT_EQ(a.message(),
+            "Component \"report-parser\": spec.policy.content_trust: \"maybe\" is not a valid "
+            "content trust; expected one of: trusted, untrusted (or omit it to mean trusted)");
+  // UPDATE is validated the same way.
+  Answer b = review("/validate/components",
+                    review_json("u", kComponentKind, "UPDATE", component));
+  EXPECT_FALSE(b.allowed());
+}
+
+TEST_F(WebhookTest, AComponentWithAWrongTypeIsRejectedNamingTheField) {
+  json component = load_example("components/report-parser.yaml");
+  component["spec"]["policy"] = "untrusted";
+  Answer a = review("/validate/components",
+                    review_json("u", kComponentKind, "CREATE", component));
+  EXPECT_FALSE(a.allowed());
+  EXPECT_EQ(a.message(),
+            "Component \"report-parser\": spec.policy: expected a map, got a string");
+}
+
+TEST_F(WebhookTest, AComponentWithOmittedTrustIsAcceptedWithAWarning) {
+  const json component = load_example("components/legacy-exporter.yaml");
+  Answer a = review("/validate/components",
+                    review_json("u", kComponentKind, "CREATE", component));
+  EXPECT_TRUE(a.allowed());
+  ASSERT_TRUE(a.response().contains("warnings"));
+  ASSERT_EQ(a.response()["warnings"].size(), 1u);
+  const std::string warning = a.response()["warnings"][0];
+  EXPECT_EQ(warning,
+            "spec.policy.content_trust omitted: Component \"legacy-exporter\" is treated as "
+            "trusted; declare it");
+  EXPECT_LT(warning.size(), 120u);
+  EXPECT_EQ(a.response()["auditAnnotations"],
+            (json{{"content-trust", "trusted"}, {"trust-declared", "false"}}));
+}
+
+TEST_F(WebhookTest, DeclaredComponentsAreAcceptedWithoutWarnings) {
+  for (const char* file : {"components/report-parser.yaml", "components/docs-indexer.yaml"}) {
+    const json component = load_example(file);
+    Answer a = review("/validate/components",
+                      review_json("u", kComponentKind, "CREATE", component));
+    EXPECT_TRUE(a.allowed()) << file;
+    EXPECT_FALSE(a.response().contains("warnings")) << file;
+    EXPECT_EQ(a.response()["auditAnnotations"]["trust-declared"], "true") << file;
+  }
+}
+
+// ---- metrics -------------------------------------------------------------
+
+TEST_F(WebhookTest, MetricsCountReviewsByEndpointOutcomeAndAllowed) {
+  sandbox_.set(SandboxAvailability::Available);
+  const json pod = load_example("pods/report-parser-pod.yaml");
+  review("/mutate/pods", review_json("a", kPodKind, "CREATE", pod));
+  review("/mutate/pods", review_json("b", kPodKind, "CREATE", pod));
+  sandbox_.set(SandboxAvailability::Unavailable);
+  review("/mutate/pods", review_json("c", kPodKind, "CREATE", pod));
+  review("/validate/components",
+         review_json("d", kComponentKind, "CREATE", load_example("components/docs-indexer.yaml")));
+  review("/validate/pods", review_json("e", kPodKind, "CREATE", json()));
+  send(get("/nowhere"));
+  send(post("/mutate/pods", "{"));
+  webhook_.set_extra_metrics([] { return std::string("isolation_gate_extra_total 7\n"); });
+
+  WebhookResponse r = webhook_.serve(get("/metrics"));
+  ASSERT_EQ(r.status, 200u);
+  EXPECT_EQ(r.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  const std::string& text = r.body;
+  EXPECT_THAT(text, HasSubstr("# TYPE isolation_gate_admission_reviews_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_admission_reviews_total{endpoint=\"/mutate/pods\","
+                              "outcome=\"RequireSetec\",allowed=\"true\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_admission_reviews_total{endpoint=\"/mutate/pods\","
+                              "outcome=\"Deny\",allowed=\"false\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("isolation_gate_admission_reviews_total{endpoint=\"/validate/components\","
+                        "outcome=\"Allowed\",allowed=\"true\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("isolation_gate_admission_reviews_total{endpoint=\"/validate/pods\","
+                        "outcome=\"Invalid\",allowed=\"false\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_admission_duration_seconds_count{endpoint=\"/mutate/"
+                              "pods\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_admission_duration_seconds_bucket{endpoint=\"/mutate/"
+                              "pods\",le=\"+Inf\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_http_errors_total{code=\"404\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_http_errors_total{code=\"400\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_admission_dry_run_total{endpoint=\"/mutate/pods\"} 0\n"));
+  EXPECT_THAT(text, testing::EndsWith("isolation_gate_extra_total 7\n"));
+}
+
+TEST(AdmissionMetrics, HistogramBucketsAreCumulative) {
+  AdmissionMetrics m;
+  m.record(Endpoint::ValidatePods, Outcome::AllowInProcess, true, false,
+           std::chrono::microseconds(30));   // <= 0.00005
+  m.record(Endpoint::ValidatePods, Outcome::AllowInProcess, true, false,
+           std::chrono::milliseconds(3));    // <= 0.005
+  m.record(Endpoint::ValidatePods, Outcome::AllowInProcess, true, true,
+           std::chrono::seconds(5));         // only +Inf
+  const std::string text = m.render();
+  const std::string label = "isolation_gate_admission_duration_seconds_bucket{endpoint=\"/validate/pods\",le=";
+  EXPECT_THAT(text, HasSubstr(label + "\"5e-05\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr(label + "\"0.0025\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr(label + "\"0.005\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr(label + "\"1\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr(label + "\"+Inf\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_admission_duration_seconds_count{endpoint=\"/validate/pods\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_admission_dry_run_total{endpoint=\"/validate/pods\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_admission_reviews_total{endpoint=\"/validate/pods\","
+                              "outcome=\"AllowInProcess\",allowed=\"true\"} 3\n"));
+}
+
+TEST(AdmissionMetrics, UnlistedHttpErrorCodesAreCountedAsOther) {
+  AdmissionMetrics m;
+  m.record_http_error(503);
+  m.record_http_error(500);
+  m.record_http_error(413);
+  const std::string text = m.render();
+  EXPECT_THAT(text, HasSubstr("isolation_gate_http_errors_total{code=\"other\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_http_errors_total{code=\"413\"} 1\n"));
+}
+
+// ---- review codec --------------------------------------------------------
+
+TEST(Base64Encode, MatchesTheRfc4648TestVectors) {
+  EXPECT_EQ(base64_encode(""), "");
+  EXPECT_EQ(base64_encode("f"), "Zg==");
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(base64_encode("foo"), "Zm9v");
+  EXPECT_EQ(base64_encode("foob"), "Zm9vYg==");
+  EXPECT_EQ(base64_encode("fooba"), "Zm9vYmE=");
+  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
+}
+
+TEST(Base64Encode, UsesTheStandardAlphabetForHighBytes) {
+  EXPECT_EQ(base64_encode(std::string("\xfb\xff", 2)), "+/8=");
+  EXPECT_EQ(base64_encode(std::string("\x00\x00\x00", 3)), "AAAA");
+  EXPECT_EQ(base64_encode(std::string("\xff\xff\xff", 3)), "////");
+  std::string all;
+  for (int i = 0; i < 256; ++i) all.push_back(static_cast<char>(i));
+  auto round = base64_decode(base64_encode(all));
+  ASSERT_TRUE(round.has_value());
+  EXPECT_EQ(*round, all);
+}
+
+TEST(EncodeResponse, AnAllowedAnswerHasNoStatusAndADeniedOneHasAFullStatus) {
+  AdmissionRequest request;
+  request.uid = "abc";
+  AdmissionResponse allowed;
+  allowed.allowed = true;
+  const json a = json::parse(encode_response(request, allowed));
+  EXPECT_EQ(a, (json{{"apiVersion", "admission.k8s.io/v1"},
+                     {"kind", "AdmissionReview"},
+                     {"response", {{"uid", "abc"}, {"allowed", true}}}}));
+
+  AdmissionResponse denied;
+  denied.message = "no";
+  const json d = json::parse(encode_response(request, denied));
+  EXPECT_EQ(d["response"]["status"], (json{{"metadata", json::object()},
+                                           {"status", "Failure"},
+                                           {"code", 403},
+                                           {"reason", "Forbidden"},
+                                           {"message", "no"}}));
+}
+
+TEST(EncodeResponse, InvalidUtf8InAMessageIsReplacedNotThrown) {
+  AdmissionRequest request;
+  request.uid = "u";
+  AdmissionResponse denied;
+  denied.message = "bad \xff byte";
+  std::string out;
+  ASSERT_NO_THROW(out = encode_response(request, denied));
+  json parsed;
+  EXPECT_NO_THROW(parsed = json::parse(out));
+  EXPECT_THAT(parsed["response"]["status"]["message"].get<std::string>(), StartsWith("bad "));
+}
+
+TEST(DecodeReview, ReadsEveryFieldAndMovesTheObjectOut) {
+  const json body = {{"apiVersion", "admission.k8s.io/v1"},
+                     {"kind", "AdmissionReview"},
+                     {"request",
+                      {{"uid", "u-1"},
+                       {"kind", {{"group", "apps"}, {"version", "v1"}, {"kind", "Deployment"}}},
+                       {"subResource", ""},
+                       {"namespace", "ns"},
+                       {"name", "d"},
+                       {"operation", "UPDATE"},
+                       {"dryRun", true},
+                       {"object", {{"a", 1}}}}}};
+  DecodedReview r = decode_review(body.dump());
+  ASSERT_EQ(r.kind, DecodedReview::Kind::Ok) << r.error;
+  EXPECT_EQ(r.request.api_version, "admission.k8s.io/v1");
+  EXPECT_EQ(r.request.uid, "u-1");
+  EXPECT_EQ(r.request.kind_group, "apps");
+  EXPECT_EQ(r.request.kind_version, "v1");
+  EXPECT_EQ(r.request.kind, "Deployment");
+  EXPECT_EQ(r.request.namespace_, "ns");
+  EXPECT_EQ(r.request.name, "d");
+  EXPECT_EQ(r.request.operation, "UPDATE");
+  EXPECT_TRUE(r.request.dry_run);
+  EXPECT_EQ(r.request.object, (json{{"a", 1}}));
+}
+
+}  // namespace
+}  // namespace ig::admission
