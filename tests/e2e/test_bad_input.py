@@ -413,6 +413,25 @@ class BadInput(h.ServerTestCase):
                 self.assertEqual(self.server.probe("GET", path).status, 200)
                 self.assertEqual(self.server.request("GET", path).status, 200)
 
+    def test_head_response_carries_no_body(self):
+        # RFC 9110 9.3.2: no content in a response to HEAD; a body would be read as the start
+        # of the next response on a keep-alive connection.
+        pipelined = (b"HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                     b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        for listener in ("probe", "webhook"):
+            with self.subTest(listener=listener):
+                if listener == "probe":
+                    s = socket.create_connection((self.server.host, self.server.metrics_port), 10)
+                    self.sockets.append(s)
+                else:
+                    s = self.tls(timeout=10)
+                s.sendall(pipelined)
+                data = h.recv_until_closed(s, timeout=5)
+                head_resp, sep, rest = data.partition(b"\r\n\r\n")
+                self.assertTrue(head_resp.startswith(b"HTTP/1.1 200"), data[:200])
+                self.assertTrue(rest.startswith(b"HTTP/1.1 200"),
+                                "bytes after the HEAD response headers: %r" % rest[:80])
+
     def test_keep_alive_connection_survives_a_bad_review(self):
         conn = self.server.connection()
         try:

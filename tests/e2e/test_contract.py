@@ -108,6 +108,36 @@ class HostedSandboxAvailable(h.ServerTestCase):
             timed.pop("uid")
             self.assertEqual(plain, timed, path)
 
+    def test_concurrent_reviews_each_get_their_own_answer(self):
+        import threading
+        errors = []
+
+        def worker(n):
+            try:
+                conn = self.server.connection()
+                try:
+                    for i in range(15):
+                        pod = h.example_pod("report-parser-pod.yaml" if (n + i) % 2 else "docs-indexer-pod.yaml")
+                        uid = "c-%d-%d" % (n, i)
+                        resp = self.server.review("/mutate/pods", h.pod_review(pod, uid=uid), conn=conn)["response"]
+                        if resp["uid"] != uid or not resp["allowed"]:
+                            errors.append(resp)
+                        want = pod["metadata"]["labels"][h.COMPONENT_LABEL]
+                        if resp["auditAnnotations"]["component"] != want:
+                            errors.append(resp)
+                finally:
+                    conn.close()
+            except Exception as e:  # reported below
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertFalse([t for t in threads if t.is_alive()])
+        self.assertEqual(errors, [])
+
     def test_every_warning_is_under_120_characters(self):
         long_rc = "runtime-" + "x" * 240
         pods = [
