@@ -380,6 +380,22 @@ class Certs(unittest.TestCase):
         proc = h.run_binary(["certs", "--out-dir", self.tmp, "--days", "0"])
         self.assertEqual(proc.returncode, EXIT_BAD_INPUT)
 
+    def test_serve_refuses_a_components_dir_with_an_invalid_component(self):
+        bad = os.path.join(self.tmp, "components")
+        os.makedirs(bad)
+        shutil.copy(os.path.join(h.EXAMPLE_COMPONENTS, "docs-indexer.yaml"), bad)
+        path = os.path.join(bad, "bad.yaml")
+        with open(path, "w") as f:
+            f.write("apiVersion: gibson.zeroroot.ai/v1alpha1\nkind: Component\nmetadata:\n  name: b\n"
+                    "spec:\n  policy:\n    content_trust: sometimes\n")
+        proc = h.run_binary(["serve", "--local", "--components", bad, "--listen", "127.0.0.1:0",
+                             "--metrics-listen", "127.0.0.1:0"], timeout=30)
+        self.assertEqual(proc.returncode, EXIT_BAD_INPUT, proc.stderr)
+        err = proc.stderr.decode()
+        self.assertIn(path, err)
+        self.assertIn("spec.policy.content_trust", err)
+        self.assertNotIn('"msg":"serving"', err)
+
     def test_serve_refuses_bad_flags_with_exit_2(self):
         for args in (["serve"], ["serve", "--local"],
                      ["serve", "--local", "--components", h.EXAMPLE_COMPONENTS, "--sandbox", "maybe"],

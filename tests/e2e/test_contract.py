@@ -154,6 +154,14 @@ class HostedSandboxAvailable(h.ServerTestCase):
                 self.assertLess(len(w), 120, w)
                 self.assertLess(len(w.encode("utf-8")), 120, w)
         self.assertGreaterEqual(seen, 3)
+        # Cut on a character boundary, never inside a UTF-8 sequence.
+        for rc in ("\u00e9" * 100, "a" + "\u20ac" * 80, "ab" + "\U0001d11e" * 60):
+            pod = h.make_pod(component="docs-indexer", spec_extra={"runtimeClassName": rc})
+            resp = self.server.review("/mutate/pods", h.pod_review(pod))["response"]
+            self.assertTrue(resp.get("warnings"))
+            for w in resp["warnings"]:
+                self.assertLess(len(w.encode("utf-8")), 120, w)
+                self.assertNotIn("\ufffd", w)
         comp = h.example_component("legacy-exporter.yaml")
         comp["metadata"]["name"] = "c" * 250
         resp = self.server.review("/validate/components", h.component_review(comp))["response"]
@@ -257,8 +265,9 @@ class Certificate(h.ServerTestCase):
         server = h.GateServer(sandbox="available", tls="self")
         server.start()
         self.addCleanup(server.stop)
-        with server.tls_socket() as s:
-            self.assertIsNotNone(s.getpeercert())
+        for name in (h.SERVICE_HOST, "localhost"):
+            with server.tls_socket(server_hostname=name) as s:
+                self.assertIsNotNone(s.getpeercert())
         resp = server.review("/mutate/pods", h.pod_review(h.example_pod("report-parser-pod.yaml")))["response"]
         self.assertTrue(resp["allowed"])
 
