@@ -1,0 +1,709 @@
+#include "server/https_server.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <limits>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include "tls/server_context.h"
+
+namespace ig::server {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = net::ssl;
+using tcp = net::ip::tcp;
+
+namespace {
+
+constexpr std::string_view kServerName = "isolation-gate";
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+constexpr std::size_t kReadChunk = 16 * 1024;
+constexpr std::chrono::seconds kMaxCloseWait{3};
+constexpr std::chrono::milliseconds kDrainSilence{500};
+
+struct Counters {
+  std::atomic<std::uint64_t> connections_accepted{0}, connections_active{0},
+      connections_rejected{0}, tls_handshake_failures{0}, requests{0}, request_errors{0},
+      handler_exceptions{0}, timeouts{0}, responses_1xx{0}, responses_2xx{0}, responses_3xx{0},
+      responses_4xx{0}, responses_5xx{0}, bytes_in{0}, bytes_out{0};
+};
+
+void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
+  c.fetch_add(n, std::memory_order_relaxed);
+}
+
+std::string json_error(std::string_view message) {
+  std::string out = R"({"error":")";
+  for (const char c : message) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          static constexpr char hex[] = "0123456789abcdef";
+          out += "\\u00";
+          out += hex[(c >> 4) & 0xf];
+          out += hex[c & 0xf];
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += "\"}";
+  return out;
+}
+
+// Header names/values from the Handler must not smuggle CR/LF, and framing
+// headers belong to the transport.
+bool acceptable_extra_header(std::string_view name, std::string_view value) {
+  if (name.empty()) return false;
+  for (const char c : name)
+    if (c <= ' ' || c == ':' || c == 127) return false;
+  for (const char c : value)
+    if (c == '\r' || c == '\n' || c == '\0') return false;
+  return !beast::iequals(name, "content-length") && !beast::iequals(name, "transfer-encoding") &&
+         !beast::iequals(name, "connection");
+}
+
+bool is_http_category(const beast::error_code& ec) {
+  return ec.category() == http::make_error_code(http::error::bad_target).category();
+}
+
+class SessionBase {
+ public:
+  virtual ~SessionBase() = default;
+  virtual void graceful_close() = 0;  // thread-safe: posts to the connection's strand
+  virtual void force_close() = 0;     // thread-safe: posts to the connection's strand
+};
+
+}  // namespace
+
+struct HttpServer::State {
+  Handler handler;
+  LogFn log;
+  tls::ReloadingTlsContext* tls = nullptr;
+  Counters counters;
+  std::atomic<bool> draining{false};
+
+  std::mutex mu;  // guards sessions
+  std::condition_variable cv;
+  std::unordered_map<SessionBase*, std::weak_ptr<SessionBase>> sessions;
+
+  void emit(std::string_view level, std::string_view msg) const noexcept {
+    if (!log) return;
+    try {
+      log(level, msg);
+    } catch (...) {
+    }
+  }
+
+  void add_session(const std::shared_ptr<SessionBase>& s) {
+    std::lock_guard lock(mu);
+    sessions.emplace(s.get(), s);
+  }
+  void remove_session(SessionBase* s) noexcept {
+    std::lock_guard lock(mu);
+    sessions.erase(s);
+    if (sessions.empty()) cv.notify_all();
+  }
+  std::vector<std::shared_ptr<SessionBase>> live_sessions() {
+    std::vector<std::shared_ptr<SessionBase>> out;
+    std::lock_guard lock(mu);
+    out.reserve(sessions.size());
+    for (auto& [_, weak] : sessions)
+      if (auto s = weak.lock()) out.push_back(std::move(s));
+    return out;
+  }
+  // True when no connection is left.
+  bool wait_empty_until(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock lock(mu);
+    return cv.wait_until(lock, deadline, [this] { return sessions.empty(); });
+  }
+};
+
+struct HttpServer::Listener : std::enable_shared_from_this<Listener> {
+  Listener(net::io_context& ioc, std::shared_ptr<State> st, ListenerOptions opts)
+      : ioc(ioc),
+        state(std::move(st)),
+        options(std::move(opts)),
+        acceptor(net::make_strand(ioc)),
+        retry_timer(acceptor.get_executor()) {}
+
+  void do_accept() {
+    acceptor.async_accept(net::make_strand(ioc),
+                          [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
+                            self->on_accept(ec, std::move(socket));
+                          });
+  }
+
+  void on_accept(beast::error_code ec, tcp::socket socket);
+
+  void close() {
+    net::post(acceptor.get_executor(), [self = shared_from_this()] {
+      beast::error_code ignored;
+      self->acceptor.close(ignored);
+      self->retry_timer.cancel();
+    });
+  }
+
+  net::io_context& ioc;
+  const std::shared_ptr<State> state;
+  const ListenerOptions options;
+  tcp::acceptor acceptor;
+  net::steady_timer retry_timer;
+  std::atomic<std::size_t> active{0};
+};
+
+namespace {
+
+using State = HttpServer::State;
+using Listener = HttpServer::Listener;
+
+template <bool Tls>
+class Session final : public SessionBase, public std::enable_shared_from_this<Session<Tls>> {
+ public:
+  using Stream = std::conditional_t<Tls, beast::ssl_stream<beast::tcp_stream>, beast::tcp_stream>;
+
+  Session(tcp::socket&& socket, std::shared_ptr<Listener> listener,
+          std::shared_ptr<ssl::context> ctx)
+      : listener_(std::move(listener)),
+        state_(*listener_->state),
+        opts_(listener_->options),
+        ctx_(std::move(ctx)),
+        stream_(make_stream(std::move(socket), ctx_.get())) {
+    bump(state_.counters.connections_active);
+    listener_->active.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  ~Session() override {
+    bump(state_.counters.connections_active, static_cast<std::uint64_t>(-1));
+    listener_->active.fetch_sub(1, std::memory_order_relaxed);
+    state_.remove_session(this);
+  }
+
+  void start() {
+    net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] { self->on_start(); });
+  }
+
+  void graceful_close() override {
+    net::post(stream_.get_executor(), [self = this->shared_from_this()] {
+      if (self->idle_) self->close_now();
+    });
+  }
+
+  void force_close() override {
+    net::post(stream_.get_executor(), [self = this->shared_from_this()] { self->close_now(); });
+  }
+
+ private:
+  static Stream make_stream(tcp::socket&& socket, ssl::context* ctx) {
+    if constexpr (Tls) {
+      return Stream(std::move(socket), *ctx);
+    } else {
+      (void)ctx;
+      return Stream(std::move(socket));
+    }
+  }
+
+  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+
+  template <typename F>
+  auto bind(F f) {
+    return [self = this->shared_from_this(), f](auto&&... args) {
+      (self.get()->*f)(std::forward<decltype(args)>(args)...);
+    };
+  }
+
+  void on_start() {
+    if constexpr (Tls) {
+      lowest().expires_after(opts_.header_timeout);
+      stream_.async_handshake(ssl::stream_base::server, bind(&Session::on_handshake));
+    } else {
+      read_request();
+    }
+  }
+
+  void on_handshake(beast::error_code ec) {
+    if (ec) {
+      bump(state_.counters.tls_handshake_failures);
+      if (ec == beast::error::timeout) bump(state_.counters.timeouts);
+      return close_now();
+    }
+    read_request();
+  }
+
+  void read_request() {
+    if (closed_) return;
+    if (state_.draining.load(std::memory_order_relaxed) && !first_request_) return close_now();
+    parser_.emplace();
+    parser_->body_limit(opts_.body_limit);
+    parser_->header_limit(static_cast<std::uint32_t>(
+        std::min<std::size_t>(opts_.header_limit, std::numeric_limits<std::uint32_t>::max())));
+    if (!first_request_ && buffer_.size() == 0) {
+      // Keep-alive: wait for the next request's first bytes under the idle
+      // timeout; the header timeout starts when they arrive.
+      idle_ = true;
+      lowest().expires_after(opts_.idle_timeout);
+      stream_.async_read_some(buffer_.prepare(kReadChunk), bind(&Session::on_first_bytes));
+      return;
+    }
+    read_header();
+  }
+
+  void on_first_bytes(beast::error_code ec, std::size_t n) {
+    idle_ = false;
+    if (ec) {
+      if (ec == beast::error::timeout) bump(state_.counters.timeouts);
+      return close_now();
+    }
+    buffer_.commit(n);
+    read_header();
+  }
+
+  void read_header() {
+    lowest().expires_after(opts_.header_timeout);
+    http::async_read_header(stream_, buffer_, *parser_, bind(&Session::on_header));
+  }
+
+  void on_header(beast::error_code ec, std::size_t n) {
+    bump(state_.counters.bytes_in, n);
+    first_request_ = false;
+    if (ec) return on_read_error(ec);
+    if (parser_->is_done()) return handle_request();
+    const auto& req = parser_->get();
+    if (req.version() >= 11 && beast::iequals(req[http::field::expect], "100-continue")) {
+      lowest().expires_after(opts_.body_timeout);
+      net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                       bind(&Session::on_continue_sent));
+      return;
+    }
+    read_body();
+  }
+
+  void on_continue_sent(beast::error_code ec, std::size_t n) {
+    bump(state_.counters.bytes_out, n);
+    if (ec) return close_now();
+    bump(state_.counters.responses_1xx);
+    read_body();
+  }
+
+  void read_body() {
+    lowest().expires_after(opts_.body_timeout);
+    http::async_read(stream_, buffer_, *parser_, bind(&Session::on_body));
+  }
+
+  void on_body(beast::error_code ec, std::size_t n) {
+    bump(state_.counters.bytes_in, n);
+    if (ec) return on_read_error(ec);
+    handle_request();
+  }
+
+  void on_read_error(beast::error_code ec) {
+    if (ec == http::error::body_limit) {
+      return send_error(413, "request body exceeds " + std::to_string(opts_.body_limit) + " bytes");
+    }
+    if (ec == http::error::header_limit) {
+      return send_error(431,
+                        "request header exceeds " + std::to_string(opts_.header_limit) + " bytes");
+    }
+    if (ec == beast::error::timeout) {
+      bump(state_.counters.timeouts);
+      return close_now();
+    }
+    if (is_http_category(ec) && ec != http::error::end_of_stream &&
+        ec != http::error::partial_message && ec != http::error::need_more &&
+        ec != http::error::buffer_overflow) {
+      return send_error(400, "malformed HTTP request: " + ec.message());
+    }
+    // End of stream, reset, aborted, TLS errors: nothing to answer.
+    close_now();
+  }
+
+  void handle_request() {
+    bump(state_.counters.requests);
+    http::request<http::string_body> msg = parser_->release();
+    const unsigned version = msg.version();
+    const bool keep_alive = msg.keep_alive();
+    Request req;
+    req.method = std::string(msg.method_string());
+    req.target = std::string(msg.target());
+    req.content_type = std::string(msg[http::field::content_type]);
+    req.body = std::move(msg.body());
+    Response resp;
+    try {
+      resp = state_.handler(std::move(req));
+      if (resp.status < 200 || resp.status > 599) {
+        state_.emit("error", "handler returned invalid HTTP status " + std::to_string(resp.status));
+        resp = Response{500, "application/json", json_error("internal error"), {}};
+      }
+    } catch (const std::exception& e) {
+      bump(state_.counters.handler_exceptions);
+      state_.emit("error", std::string("request handler threw: ") + e.what());
+      resp = Response{500, "application/json", json_error("internal error"), {}};
+    } catch (...) {
+      bump(state_.counters.handler_exceptions);
+      state_.emit("error", "request handler threw a non-standard exception");
+      resp = Response{500, "application/json", json_error("internal error"), {}};
+    }
+    write_response(std::move(resp), version,
+                   keep_alive && !state_.draining.load(std::memory_order_relaxed), false);
+  }
+
+  void send_error(unsigned status, std::string message) {
+    bump(state_.counters.request_errors);
+    Response resp{status, "application/json", json_error(message), {}};
+    write_response(std::move(resp), 11, false, true);
+  }
+
+  void write_response(Response&& resp, unsigned version, bool keep_alive, bool drain_after) {
+    res_ = {};
+    res_.version(version == 10 ? 10 : 11);
+    res_.result(resp.status);
+    res_.set(http::field::server, kServerName);
+    if (!resp.content_type.empty()) res_.set(http::field::content_type, resp.content_type);
+    for (const auto& [name, value] : resp.headers) {
+      if (acceptable_extra_header(name, value)) {
+        res_.insert(name, value);
+      } else {
+        state_.emit("warn", "dropped unacceptable response header \"" + name + "\"");
+      }
+    }
+    res_.body() = std::move(resp.body);
+    res_.keep_alive(keep_alive);
+    res_.prepare_payload();
+    close_after_write_ = !keep_alive;
+    drain_after_write_ = drain_after;
+    switch (resp.status / 100) {
+      case 2: bump(state_.counters.responses_2xx); break;
+      case 3: bump(state_.counters.responses_3xx); break;
+      case 4: bump(state_.counters.responses_4xx); break;
+      default: bump(state_.counters.responses_5xx); break;
+    }
+    lowest().expires_after(opts_.body_timeout);
+    http::async_write(stream_, res_, bind(&Session::on_written));
+  }
+
+  void on_written(beast::error_code ec, std::size_t n) {
+    bump(state_.counters.bytes_out, n);
+    if (ec) {
+      if (ec == beast::error::timeout) bump(state_.counters.timeouts);
+      return close_now();
+    }
+    res_ = {};  // an idle keep-alive connection holds no response memory
+    if (!close_after_write_) return read_request();
+    if (drain_after_write_) {
+      if constexpr (!Tls) {
+        beast::error_code ignored;
+        lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+      }
+      return drain();
+    }
+    shutdown();
+  }
+
+  // After an error response the client may still be sending the request (a
+  // big body). Closing with unread data would reset the connection and the
+  // client might never see our response, so read and discard until it stops
+  // sending (EOF, or kDrainSilence without data), bounded in time and bytes.
+  // (TLS cannot half-close: OpenSSL refuses application data once our
+  // close_notify is out, so the TLS case ends with a plain TCP close.)
+  void drain() {
+    const auto now = std::chrono::steady_clock::now();
+    if (!drain_started_) {
+      drain_started_ = true;
+      drained_ = 0;
+      drain_deadline_ = now + std::min<std::chrono::seconds>(opts_.body_timeout, kMaxCloseWait);
+    }
+    if (now >= drain_deadline_ || drained_ > std::max<std::size_t>(opts_.body_limit, 1 << 20))
+      return close_now();
+    lowest().expires_after(kDrainSilence);
+    buffer_.clear();
+    stream_.async_read_some(buffer_.prepare(kReadChunk),
+                            [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
+                              self->drained_ += n;
+                              if (ec) return self->close_now();
+                              self->drain();
+                            });
+  }
+
+  void shutdown() {
+    if constexpr (Tls) {
+      lowest().expires_after(std::min<std::chrono::seconds>(opts_.header_timeout, kMaxCloseWait));
+      stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {
+        self->close_now();
+      });
+    } else {
+      beast::error_code ignored;
+      lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+      close_now();
+    }
+  }
+
+  void close_now() {
+    closed_ = true;
+    idle_ = false;
+    lowest().close();
+  }
+
+  std::shared_ptr<Listener> listener_;
+  State& state_;  // kept alive by listener_
+  const ListenerOptions& opts_;
+  std::shared_ptr<ssl::context> ctx_;  // must outlive stream_
+  Stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::response<http::string_body> res_;
+  std::size_t drained_ = 0;
+  std::chrono::steady_clock::time_point drain_deadline_{};
+  bool first_request_ = true;
+  bool idle_ = false;
+  bool closed_ = false;
+  bool close_after_write_ = false;
+  bool drain_after_write_ = false;
+  bool drain_started_ = false;
+};
+
+}  // namespace
+
+void HttpServer::Listener::on_accept(beast::error_code ec, tcp::socket socket) {
+  if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+  if (ec) {
+    // EMFILE/ENFILE/ENOBUFS and friends: back off briefly instead of spinning.
+    state->emit("warn", "accept failed: " + ec.message());
+    retry_timer.expires_after(std::chrono::milliseconds(50));
+    retry_timer.async_wait([self = shared_from_this()](beast::error_code wait_ec) {
+      if (!wait_ec && self->acceptor.is_open()) self->do_accept();
+    });
+    return;
+  }
+  if (state->draining.load(std::memory_order_relaxed)) {
+    beast::error_code ignored;
+    socket.close(ignored);
+    return;
+  }
+  if (active.load(std::memory_order_relaxed) >= options.max_connections) {
+    bump(state->counters.connections_rejected);
+    beast::error_code ignored;
+    socket.close(ignored);
+    return do_accept();
+  }
+  beast::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+  bump(state->counters.connections_accepted);
+  try {
+    // Registered before it starts, so that stop() always sees it.
+    if (options.tls) {
+      auto s = std::make_shared<Session<true>>(std::move(socket), shared_from_this(),
+                                               state->tls->current());
+      state->add_session(s);
+      s->start();
+    } else {
+      auto s = std::make_shared<Session<false>>(std::move(socket), shared_from_this(), nullptr);
+      state->add_session(s);
+      s->start();
+    }
+  } catch (const std::exception& e) {  // allocation or SSL_new failure
+    state->emit("error", std::string("could not set up connection: ") + e.what());
+  }
+  do_accept();
+}
+
+HttpServer::HttpServer(Handler handler, LogFn log)
+    : state_(std::make_shared<State>()), ioc_(std::make_unique<net::io_context>()) {
+  state_->handler = std::move(handler);
+  state_->log = std::move(log);
+}
+
+HttpServer::HttpServer(Handler handler, tls::ReloadingTlsContext& tls, LogFn log)
+    : HttpServer(std::move(handler), std::move(log)) {
+  state_->tls = &tls;
+}
+
+HttpServer::~HttpServer() {
+  stop(std::chrono::milliseconds(0));
+  wait();
+  {
+    std::lock_guard lock(mu_);
+    listeners_.clear();
+    work_.reset();
+  }
+  ioc_.reset();  // destroys pending handlers (and with them the connections)
+}
+
+std::optional<tcp::endpoint> HttpServer::add_listener(const ListenerOptions& options,
+                                                      std::string& error) {
+  const std::string where = options.host + ":" + std::to_string(options.port);
+  if (options.tls && state_->tls == nullptr) {
+    error = "listener " + where + ": TLS requested but the server has no TLS context";
+    return std::nullopt;
+  }
+  if (options.body_limit == 0 || options.header_limit == 0 || options.max_connections == 0) {
+    error = "listener " + where + ": limits must be positive";
+    return std::nullopt;
+  }
+  beast::error_code ec;
+  tcp::endpoint endpoint;
+  const std::string host = options.host.empty() ? "0.0.0.0" : options.host;
+  const auto address = net::ip::make_address(host, ec);
+  if (!ec) {
+    endpoint = tcp::endpoint(address, options.port);
+  } else {
+    tcp::resolver resolver(*ioc_);
+    const auto results = resolver.resolve(host, std::to_string(options.port),
+                                          tcp::resolver::passive | tcp::resolver::numeric_service,
+                                          ec);
+    if (ec || results.empty()) {
+      error = "listener " + where + ": cannot resolve host: " + (ec ? ec.message() : "no address");
+      return std::nullopt;
+    }
+    endpoint = results.begin()->endpoint();
+  }
+
+  std::lock_guard lock(mu_);
+  if (stop_requested_) {
+    error = "listener " + where + ": server is stopping";
+    return std::nullopt;
+  }
+  auto listener = std::make_shared<Listener>(*ioc_, state_, options);
+  auto& acceptor = listener->acceptor;
+  if (acceptor.open(endpoint.protocol(), ec); !ec)
+    if (acceptor.set_option(net::socket_base::reuse_address(true), ec); !ec)
+      if (acceptor.bind(endpoint, ec); !ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    error = "listener " + where + ": " + ec.message();
+    return std::nullopt;
+  }
+  auto bound = acceptor.local_endpoint(ec);
+  if (ec) {
+    error = "listener " + where + ": " + ec.message();
+    return std::nullopt;
+  }
+  net::post(acceptor.get_executor(), [listener] { listener->do_accept(); });
+  listeners_.push_back(std::move(listener));
+  return bound;
+}
+
+void HttpServer::start(unsigned threads) {
+  std::lock_guard lock(mu_);
+  if (started_ || stop_requested_) return;
+  started_ = true;
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  work_.emplace(ioc_->get_executor());
+  threads_.reserve(threads);
+  for (unsigned i = 0; i < threads; ++i) {
+    threads_.emplace_back([this] {
+      for (;;) {
+        try {
+          ioc_->run();
+          return;
+        } catch (const std::exception& e) {  // handlers do not throw; be safe anyway
+          state_->emit("error", std::string("I/O thread caught: ") + e.what());
+        } catch (...) {
+          state_->emit("error", "I/O thread caught a non-standard exception");
+        }
+      }
+    });
+  }
+}
+
+void HttpServer::run(unsigned threads) {
+  start(threads);
+  wait();
+}
+
+void HttpServer::stop(std::chrono::milliseconds grace) {
+  {
+    std::lock_guard lock(mu_);
+    if (!stop_requested_) {
+      stop_requested_ = true;
+      stopper_ = std::thread([this, grace] { stop_sequence(grace); });
+    }
+  }
+  if (!ioc_->get_executor().running_in_this_thread()) wait();
+}
+
+void HttpServer::stop_sequence(std::chrono::milliseconds grace) {
+  state_->draining.store(true);
+  std::vector<std::shared_ptr<Listener>> listeners;
+  {
+    std::lock_guard lock(mu_);
+    listeners = listeners_;
+  }
+  for (auto& l : listeners) l->close();
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  for (auto& s : state_->live_sessions()) s->graceful_close();
+  if (!state_->wait_empty_until(deadline)) {
+    state_->emit("warn", "stop: closing connections still open after the grace period");
+    for (auto& s : state_->live_sessions()) s->force_close();
+    state_->wait_empty_until(std::chrono::steady_clock::now() + kMaxCloseWait);
+  }
+  {
+    std::lock_guard lock(mu_);
+    work_.reset();
+  }
+  ioc_->stop();
+}
+
+void HttpServer::wait() {
+  std::lock_guard join_lock(join_mu_);
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard lock(mu_);
+    threads.swap(threads_);
+  }
+  for (auto& t : threads)
+    if (t.joinable()) t.join();
+  std::thread stopper;
+  {
+    std::lock_guard lock(mu_);
+    stopper = std::move(stopper_);
+  }
+  if (stopper.joinable()) stopper.join();
+}
+
+TransportStats HttpServer::stats() const {
+  const Counters& c = state_->counters;
+  auto get = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  TransportStats s;
+  s.connections_accepted = get(c.connections_accepted);
+  s.connections_active = get(c.connections_active);
+  s.connections_rejected = get(c.connections_rejected);
+  s.tls_handshake_failures = get(c.tls_handshake_failures);
+  s.requests = get(c.requests);
+  s.request_errors = get(c.request_errors);
+  s.handler_exceptions = get(c.handler_exceptions);
+  s.timeouts = get(c.timeouts);
+  s.responses_1xx = get(c.responses_1xx);
+  s.responses_2xx = get(c.responses_2xx);
+  s.responses_3xx = get(c.responses_3xx);
+  s.responses_4xx = get(c.responses_4xx);
+  s.responses_5xx = get(c.responses_5xx);
+  s.bytes_in = get(c.bytes_in);
+  s.bytes_out = get(c.bytes_out);
+  return s;
+}
+
+net::io_context& HttpServer::io_context() { return *ioc_; }
+
+}  // namespace ig::server

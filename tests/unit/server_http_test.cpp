@@ -1,0 +1,299 @@
+// HttpServer over plain HTTP (the /healthz /readyz /metrics listener) and the
+// transport's lifecycle: timeouts, limits, graceful stop.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "server_test_support.h"
+
+namespace ig::server::testing {
+namespace {
+
+TEST(ServerHttp, PlainListenerWorks) {
+  ServerHarness h;
+  auto c = h.plain_client();
+  auto res = c->request(http::verb::get, "/healthz", "", true, "");
+  EXPECT_EQ(res.result_int(), 200u);
+  EXPECT_EQ(res[http::field::server], "isolation-gate");
+  EXPECT_EQ(res[http::field::content_type], "text/plain");
+  EXPECT_EQ(res["X-Target"], "/healthz");
+  EXPECT_EQ(c->request(http::verb::get, "/readyz", "", true, "")["X-Target"], "/readyz");
+}
+
+TEST(ServerHttp, TlsListenerRefusesPlainHttpAndKeepsServing) {
+  ServerHarness h;
+  Client c(h.tls_port(), false);
+  ASSERT_FALSE(c.connect());
+  ASSERT_FALSE(c.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_TRUE(c.closed_by_peer());
+  EXPECT_TRUE(eventually([&] { return h.server().stats().tls_handshake_failures == 1; }));
+  EXPECT_EQ(h.tls_client()->request(http::verb::get, "/healthz", "").result_int(), 200u);
+}
+
+TEST(ServerHttp, NegativeChunkSizeGets400AndServerStillAnswers) {
+  ServerHarness h;
+  auto c = h.plain_client();
+  ASSERT_FALSE(c->write("POST /mutate/pods HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        "-1\r\n"));
+  http::response<http::string_body> res;
+  ASSERT_FALSE(c->read_response(res));
+  EXPECT_EQ(res.result_int(), 400u);
+  EXPECT_TRUE(c->closed_by_peer());
+  EXPECT_EQ(h.plain_client()->request(http::verb::get, "/healthz", "").result_int(), 200u);
+}
+
+TEST(ServerHttp, MalformedRequestsGet400) {
+  ServerHarness h;
+  for (const char* bad : {
+           "GARBAGE\r\n\r\n",
+           "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+           "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+           "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+           "GET / HTTP/1.1\r\nBad Header: x\r\n\r\n",
+           "GET / HTTP/9.9\r\n\r\n",
+       }) {
+    auto c = h.plain_client();
+    ASSERT_FALSE(c->write(bad));
+    http::response<http::string_body> res;
+    ASSERT_FALSE(c->read_response(res)) << bad;
+    EXPECT_EQ(res.result_int(), 400u) << bad;
+    EXPECT_TRUE(c->closed_by_peer()) << bad;
+  }
+  EXPECT_EQ(h.server().stats().requests, 0u);
+}
+
+TEST(ServerHttp, ChunkedBodyOverLimitGets413) {
+  ListenerOptions plain;
+  plain.body_limit = 1000;
+  ServerHarness h({}, plain);
+  auto c = h.plain_client();
+  std::string req = "POST /mutate/pods HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 3; ++i) req += "190\r\n" + std::string(400, 'x') + "\r\n";
+  req += "0\r\n\r\n";
+  ASSERT_FALSE(c->write(req));
+  http::response<http::string_body> res;
+  ASSERT_FALSE(c->read_response(res));
+  EXPECT_EQ(res.result_int(), 413u);
+  EXPECT_EQ(res.body(), R"({"error":"request body exceeds 1000 bytes"})");
+  // A chunked body within the limit is assembled.
+  auto ok = h.plain_client();
+  ASSERT_FALSE(ok->write("POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"));
+  ASSERT_FALSE(ok->read_response(res));
+  EXPECT_EQ(res.body(), "abcde");
+}
+
+TEST(ServerHttp, PipelinedRequestsAnsweredInOrder) {
+  ServerHarness h;
+  auto c = h.plain_client();
+  ASSERT_FALSE(c->write("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nA"
+                        "POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nB"));
+  http::response<http::string_body> res;
+  ASSERT_FALSE(c->read_response(res));
+  EXPECT_EQ(res.body(), "A");
+  ASSERT_FALSE(c->read_response(res));
+  EXPECT_EQ(res.body(), "B");
+}
+
+TEST(ServerHttp, Http10WithoutKeepAliveIsClosed) {
+  ServerHarness h;
+  auto c = h.plain_client();
+  ASSERT_FALSE(c->write("POST /old HTTP/1.0\r\nContent-Length: 2\r\n\r\nhi"));
+  http::response<http::string_body> res;
+  ASSERT_FALSE(c->read_response(res));
+  EXPECT_EQ(res.version(), 10u);
+  EXPECT_EQ(res.body(), "hi");
+  EXPECT_TRUE(c->closed_by_peer());
+  // HTTP/1.0 with keep-alive stays open.
+  auto k = h.plain_client();
+  ASSERT_FALSE(k->write("GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+  ASSERT_FALSE(k->read_response(res));
+  EXPECT_TRUE(res.keep_alive());
+  ASSERT_FALSE(k->write("GET /b HTTP/1.0\r\n\r\n"));
+  ASSERT_FALSE(k->read_response(res));
+  EXPECT_EQ(res["X-Target"], "/b");
+}
+
+TEST(ServerHttp, ConnectionCloseIsRespected) {
+  ServerHarness h;
+  auto c = h.plain_client();
+  auto res = c->request(http::verb::post, "/x", "body", /*keep_alive=*/false);
+  EXPECT_EQ(res.body(), "body");
+  EXPECT_FALSE(res.keep_alive());
+  EXPECT_TRUE(c->closed_by_peer());
+}
+
+TEST(ServerHttp, IdleAndHeaderTimeoutsCloseConnections) {
+  ListenerOptions plain;
+  plain.idle_timeout = std::chrono::seconds(1);
+  plain.header_timeout = std::chrono::seconds(1);
+  ListenerOptions tls;
+  tls.header_timeout = std::chrono::seconds(1);
+  ServerHarness h(tls, plain);
+  // Idle keep-alive connection.
+  auto idle = h.plain_client();
+  EXPECT_EQ(idle->request(http::verb::get, "/x", "").result_int(), 200u);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(idle->closed_by_peer(5s));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  // Slowloris: half a header, never finished.
+  auto slow = h.plain_client();
+  ASSERT_FALSE(slow->write("POST /x HTTP/1.1\r\nHost: x\r\nX-Slow: "));
+  EXPECT_TRUE(slow->closed_by_peer(5s));
+  // Connected but silent (TLS listener: handshake never started).
+  Client silent(h.tls_port(), false);
+  ASSERT_FALSE(silent.connect());
+  EXPECT_TRUE(silent.closed_by_peer(5s));
+  EXPECT_TRUE(eventually([&] { return h.server().stats().connections_active == 0; }));
+  EXPECT_GE(h.server().stats().timeouts, 2u);
+}
+
+TEST(ServerHttp, BodyTimeoutClosesSlowUpload) {
+  ListenerOptions plain;
+  plain.body_timeout = std::chrono::seconds(1);
+  ServerHarness h({}, plain);
+  auto c = h.plain_client();
+  ASSERT_FALSE(c->write("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly a part"));
+  EXPECT_TRUE(c->closed_by_peer(5s));
+}
+
+TEST(ServerHttp, MaxConnectionsRejectsExtraConnections) {
+  ListenerOptions plain;
+  plain.max_connections = 1;
+  ServerHarness h({}, plain);
+  auto first = h.plain_client();
+  EXPECT_EQ(first->request(http::verb::get, "/x", "").result_int(), 200u);
+  Client second(h.plain_port(), false);
+  ASSERT_FALSE(second.connect());
+  EXPECT_TRUE(second.closed_by_peer());
+  EXPECT_EQ(h.server().stats().connections_rejected, 1u);
+  // The first one is unaffected.
+  EXPECT_EQ(first->request(http::verb::get, "/y", "").result_int(), 200u);
+}
+
+TEST(ServerHttp, GracefulStopFinishesInFlightRequests) {
+  ServerHarness h;
+  auto idle = h.plain_client();
+  EXPECT_EQ(idle->request(http::verb::get, "/warm", "").result_int(), 200u);
+  auto busy = h.tls_client();
+  auto blocked = h.handler().blocked();
+  ASSERT_FALSE(busy->write("POST /block HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"));
+  ASSERT_EQ(blocked.wait_for(10s), std::future_status::ready);
+
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    h.server().stop(10s);
+    stopped = true;
+  });
+  // The idle keep-alive connection is closed at once; the busy one is not.
+  EXPECT_TRUE(idle->closed_by_peer());
+  EXPECT_FALSE(stopped.load());
+  h.handler().release();
+  http::response<http::string_body> res;
+  ASSERT_FALSE(busy->read_response(res));
+  EXPECT_EQ(res.result_int(), 200u);
+  EXPECT_EQ(res.body(), "{}");
+  EXPECT_FALSE(res.keep_alive());
+  EXPECT_TRUE(busy->closed_by_peer());  // close_notify
+  busy.reset();
+  stopper.join();
+  EXPECT_TRUE(stopped.load());
+  EXPECT_EQ(h.server().stats().connections_active, 0u);
+  // No longer accepting.
+  Client late(h.plain_port(), false);
+  EXPECT_TRUE(late.connect());
+}
+
+TEST(ServerHttp, StopGraceExpiresThenClosesEverything) {
+  ServerHarness h;
+  auto busy = h.plain_client();
+  auto blocked = h.handler().blocked();
+  ASSERT_FALSE(busy->write("POST /block HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"));
+  ASSERT_EQ(blocked.wait_for(10s), std::future_status::ready);
+  // Half a request on another connection: not idle, must be cut at the deadline.
+  auto partial = h.plain_client();
+  ASSERT_FALSE(partial->write("POST /x HTTP/1.1\r\n"));
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(300ms);  // after the 100 ms grace has expired
+    h.handler().release();
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  h.server().stop(100ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 8s);
+  releaser.join();
+  EXPECT_TRUE(partial->closed_by_peer());
+  EXPECT_EQ(h.server().stats().connections_active, 0u);
+}
+
+TEST(ServerHttp, AddListenerErrors) {
+  HttpServer plain_only([](Request&&) { return Response{200, "text/plain", "ok", {}}; });
+  std::string error;
+  ListenerOptions tls;
+  tls.host = "127.0.0.1";
+  tls.port = 0;
+  EXPECT_FALSE(plain_only.add_listener(tls, error));
+  EXPECT_NE(error.find("TLS"), std::string::npos) << error;
+
+  ListenerOptions plain = tls;
+  plain.tls = false;
+  auto ep = plain_only.add_listener(plain, error);
+  ASSERT_TRUE(ep) << error;
+  EXPECT_NE(ep->port(), 0);
+  // The same port again: bind fails with a message naming it.
+  plain.port = ep->port();
+  ListenerOptions dup = plain;
+  EXPECT_FALSE(plain_only.add_listener(dup, error));
+  EXPECT_NE(error.find(std::to_string(ep->port())), std::string::npos) << error;
+  plain.host = "no-such-host.invalid";
+  plain.port = 0;
+  EXPECT_FALSE(plain_only.add_listener(plain, error));
+  // "localhost" resolves.
+  plain.host = "localhost";
+  EXPECT_TRUE(plain_only.add_listener(plain, error)) << error;
+
+  plain_only.start(1);
+  Client c(ep->port(), false);
+  ASSERT_FALSE(c.connect());
+  EXPECT_EQ(c.request(http::verb::get, "/", "").body(), "ok");
+  plain_only.stop(1s);
+  plain_only.stop(1s);  // idempotent
+}
+
+TEST(ServerHttp, RunBlocksUntilStopFromAnotherThread) {
+  HttpServer server([](Request&&) { return Response{204, "", "", {{"X-A", "1"}, {"Bad\r\nName", "x"}}}; });
+  std::string error;
+  ListenerOptions plain;
+  plain.host = "127.0.0.1";
+  plain.port = 0;
+  plain.tls = false;
+  auto ep = server.add_listener(plain, error);
+  ASSERT_TRUE(ep) << error;
+  std::thread runner([&] { server.run(2); });
+  Client c(ep->port(), false);
+  ASSERT_FALSE(c.connect());
+  auto res = c.request(http::verb::get, "/", "");
+  EXPECT_EQ(res.result_int(), 204u);
+  EXPECT_EQ(res["X-A"], "1");
+  EXPECT_EQ(res.count(http::field::content_type), 0u);
+  server.stop(1s);
+  runner.join();
+}
+
+TEST(ServerHttp, InvalidHandlerStatusBecomes500) {
+  HttpServer server([](Request&&) { return Response{42, "text/plain", "?", {}}; });
+  std::string error;
+  ListenerOptions plain;
+  plain.host = "127.0.0.1";
+  plain.port = 0;
+  plain.tls = false;
+  auto ep = server.add_listener(plain, error);
+  ASSERT_TRUE(ep) << error;
+  server.start(1);
+  Client c(ep->port(), false);
+  ASSERT_FALSE(c.connect());
+  EXPECT_EQ(c.request(http::verb::get, "/", "").result_int(), 500u);
+}
+
+}  // namespace
+}  // namespace ig::server::testing
