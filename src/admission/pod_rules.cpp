@@ -134,6 +134,11 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
     return v;
   }
 
+  // Every enforced answer says under which shape and sandbox state it was given.
+  const policy::SandboxAvailability available = sandbox.availability();
+  v.audit.emplace_back("shape", in.shape);
+  v.audit.emplace_back("sandbox", std::string(policy::to_string(available)));
+
   const std::string label(model::kComponentLabel);
   if (!facts.component || facts.component->empty()) {
     v.message = denied_prefix(facts, ns) + "it has no label " + label + ", and namespace " +
@@ -184,7 +189,6 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
                                 " declares no content_trust: treated as trusted; declare it");
   }
 
-  const policy::SandboxAvailability available = sandbox.availability();
   in.sandbox = sandbox.describe();
 
   // The one call to the gate.
@@ -194,8 +198,6 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
   v.audit.emplace_back("decision", decision_name);
   v.audit.emplace_back("component", component.name);
   v.audit.emplace_back("content-trust", in.trust);
-  v.audit.emplace_back("shape", in.shape);
-  v.audit.emplace_back("sandbox", std::string(policy::to_string(available)));
 
   const bool patches = stage == Stage::Mutate || stage == Stage::Evaluate;
   switch (v.decision) {

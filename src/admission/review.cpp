@@ -1,6 +1,7 @@
 #include "admission/review.h"
 
 #include "model/document.h"
+#include "model/json_projection.h"
 
 namespace ig::admission {
 namespace {
@@ -17,7 +18,8 @@ std::string string_member(const json& obj, std::string_view key) {
 
 DecodedReview decode_review(std::string_view body) {
   DecodedReview out;
-  auto parsed = model::parse_json(body, "request body");
+  // Validates the whole body; keeps only what the rules read (see json_projection.h).
+  auto parsed = model::parse_projected(body, model::admission_review_projection(), "request body");
   if (!parsed) {
     out.error = parsed.error();
     return out;

@@ -29,7 +29,9 @@ struct AdmissionRequest {
   std::string name;
   std::string operation;  // CREATE, UPDATE, DELETE, CONNECT
   bool dry_run = false;
-  nlohmann::json object;  // request.object, moved out of the review (null when absent)
+  // request.object as the rules read it: projected to the fields they use
+  // (model/json_projection.h); null when absent.
+  nlohmann::json object;
 };
 
 struct DecodedReview {

@@ -67,14 +67,26 @@ bool is_workload_kind(std::string_view group, std::string_view kind) {
   return group == "batch" && (kind == "Job" || kind == "CronJob");
 }
 
-// Admission objects carry apiVersion/kind, but fill them from request.kind
-// when absent so locating the pod template never depends on it.
-void ensure_type_meta(AdmissionRequest& r) {
-  if (!r.object.is_object()) return;
-  if (!r.object.contains("kind")) r.object["kind"] = r.kind;
-  if (!r.object.contains("apiVersion")) {
-    r.object["apiVersion"] = r.kind_group.empty() ? r.kind_version : r.kind_group + "/" + r.kind_version;
+// Admission objects carry apiVersion/kind; fill them from request.kind when
+// absent. An object whose type disagrees with request.kind is not decided:
+// the rules read the template of the object's own kind, and the endpoint was
+// chosen by request.kind. Returns the disagreement, or "" when they agree.
+std::string ensure_type_meta(AdmissionRequest& r) {
+  const std::string api_version =
+      r.kind_group.empty() ? r.kind_version : r.kind_group + "/" + r.kind_version;
+  auto kind = r.object.find("kind");
+  if (kind == r.object.end() || kind->is_null()) {
+    r.object["kind"] = r.kind;
+  } else if (!kind->is_string() || *kind != r.kind) {
+    return "request.object.kind does not match request.kind " + r.kind;
   }
+  auto api = r.object.find("apiVersion");
+  if (api == r.object.end() || api->is_null()) {
+    r.object["apiVersion"] = api_version;
+  } else if (!api->is_string() || *api != api_version) {
+    return "request.object.apiVersion does not match request.kind " + api_version;
+  }
+  return {};
 }
 
 }  // namespace
@@ -101,7 +113,7 @@ Webhook::ReviewOutcome Webhook::review(Endpoint endpoint, AdmissionRequest& r) c
       const bool enforced_op = r.operation == "CREATE" || (!pods && r.operation == "UPDATE");
       if (!enforced_op) return allowed_without_decision("operation " + r.operation + " is not enforced");
       if (!r.object.is_object()) return undecidable("request.object is missing or not an object");
-      ensure_type_meta(r);
+      if (auto mismatch = ensure_type_meta(r); !mismatch.empty()) return undecidable(mismatch);
       auto where = model::locate_pod(r.object, kSource);
       if (!where) return undecidable(where.error());
       auto facts = model::read_pod_facts(r.object, *where, kSource);
@@ -130,7 +142,7 @@ Webhook::ReviewOutcome Webhook::review(Endpoint endpoint, AdmissionRequest& r) c
         return allowed_without_decision("operation " + r.operation + " is not validated");
       }
       if (!r.object.is_object()) return undecidable("request.object is missing or not an object");
-      ensure_type_meta(r);
+      if (auto mismatch = ensure_type_meta(r); !mismatch.empty()) return undecidable(mismatch);
       const std::string source = "Component \"" + r.name.substr(0, 253) + "\"";
       ReviewOutcome out;
       out.outcome = Outcome::DeniedBeforeGate;

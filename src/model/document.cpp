@@ -223,10 +223,16 @@ Result<std::vector<json>> parse_documents(std::string_view text, std::string_vie
   auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && (text[first] == '{' || text[first] == '[')) {
     auto doc = parse_json(text, source, limits);
-    if (!doc) return fail(doc.error());
-    std::vector<json> docs;
-    docs.push_back(std::move(doc).value());
-    return docs;
+    if (doc) {
+      std::vector<json> docs;
+      docs.push_back(std::move(doc).value());
+      return docs;
+    }
+    // Flow-style YAML ({kind: Pod, ...}) starts like JSON too: it is YAML
+    // when yaml-cpp reads it; otherwise the JSON error is the useful one.
+    auto yaml = parse_yaml_documents(text, source, limits);
+    if (yaml) return yaml;
+    return fail(doc.error());
   }
   return parse_yaml_documents(text, source, limits);
 }

@@ -29,7 +29,7 @@ using json = nlohmann::json;
 
 struct DecodeLimits {
   std::size_t max_depth = 128;             // Kubernetes objects are ~15 deep
-  std::size_t max_nodes = 1'000'000;       // values produced from one document
+  std::size_t max_nodes = 1'000'000;       // YAML values produced from one stream (all its documents)
   std::size_t max_bytes = 16 * 1024 * 1024;
 };
 

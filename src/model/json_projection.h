@@ -1,0 +1,77 @@
+// Projected JSON decoding: the admission hot path's parser.
+//
+// An admission request carries the whole object (a typical pod is ~8 KB, a
+// large one 200 KB) but the gate reads a few dozen fields of it. Building a
+// full nlohmann DOM costs ~10x more than validating the bytes, so this parser
+// validates the WHOLE text exactly as nlohmann::json::parse does (same grammar,
+// same UTF-8 and surrogate rules, same number overflow rule, BOM skipped) and
+// materialises only the paths a Projection names; everything else is checked
+// and skipped without allocating.
+//
+// Contract:
+//  - parse_projected(text, p) succeeds iff nlohmann::json::parse(text)
+//    succeeds (and the nesting is within limits.max_depth), and then
+//    parse_projected(text, p) == project(nlohmann::json::parse(text), p).
+//    tests/unit/model_json_projection_test.cpp checks this differentially.
+//  - A value whose type differs from what the projection expects keeps its
+//    type: a scalar is kept, a container becomes an empty container of its
+//    own type. So callers' type checks ("expected a map, got a list") behave
+//    exactly as on the full object.
+//  - Duplicate keys: the last one wins, as in nlohmann.
+//  - Never throws; never recurses deeper than limits.max_depth.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/document.h"
+#include "model/result.h"
+
+namespace ig::model {
+
+class Projection {
+ public:
+  enum class Shape { Whole, Object, Array };
+  struct Field;
+
+  // The entire value.
+  static Projection whole();
+  // An object keeping only these members (each with its own projection).
+  static Projection object(std::vector<Field> fields);
+  // An array whose every element is projected with `element`.
+  static Projection array(Projection element);
+
+  Shape shape() const noexcept { return shape_; }
+  const std::vector<Field>& fields() const noexcept { return fields_; }
+  const Projection* element() const noexcept { return element_.get(); }
+  // The member's projection, or nullptr when the member is not kept.
+  const Projection* field(std::string_view name) const noexcept;
+
+ private:
+  Shape shape_ = Shape::Whole;
+  std::vector<Field> fields_;
+  std::shared_ptr<const Projection> element_;
+};
+
+struct Projection::Field {
+  std::string name;
+  Projection projection;
+};
+
+// Everything isolation-gate reads from an AdmissionReview: the request's
+// identity and, of request.object, what Pods, workload templates and
+// Components need (see model/pod.h and model/component.h).
+const Projection& admission_review_projection();
+
+Result<nlohmann::json> parse_projected(std::string_view text, const Projection& projection,
+                                       std::string_view source, const DecodeLimits& limits = {});
+
+// The same projection applied to an already-parsed value (the reference the
+// differential tests compare against).
+nlohmann::json project(const nlohmann::json& value, const Projection& projection);
+
+}  // namespace ig::model

@@ -1,0 +1,152 @@
+// The projected parser must accept exactly what nlohmann accepts and return
+// exactly nlohmann's value restricted to the projection (json_projection.h).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "model/document.h"
+#include "model/json_projection.h"
+
+namespace {
+
+using nlohmann::json;
+using ig::model::DecodeLimits;
+using ig::model::Projection;
+using ig::model::admission_review_projection;
+using ig::model::parse_projected;
+using ig::model::project;
+
+// The reference: nlohmann's verdict (plus our depth limit) and projection.
+std::optional<json> reference(std::string_view text, const Projection& p) {
+  DecodeLimits limits;
+  if (ig::model::json_nesting_depth(text, limits.max_depth) > limits.max_depth) return std::nullopt;
+  json full = json::parse(text, nullptr, false);
+  if (full.is_discarded()) return std::nullopt;
+  return project(full, p);
+}
+
+void expect_same_as_nlohmann(std::string_view text, const Projection& p = admission_review_projection()) {
+  auto expected = reference(text, p);
+  auto got = parse_projected(text, p, "t");
+  ASSERT_EQ(expected.has_value(), got.ok())
+      << "verdicts differ for [" << text.substr(0, 200) << "]"
+      << (got.ok() ? std::string(" (we accepted)") : " (we said: " + got.error() + ")");
+  if (expected) {
+    EXPECT_EQ(*expected, *got) << "values differ for [" << text.substr(0, 200) << "]";
+  }
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> seed_documents() {
+  std::vector<std::string> docs;
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(IG_SOURCE_DIR) / "examples/reviews")) {
+    docs.push_back(read_file(e.path()));
+  }
+  json pod = json::parse(docs.front());
+  auto& obj = pod["request"]["object"];
+  obj["spec"]["hostNetwork"] = true;
+  obj["spec"]["initContainers"] = {{{"name", "init"}, {"securityContext", {{"privileged", true}}}}};
+  obj["spec"]["runtimeClassName"] = "runc";
+  obj["metadata"]["annotations"] = {{"gibson.zeroroot.ai/isolation", "x"}, {"a~b/c", "d"}};
+  docs.push_back(pod.dump());
+  json deployment = {{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"},
+                     {"request", {{"uid", "u"}, {"kind", {{"group", "apps"}, {"version", "v1"}, {"kind", "Deployment"}}},
+                                  {"operation", "UPDATE"}, {"namespace", "n"}, {"dryRun", true},
+                                  {"object", {{"apiVersion", "apps/v1"}, {"kind", "Deployment"},
+                                              {"metadata", {{"name", "d"}, {"labels", {{"x", 1}}}}},
+                                              {"spec", {{"replicas", 3}, {"template", obj}}}}}}}};
+  docs.push_back(deployment.dump(2));
+  json component = {{"apiVersion", "admission.k8s.io/v1beta1"}, {"kind", "AdmissionReview"},
+                    {"request", {{"uid", "c"}, {"object", {{"apiVersion", "gibson.zeroroot.ai/v1alpha1"}, {"kind", "Component"},
+                                                           {"metadata", {{"name", "x"}}},
+                                                           {"spec", {{"kind", "tool"}, {"image", "i"}, {"policy", {{"content_trust", "maybe"}}}}}}}}}};
+  docs.push_back(component.dump());
+  return docs;
+}
+
+TEST(JsonProjection, AgreesWithNlohmannOnTheExampleReviews) {
+  for (const auto& doc : seed_documents()) expect_same_as_nlohmann(doc);
+}
+
+TEST(JsonProjection, KeepsOnlyTheProjectedFieldsOfAPod) {
+  const auto docs = seed_documents();
+  auto got = parse_projected(docs.front(), admission_review_projection(), "t");
+  ASSERT_TRUE(got.ok()) << got.error();
+  const json& obj = (*got)["request"]["object"];
+  EXPECT_TRUE(obj["spec"].contains("containers"));
+  EXPECT_FALSE(obj["spec"]["containers"][0].contains("image"));  // not read by the rules
+  EXPECT_FALSE((*got)["request"].contains("userInfo"));
+  EXPECT_EQ(obj["metadata"]["labels"].size(), 1u);
+}
+
+TEST(JsonProjection, AgreesWithNlohmannOnEdgeCases) {
+  const std::vector<std::string> cases = {
+      "", " ", "{}", "[]", "null", "true", "false", "tru", "nul", "fals", "0", "-0", "01", "1.", ".5",
+      "1e", "1e+", "-", "+1", "1.5e300", "1e500", "-1e500", "1e-500", "123456789012345678901234567890",
+      std::string(400, '9'), "18446744073709551615", "18446744073709551616", "-9223372036854775809",
+      R"("\ud800")", R"("\ud800\udc00")", R"("\udc00")", R"("\u00e9\u0000")", R"("\uD83D\uDE00")",
+      R"("\ud800\u0041")", R"("\x")", R"("\u12")", R"("\u12G4")", "\"\xc3\xa9\"", "\"\xc0\xaf\"",
+      "\"\xed\xa0\x80\"", "\"\xf4\x90\x80\x80\"", "\"\xf0\x9f\x98\x80\"", "\"\xe0\x80\xaf\"",
+      "\"\x7f\"", "\"\x1f\"", "\"\t\"", "\"\xff\"", "\"\xc3\"", "\"abc", "\xEF\xBB\xBF{}", "\xEF\xBB{}",
+      "{} x", "{}  \n", "{\"a\":1,}", "[1,]", "[,1]", "{\"a\" 1}", "{\"a\":}", "{1:2}", "[1 2]",
+      R"({"kind":"AdmissionReview","kind":"Other"})",
+      R"({"request":{"object":{"metadata":{"labels":{"gibson.zeroroot.ai/component":"a","gibson.zeroroot.ai/component":"b"}}}}})",
+      R"({"request":{"object":{"metadata":{"labels":["x"],"annotations":"s"}}}})",
+      R"({"request":{"object":{"metadata":[1,{"a":2}],"spec":{"containers":{"a":1}}}}})",
+      R"({"request":{"object":{"spec":{"containers":[1,"x",null,[2],{"name":"c","securityContext":[true]}]}}}})",
+      R"({"request":{"object":{"spec":{"hostNetwork":1.5e3,"hostPID":-2,"runtimeClassName":{"a":[1]}}}}})",
+      R"({"request":{"uid":"\u0075\u0069d","kind":{"kind":"Pod","extra":[1,2,{"x":null}]}}})",
+      R"({"re\u0071uest":{"uid":"escaped key"}})",
+      R"({"request":{"object":{"metadata":{"labels":{"gibson.zeroroot.ai\/component":"escaped slash"}}}}})",
+  };
+  for (const auto& c : cases) expect_same_as_nlohmann(c);
+}
+
+TEST(JsonProjection, RefusesNestingBeyondTheLimitWithoutRecursingFurther) {
+  std::string deep(100000, '[');
+  auto got = parse_projected(deep, admission_review_projection(), "t");
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.error().find("nested deeper than 128 levels"), std::string::npos);
+  std::string ok = std::string(128, '[') + std::string(128, ']');
+  EXPECT_TRUE(parse_projected(ok, admission_review_projection(), "t").ok());
+  std::string over = std::string(129, '[') + std::string(129, ']');
+  EXPECT_FALSE(parse_projected(over, admission_review_projection(), "t").ok());
+}
+
+TEST(JsonProjection, AgreesWithNlohmannOnTwentyThousandMutatedReviews) {
+  const auto seeds = seed_documents();
+  std::mt19937 rng(20261202);  // fixed: the test is deterministic
+  const std::string specials[] = {"\"", "\\", "{", "}", "[", "]", ",", ":", "\\u", "\\ud800", "\xc3",
+                                  "\xed\xa0\x80", "\xff", "\x01", "1e999", "-", "0", "null", "true",
+                                  " ", "\n", "\xEF\xBB\xBF", "\"gibson.zeroroot.ai/component\"",
+                                  "\"spec\":", "\"containers\":[", "\"privileged\":"};
+  for (int i = 0; i < 20000; ++i) {
+    std::string doc = seeds[rng() % seeds.size()];
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits && !doc.empty(); ++e) {
+      const std::size_t pos = rng() % doc.size();
+      switch (rng() % 4) {
+        case 0: doc[pos] = static_cast<char>(rng() % 256); break;
+        case 1: doc.insert(pos, specials[rng() % std::size(specials)]); break;
+        case 2: doc.erase(pos, 1 + rng() % 8); break;
+        default: {
+          const std::size_t len = 1 + rng() % 16;
+          doc.insert(pos, doc.substr(rng() % doc.size(), len));
+        }
+      }
+    }
+    expect_same_as_nlohmann(doc);
+    if (HasFailure()) return;
+  }
+}
+
+}  // namespace
