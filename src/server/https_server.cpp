@@ -345,6 +345,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     http::request<http::string_body> msg = parser_->release();
     const unsigned version = msg.version();
     const bool keep_alive = msg.keep_alive();
+    const bool head = msg.method() == http::verb::head;
     Request req;
     req.method = std::string(msg.method_string());
     req.target = std::string(msg.target());
@@ -367,7 +368,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       resp = Response{500, "application/json", json_error("internal error"), {}};
     }
     write_response(std::move(resp), version,
-                   keep_alive && !state_.draining.load(std::memory_order_relaxed), false);
+                   keep_alive && !state_.draining.load(std::memory_order_relaxed), false, head);
   }
 
   void send_error(unsigned status, std::string message) {
@@ -376,7 +377,8 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     write_response(std::move(resp), 11, false, true);
   }
 
-  void write_response(Response&& resp, unsigned version, bool keep_alive, bool drain_after) {
+  void write_response(Response&& resp, unsigned version, bool keep_alive, bool drain_after,
+                      bool head = false) {
     res_ = {};
     res_.version(version == 10 ? 10 : 11);
     res_.result(resp.status);
@@ -389,9 +391,15 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
         state_.emit("warn", "dropped unacceptable response header \"" + name + "\"");
       }
     }
-    res_.body() = std::move(resp.body);
     res_.keep_alive(keep_alive);
-    res_.prepare_payload();
+    if (resp.status == 204 || resp.status == 304) {
+      // No content and no Content-Length for these (RFC 9110 8.6, 15.3.5).
+    } else {
+      res_.body() = std::move(resp.body);
+      res_.prepare_payload();
+      // HEAD: the headers GET would have (Content-Length included), no content.
+      if (head) res_.body().clear();
+    }
     close_after_write_ = !keep_alive;
     drain_after_write_ = drain_after;
     switch (resp.status / 100) {

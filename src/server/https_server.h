@@ -8,7 +8,9 @@
 //   never disturbs open connections).
 // - Each request is read with the listener's limits and timeouts, then passed
 //   to the Handler on an I/O thread (see http_exchange.h). HTTP/1.0 and 1.1,
-//   keep-alive, pipelining (sequentially), Expect: 100-continue.
+//   keep-alive, pipelining (sequentially), Expect: 100-continue. A response
+//   to HEAD carries GET's headers (Content-Length included) and no content;
+//   204 and 304 responses carry neither content nor Content-Length.
 // - Protocol errors never reach the Handler and never throw out of an I/O
 //   thread; the connection is answered with a JSON error and closed:
 //     body over body_limit            -> 413 {"error":"request body exceeds N bytes"}

@@ -115,6 +115,32 @@ TEST(ServerHttp, Http10WithoutKeepAliveIsClosed) {
   EXPECT_EQ(res["X-Target"], "/b");
 }
 
+TEST(ServerHttp, HeadResponseHasNoContent) {
+  HttpServer server([](Request&& r) {
+    return Response{200, "application/json", r.target == "/head" ? R"({"status":"ok"})" : "", {}};
+  });
+  std::string error;
+  ListenerOptions plain;
+  plain.host = "127.0.0.1";
+  plain.port = 0;
+  plain.tls = false;
+  auto ep = server.add_listener(plain, error);
+  ASSERT_TRUE(ep) << error;
+  server.start(1);
+  Client c(ep->port(), false);
+  ASSERT_FALSE(c.connect());
+  // Pipelined HEAD then GET: a body after HEAD would be read as the next response.
+  ASSERT_FALSE(c.write("HEAD /head HTTP/1.1\r\nHost: x\r\n\r\nGET /get HTTP/1.1\r\nHost: x\r\n\r\n"));
+  beast::error_code ec;
+  const std::string head = c.read_until("\r\n\r\n", ec);
+  ASSERT_FALSE(ec);
+  EXPECT_NE(head.find("Content-Length: 15\r\n"), std::string::npos) << head;
+  const std::string next = c.read_until("\r\n\r\n", ec);
+  ASSERT_FALSE(ec);
+  EXPECT_EQ(next.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << next;
+  EXPECT_NE(next.find("Content-Length: 0\r\n"), std::string::npos) << next;
+}
+
 TEST(ServerHttp, ConnectionCloseIsRespected) {
   ServerHarness h;
   auto c = h.plain_client();
@@ -276,6 +302,8 @@ TEST(ServerHttp, RunBlocksUntilStopFromAnotherThread) {
   EXPECT_EQ(res.result_int(), 204u);
   EXPECT_EQ(res["X-A"], "1");
   EXPECT_EQ(res.count(http::field::content_type), 0u);
+  EXPECT_EQ(res.count(http::field::content_length), 0u);
+  EXPECT_EQ(res.count("Bad\r\nName"), 0u);
   server.stop(1s);
   runner.join();
 }
