@@ -1,6 +1,7 @@
 #include "model/json_projection.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -253,11 +254,31 @@ class Scanner {
     return true;
   }
 
+  // Skips whole 8-byte words of plain string bytes (no '"', '\\', control
+  // character or non-ASCII byte); the byte loop after it handles the rest.
+  void skip_plain_ascii() {
+    constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+    constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
+    while (end_ - p_ >= 8) {
+      std::uint64_t x;
+      std::memcpy(&x, p_, sizeof x);
+      const std::uint64_t quote = x ^ (kOnes * '"');
+      const std::uint64_t backslash = x ^ (kOnes * '\\');
+      // High bit set in a byte where: the byte is '"' or '\\' (zero after the
+      // xor), below 0x20, or itself >= 0x80. False alarms only end the fast path.
+      const std::uint64_t special = ((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) |
+                                    (x - kOnes * 0x20) | x;
+      if (special & kHighs) return;
+      p_ += 8;
+    }
+  }
+
   // A string at p_ (on the opening quote). `out` null: validate only.
   bool string(std::string* out) {
     ++p_;
     while (true) {
       const char* run = p_;
+      skip_plain_ascii();
       while (p_ != end_ && kStringClass[static_cast<unsigned char>(*p_)] == 0) ++p_;
       if (out) out->append(run, p_);
       if (p_ == end_) return fail("unterminated string");
