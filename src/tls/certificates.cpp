@@ -41,21 +41,9 @@ using GeneralNamesPtr = std::unique_ptr<GENERAL_NAMES, Deleter<GENERAL_NAMES_fre
 using GeneralNamePtr = std::unique_ptr<GENERAL_NAME, Deleter<GENERAL_NAME_free>>;
 using Asn1StrPtr = std::unique_ptr<ASN1_STRING, Deleter<ASN1_STRING_free>>;
 
-// Drains the thread's OpenSSL error queue into one string.
-std::string openssl_errors() {
-  std::string out;
-  unsigned long code = 0;
-  while ((code = ERR_get_error()) != 0) {
-    char buf[256];
-    ERR_error_string_n(code, buf, sizeof buf);
-    if (!out.empty()) out += "; ";
-    out += buf;
-  }
-  return out;
-}
 
 bool fail(std::string& error, std::string what) {
-  const std::string detail = openssl_errors();
+  const std::string detail = openssl_error_queue();
   error = std::move(what);
   if (!detail.empty()) {
     error += ": ";
@@ -449,6 +437,18 @@ std::optional<std::string> read_small_file(const std::string& path, std::size_t 
     return std::nullopt;
   }
   out.resize(used);
+  return out;
+}
+
+std::string openssl_error_queue() {
+  std::string out;
+  unsigned long code = 0;
+  while ((code = ERR_get_error()) != 0) {
+    char buf[256];
+    ERR_error_string_n(code, buf, sizeof buf);
+    if (!out.empty()) out += "; ";
+    out += buf;
+  }
   return out;
 }
 

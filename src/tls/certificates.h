@@ -73,4 +73,7 @@ bool write_file_atomically(const std::string& path, std::string_view data, mode_
 std::optional<std::string> read_small_file(const std::string& path, std::size_t max_bytes,
                                            std::string& error);
 
+// Drains this thread's OpenSSL error queue into one "; "-separated string.
+std::string openssl_error_queue();
+
 }  // namespace ig::tls

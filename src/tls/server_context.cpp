@@ -29,27 +29,8 @@ constexpr const char* kTls12Ciphers =
 constexpr unsigned char kSessionIdContext[] = "isolation-gate";
 
 std::string describe(const boost::system::error_code& ec) {
-  std::string out = ec.message();
-  unsigned long code = 0;
-  while ((code = ERR_get_error()) != 0) {
-    char buf[256];
-    ERR_error_string_n(code, buf, sizeof buf);
-    out += "; ";
-    out += buf;
-  }
-  return out;
-}
-
-std::string openssl_reason() {
-  std::string out;
-  unsigned long code = 0;
-  while ((code = ERR_get_error()) != 0) {
-    char buf[256];
-    ERR_error_string_n(code, buf, sizeof buf);
-    if (!out.empty()) out += "; ";
-    out += buf;
-  }
-  return out;
+  const std::string queue = openssl_error_queue();
+  return queue.empty() ? ec.message() : ec.message() + "; " + queue;
 }
 
 }  // namespace
@@ -68,19 +49,19 @@ std::shared_ptr<ssl::context> make_server_context(std::string_view cert_pem,
 
   if (SSL_CTX_set_min_proto_version(raw, TLS1_2_VERSION) != 1 ||
       SSL_CTX_set_max_proto_version(raw, 0) != 1) {
-    error = "setting TLS protocol versions: " + openssl_reason();
+    error = "setting TLS protocol versions: " + openssl_error_queue();
     return nullptr;
   }
   SSL_CTX_set_options(raw, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
                                SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_SSLv3 |
                                SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1);
   if (SSL_CTX_set_cipher_list(raw, kTls12Ciphers) != 1) {
-    error = "setting TLS 1.2 ciphers: " + openssl_reason();
+    error = "setting TLS 1.2 ciphers: " + openssl_error_queue();
     return nullptr;
   }
   // ECDH group selection is automatic in OpenSSL 3; restrict it to modern curves.
   if (SSL_CTX_set1_groups_list(raw, "X25519:P-256:P-384") != 1) {
-    error = "setting ECDHE groups: " + openssl_reason();
+    error = "setting ECDHE groups: " + openssl_error_queue();
     return nullptr;
   }
   // Resumption: a server-side cache for TLS 1.2 session ids, tickets (on by
@@ -105,7 +86,7 @@ std::shared_ptr<ssl::context> make_server_context(std::string_view cert_pem,
     BIO_free(bio);
   }
   if (key == nullptr) {
-    error = "loading private key (PEM): " + openssl_reason();
+    error = "loading private key (PEM): " + openssl_error_queue();
     return nullptr;
   }
   const bool matches = X509_check_private_key(SSL_CTX_get0_certificate(raw), key) == 1;
@@ -117,11 +98,11 @@ std::shared_ptr<ssl::context> make_server_context(std::string_view cert_pem,
     return nullptr;
   }
   if (!used) {
-    error = "loading private key: " + openssl_reason();
+    error = "loading private key: " + openssl_error_queue();
     return nullptr;
   }
   if (SSL_CTX_check_private_key(raw) != 1) {
-    error = "the private key does not match the certificate: " + openssl_reason();
+    error = "the private key does not match the certificate: " + openssl_error_queue();
     return nullptr;
   }
   ERR_clear_error();
