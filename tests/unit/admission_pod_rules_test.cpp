@@ -156,6 +156,7 @@ std::string case_name(const GateCase& c) {
   out += c.shape == DeploymentShape::CustomerIsolation ? "_CustomerIsolation" : "_SetecOnly";
   return out;
 }
+void PrintTo(const GateCase& c, std::ostream* os) { *os << case_name(c); }
 
 std::vector<GateCase> every_combination() {
   std::vector<GateCase> cases;
@@ -392,6 +393,8 @@ struct MicroVmCase {
   json value;
   const char* reason;
 };
+
+void PrintTo(const MicroVmCase& c, std::ostream* os) { *os << c.name; }
 
 class RequireSetecConflict : public ::testing::TestWithParam<MicroVmCase> {};
 

@@ -77,6 +77,8 @@ struct WorkloadCase {
   const char* field_path;
 };
 
+void PrintTo(const WorkloadCase& c, std::ostream* os) { *os << c.kind; }
+
 class LocatePodInWorkload : public ::testing::TestWithParam<WorkloadCase> {};
 
 TEST_P(LocatePodInWorkload, FindsThePodTemplateWithItsPointerAndFieldPath) {
@@ -372,6 +374,8 @@ struct ShapeCase {
   json value;
   const char* error;    // expected message after "pod.yaml: "
 };
+
+void PrintTo(const ShapeCase& c, std::ostream* os) { *os << c.name; }
 
 class PodFactsWrongShape : public ::testing::TestWithParam<ShapeCase> {};
 
