@@ -15,4 +15,4 @@ srcs=(src/policy/*.cpp src/model/*.cpp src/admission/*.cpp tests/fuzz/admission_
 clang++-14 -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
   -Isrc "${srcs[@]}" -lyaml-cpp -o "$out/admission_review_fuzz"
 "$out/admission_review_fuzz" -max_total_time="$seconds" -max_len=65536 -timeout=10 \
-  -print_final_stats=1 "$out/corpus"
+  -print_final_stats=1 -artifact_prefix="$out/" "$out/corpus"

@@ -10,7 +10,8 @@
 //
 // Contract:
 //  - parse_projected(text, p) succeeds iff nlohmann::json::parse(text)
-//    succeeds (and the nesting is within limits.max_depth), and then
+//    succeeds (and the nesting is within limits.max_depth, and the text has
+//    no NUL byte: nlohmann ends its input at one, RFC 8259 does not), and then
 //    parse_projected(text, p) == project(nlohmann::json::parse(text), p).
 //    tests/unit/model_json_projection_test.cpp checks this differentially.
 //  - A value whose type differs from what the projection expects keeps its

@@ -40,7 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   auto got = ig::model::parse_projected(text, projection, "fuzz");
   std::optional<json> expected;
-  if (ig::model::json_nesting_depth(text, 128) <= 128) {
+  // nlohmann takes a NUL byte for the end of input ("{}\0x" parses); we do not.
+  if (ig::model::json_nesting_depth(text, 128) <= 128 && text.find('\0') == std::string_view::npos) {
     json full = json::parse(text, nullptr, false);
     if (!full.is_discarded()) expected = ig::model::project(full, projection);
   }
