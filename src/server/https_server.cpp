@@ -15,7 +15,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -93,9 +92,17 @@ bool is_http_category(const beast::error_code& ec) {
 class SessionBase {
  public:
   virtual ~SessionBase() = default;
-  virtual void graceful_close() = 0;  // thread-safe: posts to the connection's strand
-  virtual void force_close() = 0;     // thread-safe: posts to the connection's strand
+  virtual void graceful_close() = 0;  // thread-safe: posts to the connection's io_context
+  virtual void force_close() = 0;     // thread-safe: posts to the connection's io_context
 };
+
+// Each connection lives on one io_context run by one thread, so its handlers
+// never run concurrently and need no strand; the concrete executor type also
+// spares the any_io_executor indirection on every operation.
+using IoExecutor = net::io_context::executor_type;
+using ConnSocket = tcp::socket::rebind_executor<IoExecutor>::other;
+using ConnTimer = net::basic_waitable_timer<std::chrono::steady_clock,
+                                            net::wait_traits<std::chrono::steady_clock>, IoExecutor>;
 
 }  // namespace
 
@@ -105,6 +112,19 @@ struct HttpServer::State {
   tls::ReloadingTlsContext* tls = nullptr;
   Counters counters;
   std::atomic<bool> draining{false};
+
+  // The I/O loops that accepted connections are handed to, round-robin. Set
+  // by start() before any I/O thread runs and not changed while they run;
+  // read only on the first io_context's thread (where the acceptors live).
+  std::vector<net::io_context*> loops;
+  std::size_t next_loop = 0;
+
+  IoExecutor next_executor(net::io_context& fallback) {
+    if (loops.empty()) return fallback.get_executor();
+    net::io_context* ioc = loops[next_loop % loops.size()];
+    next_loop = (next_loop + 1) % loops.size();
+    return ioc->get_executor();
+  }
 
   std::mutex mu;  // guards sessions
   std::condition_variable cv;
@@ -147,31 +167,35 @@ struct HttpServer::Listener : std::enable_shared_from_this<Listener> {
       : ioc(ioc),
         state(std::move(st)),
         options(std::move(opts)),
-        acceptor(net::make_strand(ioc)),
-        retry_timer(acceptor.get_executor()) {}
+        acceptor(std::in_place, ioc.get_executor()),
+        retry_timer(std::in_place, ioc.get_executor()) {}
 
+  // The accepted socket is created on the next I/O loop's io_context.
   void do_accept() {
-    acceptor.async_accept(net::make_strand(ioc),
-                          [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
+    acceptor->async_accept(state->next_executor(ioc),
+                          [self = shared_from_this()](beast::error_code ec, ConnSocket socket) {
                             self->on_accept(ec, std::move(socket));
                           });
   }
 
-  void on_accept(beast::error_code ec, tcp::socket socket);
+  void on_accept(beast::error_code ec, ConnSocket socket);
 
   void close() {
-    net::post(acceptor.get_executor(), [self = shared_from_this()] {
+    net::post(ioc.get_executor(), [self = shared_from_this()] {
       beast::error_code ignored;
-      self->acceptor.close(ignored);
-      self->retry_timer.cancel();
+      self->acceptor->close(ignored);
+      self->retry_timer->cancel();
     });
   }
 
   net::io_context& ioc;
   const std::shared_ptr<State> state;
   const ListenerOptions options;
-  tcp::acceptor acceptor;
-  net::steady_timer retry_timer;
+  // On the first io_context. Reset by ~HttpServer before it destroys that
+  // io_context (a pending accept holds a socket of another io_context, and
+  // connections on other io_contexts hold their Listener).
+  std::optional<tcp::acceptor> acceptor;
+  std::optional<net::steady_timer> retry_timer;
   std::atomic<std::size_t> active{0};
 };
 
@@ -183,15 +207,16 @@ using Listener = HttpServer::Listener;
 template <bool Tls>
 class Session final : public SessionBase, public std::enable_shared_from_this<Session<Tls>> {
  public:
-  using Stream = std::conditional_t<Tls, beast::ssl_stream<beast::tcp_stream>, beast::tcp_stream>;
+  using Stream = std::conditional_t<Tls, beast::ssl_stream<ConnSocket>, ConnSocket>;
 
-  Session(tcp::socket&& socket, std::shared_ptr<Listener> listener,
+  Session(ConnSocket&& socket, std::shared_ptr<Listener> listener,
           std::shared_ptr<ssl::context> ctx)
       : listener_(std::move(listener)),
         state_(*listener_->state),
         opts_(listener_->options),
         ctx_(std::move(ctx)),
-        stream_(make_stream(std::move(socket), ctx_.get())) {
+        stream_(make_stream(std::move(socket), ctx_.get())),
+        timer_(beast::get_lowest_layer(stream_).get_executor()) {
     bump(state_.counters.connections_active);
     listener_->active.fetch_add(1, std::memory_order_relaxed);
   }
@@ -217,7 +242,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
  private:
-  static Stream make_stream(tcp::socket&& socket, ssl::context* ctx) {
+  static Stream make_stream(ConnSocket&& socket, ssl::context* ctx) {
     if constexpr (Tls) {
       return Stream(std::move(socket), *ctx);
     } else {
@@ -226,18 +251,53 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     }
   }
 
-  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+  ConnSocket& lowest() { return beast::get_lowest_layer(stream_); }
 
+  // Completion handler calling member f; an operation that failed because the
+  // connection's deadline passed reports beast::error::timeout.
   template <typename F>
   auto bind(F f) {
-    return [self = this->shared_from_this(), f](auto&&... args) {
-      (self.get()->*f)(std::forward<decltype(args)>(args)...);
+    return [self = this->shared_from_this(), f](beast::error_code ec, auto&&... args) {
+      if (ec && self->timed_out_) ec = beast::error::timeout;
+      (self.get()->*f)(ec, std::forward<decltype(args)>(args)...);
     };
+  }
+
+  // The connection's deadline: the operations of the current phase (TLS
+  // handshake, wait for a request, header, body, response write, ...) must
+  // finish within `d` from now, or the connection is closed. One timer per
+  // connection, re-armed only when the new deadline is earlier than the
+  // pending wait; a wait that ends before the deadline re-arms itself. So a
+  // busy keep-alive connection touches the timer queue about once per
+  // timeout period instead of several times per request.
+  void set_deadline(std::chrono::steady_clock::duration d) {
+    if (closed_) return;
+    deadline_ = std::chrono::steady_clock::now() + d;
+    if (timer_pending_ && timer_.expiry() <= deadline_) return;
+    wait_for_deadline();
+  }
+
+  void wait_for_deadline() {
+    timer_.expires_at(deadline_);  // cancels a pending wait (it ends with operation_aborted)
+    timer_pending_ = true;
+    timer_.async_wait([self = this->shared_from_this()](beast::error_code ec) {
+      if (ec == net::error::operation_aborted) return;  // replaced or closing
+      self->on_deadline_timer();
+    });
+  }
+
+  void on_deadline_timer() {
+    timer_pending_ = false;
+    if (closed_) return;
+    if (std::chrono::steady_clock::now() < deadline_) return wait_for_deadline();
+    timed_out_ = true;
+    beast::error_code ignored;
+    lowest().close(ignored);  // the pending operation fails; see bind()
   }
 
   void on_start() {
     if constexpr (Tls) {
-      lowest().expires_after(opts_.header_timeout);
+      set_deadline(opts_.header_timeout);
       stream_.async_handshake(ssl::stream_base::server, bind(&Session::on_handshake));
     } else {
       read_request();
@@ -264,7 +324,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       // Keep-alive: wait for the next request's first bytes under the idle
       // timeout; the header timeout starts when they arrive.
       idle_ = true;
-      lowest().expires_after(opts_.idle_timeout);
+      set_deadline(opts_.idle_timeout);
       stream_.async_read_some(buffer_.prepare(kReadChunk), bind(&Session::on_first_bytes));
       return;
     }
@@ -282,7 +342,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void read_header() {
-    lowest().expires_after(opts_.header_timeout);
+    set_deadline(opts_.header_timeout);
     http::async_read_header(stream_, buffer_, *parser_, bind(&Session::on_header));
   }
 
@@ -293,7 +353,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     if (parser_->is_done()) return handle_request();
     const auto& req = parser_->get();
     if (req.version() >= 11 && beast::iequals(req[http::field::expect], "100-continue")) {
-      lowest().expires_after(opts_.body_timeout);
+      set_deadline(opts_.body_timeout);
       net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
                        bind(&Session::on_continue_sent));
       return;
@@ -309,7 +369,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void read_body() {
-    lowest().expires_after(opts_.body_timeout);
+    set_deadline(opts_.body_timeout);
     http::async_read(stream_, buffer_, *parser_, bind(&Session::on_body));
   }
 
@@ -408,7 +468,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       case 4: bump(state_.counters.responses_4xx); break;
       default: bump(state_.counters.responses_5xx); break;
     }
-    lowest().expires_after(opts_.body_timeout);
+    set_deadline(opts_.body_timeout);
     http::async_write(stream_, res_, bind(&Session::on_written));
   }
 
@@ -423,7 +483,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     if (drain_after_write_) {
       if constexpr (!Tls) {
         beast::error_code ignored;
-        lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+        lowest().shutdown(tcp::socket::shutdown_send, ignored);
       }
       return drain();
     }
@@ -445,7 +505,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     }
     if (now >= drain_deadline_ || drained_ > std::max<std::size_t>(opts_.body_limit, 1 << 20))
       return close_now();
-    lowest().expires_after(kDrainSilence);
+    set_deadline(kDrainSilence);
     buffer_.clear();
     stream_.async_read_some(buffer_.prepare(kReadChunk),
                             [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
@@ -457,13 +517,13 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   void shutdown() {
     if constexpr (Tls) {
-      lowest().expires_after(std::min<std::chrono::seconds>(opts_.header_timeout, kMaxCloseWait));
+      set_deadline(std::min<std::chrono::seconds>(opts_.header_timeout, kMaxCloseWait));
       stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {
         self->close_now();
       });
     } else {
       beast::error_code ignored;
-      lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+      lowest().shutdown(tcp::socket::shutdown_send, ignored);
       close_now();
     }
   }
@@ -471,7 +531,9 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   void close_now() {
     closed_ = true;
     idle_ = false;
-    lowest().close();
+    beast::error_code ignored;
+    lowest().close(ignored);
+    timer_.cancel();  // its handler holds the connection
   }
 
   std::shared_ptr<Listener> listener_;
@@ -479,6 +541,10 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   const ListenerOptions& opts_;
   std::shared_ptr<ssl::context> ctx_;  // must outlive stream_
   Stream stream_;
+  ConnTimer timer_;
+  std::chrono::steady_clock::time_point deadline_{};
+  bool timer_pending_ = false;
+  bool timed_out_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
@@ -494,14 +560,14 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
 }  // namespace
 
-void HttpServer::Listener::on_accept(beast::error_code ec, tcp::socket socket) {
-  if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+void HttpServer::Listener::on_accept(beast::error_code ec, ConnSocket socket) {
+  if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
   if (ec) {
     // EMFILE/ENFILE/ENOBUFS and friends: back off briefly instead of spinning.
     state->emit("warn", "accept failed: " + ec.message());
-    retry_timer.expires_after(std::chrono::milliseconds(50));
-    retry_timer.async_wait([self = shared_from_this()](beast::error_code wait_ec) {
-      if (!wait_ec && self->acceptor.is_open()) self->do_accept();
+    retry_timer->expires_after(std::chrono::milliseconds(50));
+    retry_timer->async_wait([self = shared_from_this()](beast::error_code wait_ec) {
+      if (!wait_ec && self->acceptor->is_open()) self->do_accept();
     });
     return;
   }
@@ -538,7 +604,7 @@ void HttpServer::Listener::on_accept(beast::error_code ec, tcp::socket socket) {
 }
 
 HttpServer::HttpServer(Handler handler, LogFn log)
-    : state_(std::make_shared<State>()), ioc_(std::make_unique<net::io_context>()) {
+    : state_(std::make_shared<State>()), ioc_(std::make_unique<net::io_context>(1)) {
   state_->handler = std::move(handler);
   state_->log = std::move(log);
 }
@@ -551,12 +617,26 @@ HttpServer::HttpServer(Handler handler, tls::ReloadingTlsContext& tls, LogFn log
 HttpServer::~HttpServer() {
   stop(std::chrono::milliseconds(0));
   wait();
+  std::vector<std::unique_ptr<net::io_context>> more;
+  std::vector<std::shared_ptr<Listener>> listeners;
   {
     std::lock_guard lock(mu_);
-    listeners_.clear();
-    work_.reset();
+    listeners.swap(listeners_);
+    work_.clear();
+    state_->loops.clear();
+    more.swap(more_iocs_);
   }
-  ioc_.reset();  // destroys pending handlers (and with them the connections)
+  // No I/O thread runs any more. Destroying an io_context destroys its
+  // pending handlers (and with them the connections). A pending accept on the
+  // first io_context holds a socket of another one, so the first goes first,
+  // its acceptors before it (connections elsewhere keep their Listener).
+  for (auto& l : listeners) {
+    l->retry_timer.reset();
+    l->acceptor.reset();
+  }
+  listeners.clear();
+  ioc_.reset();
+  while (!more.empty()) more.pop_back();
 }
 
 std::optional<tcp::endpoint> HttpServer::add_listener(const ListenerOptions& options,
@@ -594,7 +674,7 @@ std::optional<tcp::endpoint> HttpServer::add_listener(const ListenerOptions& opt
     return std::nullopt;
   }
   auto listener = std::make_shared<Listener>(*ioc_, state_, options);
-  auto& acceptor = listener->acceptor;
+  auto& acceptor = *listener->acceptor;
   if (acceptor.open(endpoint.protocol(), ec); !ec)
     if (acceptor.set_option(net::socket_base::reuse_address(true), ec); !ec)
       if (acceptor.bind(endpoint, ec); !ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
@@ -617,13 +697,22 @@ void HttpServer::start(unsigned threads) {
   if (started_ || stop_requested_) return;
   started_ = true;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  work_.emplace(ioc_->get_executor());
+  // One io_context per thread, each run by exactly that thread.
+  more_iocs_.reserve(threads - 1);
+  for (unsigned i = 1; i < threads; ++i) more_iocs_.push_back(std::make_unique<net::io_context>(1));
+  std::vector<net::io_context*> loops;
+  loops.reserve(threads);
+  loops.push_back(ioc_.get());
+  for (auto& ioc : more_iocs_) loops.push_back(ioc.get());
+  state_->loops = loops;  // before any I/O thread runs (the acceptors read it)
+  work_.reserve(threads);
+  for (net::io_context* ioc : loops) work_.push_back(net::make_work_guard(*ioc));
   threads_.reserve(threads);
-  for (unsigned i = 0; i < threads; ++i) {
-    threads_.emplace_back([this] {
+  for (net::io_context* ioc : loops) {
+    threads_.emplace_back([this, ioc] {
       for (;;) {
         try {
-          ioc_->run();
+          ioc->run();
           return;
         } catch (const std::exception& e) {  // handlers do not throw; be safe anyway
           state_->emit("error", std::string("I/O thread caught: ") + e.what());
@@ -648,7 +737,13 @@ void HttpServer::stop(std::chrono::milliseconds grace) {
       stopper_ = std::thread([this, grace] { stop_sequence(grace); });
     }
   }
-  if (!ioc_->get_executor().running_in_this_thread()) wait();
+  bool on_io_thread = ioc_->get_executor().running_in_this_thread();
+  {
+    std::lock_guard lock(mu_);
+    for (auto& ioc : more_iocs_)
+      on_io_thread = on_io_thread || ioc->get_executor().running_in_this_thread();
+  }
+  if (!on_io_thread) wait();
 }
 
 void HttpServer::stop_sequence(std::chrono::milliseconds grace) {
@@ -666,11 +761,14 @@ void HttpServer::stop_sequence(std::chrono::milliseconds grace) {
     for (auto& s : state_->live_sessions()) s->force_close();
     state_->wait_empty_until(std::chrono::steady_clock::now() + kMaxCloseWait);
   }
+  std::vector<net::io_context*> loops;
   {
     std::lock_guard lock(mu_);
-    work_.reset();
+    work_.clear();
+    loops.push_back(ioc_.get());
+    for (auto& ioc : more_iocs_) loops.push_back(ioc.get());
   }
-  ioc_->stop();
+  for (net::io_context* ioc : loops) ioc->stop();
 }
 
 void HttpServer::wait() {

@@ -1,8 +1,11 @@
 // The webhook's HTTP(S) listener: Boost.Beast over Boost.Asio.
 //
 // Contract:
-// - One HttpServer owns one io_context, run by N threads (start()/run()).
-//   It serves any number of listeners (add_listener), each plain HTTP or TLS;
+// - One HttpServer owns one io_context per I/O thread (start()/run() with N
+//   threads: N io_contexts, each run by exactly one thread, like one event
+//   loop per nginx worker). The acceptors live on the first io_context; each
+//   accepted connection is handed round-robin to the next io_context and is
+//   served there until it closes. io_context() returns the first one. It serves any number of listeners (add_listener), each plain HTTP or TLS;
 //   a TLS listener needs the ReloadingTlsContext given at construction and each
 //   accepted connection takes tls.current() once, at accept time (so a reload
 //   never disturbs open connections).
@@ -115,6 +118,9 @@ class HttpServer {
   void wait();
 
   TransportStats stats() const;
+  // The first io_context (the acceptors' one; also one of the I/O loops).
+  // Connections are spread over all io_contexts, so do not assume that a
+  // connection's handlers run on this one.
   boost::asio::io_context& io_context();
 
   struct State;     // shared with connections (implementation detail)
@@ -124,9 +130,11 @@ class HttpServer {
   void stop_sequence(std::chrono::milliseconds grace);
 
   std::shared_ptr<State> state_;
-  std::unique_ptr<boost::asio::io_context> ioc_;  // reset first in ~HttpServer
+  std::unique_ptr<boost::asio::io_context> ioc_;  // the first one; reset last in ~HttpServer
   std::mutex mu_;  // guards the members below
-  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  // The other io_contexts (threads 2..N), created by start().
+  std::vector<std::unique_ptr<boost::asio::io_context>> more_iocs_;
+  std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::vector<std::shared_ptr<Listener>> listeners_;
   std::vector<std::thread> threads_;
   std::thread stopper_;
