@@ -5,7 +5,8 @@
 //   threads: N io_contexts, each run by exactly one thread, like one event
 //   loop per nginx worker). The acceptors live on the first io_context; each
 //   accepted connection is handed round-robin to the next io_context and is
-//   served there until it closes. io_context() returns the first one. It serves any number of listeners (add_listener), each plain HTTP or TLS;
+//   served there until it closes. io_context() returns the first one.
+//   It serves any number of listeners (add_listener), each plain HTTP or TLS;
 //   a TLS listener needs the ReloadingTlsContext given at construction and each
 //   accepted connection takes tls.current() once, at accept time (so a reload
 //   never disturbs open connections).
