@@ -3,7 +3,6 @@
 After every test the server must still be alive and answering.
 """
 
-import http.client
 import json
 import os
 import socket
