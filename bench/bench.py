@@ -105,6 +105,17 @@ def http_get_status(port, path, timeout=0.5):
         return None
 
 
+def terminate(proc):
+    """SIGTERM a server process, SIGKILL it if it has not exited in 15 s."""
+    if proc and proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def wait_tcp(port, timeout):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -176,13 +187,7 @@ class Ours:
             return None
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc)
         self.proc = None
 
 
@@ -295,13 +300,7 @@ http {{
         return NGINX_PORT
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc)
         self.proc = None
 
 
