@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  libcpprest-dev nlohmann-json3-dev libssl-dev libyaml-cpp-dev libboost-dev libboost-system-dev
+  libcpprest-dev nlohmann-json3-dev libssl-dev libyaml-cpp-dev libboost-dev libboost-system-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev
   openssl curl ca-certificates unzip

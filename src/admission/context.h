@@ -1,10 +1,14 @@
-// What the admission code reads besides the request: the process's fixed
-// settings, the Component catalog and the observed sandbox.
+// What the admission handlers read besides the request: the process's fixed
+// settings, the Component lookup and the observed sandbox, bundled in one
+// AdmissionContext built whole before the first request and never changed.
 //
-// Contract: GateSettings is built once at start and never changes. The
+// Contract: GateSettings is built once at start (cli/gate_options.h is the one
+// builder, shared by `serve` and `evaluate`) and never changes. The
 // ComponentLookup and SandboxView implementations are thread-safe and called
 // concurrently from request threads; a lookup that cannot answer (cluster
-// unreachable, timeout) returns Status::Error and the request is denied.
+// unreachable, timeout) returns Status::Error and the request is denied with
+// its own outcome (LookupError). Local mode and `evaluate` use StaticCatalog
+// and FixedSandbox; cluster mode plugs in cache-backed implementations.
 #pragma once
 
 #include <memory>
@@ -17,13 +21,13 @@
 namespace ig::admission {
 
 struct GateSettings {
-  policy::ShapeSetting shape;               // from GIBSON_UNTRUSTED_EXEC
-  std::string shape_raw;                    // the env value as given ("" when unset)
-  std::string runtime_class = "kata-fc";    // the setec sandbox RuntimeClass
-  std::string own_namespace = "isolation-gate-system";  // never enforced
+  policy::ShapeSetting shape;  // from GIBSON_UNTRUSTED_EXEC
+  std::string shape_raw;       // the env value as given ("" when unset)
+  std::string runtime_class;   // the setec sandbox RuntimeClass (config::kDefaultRuntimeClass)
+  std::string own_namespace;   // never enforced (config::kDefaultNamespace)
 };
 
-// Namespaces isolation-gate never enforces (DESIGN.md section 2).
+// Namespaces isolation-gate never enforces (docs/architecture.md, "Names").
 bool is_never_enforced(std::string_view ns, const GateSettings& settings) noexcept;
 
 struct LookupResult {
@@ -43,7 +47,8 @@ class SandboxView {
  public:
   virtual ~SandboxView() = default;
   virtual policy::SandboxAvailability availability() const noexcept = 0;
-  // One phrase for messages: "available", "unavailable: RuntimeClass kata-fc not found".
+  // One phrase for messages: "available", "unavailable: RuntimeClass kata-fc
+  // not found". Only for people: code reads availability(), never this.
   virtual std::string describe() const = 0;
 };
 
@@ -56,6 +61,14 @@ class FixedSandbox final : public SandboxView {
 
  private:
   policy::SandboxAvailability availability_;
+};
+
+// Everything a handler reads besides the request. The referenced lookup and
+// sandbox outlive every handler call.
+struct AdmissionContext {
+  GateSettings settings;
+  const ComponentLookup& components;
+  const SandboxView& sandbox;
 };
 
 }  // namespace ig::admission

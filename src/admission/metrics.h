@@ -1,5 +1,11 @@
-// Admission counters and latency histograms, lock-free, rendered in the
-// Prometheus text exposition format (version 0.0.4).
+// Admission counters and latency histograms, lock-free, written through the
+// one Prometheus text writer (base/prometheus.h).
+//
+// Every series comes from a table: reviews from IG_ADMISSION_REASONS
+// (admission/answer.h: reason -> outcome, allowed), refused HTTP requests
+// from IG_HTTP_ERRORS below (exactly the statuses the webhook itself answers;
+// the transport's own 400/413/431 are transport counters). A series is
+// written once it has moved; none is written that can never move.
 #pragma once
 
 #include <array>
@@ -7,42 +13,57 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
-#include "policy/gate.h"
+#include "admission/answer.h"
+#include "base/prometheus.h"
 
 namespace ig::admission {
 
-enum class Endpoint : std::uint8_t { MutatePods, ValidatePods, ValidateWorkloads, ValidateComponents };
-inline constexpr std::size_t kEndpointCount = 4;
-std::string_view endpoint_path(Endpoint e) noexcept;
+enum class Endpoint : std::uint8_t;
 
-// How a review ended.
-enum class Outcome : std::uint8_t {
-  RequireSetec, AllowInProcess, Deny,  // the gate decided
-  DeniedBeforeGate,                    // no label, unknown component, microVM conflict...
-  Allowed,                             // allowed without a gate decision (not enforced, component valid)
-  Invalid,                             // an AdmissionReview that could not be decided
+// The webhook's own HTTP refusals.   X(name, status code, Kubernetes Status reason)
+#define IG_HTTP_ERRORS(X)                                   \
+  X(BadRequest, 400, "BadRequest")                          \
+  X(NotFound, 404, "NotFound")                              \
+  X(MethodNotAllowed, 405, "MethodNotAllowed")              \
+  X(UnsupportedMediaType, 415, "UnsupportedMediaType")      \
+  X(InternalError, 500, "InternalError")                    \
+  X(ServiceUnavailable, 503, "ServiceUnavailable")
+
+enum class HttpError : std::uint8_t {
+#define IG_HTTP_ERROR_ENUM(name, code, reason) name,
+  IG_HTTP_ERRORS(IG_HTTP_ERROR_ENUM)
+#undef IG_HTTP_ERROR_ENUM
 };
-inline constexpr std::size_t kOutcomeCount = 6;
+inline constexpr std::size_t kHttpErrorCount = 0
+#define IG_COUNT(...) +1
+    IG_HTTP_ERRORS(IG_COUNT);
+#undef IG_COUNT
+
+unsigned status_code(HttpError e) noexcept;
+std::string_view status_reason(HttpError e) noexcept;
 
 class AdmissionMetrics {
  public:
-  void record(Endpoint e, Outcome o, bool allowed, bool dry_run, std::chrono::nanoseconds took) noexcept;
-  void record_http_error(unsigned status) noexcept;  // 4xx/5xx answered without a review
-  std::string render() const;
+  void record(Endpoint e, Reason r, bool dry_run, std::chrono::nanoseconds took) noexcept;
+  void record(HttpError e) noexcept;
+  void write(prometheus::TextWriter& out) const;
+  std::string render() const;  // write() into a new string
 
  private:
+  static constexpr std::size_t kEndpoints = 4;
   static constexpr std::array<double, 12> kBuckets = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
                                                       0.005,   0.01,   0.025,   0.1,    0.5,   1.0};
   struct PerEndpoint {
-    std::array<std::array<std::atomic<std::uint64_t>, 2>, kOutcomeCount> reviews{};  // [outcome][allowed]
+    std::array<std::atomic<std::uint64_t>, kReasonCount> reviews{};
     std::atomic<std::uint64_t> dry_run{0};
     std::array<std::atomic<std::uint64_t>, kBuckets.size()> buckets{};
     std::atomic<std::uint64_t> count{0};
     std::atomic<std::uint64_t> sum_ns{0};
   };
-  std::array<PerEndpoint, kEndpointCount> endpoints_{};
-  std::array<std::atomic<std::uint64_t>, 6> http_errors_{};  // 400,404,405,413,415,other
+  std::array<PerEndpoint, kEndpoints> endpoints_{};
+  std::array<std::atomic<std::uint64_t>, kHttpErrorCount> http_errors_{};
 };
 
 }  // namespace ig::admission

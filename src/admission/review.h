@@ -1,24 +1,53 @@
 // The AdmissionReview wire contract (admission.k8s.io/v1, and v1beta1 which
-// has the same shape), kept apart from HTTP and from the rules.
+// has the same shape), kept apart from HTTP and from the rules. The schema of
+// what is read from a review (the projection handed to the projected parser)
+// lives here too.
 //
 // Contract:
 //  - decode_review() never throws. A body that is not an AdmissionReview with
 //    a request uid cannot be answered with a review: Kind::NotAReview (the
-//    HTTP layer answers 400 with a JSON error). A review with a uid whose
-//    request cannot be decided (no object, wrong kind...) is Kind::Undecidable:
-//    answered with allowed: false.
-//  - encode_response() echoes the uid and the review's apiVersion/kind; the
-//    patch, when present, is sent as patchType JSONPatch, base64-encoded.
+//    HTTP layer answers 400 with a Status body). A review with a uid whose
+//    request cannot be decided is Kind::Undecidable, answered allowed: false:
+//    no request.kind, or a request.operation that is not exactly one of the
+//    API's four values (CREATE, UPDATE, DELETE, CONNECT: case-sensitive, no
+//    padding), or a field the rules read that has the wrong JSON type.
+//  - encode_response() is the one place that fills the response: it echoes
+//    the uid and the review's apiVersion/kind; a denial carries status
+//    {code, reason, message}; the patch, when present, is sent as patchType
+//    JSONPatch, base64-encoded; warnings and audit annotations as given.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "admission/answer.h"
+#include "model/json_projection.h"
+
 namespace ig::admission {
+
+enum class Operation : std::uint8_t { Create, Update, Delete, Connect };
+
+// Exactly the API's spelling; anything else is nullopt.
+std::optional<Operation> parse_operation(std::string_view text) noexcept;
+std::string_view to_string(Operation op) noexcept;
+
+// A set of operations, for the route table.
+class OperationSet {
+ public:
+  constexpr OperationSet() = default;
+  constexpr OperationSet(std::initializer_list<Operation> ops) {
+    for (Operation op : ops) bits_ |= bit(op);
+  }
+  constexpr bool contains(Operation op) const noexcept { return (bits_ & bit(op)) != 0; }
+
+ private:
+  static constexpr std::uint8_t bit(Operation op) { return std::uint8_t(1u << unsigned(op)); }
+  std::uint8_t bits_ = 0;
+};
 
 struct AdmissionRequest {
   std::string api_version;  // of the review: echoed in the response
@@ -27,7 +56,7 @@ struct AdmissionRequest {
   std::string sub_resource;
   std::string namespace_;
   std::string name;
-  std::string operation;  // CREATE, UPDATE, DELETE, CONNECT
+  Operation operation = Operation::Create;  // valid when decoded Ok
   bool dry_run = false;
   // request.object as the rules read it: projected to the fields they use
   // (model/json_projection.h); null when absent.
@@ -41,19 +70,13 @@ struct DecodedReview {
   std::string error;  // for NotAReview and Undecidable
 };
 
+// What isolation-gate reads of an AdmissionReview: the request's identity
+// and, of request.object, what Pods, workload templates and Components need.
+const model::Projection& admission_review_projection();
+
 DecodedReview decode_review(std::string_view body);
 
-struct AdmissionResponse {
-  bool allowed = false;
-  int code = 403;                 // status.code when denied
-  std::string reason = "Forbidden";
-  std::string message;            // status.message when denied
-  std::string patch;              // RFC 6902 JSON text; "" for none
-  std::vector<std::string> warnings;
-  std::vector<std::pair<std::string, std::string>> audit;
-};
-
-std::string encode_response(const AdmissionRequest& request, const AdmissionResponse& response);
+std::string encode_response(const AdmissionRequest& request, const Answer& answer);
 
 std::string base64_encode(std::string_view data);
 

@@ -1,15 +1,22 @@
 // The webhook's HTTP-level handler, independent of any transport (the server
-// hands it request bytes and writes back what it returns).
+// hands it request bytes and writes back what it returns). It owns the HTTP
+// contract (method, content type, status bodies), decodes the review, finds
+// the endpoint's handler in the route table (admission/routes.h) and encodes
+// the handler's Answer; the rules live in the handlers.
 //
 // Routes: POST /mutate/pods, /validate/pods, /validate/workloads,
 // /validate/components (AdmissionReview JSON); GET /healthz, /readyz,
 // /metrics. A query string (the API server sends ?timeout=10s) is ignored.
 //
 // Contract (fail-closed): every AdmissionReview with a uid is answered 200
-// with a review; anything the gate cannot decide is allowed: false. Requests
-// that are not AdmissionReviews get 4xx with a JSON error body: 404 unknown
-// path, 405 wrong method, 415 content type other than application/json, 400
-// invalid JSON or not a review. serve() never throws.
+// with a review; anything that cannot be decided is allowed: false, and an
+// exception inside a handler is an Errored answer, never an allow. Requests
+// that are not AdmissionReviews get 4xx with a Kubernetes Status body: 404
+// unknown path, 405 wrong method, 415 content type other than
+// application/json, 400 invalid JSON or not a review. serve() never throws.
+//
+// Built whole: the context, readiness and extra metrics are given at
+// construction and never change; serve() may be called from many threads.
 #pragma once
 
 #include <functional>
@@ -19,6 +26,8 @@
 #include "admission/context.h"
 #include "admission/metrics.h"
 #include "admission/review.h"
+#include "admission/routes.h"
+#include "base/prometheus.h"
 
 namespace ig::admission {
 
@@ -35,9 +44,18 @@ struct WebhookResponse {
   std::string body;
 };
 
+struct WebhookOptions {
+  // Readiness beyond "the handler exists" (caches synced, certificate
+  // loaded); empty: always ready.
+  std::function<bool()> ready;
+  // Further metrics written after the admission ones (transport counters,
+  // process facts); empty: none.
+  std::function<void(prometheus::TextWriter&)> extra_metrics;
+};
+
 class Webhook {
  public:
-  Webhook(GateSettings settings, const ComponentLookup& components, const SandboxView& sandbox);
+  explicit Webhook(AdmissionContext context, WebhookOptions options = {});
 
   // Every route: the HTTPS webhook listener.
   WebhookResponse serve(WebhookRequest&& request) noexcept;
@@ -45,33 +63,21 @@ class Webhook {
   // probe listener, so admission is never served without TLS.
   WebhookResponse serve_probes(WebhookRequest&& request) noexcept;
 
-  struct ReviewOutcome {
-    AdmissionResponse response;
-    Outcome outcome = Outcome::Invalid;
-  };
-  // Decides one review (already decoded) for an endpoint; exposed for
-  // benchmarks and tests that skip HTTP.
-  ReviewOutcome review(Endpoint endpoint, AdmissionRequest& request) const;
-
-  // Readiness beyond "the handler exists" (caches synced, certificate loaded).
-  void set_readiness(std::function<bool()> ready) { ready_ = std::move(ready); }
-  // Extra Prometheus text appended to /metrics (transport counters, info).
-  void set_extra_metrics(std::function<std::string()> extra) { extra_metrics_ = std::move(extra); }
+  // Decides one already-decoded review for a route, counting nothing;
+  // exposed for benchmarks and tests that skip HTTP.
+  Answer review(const Route& route, AdmissionRequest& request) const noexcept;
 
   const AdmissionMetrics& metrics() const noexcept { return metrics_; }
-  const GateSettings& settings() const noexcept { return settings_; }
+  const AdmissionContext& context() const noexcept { return context_; }
 
  private:
-  WebhookResponse serve_review(Endpoint endpoint, WebhookRequest& request);
+  WebhookResponse serve_review(const Route& route, WebhookRequest& request);
   WebhookResponse route(WebhookRequest& request, bool admission_routes) noexcept;
-  WebhookResponse error(unsigned status, std::string_view message);
+  WebhookResponse error(HttpError error, std::string_view message);
 
-  GateSettings settings_;
-  const ComponentLookup& components_;
-  const SandboxView& sandbox_;
+  const AdmissionContext context_;
+  const WebhookOptions options_;
   AdmissionMetrics metrics_;
-  std::function<bool()> ready_;
-  std::function<std::string()> extra_metrics_;
 };
 
 }  // namespace ig::admission

@@ -1,7 +1,6 @@
 #include "policy/gate.h"
 
 namespace ig::policy {
-namespace {
 
 bool is_trusted(ContentTrust trust) noexcept {
   // Omitted trust is trusted: descriptors from before the field existed.
@@ -9,12 +8,14 @@ bool is_trusted(ContentTrust trust) noexcept {
   return trust == ContentTrust::Trusted || trust == ContentTrust::Unspecified;
 }
 
-}  // namespace
+bool is_available(SandboxAvailability sandbox) noexcept {
+  return sandbox == SandboxAvailability::Available;
+}
 
 Decision decide(SandboxAvailability sandbox, ContentTrust trust,
                 DeploymentShape shape) noexcept {
   // A platform-operated sandbox is there: everything runs in it, trusted too.
-  if (sandbox == SandboxAvailability::Available) return Decision::RequireSetec;
+  if (is_available(sandbox)) return Decision::RequireSetec;
   // Hosted, no sandbox, untrusted content: never fall back to an ordinary runtime.
   if (!is_trusted(trust) && shape != DeploymentShape::CustomerIsolation) return Decision::Deny;
   // Trusted content, or a self-hosted deployment that owns its isolation.
@@ -39,10 +40,6 @@ std::string_view effective_trust_name(ContentTrust trust) noexcept {
   return is_trusted(trust) ? "trusted" : "untrusted";
 }
 
-bool admits(Decision d) noexcept {
-  return d == Decision::RequireSetec || d == Decision::AllowInProcess;
-}
-
 std::string_view to_string(Decision d) noexcept {
   switch (d) {
     case Decision::RequireSetec: return "RequireSetec";
@@ -53,7 +50,7 @@ std::string_view to_string(Decision d) noexcept {
 }
 
 std::string_view to_string(SandboxAvailability s) noexcept {
-  return s == SandboxAvailability::Available ? "available" : "unavailable";
+  return is_available(s) ? "available" : "unavailable";
 }
 
 std::string_view to_string(ContentTrust t) noexcept {

@@ -1,6 +1,6 @@
 // The isolation gate: the one place in isolation-gate that turns its three
 // inputs into a decision. Everything else gathers inputs or carries out the
-// decision (see DESIGN.md section 1).
+// decision (docs/architecture.md, "The gate").
 //
 // Contract:
 //  - decide() is pure, total and noexcept: no I/O, no globals, no logging.
@@ -80,8 +80,12 @@ struct TrustSetting {
 [[nodiscard]] std::string_view to_string(ContentTrust t) noexcept;
 [[nodiscard]] std::string_view to_string(DeploymentShape s) noexcept;
 
-// Whether a decision lets a pod be created (RequireSetec or AllowInProcess).
-[[nodiscard]] bool admits(Decision d) noexcept;
+// How the gate reads its inputs, for code that reports or explains a
+// decision (metrics, messages) without comparing enumerators itself:
+// exactly Available is available; Trusted and Unspecified are trusted;
+// any other value, named or not, is not.
+[[nodiscard]] bool is_available(SandboxAvailability sandbox) noexcept;
+[[nodiscard]] bool is_trusted(ContentTrust trust) noexcept;
 
 inline constexpr std::string_view kShapeEnvVar = "GIBSON_UNTRUSTED_EXEC";
 inline constexpr std::string_view kValidTrustValues = "trusted, untrusted";

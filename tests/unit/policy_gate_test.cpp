@@ -79,14 +79,17 @@ TEST(Gate, ValuesOutsideTheEnumeratorsAreReadFailClosed) {
     EXPECT_EQ(to_string(garbage_trust), "untrusted");
     EXPECT_EQ(to_string(garbage_sandbox), "unavailable");
     EXPECT_EQ(to_string(static_cast<Decision>(raw)), "Deny");
-    EXPECT_FALSE(admits(static_cast<Decision>(raw)));
+    EXPECT_FALSE(is_available(garbage_sandbox));
+    EXPECT_FALSE(is_trusted(garbage_trust));
   }
 }
 
-TEST(Gate, AdmitsOnlyRequireSetecAndAllowInProcess) {
-  EXPECT_TRUE(admits(Decision::RequireSetec));
-  EXPECT_TRUE(admits(Decision::AllowInProcess));
-  EXPECT_FALSE(admits(Decision::Deny));
+TEST(Gate, ReadsItsInputsAsItsHelpersSay) {
+  EXPECT_TRUE(is_available(SandboxAvailability::Available));
+  EXPECT_FALSE(is_available(SandboxAvailability::Unavailable));
+  EXPECT_TRUE(is_trusted(ContentTrust::Trusted));
+  EXPECT_TRUE(is_trusted(ContentTrust::Unspecified));
+  EXPECT_FALSE(is_trusted(ContentTrust::Untrusted));
 }
 
 TEST(DeploymentShapeParsing, SelectsCustomerIsolationOnlyForTheExactString) {

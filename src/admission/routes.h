@@ -1,0 +1,34 @@
+// The route table: every admission endpoint, the handler that answers it and
+// the operations it enforces, in one list. A review whose operation is not in
+// its route's set is allowed without a decision (OperationNotEnforced); an
+// operation that is not exactly one of the API's four values never gets this
+// far (admission/review.h: undecidable).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "admission/handlers.h"
+#include "admission/review.h"
+
+namespace ig::admission {
+
+enum class Endpoint : std::uint8_t { MutatePods, ValidatePods, ValidateWorkloads, ValidateComponents };
+inline constexpr std::size_t kEndpointCount = 4;
+
+struct Route {
+  Endpoint endpoint;
+  std::string_view path;
+  OperationSet enforced;      // the operations this endpoint decides
+  std::string_view verb;      // "enforced" / "validated", for the not-enforced audit reason
+  const Handler& handler;
+};
+
+// In Endpoint order; one entry per endpoint.
+std::span<const Route> admission_routes() noexcept;
+const Route& route_for(Endpoint e) noexcept;
+// nullptr when no admission endpoint has this path.
+const Route* find_route(std::string_view path) noexcept;
+
+}  // namespace ig::admission

@@ -1,0 +1,45 @@
+// The one Prometheus text writer (exposition format 0.0.4). Every metric
+// isolation-gate exports is written through it, so names, HELP/TYPE lines,
+// label escaping and number formatting follow one rule.
+//
+// Contract: family() writes "# HELP" and "# TYPE" once per metric; sample()
+// writes one line. Label values are escaped (\\, \", \n); names are the
+// caller's constants and are not checked. Integers print exactly; doubles in
+// the shortest form that reads back as the same value ("%.17g" trimmed).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace ig::prometheus {
+
+enum class Type { Counter, Gauge, Histogram };
+
+struct Label {
+  std::string_view name;
+  std::string_view value;
+};
+
+class TextWriter {
+ public:
+  explicit TextWriter(std::string& out) : out_(out) {}
+
+  void family(std::string_view name, Type type, std::string_view help);
+  void sample(std::string_view name, std::initializer_list<Label> labels, std::uint64_t value);
+  void sample(std::string_view name, std::initializer_list<Label> labels, double value);
+  // A histogram's _bucket/_sum/_count lines from per-bucket (not cumulative)
+  // counts; `bounds` and `counts` have the same length.
+  void histogram(std::string_view name, std::initializer_list<Label> labels, const double* bounds,
+                 const std::uint64_t* counts, std::size_t buckets, std::uint64_t count, double sum);
+
+ private:
+  void labels(std::initializer_list<Label> labels, const Label* extra = nullptr);
+  std::string& out_;
+};
+
+// "%g"-style shortest text for a bucket bound ("5e-05", "0.25", "1").
+std::string format_bound(double v);
+
+}  // namespace ig::prometheus

@@ -1,0 +1,26 @@
+// The one rule for putting a value someone else wrote (a name, a label, a
+// field value, an environment variable) into a message, a warning or a log:
+// in double quotes, cut at 253 bytes (the longest Kubernetes object name)
+// with "..." after the cut, never inside a UTF-8 sequence.
+//
+// fit_warning() is the API server's rule for admission warnings: under 120
+// characters, cut with "..." on a UTF-8 boundary.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace ig {
+
+inline constexpr std::size_t kMaxQuoted = 253;
+inline constexpr std::size_t kMaxWarning = 119;
+
+// `"value"`, cut as above.
+std::string quote(std::string_view value);
+
+// `value` cut to at most `max` bytes (the last three being "..." when cut),
+// never inside a UTF-8 sequence.
+std::string cut_utf8(std::string_view value, std::size_t max);
+
+}  // namespace ig

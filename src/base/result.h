@@ -1,0 +1,61 @@
+// Errors are values at boundaries. Result<T> holds either a T or an Error: a
+// one-line, human-readable message that already names the file, field or
+// address it is about. Every boundary that can fail on outside input (model
+// decoding, TLS loading, listener setup, the Kubernetes API client) returns
+// one; nothing at a boundary throws or reports through an out-parameter.
+//
+// Result<void> is the same for operations that produce nothing.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace ig {
+
+struct Error {
+  std::string message;
+};
+
+inline Error fail(std::string message) { return Error{std::move(message)}; }
+
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}      // NOLINT: implicit by design
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT: implicit by design
+
+  bool ok() const noexcept { return v_.index() == 0; }
+  explicit operator bool() const noexcept { return ok(); }
+
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  T& operator*() & { return std::get<0>(v_); }
+  const T& operator*() const& { return std::get<0>(v_); }
+  T* operator->() { return &std::get<0>(v_); }
+  const T* operator->() const { return &std::get<0>(v_); }
+
+  // Only when !ok().
+  const std::string& error() const { return std::get<1>(v_).message; }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+template <>
+class [[nodiscard]] Result<void> {
+ public:
+  Result() = default;
+  Result(Error error) : error_(std::move(error.message)), failed_(true) {}  // NOLINT
+
+  bool ok() const noexcept { return !failed_; }
+  explicit operator bool() const noexcept { return ok(); }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string error_;
+  bool failed_ = false;
+};
+
+}  // namespace ig
