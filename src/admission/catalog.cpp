@@ -7,15 +7,6 @@
 
 namespace ig::admission {
 
-bool is_never_enforced(std::string_view ns, const GateSettings& settings) noexcept {
-  return ns == "kube-system" || ns == "kube-public" || ns == "kube-node-lease" ||
-         ns == settings.own_namespace;
-}
-
-std::string FixedSandbox::describe() const {
-  return std::string(policy::to_string(availability_));
-}
-
 std::string StaticCatalog::key(std::string_view ns, std::string_view name) {
   std::string k;
   k.reserve(ns.size() + name.size() + 1);
@@ -37,24 +28,24 @@ LookupResult StaticCatalog::find(std::string_view ns, std::string_view name) con
   return {LookupResult::Status::Found, it->second, {}};
 }
 
-model::Result<StaticCatalog> StaticCatalog::load_directory(const std::string& dir,
+Result<StaticCatalog> StaticCatalog::load_directory(const std::string& dir,
                                                            std::string_view default_namespace) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return model::fail(dir + ": not a directory");
+  if (!fs::is_directory(dir, ec)) return fail(dir + ": not a directory");
   std::vector<fs::path> files;
   for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     if (!it->is_regular_file(ec)) continue;
     const auto ext = it->path().extension().string();
     if (ext == ".yaml" || ext == ".yml" || ext == ".json") files.push_back(it->path());
   }
-  if (ec) return model::fail(dir + ": cannot list: " + ec.message());
+  if (ec) return fail(dir + ": cannot list: " + ec.message());
   std::sort(files.begin(), files.end());
 
   StaticCatalog catalog;
   for (const auto& path : files) {
     auto docs = model::load_documents_file(path.string());
-    if (!docs) return model::fail(docs.error());
+    if (!docs) return fail(docs.error());
     std::size_t index = 0;
     for (const auto& doc : *docs) {
       ++index;
@@ -63,12 +54,12 @@ model::Result<StaticCatalog> StaticCatalog::load_directory(const std::string& di
           docs->size() > 1 ? path.string() + " (document " + std::to_string(index) + ")"
                            : path.string();
       auto component = model::decode_component(doc, source);
-      if (!component) return model::fail(component.error());
+      if (!component) return fail(component.error());
       auto problems = model::component_problems(*component, source);
-      if (!problems.empty()) return model::fail(problems.front());
+      if (!problems.empty()) return fail(problems.front());
       const std::string name = component->name;
       if (!catalog.add(std::move(component).value(), default_namespace)) {
-        return model::fail(source + ": Component \"" + name + "\" is defined twice");
+        return fail(source + ": Component \"" + name + "\" is defined twice");
       }
     }
   }

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "admission/context.h"
-#include "model/result.h"
+#include "base/result.h"
 
 namespace ig::admission {
 
@@ -24,7 +24,7 @@ class StaticCatalog final : public ComponentLookup {
   // Loads every Component in every *.yaml, *.yml and *.json file under `dir`
   // (other kinds of document are skipped). Strict: an invalid Component, a
   // duplicate or an unreadable file fails the whole load with a message.
-  static model::Result<StaticCatalog> load_directory(const std::string& dir,
+  static Result<StaticCatalog> load_directory(const std::string& dir,
                                                      std::string_view default_namespace);
 
  private:

@@ -1,24 +1,14 @@
 #include "admission/pod_rules.h"
 
+#include "base/quote.h"
+
 namespace ig::admission {
 namespace {
 
 using policy::Decision;
 using nlohmann::json;
 
-constexpr std::size_t kMaxWarning = 119;
-constexpr std::size_t kMaxQuoted = 253;  // longest Kubernetes object name
-
-std::string q(std::string_view s) {
-  std::string out = "\"";
-  if (s.size() > kMaxQuoted) {
-    out.append(s.substr(0, kMaxQuoted)).append("...");
-  } else {
-    out.append(s);
-  }
-  out.push_back('"');
-  return out;
-}
+std::string q(std::string_view s) { return quote(s); }
 
 bool is_workload(model::ObjectKind k) { return k != model::ObjectKind::Pod; }
 
@@ -47,19 +37,27 @@ std::string trust_phrase(const model::Component& c) {
 }
 
 std::string sandbox_phrase(const GateInputsReport& in) {
-  return "the setec sandbox (RuntimeClass " + q(in.runtime_class) + ") is " + in.sandbox;
+  return "the setec sandbox (RuntimeClass " + q(in.runtime_class) + ") is " + in.sandbox_detail;
 }
 
 std::string shape_phrase(const GateInputsReport& in) {
-  std::string out = in.shape == "customer-isolation" ? "the customer-isolation (self-hosted) shape"
-                                                     : "the setec-only (hosted) shape";
-  if (in.shape_fell_back) {
+  std::string out;
+  switch (in.shape.shape) {
+    case policy::DeploymentShape::CustomerIsolation:
+      out = "the customer-isolation (self-hosted) shape";
+      break;
+    case policy::DeploymentShape::SetecOnly:
+    default:
+      out = "the setec-only (hosted) shape";
+      break;
+  }
+  if (in.shape.fell_back) {
     out += " (GIBSON_UNTRUSTED_EXEC=" + q(in.shape_raw) + " is not recognised)";
   }
   return out;
 }
 
-void annotate(PodVerdict& v, const model::PodFacts& facts, const model::PodLocation& where,
+void add_annotation_patch(PodVerdict& v, const model::PodFacts& facts, const model::PodLocation& where,
               std::string_view value) {
   if (facts.isolation_annotation && *facts.isolation_annotation == value) return;
   const std::string meta = where.pointer + "/metadata";
@@ -106,165 +104,176 @@ std::string escape_pointer_token(std::string_view token) {
   return out;
 }
 
-void add_warning(std::vector<std::string>& warnings, std::string text) {
-  if (text.size() > kMaxWarning) {
-    std::size_t cut = kMaxWarning - 3;
-    // Do not split a UTF-8 sequence.
-    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-    text.resize(cut);
-    text.append("...");
-  }
-  warnings.push_back(std::move(text));
-}
-
 PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& where,
-                     std::string_view ns, const ComponentLookup& components,
-                     const SandboxView& sandbox, const GateSettings& settings, Stage stage) {
+                     std::string_view ns, const AdmissionContext& context, Stage stage) {
+  const GateSettings& settings = context.settings;
   PodVerdict v;
+  Answer& a = v.answer;
   GateInputsReport& in = v.inputs;
-  in.shape = std::string(policy::to_string(settings.shape.shape));
-  in.shape_fell_back = settings.shape.fell_back;
+  in.shape = settings.shape;
   in.shape_raw = settings.shape_raw;
   in.runtime_class = settings.runtime_class;
 
   if (is_never_enforced(ns, settings)) {
-    v.allowed = true;
-    v.message = "namespace " + q(ns) + " is never enforced by isolation-gate";
-    v.audit.emplace_back("decision", "NotEnforced");
+    a = allowed(Reason::NamespaceNotEnforced,
+                "namespace " + q(ns) + " is never enforced by isolation-gate");
+    a.annotate("decision", "NotEnforced");
     return v;
   }
 
   // Every enforced answer says under which shape and sandbox state it was given.
-  const policy::SandboxAvailability available = sandbox.availability();
-  v.audit.emplace_back("shape", in.shape);
-  v.audit.emplace_back("sandbox", std::string(policy::to_string(available)));
+  in.sandbox = context.sandbox.availability();
+  const std::string shape_name(policy::to_string(in.shape.shape));
+  const std::string sandbox_name(policy::to_string(in.sandbox));
+
+  auto deny = [&](Reason reason, std::string message) {
+    std::vector<std::string> warnings = std::move(a.warnings);
+    auto audit = std::move(a.audit);
+    a = denied(reason, std::move(message));
+    a.warnings = std::move(warnings);
+    a.audit = std::move(audit);
+  };
+  a.annotate("shape", shape_name);
+  a.annotate("sandbox", sandbox_name);
 
   const std::string label(model::kComponentLabel);
   if (!facts.component || facts.component->empty()) {
-    v.message = denied_prefix(facts, ns) + "it has no label " + label + ", and namespace " +
-                q(ns) +
-                " is enforced by isolation-gate, so every pod must name the Component it runs. "
-                "To fix: add the label " +
-                label + ": <Component name> to the pod" +
-                (is_workload(facts.kind) ? " template (" + where.field_path + ".metadata.labels)"
-                                         : " (metadata.labels)") +
-                ".";
-    v.audit.emplace_back("decision", "Deny");
-    v.audit.emplace_back("reason", "MissingComponentLabel");
+    deny(Reason::MissingComponentLabel,
+         denied_prefix(facts, ns) + "it has no label " + label + ", and namespace " + q(ns) +
+             " is enforced by isolation-gate, so every pod must name the Component it runs. "
+             "To fix: add the label " +
+             label + ": <Component name> to the pod" +
+             (is_workload(facts.kind) ? " template (" + where.field_path + ".metadata.labels)"
+                                      : " (metadata.labels)") +
+             ".");
+    a.annotate("decision", "Deny");
+    a.annotate("reason", "MissingComponentLabel");
     return v;
   }
   in.component = *facts.component;
 
-  LookupResult found = components.find(ns, *facts.component);
+  LookupResult found = context.components.find(ns, *facts.component);
   switch (found.status) {
     case LookupResult::Status::Found: break;
     case LookupResult::Status::NotFound:
-      v.message = denied_prefix(facts, ns) + "its label " + label + " names Component " +
-                  q(*facts.component) + ", which does not exist in namespace " + q(ns) +
-                  ". To fix: create the Component first (kubectl apply -n " + std::string(ns) +
-                  " -f <component>.yaml) or correct the label.";
-      v.audit.emplace_back("decision", "Deny");
-      v.audit.emplace_back("reason", "UnknownComponent");
+      deny(Reason::UnknownComponent,
+           denied_prefix(facts, ns) + "its label " + label + " names Component " +
+               q(*facts.component) + ", which does not exist in namespace " + q(ns) +
+               ". To fix: create the Component first (kubectl apply -n " + std::string(ns) +
+               " -f <component>.yaml) or correct the label.");
+      a.annotate("decision", "Deny");
+      a.annotate("reason", "UnknownComponent");
       return v;
     case LookupResult::Status::Error:
-      v.message = denied_prefix(facts, ns) + "Component " + q(*facts.component) +
-                  " could not be looked up (" + found.error +
-                  "); isolation-gate fails closed. Retry; if this persists, check the "
-                  "isolation-gate logs.";
-      v.audit.emplace_back("decision", "Deny");
-      v.audit.emplace_back("reason", "LookupError");
+    default:
+      deny(Reason::LookupError,
+           denied_prefix(facts, ns) + "Component " + q(*facts.component) +
+               " could not be looked up (" + found.error +
+               "); isolation-gate fails closed. Retry; if this persists, check the "
+               "isolation-gate logs.");
+      a.annotate("decision", "Deny");
+      a.annotate("reason", "LookupError");
       return v;
+  }
+  if (!found.component) {
+    deny(Reason::LookupError, denied_prefix(facts, ns) + "Component " + q(*facts.component) +
+                                  " was found without its content; isolation-gate fails closed.");
+    a.annotate("decision", "Deny");
+    a.annotate("reason", "LookupError");
+    return v;
   }
   const model::Component& component = *found.component;
 
-  in.trust = std::string(policy::effective_trust_name(component.trust.trust));
-  in.trust_declared = component.trust.declared;
-  in.trust_valid = component.trust.valid;
+  in.trust = component.trust;
   in.trust_raw = component.trust_raw.value_or("");
+  const std::string trust_name(policy::effective_trust_name(component.trust.trust));
   if (!component.trust.valid) {
-    add_warning(v.warnings, "Component " + q(component.name) + " has invalid content_trust " +
-                                q(in.trust_raw) + ": treated as untrusted");
+    a.warn("Component " + q(component.name) + " has invalid content_trust " + q(in.trust_raw) +
+           ": treated as untrusted");
   } else if (!component.trust.declared) {
-    add_warning(v.warnings, "Component " + q(component.name) +
-                                " declares no content_trust: treated as trusted; declare it");
+    a.warn("Component " + q(component.name) +
+           " declares no content_trust: treated as trusted; declare it");
   }
 
-  in.sandbox = sandbox.describe();
+  in.sandbox_detail = context.sandbox.describe();
 
   // The one call to the gate.
-  v.decision = policy::decide(available, component.trust.trust, settings.shape.shape);
+  v.decision = policy::decide(in.sandbox, component.trust.trust, settings.shape.shape);
   v.decided = true;
   const std::string decision_name(policy::to_string(v.decision));
-  v.audit.emplace_back("decision", decision_name);
-  v.audit.emplace_back("component", component.name);
-  v.audit.emplace_back("content-trust", in.trust);
+  a.annotate("decision", decision_name);
+  a.annotate("component", component.name);
+  a.annotate("content-trust", trust_name);
 
   const bool patches = stage == Stage::Mutate || stage == Stage::Evaluate;
   switch (v.decision) {
     case Decision::Deny:
-      v.message = denied_prefix(facts, ns) + "component " + q(component.name) + " " +
-                  trust_phrase(component) + ", isolation-gate runs in " + shape_phrase(in) +
-                  ", and " + sandbox_phrase(in) +
-                  ", so untrusted code has nowhere safe to run. To fix: make RuntimeClass " +
-                  q(in.runtime_class) +
-                  " available (installed by setec, with a Ready node that can run it); in the "
-                  "hosted shape untrusted components never fall back to an ordinary runtime.";
+      deny(Reason::SandboxUnavailable,
+           denied_prefix(facts, ns) + "component " + q(component.name) + " " +
+               trust_phrase(component) + ", isolation-gate runs in " + shape_phrase(in) +
+               ", and " + sandbox_phrase(in) +
+               ", so untrusted code has nowhere safe to run. To fix: make RuntimeClass " +
+               q(in.runtime_class) +
+               " available (installed by setec, with a Ready node that can run it); in the "
+               "hosted shape untrusted components never fall back to an ordinary runtime.");
       return v;
 
     case Decision::RequireSetec: {
       const std::string conflicts = microvm_conflicts(facts);
       if (!conflicts.empty()) {
-        v.message = denied_prefix(facts, ns) + "component " + q(component.name) +
-                    " must run in the setec sandbox (RuntimeClass " + q(in.runtime_class) +
-                    ", a Firecracker microVM), which cannot provide " + conflicts +
-                    ". To fix: remove hostNetwork, hostPID, hostIPC and "
-                    "securityContext.privileged from the pod spec.";
-        v.audit.emplace_back("reason", "IncompatibleWithMicroVM");
+        deny(Reason::IncompatibleWithMicroVM,
+             denied_prefix(facts, ns) + "component " + q(component.name) +
+                 " must run in the setec sandbox (RuntimeClass " + q(in.runtime_class) +
+                 ", a Firecracker microVM), which cannot provide " + conflicts +
+                 ". To fix: remove hostNetwork, hostPID, hostIPC and "
+                 "securityContext.privileged from the pod spec.");
+        a.annotate("reason", "IncompatibleWithMicroVM");
         return v;
       }
       const auto& rc = facts.runtime_class;
       const bool on_sandbox = rc && *rc == settings.runtime_class;
       if (stage == Stage::Validate && !on_sandbox) {
-        v.message = denied_prefix(facts, ns) + "component " + q(component.name) +
-                    " must run on RuntimeClass " + q(in.runtime_class) +
-                    " (RequireSetec), but the pod's runtimeClassName is " +
-                    (rc ? q(*rc) : std::string("not set")) +
-                    ": a mutating webhook that ran after isolation-gate changed it. To fix: "
-                    "stop other webhooks from setting runtimeClassName on component pods.";
-        v.audit.emplace_back("reason", "RuntimeClassChanged");
+        deny(Reason::RuntimeClassChanged,
+             denied_prefix(facts, ns) + "component " + q(component.name) +
+                 " must run on RuntimeClass " + q(in.runtime_class) +
+                 " (RequireSetec), but the pod's runtimeClassName is " +
+                 (rc ? q(*rc) : std::string("not set")) +
+                 ": a mutating webhook that ran after isolation-gate changed it. To fix: "
+                 "stop other webhooks from setting runtimeClassName on component pods.");
+        a.annotate("reason", "RuntimeClassChanged");
         return v;
       }
       if (rc && !on_sandbox) {
-        add_warning(v.warnings, "runtimeClassName " + q(*rc) + " replaced by " +
-                                    q(in.runtime_class) + ": component " + q(component.name) +
-                                    " runs only in the sandbox");
+        a.warn("runtimeClassName " + q(*rc) + " replaced by " + q(in.runtime_class) +
+               ": component " + q(component.name) + " runs only in the sandbox");
       }
       if (patches && !on_sandbox) {
         v.patch.push_back({{"op", rc ? "replace" : "add"},
                            {"path", where.pointer + "/spec/runtimeClassName"},
                            {"value", settings.runtime_class}});
       }
-      if (patches) annotate(v, facts, where, decision_name);
-      v.allowed = true;
-      v.message = "component " + q(component.name) + " (" + in.trust +
+      if (patches) add_annotation_patch(v, facts, where, decision_name);
+      a.reason = Reason::SandboxAvailable;
+      a.message = "component " + q(component.name) + " (" + trust_name +
                   ") runs in the setec sandbox: RuntimeClass " + q(in.runtime_class);
       return v;
     }
 
-    case Decision::AllowInProcess:
-      if (patches) annotate(v, facts, where, decision_name);
-      v.allowed = true;
-      v.message = "component " + q(component.name) + " (" + in.trust +
+    case Decision::AllowInProcess: {
+      if (patches) add_annotation_patch(v, facts, where, decision_name);
+      const bool trusted = policy::is_trusted(component.trust.trust);
+      a.reason = trusted ? Reason::TrustedInProcess : Reason::CustomerIsolation;
+      a.message = "component " + q(component.name) + " (" + trust_name +
                   ") runs on the ordinary runtime: " + sandbox_phrase(in) + " and " +
-                  (in.trust == "trusted"
-                       ? "trusted components may run in-process"
-                       : "isolation-gate runs in " + shape_phrase(in) +
-                             ", which leaves isolating untrusted components to the operator");
+                  (trusted ? "trusted components may run in-process"
+                           : "isolation-gate runs in " + shape_phrase(in) +
+                                 ", which leaves isolating untrusted components to the operator");
       return v;
+    }
   }
   // Unreachable for the named decisions; anything else fails closed.
-  v.allowed = false;
-  v.message = denied_prefix(facts, ns) + "isolation-gate reached no decision; failing closed.";
+  deny(Reason::InternalError,
+       denied_prefix(facts, ns) + "isolation-gate reached no decision; failing closed.");
   return v;
 }
 

@@ -5,9 +5,10 @@
 // applies it, warnings and audit annotations. It never decides isolation
 // itself: the only branches on a Decision are the `switch`es that carry it out.
 //
-// The rules beyond the gate (DESIGN.md section 4), all fail-closed:
+// The rules beyond the gate (docs/architecture.md, "Admission rules"), all
+// fail-closed:
 //  - a pod in an enforced namespace must name its Component by label;
-//  - the Component must exist (lookup errors deny);
+//  - the Component must exist (a lookup error denies, as its own reason);
 //  - a RequireSetec pod cannot use hostNetwork/hostPID/hostIPC or a
 //    privileged container (a microVM cannot provide them);
 //  - Stage::Validate: a RequireSetec pod must already carry the sandbox's
@@ -16,11 +17,10 @@
 
 #include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "admission/answer.h"
 #include "admission/context.h"
 #include "model/pod.h"
 #include "policy/gate.h"
@@ -34,40 +34,32 @@ enum class Stage {
   Evaluate,  // `isolation-gate evaluate`: decide and show the patch
 };
 
-// Why the gate decided as it did, for messages and `evaluate`.
+// What the gate was given, for messages and `evaluate`: the gate's own types,
+// turned into words only when printed.
 struct GateInputsReport {
   std::string component;
-  std::string trust;           // effective: "trusted" / "untrusted"
-  bool trust_declared = false;
-  bool trust_valid = true;
-  std::string trust_raw;       // as written ("" when omitted)
-  std::string shape;           // "setec-only" / "customer-isolation"
-  bool shape_fell_back = false;
-  std::string shape_raw;
-  std::string sandbox;         // SandboxView::describe()
+  policy::TrustSetting trust;       // effective trust, declared, valid
+  std::string trust_raw;            // as written ("" when omitted)
+  policy::ShapeSetting shape;       // shape and whether it fell back
+  std::string shape_raw;            // GIBSON_UNTRUSTED_EXEC as given
+  policy::SandboxAvailability sandbox{};
+  std::string sandbox_detail;       // SandboxView::describe(), for people
   std::string runtime_class;
 };
 
 struct PodVerdict {
-  bool allowed = false;
-  bool decided = false;  // the gate ran (false: denied or skipped before it)
+  Answer answer;                // reason (so allowed or not), message, warnings, audit
+  bool decided = false;         // the gate ran (false: denied or skipped before it)
   policy::Decision decision{};  // valid when decided
-  std::string message;          // denial reason, or a one-line summary when allowed
-  std::vector<std::string> warnings;          // each under 120 characters
-  nlohmann::json patch = nlohmann::json::array();  // RFC 6902 operations
-  std::vector<std::pair<std::string, std::string>> audit;  // audit annotations
+  nlohmann::json patch = nlohmann::json::array();  // RFC 6902 operations (Mutate, Evaluate)
   GateInputsReport inputs;
 };
 
-// `ns` is the namespace the pod will live in. `pod` is the object being
-// admitted (Pod or workload) and `where` its pod template location (from
-// model::locate_pod); patch paths are relative to the object.
+// `ns` is the namespace the pod will live in. `where` is the pod template's
+// location in the admitted object (from model::locate_pod); patch paths are
+// relative to the object.
 PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& where,
-                     std::string_view ns, const ComponentLookup& components,
-                     const SandboxView& sandbox, const GateSettings& settings, Stage stage);
-
-// Appends a warning, shortened to fit the API server's 120-character limit.
-void add_warning(std::vector<std::string>& warnings, std::string text);
+                     std::string_view ns, const AdmissionContext& context, Stage stage);
 
 // Escapes a JSON Pointer reference token (RFC 6901: ~ -> ~0, / -> ~1).
 std::string escape_pointer_token(std::string_view token);

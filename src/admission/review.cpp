@@ -1,25 +1,70 @@
 #include "admission/review.h"
 
+#include "base/quote.h"
+#include "model/component.h"
 #include "model/document.h"
-#include "model/json_projection.h"
+#include "model/pod.h"
 
 namespace ig::admission {
 namespace {
 
 using nlohmann::json;
+using model::Projection;
 
-// A string member, or "" when absent or not a string.
-std::string string_member(const json& obj, std::string_view key) {
+constexpr std::string_view kOperations[] = {"CREATE", "UPDATE", "DELETE", "CONNECT"};
+
+// An optional string member: absent or null -> "" and true; a string -> it;
+// any other type -> false with `error` naming the field.
+bool optional_string(const json& obj, std::string_view key, std::string_view path,
+                     std::string& out, std::string& error) {
   auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+  if (it == obj.end() || it->is_null()) return true;
+  if (!it->is_string()) {
+    error = std::string(path) + ": expected a string, got " +
+            std::string(model::json_type_phrase(*it));
+    return false;
+  }
+  out = it->get<std::string>();
+  return true;
 }
 
 }  // namespace
 
+std::optional<Operation> parse_operation(std::string_view text) noexcept {
+  for (std::size_t i = 0; i < std::size(kOperations); ++i) {
+    if (text == kOperations[i]) return static_cast<Operation>(i);
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(Operation op) noexcept {
+  const auto i = static_cast<std::size_t>(op);
+  return i < std::size(kOperations) ? kOperations[i] : "UNKNOWN";
+}
+
+const Projection& admission_review_projection() {
+  static const Projection projection = Projection::object({
+      {"apiVersion", Projection::whole()},
+      {"kind", Projection::whole()},
+      {"request", Projection::object({
+                      {"uid", Projection::whole()},
+                      {"kind", Projection::whole()},
+                      {"subResource", Projection::whole()},
+                      {"namespace", Projection::whole()},
+                      {"name", Projection::whole()},
+                      {"operation", Projection::whole()},
+                      {"dryRun", Projection::whole()},
+                      {"object", Projection::merge(model::pod_object_projection(),
+                                                   model::component_projection())},
+                  })},
+  });
+  return projection;
+}
+
 DecodedReview decode_review(std::string_view body) {
   DecodedReview out;
   // Validates the whole body; keeps only what the rules read (see json_projection.h).
-  auto parsed = model::parse_projected(body, model::admission_review_projection(), "request body");
+  auto parsed = model::parse_projected(body, admission_review_projection(), "request body");
   if (!parsed) {
     out.error = parsed.error();
     return out;
@@ -29,12 +74,14 @@ DecodedReview decode_review(std::string_view body) {
     out.error = "request body: expected an AdmissionReview object";
     return out;
   }
-  const std::string api_version = string_member(review, "apiVersion");
-  if (api_version != "admission.k8s.io/v1" && api_version != "admission.k8s.io/v1beta1") {
+  auto api = review.find("apiVersion");
+  if (api == review.end() || !api->is_string() ||
+      (*api != "admission.k8s.io/v1" && *api != "admission.k8s.io/v1beta1")) {
     out.error = "request body: apiVersion must be admission.k8s.io/v1";
     return out;
   }
-  if (string_member(review, "kind") != "AdmissionReview") {
+  auto kind = review.find("kind");
+  if (kind == review.end() || !kind->is_string() || *kind != "AdmissionReview") {
     out.error = "request body: kind must be AdmissionReview";
     return out;
   }
@@ -45,31 +92,60 @@ DecodedReview decode_review(std::string_view body) {
   }
   json& req = *req_it;
   AdmissionRequest& r = out.request;
-  r.api_version = api_version;
-  r.uid = string_member(req, "uid");
+  r.api_version = api->get<std::string>();
+  std::string error;
+  if (!optional_string(req, "uid", "request.uid", r.uid, error)) {
+    out.error = "request body: " + error;
+    return out;
+  }
   if (r.uid.empty()) {
     out.error = "request body: request.uid is missing";
     return out;
   }
+  // From here on the review can be answered: whatever is wrong is undecidable.
   out.kind = DecodedReview::Kind::Undecidable;
-  if (auto k = req.find("kind"); k != req.end() && k->is_object()) {
-    r.kind_group = string_member(*k, "group");
-    r.kind_version = string_member(*k, "version");
-    r.kind = string_member(*k, "kind");
+  auto k = req.find("kind");
+  if (k == req.end() || k->is_null()) {
+    out.error = "request.kind is missing";
+    return out;
   }
-  r.sub_resource = string_member(req, "subResource");
-  r.namespace_ = string_member(req, "namespace");
-  r.name = string_member(req, "name");
-  r.operation = string_member(req, "operation");
-  if (auto d = req.find("dryRun"); d != req.end() && d->is_boolean()) r.dry_run = d->get<bool>();
+  if (!k->is_object()) {
+    out.error = "request.kind: expected a map, got " + std::string(model::json_type_phrase(*k));
+    return out;
+  }
+  std::string operation;
+  if (!optional_string(*k, "group", "request.kind.group", r.kind_group, out.error) ||
+      !optional_string(*k, "version", "request.kind.version", r.kind_version, out.error) ||
+      !optional_string(*k, "kind", "request.kind.kind", r.kind, out.error) ||
+      !optional_string(req, "subResource", "request.subResource", r.sub_resource, out.error) ||
+      !optional_string(req, "namespace", "request.namespace", r.namespace_, out.error) ||
+      !optional_string(req, "name", "request.name", r.name, out.error) ||
+      !optional_string(req, "operation", "request.operation", operation, out.error)) {
+    return out;
+  }
+  if (auto d = req.find("dryRun"); d != req.end() && !d->is_null()) {
+    if (!d->is_boolean()) {
+      out.error = "request.dryRun: expected a boolean, got " +
+                  std::string(model::json_type_phrase(*d));
+      return out;
+    }
+    r.dry_run = d->get<bool>();
+  }
   if (r.kind.empty()) {
     out.error = "request.kind is missing";
     return out;
   }
-  if (r.operation.empty()) {
+  if (operation.empty()) {
     out.error = "request.operation is missing";
     return out;
   }
+  const auto op = parse_operation(operation);
+  if (!op) {
+    out.error = "request.operation " + quote(operation) +
+                " is not one of CREATE, UPDATE, DELETE, CONNECT";
+    return out;
+  }
+  r.operation = *op;
   if (auto o = req.find("object"); o != req.end()) r.object = std::move(*o);
   out.kind = DecodedReview::Kind::Ok;
   return out;
@@ -102,23 +178,24 @@ std::string base64_encode(std::string_view data) {
   return out;
 }
 
-std::string encode_response(const AdmissionRequest& request, const AdmissionResponse& response) {
-  json resp = {{"uid", request.uid}, {"allowed", response.allowed}};
-  if (!response.allowed) {
+std::string encode_response(const AdmissionRequest& request, const Answer& answer) {
+  const bool allowed = answer.allowed();
+  json resp = {{"uid", request.uid}, {"allowed", allowed}};
+  if (!allowed) {
     resp["status"] = {{"metadata", json::object()},
                       {"status", "Failure"},
-                      {"code", response.code},
-                      {"reason", response.reason},
-                      {"message", response.message}};
+                      {"code", answer.code()},
+                      {"reason", answer.status_reason()},
+                      {"message", answer.message}};
   }
-  if (!response.patch.empty()) {
+  if (!answer.patch.empty()) {
     resp["patchType"] = "JSONPatch";
-    resp["patch"] = base64_encode(response.patch);
+    resp["patch"] = base64_encode(answer.patch);
   }
-  if (!response.warnings.empty()) resp["warnings"] = response.warnings;
-  if (!response.audit.empty()) {
+  if (!answer.warnings.empty()) resp["warnings"] = answer.warnings;
+  if (!answer.audit.empty()) {
     json audit = json::object();
-    for (const auto& [k, v] : response.audit) audit[k] = v;
+    for (const auto& [k, v] : answer.audit) audit[k] = v;
     resp["auditAnnotations"] = std::move(audit);
   }
   json review = {{"apiVersion", request.api_version.empty() ? std::string("admission.k8s.io/v1")

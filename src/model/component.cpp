@@ -1,19 +1,10 @@
 #include "model/component.h"
 
+#include "base/quote.h"
 #include "model/document.h"
 
 namespace ig::model {
 namespace {
-
-// A value quoted for a message, cut to a readable length.
-std::string quote_value(std::string_view s) {
-  constexpr std::size_t kMax = 64;
-  std::string out = "\"";
-  out.append(s.substr(0, kMax));
-  if (s.size() > kMax) out.append("...");
-  out.push_back('"');
-  return out;
-}
 
 // An optional string field: absent or null -> nullopt; a string -> value;
 // anything else -> error naming the field.
@@ -67,8 +58,8 @@ Result<Component> decode_component(const json& doc, std::string_view source) {
   if (!kind->has_value() || **kind != kComponentKind || !api->has_value() ||
       **api != kComponentApiVersion) {
     return fail(src + ": not a Component: found apiVersion " +
-                (api->has_value() ? quote_value(**api) : std::string("(none)")) + ", kind " +
-                (kind->has_value() ? quote_value(**kind) : std::string("(none)")) +
+                (api->has_value() ? quote(**api) : std::string("(none)")) + ", kind " +
+                (kind->has_value() ? quote(**kind) : std::string("(none)")) +
                 "; expected apiVersion " + std::string(kComponentApiVersion) + ", kind Component");
   }
 
@@ -114,17 +105,32 @@ std::vector<std::string> component_problems(const Component& c, std::string_view
   std::vector<std::string> problems;
   if (!c.trust.valid) {
     problems.push_back(std::string(source) + ": " + std::string(kTrustField) + ": " +
-                       quote_value(c.trust_raw.value_or("")) + " is not a valid content trust; " +
+                       quote(c.trust_raw.value_or("")) + " is not a valid content trust; " +
                        "expected one of: " + std::string(policy::kValidTrustValues) +
                        " (or omit it to mean trusted)");
   }
   if (!c.kind.empty() && c.kind != "tool" && c.kind != "agent" && c.kind != "plugin" &&
       c.kind != "connector") {
-    problems.push_back(std::string(source) + ": spec.kind: " + quote_value(c.kind) +
+    problems.push_back(std::string(source) + ": spec.kind: " + quote(c.kind) +
                        " is not a valid component kind; expected one of: " +
                        std::string(kValidComponentKinds));
   }
   return problems;
+}
+
+const Projection& component_projection() {
+  static const Projection projection = Projection::object({
+      {"apiVersion", Projection::whole()},
+      {"kind", Projection::whole()},
+      {"metadata", Projection::object({{"name", Projection::whole()},
+                                       {"namespace", Projection::whole()}})},
+      {"spec", Projection::object({
+                   {"kind", Projection::whole()},
+                   {"image", Projection::whole()},
+                   {"policy", Projection::object({{"content_trust", Projection::whole()}})},
+               })},
+  });
+  return projection;
 }
 
 }  // namespace ig::model

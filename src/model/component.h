@@ -17,7 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/result.h"
+#include "base/result.h"
+#include "model/json_projection.h"
 #include "policy/gate.h"
 
 namespace ig::model {
@@ -38,6 +39,9 @@ struct Component {
 };
 
 Result<Component> decode_component(const nlohmann::json& doc, std::string_view source);
+
+// Every field decode_component() reads.
+const Projection& component_projection();
 
 // Validation problems a strict caller must refuse: an unknown content_trust
 // value, an unknown spec.kind. Each is one line naming source and field.

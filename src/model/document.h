@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/result.h"
+#include "base/result.h"
 
 namespace ig::model {
 

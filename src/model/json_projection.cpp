@@ -1,5 +1,7 @@
 #include "model/json_projection.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -386,55 +388,6 @@ class Scanner {
   std::string error_;
 };
 
-Projection pod_spec_projection() {
-  auto container = Projection::array(Projection::object({
-      {"name", Projection::whole()},
-      {"securityContext", Projection::object({{"privileged", Projection::whole()}})},
-  }));
-  return Projection::object({
-      {"runtimeClassName", Projection::whole()},
-      {"hostNetwork", Projection::whole()},
-      {"hostPID", Projection::whole()},
-      {"hostIPC", Projection::whole()},
-      {"containers", container},
-      {"initContainers", container},
-      {"ephemeralContainers", container},
-  });
-}
-
-Projection metadata_projection() {
-  return Projection::object({
-      {"name", Projection::whole()},
-      {"generateName", Projection::whole()},
-      {"namespace", Projection::whole()},
-      {"labels", Projection::object({{"gibson.zeroroot.ai/component", Projection::whole()}})},
-      {"annotations", Projection::object({{"gibson.zeroroot.ai/isolation", Projection::whole()}})},
-  });
-}
-
-Projection pod_template_projection() {
-  return Projection::object({{"metadata", metadata_projection()}, {"spec", pod_spec_projection()}});
-}
-
-Projection object_projection() {
-  // A pod spec, a workload spec (template / jobTemplate) and a Component spec
-  // share "spec": keep the union of what each reads.
-  std::vector<Projection::Field> spec_fields = pod_spec_projection().fields();
-  spec_fields.push_back({"template", pod_template_projection()});
-  spec_fields.push_back(
-      {"jobTemplate",
-       Projection::object({{"spec", Projection::object({{"template", pod_template_projection()}})}})});
-  spec_fields.push_back({"kind", Projection::whole()});
-  spec_fields.push_back({"image", Projection::whole()});
-  spec_fields.push_back({"policy", Projection::object({{"content_trust", Projection::whole()}})});
-  return Projection::object({
-      {"apiVersion", Projection::whole()},
-      {"kind", Projection::whole()},
-      {"metadata", metadata_projection()},
-      {"spec", Projection::object(std::move(spec_fields))},
-  });
-}
-
 }  // namespace
 
 Projection Projection::whole() { return Projection(); }
@@ -459,22 +412,23 @@ const Projection* Projection::field(std::string_view name) const noexcept {
   return nullptr;
 }
 
-const Projection& admission_review_projection() {
-  static const Projection projection = Projection::object({
-      {"apiVersion", Projection::whole()},
-      {"kind", Projection::whole()},
-      {"request", Projection::object({
-                      {"uid", Projection::whole()},
-                      {"kind", Projection::whole()},
-                      {"subResource", Projection::whole()},
-                      {"namespace", Projection::whole()},
-                      {"name", Projection::whole()},
-                      {"operation", Projection::whole()},
-                      {"dryRun", Projection::whole()},
-                      {"object", object_projection()},
-                  })},
-  });
-  return projection;
+Projection Projection::merge(const Projection& a, const Projection& b) {
+  if (a.shape_ != b.shape_ || a.shape_ == Shape::Whole) {
+    // Different shapes read the same member as different things: keep it whole.
+    return whole();
+  }
+  if (a.shape_ == Shape::Array) return array(merge(*a.element_, *b.element_));
+  std::vector<Field> fields = a.fields_;
+  for (const auto& f : b.fields_) {
+    auto same = std::find_if(fields.begin(), fields.end(),
+                             [&](const Field& g) { return g.name == f.name; });
+    if (same == fields.end()) {
+      fields.push_back(f);
+    } else {
+      same->projection = merge(same->projection, f.projection);
+    }
+  }
+  return object(std::move(fields));
 }
 
 Result<json> parse_projected(std::string_view text, const Projection& projection,

@@ -30,7 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/document.h"
-#include "model/result.h"
+#include "base/result.h"
 
 namespace ig::model {
 
@@ -45,6 +45,9 @@ class Projection {
   static Projection object(std::vector<Field> fields);
   // An array whose every element is projected with `element`.
   static Projection array(Projection element);
+  // What either keeps (the union); a member the two read with different
+  // shapes is kept whole.
+  static Projection merge(const Projection& a, const Projection& b);
 
   Shape shape() const noexcept { return shape_; }
   const std::vector<Field>& fields() const noexcept { return fields_; }
@@ -62,11 +65,6 @@ struct Projection::Field {
   std::string name;
   Projection projection;
 };
-
-// Everything isolation-gate reads from an AdmissionReview: the request's
-// identity and, of request.object, what Pods, workload templates and
-// Components need (see model/pod.h and model/component.h).
-const Projection& admission_review_projection();
 
 Result<nlohmann::json> parse_projected(std::string_view text, const Projection& projection,
                                        std::string_view source, const DecodeLimits& limits = {});

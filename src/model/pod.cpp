@@ -1,5 +1,6 @@
 #include "model/pod.h"
 
+#include "base/quote.h"
 #include "model/document.h"
 
 namespace ig::model {
@@ -162,8 +163,8 @@ Result<PodLocation> locate_pod(const json& object, std::string_view source) {
     }
     return where;
   }
-  return fail(src + ": kind: \"" + kind.substr(0, 64) +
-              "\" is not a pod or workload; expected one of Pod, Deployment, StatefulSet, "
+  return fail(src + ": kind: " + quote(kind) +
+              " is not a pod or workload; expected one of Pod, Deployment, StatefulSet, "
               "DaemonSet, ReplicaSet, Job, CronJob");
 }
 
@@ -246,6 +247,58 @@ Result<PodFacts> read_pod_facts(const json& object, std::string_view source) {
   auto where = locate_pod(object, source);
   if (!where) return fail(where.error());
   return read_pod_facts(object, *where, source);
+}
+
+namespace {
+
+Projection pod_spec_projection() {
+  auto container = Projection::array(Projection::object({
+      {"name", Projection::whole()},
+      {"securityContext", Projection::object({{"privileged", Projection::whole()}})},
+  }));
+  return Projection::object({
+      {"runtimeClassName", Projection::whole()},
+      {"hostNetwork", Projection::whole()},
+      {"hostPID", Projection::whole()},
+      {"hostIPC", Projection::whole()},
+      {"containers", container},
+      {"initContainers", container},
+      {"ephemeralContainers", container},
+  });
+}
+
+Projection metadata_projection() {
+  return Projection::object({
+      {"name", Projection::whole()},
+      {"generateName", Projection::whole()},
+      {"namespace", Projection::whole()},
+      {"labels", Projection::object({{std::string(kComponentLabel), Projection::whole()}})},
+      {"annotations", Projection::object({{std::string(kIsolationAnnotation), Projection::whole()}})},
+  });
+}
+
+Projection pod_template_projection() {
+  return Projection::object({{"metadata", metadata_projection()}, {"spec", pod_spec_projection()}});
+}
+
+}  // namespace
+
+const Projection& pod_object_projection() {
+  // A Pod's spec and a workload's spec (template / jobTemplate) share "spec".
+  static const Projection projection = [] {
+    std::vector<Projection::Field> spec_fields = pod_spec_projection().fields();
+    spec_fields.push_back({"template", pod_template_projection()});
+    spec_fields.push_back(
+        {"jobTemplate",
+         Projection::object({{"spec", Projection::object({{"template", pod_template_projection()}})}})});
+    return Projection::object({
+        {"apiVersion", Projection::whole()},
+        {"kind", Projection::whole()},
+        {"metadata", metadata_projection()},
+        {"spec", Projection::object(std::move(spec_fields))},
+    });
+  }();
+  return projection;
 }
 
 }  // namespace ig::model

@@ -14,7 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/result.h"
+#include "base/result.h"
+#include "model/json_projection.h"
 
 namespace ig::model {
 
@@ -51,6 +52,11 @@ struct PodFacts {
 
 Result<PodFacts> read_pod_facts(const nlohmann::json& object, const PodLocation& where,
                                 std::string_view source);
+
+// Every field locate_pod() and read_pod_facts() read of a Pod or workload
+// object, built from the same key constants (a renamed label cannot be
+// dropped by the projected parser while the rules still read it).
+const Projection& pod_object_projection();
 
 // locate_pod + read_pod_facts.
 Result<PodFacts> read_pod_facts(const nlohmann::json& object, std::string_view source);

@@ -1,0 +1,152 @@
+#include "admission/handlers.h"
+
+#include "admission/pod_rules.h"
+#include "base/quote.h"
+#include "model/component.h"
+#include "model/document.h"
+#include "model/pod.h"
+
+namespace ig::admission {
+namespace {
+
+constexpr std::string_view kSource = "request.object";
+
+std::string kind_name(const AdmissionRequest& r) {
+  return (r.kind_group.empty() ? "" : r.kind_group + "/") + r.kind;
+}
+
+bool is_workload_kind(std::string_view group, std::string_view kind) {
+  if (group == "apps") {
+    return kind == "Deployment" || kind == "StatefulSet" || kind == "DaemonSet" ||
+           kind == "ReplicaSet";
+  }
+  return group == "batch" && (kind == "Job" || kind == "CronJob");
+}
+
+// Admission objects carry apiVersion/kind; fill them from request.kind when
+// absent. An object whose type disagrees with request.kind is not decided:
+// the rules read the template of the object's own kind, and the endpoint was
+// chosen by request.kind. Returns the disagreement, or "" when they agree.
+std::string ensure_type_meta(AdmissionRequest& r) {
+  const std::string api_version =
+      r.kind_group.empty() ? r.kind_version : r.kind_group + "/" + r.kind_version;
+  auto kind = r.object.find("kind");
+  if (kind == r.object.end() || kind->is_null()) {
+    r.object["kind"] = r.kind;
+  } else if (!kind->is_string() || *kind != r.kind) {
+    return "request.object.kind does not match request.kind " + r.kind;
+  }
+  auto api = r.object.find("apiVersion");
+  if (api == r.object.end() || api->is_null()) {
+    r.object["apiVersion"] = api_version;
+  } else if (!api->is_string() || *api != api_version) {
+    return "request.object.apiVersion does not match request.kind " + api_version;
+  }
+  return {};
+}
+
+// What the three pod endpoints share: read the pod (template) and run the
+// pod rules at `stage`.
+Answer admit_object(AdmissionRequest& r, const AdmissionContext& context, Stage stage) {
+  if (!r.object.is_object()) return undecidable("request.object is missing or not an object");
+  if (auto mismatch = ensure_type_meta(r); !mismatch.empty()) return undecidable(mismatch);
+  auto where = model::locate_pod(r.object, kSource);
+  if (!where) return undecidable(where.error());
+  auto facts = model::read_pod_facts(r.object, *where, kSource);
+  if (!facts) return undecidable(facts.error());
+  const std::string& ns = !r.namespace_.empty() ? r.namespace_ : facts->namespace_;
+  if (ns.empty()) return undecidable("request.namespace is missing");
+  if (facts->object_name.empty() && !r.name.empty()) facts->object_name = r.name;
+  PodVerdict v = admit_pod(*facts, *where, ns, context, stage);
+  if (stage == Stage::Mutate && !v.patch.empty()) v.answer.patch = model::dump_json(v.patch);
+  return std::move(v.answer);
+}
+
+std::string refuse_subresource(const AdmissionRequest& r) {
+  if (r.sub_resource.empty()) return {};
+  return "subresource " + r.sub_resource + " is not admitted here";
+}
+
+class PodHandler final : public Handler {
+ public:
+  explicit PodHandler(Stage stage) : stage_(stage) {}
+  std::string refuses(const AdmissionRequest& r) const override {
+    if (!(r.kind_group.empty() && r.kind == "Pod")) {
+      return "this endpoint admits Pods, got " + kind_name(r);
+    }
+    return refuse_subresource(r);
+  }
+  Answer handle(AdmissionRequest& r, const AdmissionContext& context) const override {
+    return admit_object(r, context, stage_);
+  }
+
+ private:
+  Stage stage_;
+};
+
+class WorkloadHandler final : public Handler {
+ public:
+  std::string refuses(const AdmissionRequest& r) const override {
+    if (!is_workload_kind(r.kind_group, r.kind)) {
+      return "this endpoint admits Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs and "
+             "CronJobs, got " +
+             kind_name(r);
+    }
+    return refuse_subresource(r);
+  }
+  Answer handle(AdmissionRequest& r, const AdmissionContext& context) const override {
+    return admit_object(r, context, Stage::Workload);
+  }
+};
+
+class ComponentHandler final : public Handler {
+ public:
+  std::string refuses(const AdmissionRequest& r) const override {
+    if (r.kind_group != model::kComponentGroup || r.kind != model::kComponentKind) {
+      return "this endpoint admits gibson.zeroroot.ai Components, got " + kind_name(r);
+    }
+    return {};
+  }
+  Answer handle(AdmissionRequest& r, const AdmissionContext&) const override {
+    if (!r.object.is_object()) return undecidable("request.object is missing or not an object");
+    if (auto mismatch = ensure_type_meta(r); !mismatch.empty()) return undecidable(mismatch);
+    const std::string source = "Component " + quote(r.name);
+    auto component = model::decode_component(r.object, source);
+    if (!component) return denied(Reason::InvalidComponent, component.error());
+    auto problems = model::component_problems(*component, source);
+    if (!problems.empty()) {
+      std::string message;
+      for (const auto& p : problems) message += (message.empty() ? "" : "; ") + p;
+      return denied(Reason::InvalidComponent, std::move(message));
+    }
+    Answer a = allowed(Reason::ComponentValid, "Component " + quote(component->name) + " is valid");
+    a.annotate("content-trust", std::string(policy::effective_trust_name(component->trust.trust)));
+    a.annotate("trust-declared", component->trust.declared ? "true" : "false");
+    if (!component->trust.declared) {
+      a.warn("spec.policy.content_trust omitted: Component \"" + component->name +
+             "\" is treated as trusted; declare it");
+    }
+    return a;
+  }
+};
+
+}  // namespace
+
+const Handler& mutate_pods_handler() noexcept {
+  static const PodHandler handler(Stage::Mutate);
+  return handler;
+}
+const Handler& validate_pods_handler() noexcept {
+  static const PodHandler handler(Stage::Validate);
+  return handler;
+}
+const Handler& validate_workloads_handler() noexcept {
+  static const WorkloadHandler handler;
+  return handler;
+}
+const Handler& validate_components_handler() noexcept {
+  static const ComponentHandler handler;
+  return handler;
+}
+
+}  // namespace ig::admission
