@@ -2,11 +2,14 @@
 // fallback, the fail-closed zero values, and that it stays the only decision site.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "policy/gate.h"
 
@@ -156,54 +159,162 @@ TEST(ContentTrustParsing, AnyOtherValueIsInvalidAndTreatedAsUntrusted) {
 
 // --- The one decision site -------------------------------------------------
 // Outside src/policy/, code may carry out a Decision (a `case Decision::X:`
-// label in a switch) but never make one: no enumerator of the gate's types is
-// compared, and no Decision enumerator is used as a value. Only policy::decide
-// produces Decisions.
+// label in a switch) but never make one (docs/architecture.md, "The gate"):
+//  - no enumerator of the gate's types is compared, and no Decision
+//    enumerator is used as a value: only policy::decide produces Decisions;
+//  - no string naming a gate input or a decision ("customer-isolation",
+//    "setec-only", "trusted", "untrusted", "available", "unavailable",
+//    "RequireSetec", "AllowInProcess", "Deny") is compared with anything, so
+//    no code learns an input or a decision back from its printed word
+//    (`in.shape == "customer-isolation"`, `describe() == "available"`).
+//    Enums travel to the edge and become words only when printed.
 
-std::string strip_comments_and_strings(const std::string& text) {
+bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Comments removed (each becomes one space; newlines kept, so line numbers do
+// not move). String and character literals, raw strings included, are kept
+// when `keep_strings`, and otherwise reduced to "" and ''.
+std::string strip_source(const std::string& text, bool keep_strings) {
   std::string out;
   out.reserve(text.size());
-  enum { Code, Line, Block, Str, Chr } st = Code;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    char c = text[i], n = i + 1 < text.size() ? text[i + 1] : '\0';
-    switch (st) {
-      case Code:
-        if (c == '/' && n == '/') { st = Line; ++i; }
-        else if (c == '/' && n == '*') { st = Block; ++i; }
-        else if (c == '"') { st = Str; out += "\"\""; }
-        else if (c == '\'') { st = Chr; out += "''"; }
-        else out += c;
-        break;
-      case Line: if (c == '\n') { st = Code; out += c; } break;
-      case Block: if (c == '*' && n == '/') { st = Code; ++i; } break;
-      case Str: if (c == '\\') ++i; else if (c == '"') st = Code; break;
-      case Chr: if (c == '\\') ++i; else if (c == '\'') st = Code; break;
+  const std::size_t n = text.size();
+  auto at = [&](std::size_t i) { return i < n ? text[i] : '\0'; };
+  auto literal = [&](std::size_t from, std::size_t to, char quote) {
+    if (keep_strings) {
+      out.append(text, from, to - from);
+    } else {
+      out += quote;
+      out += quote;
+      for (std::size_t k = from; k < to; ++k)
+        if (text[k] == '\n') out += '\n';
     }
+  };
+  std::size_t i = 0;
+  while (i < n) {
+    const char c = text[i];
+    if (c == '/' && at(i + 1) == '/') {
+      for (i += 2; i < n && text[i] != '\n'; ++i)
+        if (text[i] == '\\' && at(i + 1) == '\n') { out += '\n'; ++i; }
+      out += ' ';
+      continue;
+    }
+    if (c == '/' && at(i + 1) == '*') {
+      for (i += 2; i < n && !(text[i] == '*' && at(i + 1) == '/'); ++i)
+        if (text[i] == '\n') out += '\n';
+      i = std::min(n, i + 2);
+      out += ' ';
+      continue;
+    }
+    if (c == 'R' && at(i + 1) == '"') {
+      // A raw string, unless R ends a longer identifier (u8R, LR, uR, UR are prefixes).
+      std::size_t s = i;
+      while (s > 0 && is_ident_char(text[s - 1])) --s;
+      const std::string before = text.substr(s, i - s);
+      const std::size_t open = text.find('(', i + 2);
+      if ((before.empty() || before == "u8" || before == "L" || before == "u" || before == "U") &&
+          open != std::string::npos) {
+        const std::string close = ")" + text.substr(i + 2, open - i - 2) + "\"";
+        std::size_t end = text.find(close, open + 1);
+        end = end == std::string::npos ? n : end + close.size();
+        out += 'R';
+        literal(i + 1, end, '"');
+        i = end;
+        continue;
+      }
+    }
+    if (c == '"' || c == '\'') {
+      // A quote inside a number is a digit separator (1'000), not a literal.
+      if (c == '\'' && i > 0 && is_ident_char(text[i - 1])) {
+        std::size_t s = i;
+        while (s > 0 && (is_ident_char(text[s - 1]) || text[s - 1] == '\'' || text[s - 1] == '.')) --s;
+        if (std::isdigit(static_cast<unsigned char>(text[s]))) { out += c; ++i; continue; }
+      }
+      const std::size_t start = i++;
+      while (i < n && text[i] != c && text[i] != '\n') i += text[i] == '\\' ? 2 : 1;
+      if (i < n && text[i] == c) ++i;
+      literal(start, std::min(i, n), c);
+      continue;
+    }
+    out += c;
+    ++i;
   }
   return out;
 }
 
+std::string strip_comments_and_strings(const std::string& text) { return strip_source(text, false); }
+
+// The words the gate's inputs and decisions are printed as (policy::to_string,
+// parse_shape, parse_content_trust, SandboxView::describe()).
+const std::string kGateWords =
+    "(customer-isolation|setec-only|trusted|untrusted|available|unavailable|"
+    "RequireSetec|AllowInProcess|Deny)";
+
+// A gate word compared with something, on one line of comment-free code:
+// `x == "w"`, `x != std::string_view("w")`, `"w"sv == x`, `s.compare("w")`.
+bool compares_a_gate_word(const std::string& line) {
+  static const std::regex word_after_operator(
+      R"re((==|!=)\s*(\(\s*)?([\w:]+\s*[({]\s*)?")re" + kGateWords + "\"");
+  static const std::regex word_before_operator(
+      "\"" + kGateWords + R"re("(sv|s)?\s*([)}]\s*)?(==|!=))re");
+  static const std::regex word_in_comparing_call(
+      R"re(\b(compare|starts_with|ends_with|find|rfind|strcmp|strncmp|strcasecmp|strncasecmp|)re"
+      R"re(equals|iequals|contains)\s*\(([^;"()]|\(\))*")re" + kGateWords + "\"");
+  return std::regex_search(line, word_after_operator) ||
+         std::regex_search(line, word_before_operator) ||
+         std::regex_search(line, word_in_comparing_call);
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+bool ends_with_operator(const std::string& s) {
+  return s.size() >= 2 && (s.compare(s.size() - 2, 2, "==") == 0 || s.compare(s.size() - 2, 2, "!=") == 0);
+}
+
 std::vector<std::string> decision_site_violations(const std::string& code) {
-  static const std::regex enumerator(
-      R"((Decision|ContentTrust|DeploymentShape|SandboxAvailability)(::|\s*\{\s*\}))");
   static const std::regex comparison(
       R"(([=!]=|<=?|>=?)\s*(policy::)?(Decision|ContentTrust|DeploymentShape|SandboxAvailability)(::\w+|\s*\{\s*\}))"
       R"(|(policy::)?(Decision|ContentTrust|DeploymentShape|SandboxAvailability)(::\w+|\s*\{\s*\})\s*([=!]=|<|>))");
   static const std::regex decision_value(R"((policy::)?Decision::(Deny|RequireSetec|AllowInProcess))");
   static const std::regex case_label(R"(case\s+(ig::)?(policy::)?Decision::\w+\s*:)");
   std::vector<std::string> found;
-  std::istringstream lines(strip_comments_and_strings(code));
-  std::string line;
-  int number = 0;
-  while (std::getline(lines, line)) {
-    ++number;
+  const std::vector<std::string> code_lines = split_lines(strip_comments_and_strings(code));
+  const std::vector<std::string> with_strings = split_lines(strip_source(code, true));
+  for (std::size_t k = 0; k < code_lines.size(); ++k) {
+    const std::string& line = code_lines[k];
+    const std::string number = std::to_string(k + 1);
     if (std::regex_search(line, comparison)) {
-      found.push_back(std::to_string(number) + ": compares a gate input or decision: " + line);
+      found.push_back(number + ": compares a gate input or decision: " + line);
       continue;
     }
     std::string without_cases = std::regex_replace(line, case_label, "");
     if (std::regex_search(without_cases, decision_value)) {
-      found.push_back(std::to_string(number) + ": uses a Decision as a value: " + line);
+      found.push_back(number + ": uses a Decision as a value: " + line);
+      continue;
+    }
+    if (k >= with_strings.size()) continue;
+    // The same line with its string literals; a comparison split over two
+    // lines (`x ==` / `"trusted"`) is read as one.
+    bool hit = compares_a_gate_word(with_strings[k]);
+    if (!hit && k + 1 < with_strings.size() && !compares_a_gate_word(with_strings[k + 1])) {
+      const std::string here = trim(with_strings[k]), next = trim(with_strings[k + 1]);
+      if (ends_with_operator(here) || next.rfind("==", 0) == 0 || next.rfind("!=", 0) == 0 ||
+          (next.rfind("\"", 0) == 0 && here.ends_with("(")))
+        hit = compares_a_gate_word(here + " " + next);
+    }
+    if (hit) {
+      found.push_back(number + ": compares a string naming a gate input or decision (keep the enum; "
+                      "turn it into words only to print): " + trim(with_strings[k]));
     }
   }
   return found;
@@ -223,6 +334,64 @@ TEST(OneDecisionSite, TheGuardCatchesASecondDecisionSite) {
   EXPECT_TRUE(decision_site_violations("// if (d == Decision::Deny) in a comment").empty());
 }
 
+TEST(OneDecisionSite, TheGuardCatchesAGateInputLearntBackFromItsWord) {
+  // Each shape of comparing a printed gate word, on either side, as a call.
+  for (const char* code : {
+           R"(std::string out = in.shape == "customer-isolation" ? "a" : "b";)",
+           R"(if (x != "setec-only") return;)",
+           R"(if (in.trust == "trusted") hint();)",
+           R"(if ("untrusted" == t) deny();)",
+           R"(gauge(sandbox.describe() == "available" ? 1 : 0);)",
+           R"(if (s.compare("unavailable") == 0) x();)",
+           R"(if (to_string(d) == "RequireSetec") patch();)",
+           R"(bool in_process = decision_word == "AllowInProcess";)",
+           R"(if (verdict.decision_name() == "Deny") count();)",
+           R"(if (sandbox_flag != "available" && sandbox_flag != "unavailable") return 2;)",
+           R"(if ("trusted"sv == trust_name) x();)",
+           R"(if (t == std::string_view("untrusted")) x();)",
+           R"(if (std::string("setec-only") != shape) x();)",
+           R"(if (shape.starts_with("customer-isolation")) x();)",
+           R"(if (std::strcmp(name.c_str(), "trusted") == 0) x();)",
+           R"(if (word.compare(0, 4, "Deny") == 0) x();)",
+           "const bool available = description ==\n    \"available\";",
+           "if (shape\n    == \"customer-isolation\") x();",
+           R"(auto r = R"x(raw)x"; if (shape == "customer-isolation") x();)",
+       }) {
+    EXPECT_FALSE(decision_site_violations(code).empty()) << code;
+  }
+  // The violation names the line it is on.
+  const auto v = decision_site_violations("int a;\n/* two\nlines */\nif (in.trust == \"trusted\") x();\n");
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].rfind("4: ", 0), 0u) << v[0];
+}
+
+TEST(OneDecisionSite, TheGuardLetsGateWordsBePrinted) {
+  for (const char* code : {
+           // Printing words, as messages and annotations.
+           R"(out << "the sandbox is available";)",
+           R"(answer.annotate("decision", "Deny");)",
+           R"(const std::pair<const char*, const char*> audit[] = {{"decision", "Deny"}, {"trust", "trusted"}};)",
+           R"(std::string m = "trusted == untrusted is never true";)",
+           R"(log("shape", "customer-isolation");)",
+           R"(return "trusted";)",
+           R"(std::cout << (ok ? "available" : "unavailable") << '\n';)",
+           // Comparing words that are not the gate's.
+           R"(if (output == "json") x();)",
+           R"(if (kind == "Deployment" || kind == "StatefulSet") x();)",
+           R"(if (r.operation == "CREATE") x();)",
+           R"(if (word == "trusted-ish") x();)",
+           R"(if (ns == "kube-system") x();)",
+           // A comparison whose string is not a gate word, next to one that is printed.
+           R"(if (a == b) log("trusted");)",
+           R"(msg = "shape == \"customer-isolation\"";)",
+           // Comments do not count.
+           R"(// if (in.shape == "customer-isolation") x();)",
+           "/* sandbox.describe() == \"available\" */ int x;",
+       }) {
+    EXPECT_TRUE(decision_site_violations(code).empty()) << code;
+  }
+}
+
 TEST(OneDecisionSite, NothingOutsideSrcPolicyMakesADecision) {
   namespace fs = std::filesystem;
   const fs::path src = fs::path(IG_SOURCE_DIR) / "src";
@@ -238,7 +407,7 @@ TEST(OneDecisionSite, NothingOutsideSrcPolicyMakesADecision) {
     std::stringstream buf;
     buf << in.rdbuf();
     ++files;
-    for (const auto& v : decision_site_violations(buf.str())) ADD_FAILURE() << rel << ":" << v;
+    for (const auto& v : decision_site_violations(buf.str())) ADD_FAILURE() << "src/" << rel << ":" << v;
   }
   EXPECT_GT(files, 5u);
 }
