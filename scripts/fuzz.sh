@@ -11,7 +11,7 @@ seconds="${1:-120}"
 out="$root/build-fuzz"
 mkdir -p "$out/corpus"
 cp examples/reviews/*.json "$out/corpus/"
-srcs=(src/policy/*.cpp src/model/*.cpp src/admission/*.cpp tests/fuzz/admission_review_fuzz.cpp)
+srcs=(src/base/*.cpp src/policy/*.cpp src/model/*.cpp src/admission/*.cpp tests/fuzz/admission_review_fuzz.cpp)
 clang++-14 -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
   -Isrc "${srcs[@]}" -lyaml-cpp -o "$out/admission_review_fuzz"
 "$out/admission_review_fuzz" -max_total_time="$seconds" -max_len=65536 -timeout=10 \

@@ -5,6 +5,7 @@
 
 #include "admission/catalog.h"
 #include "admission/pod_rules.h"
+#include "base/quote.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "config/environment.h"
@@ -33,53 +34,65 @@ int bad_input(const std::string& message) {
 
 std::string decision_label(const admission::PodVerdict& v) {
   if (v.decided) return std::string(policy::to_string(v.decision));
-  return v.allowed ? "NotEnforced" : "Deny";
+  return v.answer.allowed() ? "NotEnforced" : "Deny";
+}
+
+// The gate's inputs turned into words here, at the edge, and nowhere before.
+std::string trust_name(const admission::GateInputsReport& in) {
+  return std::string(policy::effective_trust_name(in.trust.trust));
 }
 
 void print_text(const admission::PodVerdict& v, const std::string& ns) {
   const auto& in = v.inputs;
+  const admission::Answer& a = v.answer;
   std::string out;
-  out += "decision:  " + decision_label(v) + (v.allowed ? " (admitted)" : " (denied)") + "\n";
+  out += "decision:  " + decision_label(v) + (a.allowed() ? " (admitted)" : " (denied)") + "\n";
   if (!in.component.empty()) out += "component: " + in.component + " (namespace " + ns + ")\n";
   if (v.decided) {
-    out += "trust:     " + in.trust;
-    if (!in.trust_declared) {
+    out += "trust:     " + trust_name(in);
+    if (!in.trust.declared) {
       out += " (content_trust omitted: treated as trusted)";
-    } else if (!in.trust_valid) {
-      out += " (content_trust \"" + in.trust_raw + "\" is not valid: treated as untrusted)";
+    } else if (!in.trust.valid) {
+      out += " (content_trust " + quote(in.trust_raw) + " is not valid: treated as untrusted)";
     } else {
       out += " (declared)";
     }
-    out += "\nshape:     " + in.shape;
-    if (in.shape_fell_back) {
-      out += " (GIBSON_UNTRUSTED_EXEC=\"" + in.shape_raw + "\" not recognised: fell back)";
+    out += "\nshape:     " + std::string(policy::to_string(in.shape.shape));
+    if (in.shape.fell_back) {
+      out += " (GIBSON_UNTRUSTED_EXEC=" + quote(in.shape_raw) + " not recognised: fell back)";
     } else if (in.shape_raw.empty()) {
       out += " (GIBSON_UNTRUSTED_EXEC unset: default)";
     }
-    out += "\nsandbox:   " + in.sandbox + " (RuntimeClass " + in.runtime_class + ")\n";
+    out += "\nsandbox:   " + in.sandbox_detail + " (RuntimeClass " + in.runtime_class + ")\n";
   }
-  out += (v.allowed ? "summary:   " : "reason:    ") + v.message + "\n";
-  for (const auto& w : v.warnings) out += "warning:   " + w + "\n";
+  out += (a.allowed() ? "summary:   " : "reason:    ") + a.message + "\n";
+  for (const auto& w : a.warnings) out += "warning:   " + w + "\n";
   if (!v.patch.empty()) out += "patch (RFC 6902):\n" + model::dump_json(v.patch, 2) + "\n";
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
 
 void print_json(const admission::PodVerdict& v, const std::string& ns) {
   const auto& in = v.inputs;
+  const admission::Answer& a = v.answer;
   json out = {{"decision", decision_label(v)},
-              {"allowed", v.allowed},
+              {"allowed", a.allowed()},
+              {"reason", admission::to_string(a.reason)},
               {"component", in.component},
               {"namespace", ns},
-              {"message", v.message},
-              {"warnings", v.warnings},
+              {"message", a.message},
+              {"warnings", a.warnings},
               {"patch", v.patch}};
   if (v.decided) {
-    out["contentTrust"] = {{"effective", in.trust},
-                           {"declared", in.trust_declared},
-                           {"valid", in.trust_valid},
+    out["contentTrust"] = {{"effective", trust_name(in)},
+                           {"declared", in.trust.declared},
+                           {"valid", in.trust.valid},
                            {"value", in.trust_raw}};
-    out["shape"] = {{"value", in.shape}, {"fellBack", in.shape_fell_back}, {"env", in.shape_raw}};
-    out["sandbox"] = {{"state", in.sandbox}, {"runtimeClass", in.runtime_class}};
+    out["shape"] = {{"value", policy::to_string(in.shape.shape)},
+                    {"fellBack", in.shape.fell_back},
+                    {"env", in.shape_raw}};
+    out["sandbox"] = {{"state", policy::to_string(in.sandbox)},
+                      {"detail", in.sandbox_detail},
+                      {"runtimeClass", in.runtime_class}};
   }
   const std::string text = model::dump_json(out, 2) + "\n";
   std::fwrite(text.data(), 1, text.size(), stdout);
@@ -139,14 +152,15 @@ int run_evaluate(const std::vector<std::string>& args) {
                                       ? policy::SandboxAvailability::Available
                                       : policy::SandboxAvailability::Unavailable);
 
-  auto verdict = admission::admit_pod(*facts, *where, ns, catalog, sandbox, settings,
+  auto verdict = admission::admit_pod(*facts, *where, ns,
+                                      admission::AdmissionContext{settings, catalog, sandbox},
                                       admission::Stage::Evaluate);
   if (output == "json") {
     print_json(verdict, ns);
   } else {
     print_text(verdict, ns);
   }
-  return verdict.allowed ? kExitAllowed : kExitDenied;
+  return verdict.answer.allowed() ? kExitAllowed : kExitDenied;
 }
 
 }  // namespace ig::cli

@@ -10,6 +10,7 @@
 
 #include "admission/catalog.h"
 #include "admission/webhook.h"
+#include "config/defaults.h"
 #include "model/document.h"
 #include "model/json_projection.h"
 
@@ -28,7 +29,13 @@ ig::admission::Webhook& webhook() {
     return c;
   }();
   static ig::admission::FixedSandbox sandbox(ig::policy::SandboxAvailability::Available);
-  static ig::admission::Webhook hook(ig::admission::GateSettings{}, catalog, sandbox);
+  static const ig::admission::GateSettings settings = [] {
+    ig::admission::GateSettings g;
+    g.runtime_class = std::string(ig::config::kDefaultRuntimeClass);
+    g.own_namespace = std::string(ig::config::kDefaultNamespace);
+    return g;
+  }();
+  static ig::admission::Webhook hook(ig::admission::AdmissionContext{settings, catalog, sandbox});
   return hook;
 }
 
@@ -36,7 +43,7 @@ ig::admission::Webhook& webhook() {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  const auto& projection = ig::model::admission_review_projection();
+  const auto& projection = ig::admission::admission_review_projection();
 
   auto got = ig::model::parse_projected(text, projection, "fuzz");
   std::optional<json> expected;

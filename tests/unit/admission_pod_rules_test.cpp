@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "admission/catalog.h"
+#include "config/defaults.h"
 #include "model/component.h"
 #include "model/pod.h"
 
@@ -75,6 +76,8 @@ StaticCatalog catalog_of_every_trust() {
 
 GateSettings settings_for(DeploymentShape shape) {
   GateSettings s;
+  s.runtime_class = std::string(config::kDefaultRuntimeClass);
+  s.own_namespace = std::string(config::kDefaultNamespace);
   s.shape = {shape, false};
   s.shape_raw = shape == DeploymentShape::CustomerIsolation ? "customer-isolation" : "";
   return s;
@@ -112,7 +115,7 @@ PodVerdict admit(const json& object, const ComponentLookup& components, SandboxA
   auto facts = model::read_pod_facts(object, *where, "test");
   EXPECT_TRUE(facts.ok()) << facts.error();
   FixedSandbox sandbox(sb);
-  return admit_pod(*facts, *where, ns, components, sandbox, settings, stage);
+  return admit_pod(*facts, *where, ns, AdmissionContext{settings, components, sandbox}, stage);
 }
 
 // Applies the verdict's patch in-process (a sanity check; the independent
@@ -125,7 +128,7 @@ json applied(const json& object, const PodVerdict& v) {
 }
 
 std::string audit_value(const PodVerdict& v, const std::string& key) {
-  for (const auto& [k, value] : v.audit)
+  for (const auto& [k, value] : v.answer.audit)
     if (k == key) return value;
   return "(absent)";
 }
@@ -188,7 +191,7 @@ TEST_P(EveryGateCombination, MutateStageDecidesAndPatchesAsTheGateSays) {
 
   ASSERT_TRUE(v.decided);
   EXPECT_EQ(v.decision, c.expected);
-  EXPECT_EQ(v.allowed, c.expected != Decision::Deny);
+  EXPECT_EQ(v.answer.allowed(), c.expected != Decision::Deny);
   EXPECT_EQ(audit_value(v, "decision"), policy::to_string(c.expected));
   EXPECT_EQ(audit_value(v, "component"), trust_name(c.trust));
   EXPECT_EQ(audit_value(v, "shape"), policy::to_string(c.shape));
@@ -196,8 +199,8 @@ TEST_P(EveryGateCombination, MutateStageDecidesAndPatchesAsTheGateSays) {
   EXPECT_EQ(audit_value(v, "content-trust"),
             (c.trust == Trust::Untrusted || c.trust == Trust::Invalid) ? "untrusted" : "trusted");
   EXPECT_EQ(v.inputs.component, trust_name(c.trust));
-  EXPECT_EQ(v.inputs.trust_valid, c.trust != Trust::Invalid);
-  EXPECT_EQ(v.inputs.trust_declared, c.trust != Trust::Omitted);
+  EXPECT_EQ(v.inputs.trust.valid, c.trust != Trust::Invalid);
+  EXPECT_EQ(v.inputs.trust.declared, c.trust != Trust::Omitted);
 
   switch (c.expected) {
     case Decision::RequireSetec:
@@ -213,10 +216,10 @@ TEST_P(EveryGateCombination, MutateStageDecidesAndPatchesAsTheGateSays) {
       break;
     case Decision::Deny:
       EXPECT_EQ(v.patch, json::array());
-      EXPECT_THAT(v.message, HasSubstr("To fix"));
+      EXPECT_THAT(v.answer.message, HasSubstr("To fix"));
       break;
   }
-  if (v.allowed) {
+  if (v.answer.allowed()) {
     const json result = applied(pod, v);
     EXPECT_EQ(result["metadata"]["annotations"][kAnnotation], policy::to_string(c.expected));
     if (c.expected == Decision::RequireSetec) {
@@ -228,11 +231,11 @@ TEST_P(EveryGateCombination, MutateStageDecidesAndPatchesAsTheGateSays) {
 
   // Warnings about the trust declaration, whatever the decision.
   if (c.trust == Trust::Omitted) {
-    EXPECT_THAT(v.warnings, Contains(HasSubstr("declares no content_trust: treated as trusted")));
+    EXPECT_THAT(v.answer.warnings, Contains(HasSubstr("declares no content_trust: treated as trusted")));
   } else if (c.trust == Trust::Invalid) {
-    EXPECT_THAT(v.warnings, Contains(HasSubstr("invalid content_trust \"maybe\"")));
+    EXPECT_THAT(v.answer.warnings, Contains(HasSubstr("invalid content_trust \"maybe\"")));
   } else {
-    EXPECT_THAT(v.warnings, IsEmpty());
+    EXPECT_THAT(v.answer.warnings, IsEmpty());
   }
 }
 
@@ -245,14 +248,14 @@ TEST_P(EveryGateCombination, ValidateAndWorkloadStagesDecideTheSameAndNeverPatch
   const PodVerdict validate =
       admit(pod, catalog, c.sandbox, settings_for(c.shape), Stage::Validate);
   EXPECT_EQ(validate.decision, c.expected);
-  EXPECT_EQ(validate.allowed, c.expected != Decision::Deny);
+  EXPECT_EQ(validate.answer.allowed(), c.expected != Decision::Deny);
   EXPECT_EQ(validate.patch, json::array());
 
   const json deployment = make_workload("apps/v1", "Deployment", trust_name(c.trust));
   const PodVerdict workload =
       admit(deployment, catalog, c.sandbox, settings_for(c.shape), Stage::Workload);
   EXPECT_EQ(workload.decision, c.expected);
-  EXPECT_EQ(workload.allowed, c.expected != Decision::Deny);
+  EXPECT_EQ(workload.answer.allowed(), c.expected != Decision::Deny);
   EXPECT_EQ(workload.patch, json::array());
 }
 
@@ -271,10 +274,10 @@ TEST(PodRules, MissingComponentLabelIsDeniedWithAFix) {
   const json pod = make_pod("");
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
-  EXPECT_FALSE(v.allowed);
+  EXPECT_FALSE(v.answer.allowed());
   EXPECT_FALSE(v.decided);
   EXPECT_EQ(v.patch, json::array());
-  EXPECT_THAT(v.message, AllOf(HasSubstr("pod \"p-0\" in namespace \"team-a\" denied"),
+  EXPECT_THAT(v.answer.message, AllOf(HasSubstr("pod \"p-0\" in namespace \"team-a\" denied"),
                                HasSubstr("it has no label gibson.zeroroot.ai/component"),
                                HasSubstr("namespace \"team-a\" is enforced"),
                                HasSubstr("To fix: add the label gibson.zeroroot.ai/component: "
@@ -289,7 +292,7 @@ TEST(PodRules, AnEmptyComponentLabelIsDeniedLikeAMissingOne) {
   pod["metadata"]["labels"] = {{kLabel, ""}};
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
-  EXPECT_FALSE(v.allowed);
+  EXPECT_FALSE(v.answer.allowed());
   EXPECT_EQ(audit_value(v, "reason"), "MissingComponentLabel");
 }
 
@@ -298,8 +301,8 @@ TEST(PodRules, MissingLabelOnAWorkloadTemplateNamesTheTemplateField) {
   const json w = make_workload("apps/v1", "Deployment", "");
   const PodVerdict v = admit(w, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Workload);
-  EXPECT_FALSE(v.allowed);
-  EXPECT_THAT(v.message,
+  EXPECT_FALSE(v.answer.allowed());
+  EXPECT_THAT(v.answer.message,
               AllOf(HasSubstr("Deployment \"w\" in namespace \"team-a\" denied: its pods would "
                               "be denied: it has no label gibson.zeroroot.ai/component"),
                     HasSubstr("to the pod template (spec.template.metadata.labels)")));
@@ -307,7 +310,7 @@ TEST(PodRules, MissingLabelOnAWorkloadTemplateNamesTheTemplateField) {
   const json cj = make_workload("batch/v1", "CronJob", "");
   const PodVerdict v2 = admit(cj, catalog, SandboxAvailability::Available,
                               settings_for(DeploymentShape::SetecOnly), Stage::Workload);
-  EXPECT_THAT(v2.message, HasSubstr("(spec.jobTemplate.spec.template.metadata.labels)"));
+  EXPECT_THAT(v2.answer.message, HasSubstr("(spec.jobTemplate.spec.template.metadata.labels)"));
 }
 
 TEST(PodRules, UnknownComponentIsDeniedWithAFix) {
@@ -315,10 +318,10 @@ TEST(PodRules, UnknownComponentIsDeniedWithAFix) {
   const json pod = make_pod("no-such-component");
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
-  EXPECT_FALSE(v.allowed);
+  EXPECT_FALSE(v.answer.allowed());
   EXPECT_FALSE(v.decided);
   EXPECT_EQ(v.patch, json::array());
-  EXPECT_THAT(v.message,
+  EXPECT_THAT(v.answer.message,
               AllOf(HasSubstr("names Component \"no-such-component\", which does not exist in "
                               "namespace \"team-a\""),
                     HasSubstr("To fix: create the Component first (kubectl apply -n team-a")));
@@ -330,7 +333,7 @@ TEST(PodRules, AComponentOfAnotherNamespaceIsUnknown) {
   const json pod = make_pod("trusted");
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate, "team-b");
-  EXPECT_FALSE(v.allowed);
+  EXPECT_FALSE(v.answer.allowed());
   EXPECT_EQ(audit_value(v, "reason"), "UnknownComponent");
 }
 
@@ -339,10 +342,10 @@ TEST(PodRules, ALookupErrorIsDeniedFailClosed) {
   const json pod = make_pod("trusted");
   const PodVerdict v = admit(pod, lookup, SandboxAvailability::Available,
                              settings_for(DeploymentShape::CustomerIsolation), Stage::Mutate);
-  EXPECT_FALSE(v.allowed);
+  EXPECT_FALSE(v.answer.allowed());
   EXPECT_FALSE(v.decided);
   EXPECT_EQ(v.patch, json::array());
-  EXPECT_THAT(v.message, AllOf(HasSubstr("Component \"trusted\" could not be looked up (the API "
+  EXPECT_THAT(v.answer.message, AllOf(HasSubstr("Component \"trusted\" could not be looked up (the API "
                                          "server did not answer within 2s)"),
                                HasSubstr("fails closed")));
   EXPECT_EQ(audit_value(v, "reason"), "LookupError");
@@ -358,16 +361,16 @@ TEST(PodRules, NeverEnforcedNamespacesAreAllowedWithoutADecision) {
   for (const char* ns : {"kube-system", "kube-public", "kube-node-lease", "gate-ns"}) {
     const PodVerdict v =
         admit(pod, lookup, SandboxAvailability::Unavailable, settings, Stage::Mutate, ns);
-    EXPECT_TRUE(v.allowed) << ns;
+    EXPECT_TRUE(v.answer.allowed()) << ns;
     EXPECT_FALSE(v.decided) << ns;
     EXPECT_EQ(v.patch, json::array()) << ns;
-    EXPECT_THAT(v.message, HasSubstr("is never enforced")) << ns;
+    EXPECT_THAT(v.answer.message, HasSubstr("is never enforced")) << ns;
     EXPECT_EQ(audit_value(v, "decision"), "NotEnforced") << ns;
   }
 }
 
 TEST(PodRules, TheDefaultOwnNamespaceIsNeverEnforced) {
-  const GateSettings settings;
+  const GateSettings settings = settings_for(DeploymentShape::SetecOnly);
   EXPECT_TRUE(is_never_enforced("isolation-gate-system", settings));
   EXPECT_FALSE(is_never_enforced("kube-system-extra", settings));
   EXPECT_FALSE(is_never_enforced("default", settings));
@@ -380,7 +383,7 @@ TEST(PodRules, NamespacesThatMerelyResembleNeverEnforcedOnesAreEnforced) {
   for (const char* ns : {"kube-system-2", "Kube-System", "default", "isolation-gate"}) {
     const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                                settings_for(DeploymentShape::SetecOnly), Stage::Mutate, ns);
-    EXPECT_FALSE(v.allowed) << ns;
+    EXPECT_FALSE(v.answer.allowed()) << ns;
     EXPECT_EQ(audit_value(v, "reason"), "MissingComponentLabel") << ns;
   }
 }
@@ -406,11 +409,11 @@ TEST_P(RequireSetecConflict, IsDeniedWithTheReason) {
   for (Stage stage : {Stage::Mutate, Stage::Validate, Stage::Evaluate}) {
     const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                                settings_for(DeploymentShape::SetecOnly), stage);
-    EXPECT_FALSE(v.allowed);
+    EXPECT_FALSE(v.answer.allowed());
     EXPECT_TRUE(v.decided);
     EXPECT_EQ(v.decision, Decision::RequireSetec);
     EXPECT_EQ(v.patch, json::array());
-    EXPECT_THAT(v.message, AllOf(HasSubstr("component \"untrusted\" must run in the setec sandbox "
+    EXPECT_THAT(v.answer.message, AllOf(HasSubstr("component \"untrusted\" must run in the setec sandbox "
                                            "(RuntimeClass \"kata-fc\", a Firecracker microVM), "
                                            "which cannot provide "),
                                  HasSubstr(c.reason), HasSubstr("To fix")));
@@ -445,8 +448,8 @@ TEST(PodRules, EveryMicroVmConflictIsListed) {
   pod["spec"]["initContainers"] = privileged("setup");
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
-  EXPECT_FALSE(v.allowed);
-  EXPECT_THAT(v.message,
+  EXPECT_FALSE(v.answer.allowed());
+  EXPECT_THAT(v.answer.message,
               HasSubstr("cannot provide hostNetwork, hostPID, hostIPC, privileged container "
                         "\"init:setup\"."));
 }
@@ -458,7 +461,7 @@ TEST(PodRules, HostNamespacesAreNoObstacleWhenThePodRunsInProcess) {
   pod["spec"]["containers"] = privileged("app");
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Unavailable,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
-  EXPECT_TRUE(v.allowed);
+  EXPECT_TRUE(v.answer.allowed());
   EXPECT_EQ(v.decision, Decision::AllowInProcess);
 }
 
@@ -468,8 +471,8 @@ TEST(PodRules, AWorkloadWithAMicroVmConflictIsDeniedAtApplyTime) {
   w["spec"]["template"]["spec"]["hostNetwork"] = true;
   const PodVerdict v = admit(w, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Workload);
-  EXPECT_FALSE(v.allowed);
-  EXPECT_THAT(v.message, AllOf(HasSubstr("DaemonSet \"w\" in namespace \"team-a\" denied: its pods "
+  EXPECT_FALSE(v.answer.allowed());
+  EXPECT_THAT(v.answer.message, AllOf(HasSubstr("DaemonSet \"w\" in namespace \"team-a\" denied: its pods "
                                          "would be denied: "),
                                HasSubstr("cannot provide hostNetwork")));
 }
@@ -482,11 +485,11 @@ TEST(PodRules, AnotherRuntimeClassIsReplacedWithAWarning) {
   pod["spec"]["runtimeClassName"] = "runc";
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
-  ASSERT_TRUE(v.allowed);
+  ASSERT_TRUE(v.answer.allowed());
   EXPECT_EQ(v.patch[0], (json{{"op", "replace"},
                               {"path", "/spec/runtimeClassName"},
                               {"value", "kata-fc"}}));
-  EXPECT_THAT(v.warnings, Contains("runtimeClassName \"runc\" replaced by \"kata-fc\": component "
+  EXPECT_THAT(v.answer.warnings, Contains("runtimeClassName \"runc\" replaced by \"kata-fc\": component "
                                    "\"untrusted\" runs only in the sandbox"));
   EXPECT_EQ(applied(pod, v)["spec"]["runtimeClassName"], "kata-fc");
 }
@@ -496,11 +499,11 @@ TEST(PodRules, AMissingRuntimeClassIsAddedWithoutAWarning) {
   const json pod = make_pod("untrusted");
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
-  ASSERT_TRUE(v.allowed);
+  ASSERT_TRUE(v.answer.allowed());
   EXPECT_EQ(v.patch[0], (json{{"op", "add"},
                               {"path", "/spec/runtimeClassName"},
                               {"value", "kata-fc"}}));
-  EXPECT_THAT(v.warnings, IsEmpty());
+  EXPECT_THAT(v.answer.warnings, IsEmpty());
 }
 
 TEST(PodRules, TheSandboxRuntimeClassAlreadySetNeedsNoRuntimeClassOp) {
@@ -509,10 +512,10 @@ TEST(PodRules, TheSandboxRuntimeClassAlreadySetNeedsNoRuntimeClassOp) {
   pod["spec"]["runtimeClassName"] = "kata-fc";
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
-  ASSERT_TRUE(v.allowed);
+  ASSERT_TRUE(v.answer.allowed());
   EXPECT_EQ(v.patch, json::parse(R"([{"op":"add","path":"/metadata/annotations",
                                       "value":{"gibson.zeroroot.ai/isolation":"RequireSetec"}}])"));
-  EXPECT_THAT(v.warnings, IsEmpty());
+  EXPECT_THAT(v.answer.warnings, IsEmpty());
 }
 
 TEST(PodRules, AConfiguredRuntimeClassIsTheOneRequired) {
@@ -522,9 +525,9 @@ TEST(PodRules, AConfiguredRuntimeClassIsTheOneRequired) {
   const json pod = make_pod("trusted");
   const PodVerdict v =
       admit(pod, catalog, SandboxAvailability::Available, settings, Stage::Mutate);
-  ASSERT_TRUE(v.allowed);
+  ASSERT_TRUE(v.answer.allowed());
   EXPECT_EQ(applied(pod, v)["spec"]["runtimeClassName"], "my-sandbox");
-  EXPECT_THAT(v.message, HasSubstr("RuntimeClass \"my-sandbox\""));
+  EXPECT_THAT(v.answer.message, HasSubstr("RuntimeClass \"my-sandbox\""));
 }
 
 TEST(PodRules, AllowInProcessLeavesTheRuntimeClassAlone) {
@@ -533,10 +536,10 @@ TEST(PodRules, AllowInProcessLeavesTheRuntimeClassAlone) {
   pod["spec"]["runtimeClassName"] = "gvisor";
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Unavailable,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
-  ASSERT_TRUE(v.allowed);
+  ASSERT_TRUE(v.answer.allowed());
   EXPECT_EQ(v.decision, Decision::AllowInProcess);
   EXPECT_EQ(applied(pod, v)["spec"]["runtimeClassName"], "gvisor");
-  EXPECT_THAT(v.warnings, IsEmpty());
+  EXPECT_THAT(v.answer.warnings, IsEmpty());
 }
 
 // ---- Stage::Validate -----------------------------------------------------
@@ -546,10 +549,10 @@ TEST(PodRules, ValidateDeniesRequireSetecPodsWithoutTheSandboxRuntimeClass) {
   json unset = make_pod("untrusted");
   const PodVerdict a = admit(unset, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Validate);
-  EXPECT_FALSE(a.allowed);
+  EXPECT_FALSE(a.answer.allowed());
   EXPECT_EQ(a.decision, Decision::RequireSetec);
   EXPECT_EQ(a.patch, json::array());
-  EXPECT_THAT(a.message, AllOf(HasSubstr("must run on RuntimeClass \"kata-fc\" (RequireSetec), but "
+  EXPECT_THAT(a.answer.message, AllOf(HasSubstr("must run on RuntimeClass \"kata-fc\" (RequireSetec), but "
                                          "the pod's runtimeClassName is not set"),
                                HasSubstr("To fix")));
   EXPECT_EQ(audit_value(a, "reason"), "RuntimeClassChanged");
@@ -558,9 +561,9 @@ TEST(PodRules, ValidateDeniesRequireSetecPodsWithoutTheSandboxRuntimeClass) {
   other["spec"]["runtimeClassName"] = "runc";
   const PodVerdict b = admit(other, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Validate);
-  EXPECT_FALSE(b.allowed);
+  EXPECT_FALSE(b.answer.allowed());
   EXPECT_EQ(b.patch, json::array());
-  EXPECT_THAT(b.message, HasSubstr("the pod's runtimeClassName is \"runc\""));
+  EXPECT_THAT(b.answer.message, HasSubstr("the pod's runtimeClassName is \"runc\""));
 }
 
 TEST(PodRules, ValidateAllowsRequireSetecPodsOnTheSandboxWithoutAPatch) {
@@ -569,9 +572,9 @@ TEST(PodRules, ValidateAllowsRequireSetecPodsOnTheSandboxWithoutAPatch) {
   pod["spec"]["runtimeClassName"] = "kata-fc";
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Validate);
-  EXPECT_TRUE(v.allowed);
+  EXPECT_TRUE(v.answer.allowed());
   EXPECT_EQ(v.patch, json::array());
-  EXPECT_THAT(v.warnings, IsEmpty());
+  EXPECT_THAT(v.answer.warnings, IsEmpty());
 }
 
 // ---- Stage::Workload -----------------------------------------------------
@@ -584,7 +587,7 @@ TEST(PodRules, WorkloadStageNeverPatchesEvenWhenTheTemplateNeedsIt) {
     json w = make_workload(api, kind, "untrusted");
     const PodVerdict v = admit(w, catalog, SandboxAvailability::Available,
                                settings_for(DeploymentShape::SetecOnly), Stage::Workload);
-    EXPECT_TRUE(v.allowed) << kind;
+    EXPECT_TRUE(v.answer.allowed()) << kind;
     EXPECT_EQ(v.decision, Decision::RequireSetec) << kind;
     EXPECT_EQ(v.patch, json::array()) << kind;
   }
@@ -595,9 +598,9 @@ TEST(PodRules, WorkloadDenialNamesTheWorkloadAndWhatItsPodsWouldMeet) {
   const json w = make_workload("batch/v1", "CronJob", "untrusted");
   const PodVerdict v = admit(w, catalog, SandboxAvailability::Unavailable,
                              settings_for(DeploymentShape::SetecOnly), Stage::Workload);
-  EXPECT_FALSE(v.allowed);
+  EXPECT_FALSE(v.answer.allowed());
   EXPECT_EQ(v.decision, Decision::Deny);
-  EXPECT_THAT(v.message, HasSubstr("CronJob \"w\" in namespace \"team-a\" denied: its pods would "
+  EXPECT_THAT(v.answer.message, HasSubstr("CronJob \"w\" in namespace \"team-a\" denied: its pods would "
                                    "be denied: component \"untrusted\""));
 }
 
@@ -606,7 +609,7 @@ TEST(PodRules, EvaluateStagePatchesAtTheTemplatePointerOfAWorkload) {
   const json cj = make_workload("batch/v1", "CronJob", "trusted");
   const PodVerdict v = admit(cj, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Evaluate);
-  ASSERT_TRUE(v.allowed);
+  ASSERT_TRUE(v.answer.allowed());
   ASSERT_EQ(v.patch.size(), 2u);
   EXPECT_EQ(v.patch[0]["path"], "/spec/jobTemplate/spec/template/spec/runtimeClassName");
   EXPECT_EQ(v.patch[1]["path"], "/spec/jobTemplate/spec/template/metadata/annotations");
@@ -631,9 +634,11 @@ TEST(DecisionAnnotationPatch, APodWithoutMetadataGetsTheWholeMetadataMap) {
   ASSERT_TRUE(facts.ok());
   facts->component = "trusted";  // as if the label came from elsewhere
   const FixedSandbox sandbox(SandboxAvailability::Unavailable);
-  const PodVerdict v = admit_pod(*facts, *where, kNs, catalog, sandbox,
-                                 settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
-  ASSERT_TRUE(v.allowed);
+  const PodVerdict v =
+      admit_pod(*facts, *where, kNs,
+                AdmissionContext{settings_for(DeploymentShape::SetecOnly), catalog, sandbox},
+                Stage::Mutate);
+  ASSERT_TRUE(v.answer.allowed());
   EXPECT_EQ(v.patch, json::parse(R"([{"op":"add","path":"/metadata",
       "value":{"annotations":{"gibson.zeroroot.ai/isolation":"AllowInProcess"}}}])"));
   EXPECT_EQ(applied(pod, v)["metadata"]["annotations"][kAnnotation], "AllowInProcess");
@@ -669,7 +674,7 @@ TEST(DecisionAnnotationPatch, AnAnnotationAlreadyEqualNeedsNoOp) {
   pod["metadata"]["annotations"] = {{kAnnotation, "AllowInProcess"}};
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Unavailable,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
-  EXPECT_TRUE(v.allowed);
+  EXPECT_TRUE(v.answer.allowed());
   EXPECT_EQ(v.patch, json::array());
 }
 
@@ -680,7 +685,7 @@ TEST(DecisionAnnotationPatch, AnAnnotationWithAnotherValueIsOverwritten) {
   pod["metadata"]["annotations"] = {{kAnnotation, "AllowInProcess"}};
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
-  ASSERT_TRUE(v.allowed);
+  ASSERT_TRUE(v.answer.allowed());
   const json result = applied(pod, v);
   EXPECT_EQ(result["metadata"]["annotations"][kAnnotation], "RequireSetec");
   EXPECT_EQ(result["spec"]["runtimeClassName"], "kata-fc");
@@ -693,7 +698,7 @@ TEST(DecisionAnnotationPatch, OtherAnnotationKeysWithTildeAndSlashSurviveThePatc
       {"example.com/a~b", "1"}, {"~1", "2"}, {"a/b/c", "3"}, {"~0/~1", "4"}};
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
-  ASSERT_TRUE(v.allowed);
+  ASSERT_TRUE(v.answer.allowed());
   const json result = applied(pod, v);
   EXPECT_EQ(result["metadata"]["annotations"],
             (json{{"example.com/a~b", "1"},
@@ -735,9 +740,9 @@ TEST(PodRulesMessages, EveryWarningIsUnder120CharactersEvenWithA253CharacterName
     for (Stage stage : {Stage::Mutate, Stage::Workload, Stage::Evaluate}) {
       const PodVerdict v =
           admit(pod, catalog, SandboxAvailability::Available, settings, stage);
-      ASSERT_TRUE(v.allowed) << v.message;
-      ASSERT_EQ(v.warnings.size(), 2u);  // the trust warning and the runtimeClassName one
-      for (const auto& w : v.warnings) {
+      ASSERT_TRUE(v.answer.allowed()) << v.answer.message;
+      ASSERT_EQ(v.answer.warnings.size(), 2u);  // the trust warning and the runtimeClassName one
+      for (const auto& w : v.answer.warnings) {
         EXPECT_LT(w.size(), 120u) << w;
         EXPECT_THAT(w, testing::EndsWith("..."));
       }
@@ -746,13 +751,14 @@ TEST(PodRulesMessages, EveryWarningIsUnder120CharactersEvenWithA253CharacterName
 }
 
 TEST(PodRulesMessages, AddWarningKeepsShortTextAndNeverSplitsAUtf8Sequence) {
-  std::vector<std::string> warnings;
-  add_warning(warnings, "short");
+  Answer answer;
+  answer.warn("short");
   std::string accented;
   for (int i = 0; i < 100; ++i) accented += "\xC3\xA9";  // "é" x 100 = 200 bytes
-  add_warning(warnings, accented);
-  add_warning(warnings, std::string(119, 'x'));
-  add_warning(warnings, std::string(120, 'x'));
+  answer.warn(accented);
+  answer.warn(std::string(119, 'x'));
+  answer.warn(std::string(120, 'x'));
+  const std::vector<std::string>& warnings = answer.warnings;
   ASSERT_EQ(warnings.size(), 4u);
   EXPECT_EQ(warnings[0], "short");
   EXPECT_LT(warnings[1].size(), 120u);
@@ -769,15 +775,15 @@ TEST(PodRulesMessages, DenyMessageNamesComponentNamespaceTrustShapeSandboxAndAFi
   const json pod = make_pod("untrusted");
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Unavailable,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
-  ASSERT_FALSE(v.allowed);
+  ASSERT_FALSE(v.answer.allowed());
   ASSERT_EQ(v.decision, Decision::Deny);
-  EXPECT_THAT(v.message,
+  EXPECT_THAT(v.answer.message,
               AllOf(HasSubstr("pod \"p-0\" in namespace \"team-a\" denied: "),
                     HasSubstr("component \"untrusted\" is untrusted (content_trust: untrusted)"),
                     HasSubstr("isolation-gate runs in the setec-only (hosted) shape"),
                     HasSubstr("the setec sandbox (RuntimeClass \"kata-fc\") is unavailable"),
                     HasSubstr("To fix: make RuntimeClass \"kata-fc\" available")));
-  EXPECT_EQ(v.message.find('\n'), std::string::npos);
+  EXPECT_EQ(v.answer.message.find('\n'), std::string::npos);
 }
 
 TEST(PodRulesMessages, DenyMessageForAnInvalidTrustSaysItIsTreatedAsUntrusted) {
@@ -786,7 +792,7 @@ TEST(PodRulesMessages, DenyMessageForAnInvalidTrustSaysItIsTreatedAsUntrusted) {
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Unavailable,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
   ASSERT_EQ(v.decision, Decision::Deny);
-  EXPECT_THAT(v.message,
+  EXPECT_THAT(v.answer.message,
               AllOf(HasSubstr("component \"invalid\" is treated as untrusted (content_trust "
                               "\"maybe\" is not valid; use trusted or untrusted)"),
                     HasSubstr("namespace \"team-a\""), HasSubstr("setec-only"),
@@ -803,9 +809,9 @@ TEST(PodRulesMessages, DenyMessageSaysWhenTheShapeFellBack) {
   const PodVerdict v =
       admit(pod, catalog, SandboxAvailability::Unavailable, settings, Stage::Mutate);
   ASSERT_EQ(v.decision, Decision::Deny);
-  EXPECT_THAT(v.message, HasSubstr("setec-only (hosted) shape (GIBSON_UNTRUSTED_EXEC="
+  EXPECT_THAT(v.answer.message, HasSubstr("setec-only (hosted) shape (GIBSON_UNTRUSTED_EXEC="
                                    "\"Customer-Isolation\" is not recognised)"));
-  EXPECT_TRUE(v.inputs.shape_fell_back);
+  EXPECT_TRUE(v.inputs.shape.fell_back);
   EXPECT_EQ(v.inputs.shape_raw, "Customer-Isolation");
 }
 
@@ -814,11 +820,11 @@ TEST(PodRulesMessages, AllowedMessagesSummariseTheOutcome) {
   const json pod = make_pod("trusted");
   const PodVerdict a = admit(pod, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
-  EXPECT_EQ(a.message,
+  EXPECT_EQ(a.answer.message,
             "component \"trusted\" (trusted) runs in the setec sandbox: RuntimeClass \"kata-fc\"");
   const PodVerdict b = admit(pod, catalog, SandboxAvailability::Unavailable,
                              settings_for(DeploymentShape::CustomerIsolation), Stage::Mutate);
-  EXPECT_EQ(b.message,
+  EXPECT_EQ(b.answer.message,
             "component \"trusted\" (trusted) runs on the ordinary runtime: the setec sandbox "
             "(RuntimeClass \"kata-fc\") is unavailable and trusted components may run "
             "in-process");
@@ -826,7 +832,7 @@ TEST(PodRulesMessages, AllowedMessagesSummariseTheOutcome) {
   const PodVerdict c = admit(untrusted, catalog, SandboxAvailability::Unavailable,
                              settings_for(DeploymentShape::CustomerIsolation), Stage::Mutate);
   ASSERT_EQ(c.decision, Decision::AllowInProcess);
-  EXPECT_THAT(c.message,
+  EXPECT_THAT(c.answer.message,
               AllOf(HasSubstr("component \"untrusted\" (untrusted) runs on the ordinary runtime"),
                     HasSubstr("is unavailable"),
                     HasSubstr("the customer-isolation (self-hosted) shape")));
@@ -838,7 +844,7 @@ TEST(PodRulesMessages, AnUnnamedPodIsCalledUnnamed) {
   pod["metadata"].erase("name");
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
-  EXPECT_THAT(v.message, testing::StartsWith("pod (unnamed) in namespace \"team-a\" denied: "));
+  EXPECT_THAT(v.answer.message, testing::StartsWith("pod (unnamed) in namespace \"team-a\" denied: "));
 }
 
 }  // namespace

@@ -1,16 +1,20 @@
 // The webhook's HTTP-level handler in-process (src/admission/webhook.h,
-// review.h, metrics.h): routing, the AdmissionReview contract, fail-closed
-// answers, the per-endpoint behaviour, metrics and readiness.
+// routes.h, handlers.h, answer.h, review.h, metrics.h): routing, the
+// AdmissionReview contract, fail-closed answers, the per-endpoint behaviour,
+// metrics and readiness.
 #include "admission/webhook.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
+#include <stdexcept>
 #include <optional>
 #include <string>
 
 #include "admission/catalog.h"
+#include "config/defaults.h"
 #include "model/document.h"
 #include "model/pod.h"
 
@@ -23,6 +27,7 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 using json = nlohmann::json;
 using policy::DeploymentShape;
@@ -123,7 +128,7 @@ WebhookRequest post(const std::string& target, const std::string& body,
 WebhookRequest get(const std::string& target) { return {"GET", target, "", ""}; }
 
 // The parsed body of a 200 answer, and its response member.
-struct Answer {
+struct Reply {
   unsigned status = 0;
   json body;
   const json& response() const { return body.at("response"); }
@@ -138,7 +143,11 @@ class WebhookTest : public ::testing::Test {
   WebhookTest()
       : catalog_(load_catalog()),
         sandbox_(SandboxAvailability::Unavailable),
-        webhook_(settings_for(DeploymentShape::SetecOnly), catalog_, sandbox_) {}
+        webhook_(AdmissionContext{settings_for(DeploymentShape::SetecOnly), catalog_, sandbox_},
+                 WebhookOptions{[this] { return ready_.load(); },
+                                [](prometheus::TextWriter& out) {
+                                  out.sample("isolation_gate_extra_total", {}, std::uint64_t{7});
+                                }}) {}
 
   static StaticCatalog load_catalog() {
     auto c = StaticCatalog::load_directory(std::string(IG_SOURCE_DIR) + "/examples/components",
@@ -150,13 +159,15 @@ class WebhookTest : public ::testing::Test {
 
   static GateSettings settings_for(DeploymentShape shape) {
     GateSettings s;
+    s.runtime_class = std::string(config::kDefaultRuntimeClass);
+    s.own_namespace = std::string(config::kDefaultNamespace);
     s.shape = {shape, false};
     return s;
   }
 
-  Answer send(WebhookRequest request) {
+  Reply send(WebhookRequest request) {
     WebhookResponse r = webhook_.serve(std::move(request));
-    Answer a;
+    Reply a;
     a.status = r.status;
     EXPECT_EQ(r.content_type, "application/json");
     try {
@@ -167,12 +178,13 @@ class WebhookTest : public ::testing::Test {
     return a;
   }
 
-  Answer review(const std::string& path, const json& review) {
-    Answer a = send(post(path, review.dump()));
+  Reply review(const std::string& path, const json& review) {
+    Reply a = send(post(path, review.dump()));
     EXPECT_EQ(a.status, 200u) << a.body.dump();
     return a;
   }
 
+  std::atomic<bool> ready_{true};
   StaticCatalog catalog_;
   SwitchableSandbox sandbox_;
   Webhook webhook_;
@@ -181,21 +193,21 @@ class WebhookTest : public ::testing::Test {
 // ---- routing -------------------------------------------------------------
 
 TEST_F(WebhookTest, UnknownPathIs404WithAStatusBody) {
-  Answer a = send(get("/nope"));
+  Reply a = send(get("/nope"));
   EXPECT_EQ(a.status, 404u);
   EXPECT_EQ(a.body["kind"], "Status");
   EXPECT_EQ(a.body["code"], 404);
   EXPECT_EQ(a.body["reason"], "NotFound");
-  Answer b = send(post("/mutate/pods/extra", "{}"));
+  Reply b = send(post("/mutate/pods/extra", "{}"));
   EXPECT_EQ(b.status, 404u);
-  Answer c = send(post("/", "{}"));
+  Reply c = send(post("/", "{}"));
   EXPECT_EQ(c.status, 404u);
 }
 
 TEST_F(WebhookTest, WrongMethodIs405) {
   for (const char* path :
        {"/mutate/pods", "/validate/pods", "/validate/workloads", "/validate/components"}) {
-    Answer a = send(get(path));
+    Reply a = send(get(path));
     EXPECT_EQ(a.status, 405u) << path;
     EXPECT_EQ(a.body["reason"], "MethodNotAllowed") << path;
   }
@@ -210,7 +222,7 @@ TEST_F(WebhookTest, ContentTypeOtherThanJsonIs415) {
       review_json("u1", kPodKind, "CREATE", load_example("pods/report-parser-pod.yaml")).dump();
   for (const char* ct : {"text/plain", "", "application/yaml", "application/jsonx",
                          "application/json-patch+json"}) {
-    Answer a = send(post("/mutate/pods", body, ct));
+    Reply a = send(post("/mutate/pods", body, ct));
     EXPECT_EQ(a.status, 415u) << ct;
     EXPECT_EQ(a.body["reason"], "UnsupportedMediaType") << ct;
   }
@@ -221,7 +233,7 @@ TEST_F(WebhookTest, JsonContentTypeWithParametersOrOtherCaseIsAccepted) {
       review_json("u1", kPodKind, "CREATE", load_example("pods/docs-indexer-pod.yaml")).dump();
   for (const char* ct : {"application/json", "application/json; charset=utf-8",
                          "Application/JSON", " application/json ;charset=UTF-8"}) {
-    Answer a = send(post("/mutate/pods", body, ct));
+    Reply a = send(post("/mutate/pods", body, ct));
     EXPECT_EQ(a.status, 200u) << ct;
   }
 }
@@ -229,25 +241,25 @@ TEST_F(WebhookTest, JsonContentTypeWithParametersOrOtherCaseIsAccepted) {
 TEST_F(WebhookTest, QueryStringIsIgnored) {
   const json r = review_json("u-timeout", kPodKind, "CREATE",
                              load_example("pods/docs-indexer-pod.yaml"));
-  Answer a = review("/mutate/pods?timeout=10s", r);
+  Reply a = review("/mutate/pods?timeout=10s", r);
   EXPECT_EQ(a.response()["uid"], "u-timeout");
   EXPECT_TRUE(a.allowed());
   EXPECT_EQ(send(get("/healthz?verbose")).status, 200u);
 }
 
 TEST_F(WebhookTest, HealthzAndReadyz) {
-  Answer h = send(get("/healthz"));
+  Reply h = send(get("/healthz"));
   EXPECT_EQ(h.status, 200u);
   EXPECT_EQ(h.body, (json{{"status", "ok"}}));
-  Answer r = send(get("/readyz"));
+  Reply r = send(get("/readyz"));
   EXPECT_EQ(r.status, 200u);
   EXPECT_EQ(r.body, (json{{"status", "ready"}}));
 }
 
 TEST_F(WebhookTest, ReadyzIs503WhenTheReadinessFunctionSaysNo) {
-  std::atomic<bool> ready{false};
-  webhook_.set_readiness([&ready] { return ready.load(); });
-  Answer a = send(get("/readyz"));
+  std::atomic<bool>& ready = ready_;
+  ready = false;
+  Reply a = send(get("/readyz"));
   EXPECT_EQ(a.status, 503u);
   EXPECT_EQ(a.body["reason"], "ServiceUnavailable");
   EXPECT_EQ(a.body["code"], 503);
@@ -272,7 +284,7 @@ TEST_F(WebhookTest, ProbeListenerServesOnlyProbes) {
 
 TEST_F(WebhookTest, InvalidJsonIs400WithAStatusBody) {
   for (const char* body : {"", "{", "not json", "{\"apiVersion\":}", "\xff\xfe"}) {
-    Answer a = send(post("/mutate/pods", body));
+    Reply a = send(post("/mutate/pods", body));
     EXPECT_EQ(a.status, 400u) << body;
     EXPECT_EQ(a.body["apiVersion"], "v1");
     EXPECT_EQ(a.body["kind"], "Status");
@@ -286,7 +298,7 @@ TEST_F(WebhookTest, InvalidJsonIs400WithAStatusBody) {
 
 TEST_F(WebhookTest, DeeplyNestedJsonIs400NotACrash) {
   const std::string body = std::string(100'000, '[') + std::string(100'000, ']');
-  Answer a = send(post("/validate/pods", body));
+  Reply a = send(post("/validate/pods", body));
   EXPECT_EQ(a.status, 400u);
   EXPECT_THAT(a.body["message"].get<std::string>(), HasSubstr("nested deeper than"));
 }
@@ -305,7 +317,7 @@ TEST_F(WebhookTest, NotAnAdmissionReviewIs400) {
        "kind must be AdmissionReview"},
   };
   for (const auto& c : cases) {
-    Answer a = send(post("/mutate/pods", c.body.dump()));
+    Reply a = send(post("/mutate/pods", c.body.dump()));
     EXPECT_EQ(a.status, 400u) << c.body.dump();
     EXPECT_THAT(a.body["message"].get<std::string>(), HasSubstr(c.message));
   }
@@ -315,7 +327,7 @@ TEST_F(WebhookTest, AReviewWithoutRequestIs400) {
   for (const json& body :
        {json{{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}},
         json{{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}, {"request", 1}}}) {
-    Answer a = send(post("/validate/pods", body.dump()));
+    Reply a = send(post("/validate/pods", body.dump()));
     EXPECT_EQ(a.status, 400u);
     EXPECT_EQ(a.body["message"], "request body: AdmissionReview has no request");
   }
@@ -323,7 +335,7 @@ TEST_F(WebhookTest, AReviewWithoutRequestIs400) {
 
 TEST_F(WebhookTest, AReviewWithoutUidIs400) {
   json r = review_json("", kPodKind, "CREATE", load_example("pods/report-parser-pod.yaml"));
-  Answer a = send(post("/mutate/pods", r.dump()));
+  Reply a = send(post("/mutate/pods", r.dump()));
   EXPECT_EQ(a.status, 400u);
   EXPECT_EQ(a.body["message"], "request body: request.uid is missing");
   r["request"]["uid"] = 12;
@@ -334,7 +346,7 @@ TEST_F(WebhookTest, AReviewWithoutUidIs400) {
 
 TEST_F(WebhookTest, AReviewWithUidButNoObjectIsAnsweredNotAllowedWithCode400) {
   const json r = review_json("uid-no-object", kPodKind, "CREATE", json());
-  Answer a = review("/mutate/pods", r);
+  Reply a = review("/mutate/pods", r);
   EXPECT_EQ(a.body["apiVersion"], "admission.k8s.io/v1");
   EXPECT_EQ(a.body["kind"], "AdmissionReview");
   EXPECT_EQ(a.response()["uid"], "uid-no-object");
@@ -349,14 +361,14 @@ TEST_F(WebhookTest, AReviewWithUidButNoObjectIsAnsweredNotAllowedWithCode400) {
 TEST_F(WebhookTest, AReviewMissingKindOrOperationIsAnsweredNotAllowed) {
   json r = review_json("u", kPodKind, "CREATE", load_example("pods/docs-indexer-pod.yaml"));
   r["request"].erase("kind");
-  Answer a = review("/mutate/pods", r);
+  Reply a = review("/mutate/pods", r);
   EXPECT_FALSE(a.allowed());
   EXPECT_EQ(a.response()["status"]["code"], 400);
   EXPECT_THAT(a.message(), HasSubstr("request.kind is missing"));
 
   r = review_json("u", kPodKind, "CREATE", load_example("pods/docs-indexer-pod.yaml"));
   r["request"].erase("operation");
-  Answer b = review("/mutate/pods", r);
+  Reply b = review("/mutate/pods", r);
   EXPECT_FALSE(b.allowed());
   EXPECT_THAT(b.message(), HasSubstr("request.operation is missing"));
 }
@@ -364,7 +376,7 @@ TEST_F(WebhookTest, AReviewMissingKindOrOperationIsAnsweredNotAllowed) {
 TEST_F(WebhookTest, AMalformedObjectIsAnsweredNotAllowedNamingTheField) {
   json pod = load_example("pods/report-parser-pod.yaml");
   pod["spec"]["hostNetwork"] = "yes";
-  Answer a = review("/mutate/pods", review_json("u", kPodKind, "CREATE", pod));
+  Reply a = review("/mutate/pods", review_json("u", kPodKind, "CREATE", pod));
   EXPECT_FALSE(a.allowed());
   EXPECT_EQ(a.response()["status"]["code"], 400);
   EXPECT_THAT(a.message(),
@@ -373,16 +385,16 @@ TEST_F(WebhookTest, AMalformedObjectIsAnsweredNotAllowedNamingTheField) {
 
 TEST_F(WebhookTest, TheWrongKindForAnEndpointIsAnsweredNotAllowed) {
   const json deployment = load_example("pods/report-parser-deployment.yaml");
-  Answer a = review("/mutate/pods", review_json("u", gvk_of(deployment), "CREATE", deployment));
+  Reply a = review("/mutate/pods", review_json("u", gvk_of(deployment), "CREATE", deployment));
   EXPECT_FALSE(a.allowed());
   EXPECT_THAT(a.message(), HasSubstr("this endpoint admits Pods, got apps/Deployment"));
 
   const json pod = load_example("pods/report-parser-pod.yaml");
-  Answer b = review("/validate/workloads", review_json("u", kPodKind, "CREATE", pod));
+  Reply b = review("/validate/workloads", review_json("u", kPodKind, "CREATE", pod));
   EXPECT_FALSE(b.allowed());
   EXPECT_THAT(b.message(), HasSubstr("this endpoint admits Deployments"));
 
-  Answer c = review("/validate/components", review_json("u", kPodKind, "CREATE", pod));
+  Reply c = review("/validate/components", review_json("u", kPodKind, "CREATE", pod));
   EXPECT_FALSE(c.allowed());
   EXPECT_THAT(c.message(), HasSubstr("admits gibson.zeroroot.ai Components, got Pod"));
 }
@@ -390,7 +402,7 @@ TEST_F(WebhookTest, TheWrongKindForAnEndpointIsAnsweredNotAllowed) {
 TEST_F(WebhookTest, ASubresourceIsAnsweredNotAllowed) {
   json r = review_json("u", kPodKind, "CREATE", load_example("pods/docs-indexer-pod.yaml"));
   r["request"]["subResource"] = "ephemeralcontainers";
-  Answer a = review("/mutate/pods", r);
+  Reply a = review("/mutate/pods", r);
   EXPECT_FALSE(a.allowed());
   EXPECT_THAT(a.message(), HasSubstr("subresource ephemeralcontainers is not admitted here"));
 }
@@ -399,7 +411,7 @@ TEST_F(WebhookTest, TheV1beta1ApiVersionAndTheUidAreEchoed) {
   const json r = review_json("705ab4f5-6393-11e8-b7cc-42010a800002", kPodKind, "CREATE",
                              load_example("pods/docs-indexer-pod.yaml"), false,
                              "admission.k8s.io/v1beta1");
-  Answer a = review("/mutate/pods", r);
+  Reply a = review("/mutate/pods", r);
   EXPECT_EQ(a.body["apiVersion"], "admission.k8s.io/v1beta1");
   EXPECT_EQ(a.body["kind"], "AdmissionReview");
   EXPECT_EQ(a.response()["uid"], "705ab4f5-6393-11e8-b7cc-42010a800002");
@@ -408,7 +420,7 @@ TEST_F(WebhookTest, TheV1beta1ApiVersionAndTheUidAreEchoed) {
 TEST_F(WebhookTest, MutatePodsCarriesABase64JsonPatchThatAppliesToTheObject) {
   sandbox_.set(SandboxAvailability::Available);
   const json pod = load_example("pods/report-parser-pod.yaml");
-  Answer a = review("/mutate/pods", review_json("u", kPodKind, "CREATE", pod));
+  Reply a = review("/mutate/pods", review_json("u", kPodKind, "CREATE", pod));
   ASSERT_TRUE(a.allowed());
   EXPECT_FALSE(a.response().contains("status"));
   EXPECT_EQ(a.response()["patchType"], "JSONPatch");
@@ -436,7 +448,7 @@ TEST_F(WebhookTest, MutatePodsCarriesNoPatchWhenThereIsNothingToChange) {
   json pod = load_example("pods/report-parser-pod.yaml");
   pod["spec"]["runtimeClassName"] = "kata-fc";
   pod["metadata"]["annotations"] = {{kAnnotation, "RequireSetec"}};
-  Answer a = review("/mutate/pods", review_json("u", kPodKind, "CREATE", pod));
+  Reply a = review("/mutate/pods", review_json("u", kPodKind, "CREATE", pod));
   ASSERT_TRUE(a.allowed());
   EXPECT_FALSE(a.response().contains("patch"));
   EXPECT_FALSE(a.response().contains("patchType"));
@@ -446,20 +458,20 @@ TEST_F(WebhookTest, ValidateEndpointsNeverCarryAPatch) {
   sandbox_.set(SandboxAvailability::Available);
   json pod = load_example("pods/docs-indexer-pod.yaml");
   pod["spec"]["runtimeClassName"] = "kata-fc";  // annotation still missing
-  Answer a = review("/validate/pods", review_json("u", kPodKind, "CREATE", pod));
+  Reply a = review("/validate/pods", review_json("u", kPodKind, "CREATE", pod));
   EXPECT_TRUE(a.allowed());
   EXPECT_FALSE(a.response().contains("patch"));
   EXPECT_FALSE(a.response().contains("patchType"));
 
   const json deployment = load_example("pods/report-parser-deployment.yaml");
-  Answer b = review("/validate/workloads",
+  Reply b = review("/validate/workloads",
                     review_json("u", gvk_of(deployment), "CREATE", deployment));
   EXPECT_TRUE(b.allowed());
   EXPECT_FALSE(b.response().contains("patch"));
   EXPECT_FALSE(b.response().contains("patchType"));
 
   const json component = load_example("components/report-parser.yaml");
-  Answer c = review("/validate/components", review_json("u", kComponentKind, "CREATE", component));
+  Reply c = review("/validate/components", review_json("u", kComponentKind, "CREATE", component));
   EXPECT_TRUE(c.allowed());
   EXPECT_FALSE(c.response().contains("patch"));
 }
@@ -468,7 +480,7 @@ TEST_F(WebhookTest, ValidatePodsDeniesARequireSetecPodMovedOffTheSandbox) {
   sandbox_.set(SandboxAvailability::Available);
   json pod = load_example("pods/report-parser-pod.yaml");
   pod["spec"]["runtimeClassName"] = "runc";
-  Answer a = review("/validate/pods", review_json("u", kPodKind, "CREATE", pod));
+  Reply a = review("/validate/pods", review_json("u", kPodKind, "CREATE", pod));
   EXPECT_FALSE(a.allowed());
   EXPECT_EQ(a.response()["status"]["code"], 403);
   EXPECT_EQ(a.response()["status"]["reason"], "Forbidden");
@@ -478,7 +490,7 @@ TEST_F(WebhookTest, ValidatePodsDeniesARequireSetecPodMovedOffTheSandbox) {
 
 TEST_F(WebhookTest, DeniedPodsGet403ForbiddenWithAnActionableMessage) {
   const json pod = load_example("pods/report-parser-pod.yaml");
-  Answer a = review("/mutate/pods", review_json("u", kPodKind, "CREATE", pod));
+  Reply a = review("/mutate/pods", review_json("u", kPodKind, "CREATE", pod));
   EXPECT_FALSE(a.allowed());
   EXPECT_EQ(a.response()["status"]["code"], 403);
   EXPECT_EQ(a.response()["status"]["reason"], "Forbidden");
@@ -515,12 +527,12 @@ TEST_F(WebhookTest, DryRunGetsTheSameAnswer) {
 TEST_F(WebhookTest, ANamespaceFromTheObjectIsUsedWhenTheRequestHasNone) {
   json r = review_json("u", kPodKind, "CREATE", load_example("pods/report-parser-pod.yaml"));
   r["request"].erase("namespace");
-  Answer a = review("/mutate/pods", r);
+  Reply a = review("/mutate/pods", r);
   EXPECT_FALSE(a.allowed());
   EXPECT_THAT(a.message(), HasSubstr("in namespace \"team-a\""));
 
   r["request"]["object"]["metadata"].erase("namespace");
-  Answer b = review("/mutate/pods", r);
+  Reply b = review("/mutate/pods", r);
   EXPECT_FALSE(b.allowed());
   EXPECT_EQ(b.response()["status"]["code"], 400);
   EXPECT_THAT(b.message(), HasSubstr("request.namespace is missing"));
@@ -529,7 +541,7 @@ TEST_F(WebhookTest, ANamespaceFromTheObjectIsUsedWhenTheRequestHasNone) {
 TEST_F(WebhookTest, PodsInNeverEnforcedNamespacesAreAllowed) {
   json r = review_json("u", kPodKind, "CREATE", load_example("pods/report-parser-pod.yaml"));
   r["request"]["namespace"] = "kube-system";
-  Answer a = review("/mutate/pods", r);
+  Reply a = review("/mutate/pods", r);
   EXPECT_TRUE(a.allowed());
   EXPECT_FALSE(a.response().contains("patch"));
   EXPECT_EQ(a.response()["auditAnnotations"]["decision"], "NotEnforced");
@@ -560,7 +572,7 @@ std::string after(const std::string& text, const std::string& marker) {
 
 TEST_F(WebhookTest, EveryWorkloadKindIsDeniedAtApplyTimeWithThePodsMessage) {
   const json pod = load_example("pods/report-parser-pod.yaml");
-  Answer pod_answer = review("/mutate/pods", review_json("p", kPodKind, "CREATE", pod));
+  Reply pod_answer = review("/mutate/pods", review_json("p", kPodKind, "CREATE", pod));
   ASSERT_FALSE(pod_answer.allowed());
   const std::string pod_reason = after(pod_answer.message(), " denied: ");
 
@@ -569,7 +581,7 @@ TEST_F(WebhookTest, EveryWorkloadKindIsDeniedAtApplyTimeWithThePodsMessage) {
            {"apps/v1", "ReplicaSet"}, {"batch/v1", "Job"}, {"batch/v1", "CronJob"}}) {
     const json w = workload_of(api, kind, pod);
     for (const char* op : {"CREATE", "UPDATE"}) {
-      Answer a = review("/validate/workloads", review_json("w", gvk_of(w), op, w));
+      Reply a = review("/validate/workloads", review_json("w", gvk_of(w), op, w));
       EXPECT_FALSE(a.allowed()) << kind << " " << op;
       EXPECT_EQ(a.response()["status"]["code"], 403) << kind;
       EXPECT_THAT(a.message(), StartsWith(kind + " \"report-parser\" in namespace \"team-a\" "
@@ -584,7 +596,7 @@ TEST_F(WebhookTest, EveryWorkloadKindIsDeniedAtApplyTimeWithThePodsMessage) {
 TEST_F(WebhookTest, TheExampleCronJobIsEvaluatedThroughItsJobTemplate) {
   sandbox_.set(SandboxAvailability::Available);
   const json cj = load_example("pods/legacy-exporter-cronjob.yaml");
-  Answer a = review("/validate/workloads", review_json("u", gvk_of(cj), "CREATE", cj));
+  Reply a = review("/validate/workloads", review_json("u", gvk_of(cj), "CREATE", cj));
   EXPECT_TRUE(a.allowed());
   EXPECT_EQ(a.response()["auditAnnotations"]["decision"], "RequireSetec");
   EXPECT_EQ(a.response()["auditAnnotations"]["component"], "legacy-exporter");
@@ -599,7 +611,7 @@ TEST_F(WebhookTest, WorkloadWithoutTypeMetaInTheObjectUsesTheRequestKind) {
   const Gvk kind = gvk_of(w);
   w.erase("apiVersion");
   w.erase("kind");
-  Answer a = review("/validate/workloads", review_json("u", kind, "CREATE", w));
+  Reply a = review("/validate/workloads", review_json("u", kind, "CREATE", w));
   EXPECT_FALSE(a.allowed());
   EXPECT_EQ(a.response()["status"]["code"], 403);
   EXPECT_THAT(a.message(), StartsWith("Deployment \"report-parser\""));
@@ -608,21 +620,21 @@ TEST_F(WebhookTest, WorkloadWithoutTypeMetaInTheObjectUsesTheRequestKind) {
 TEST_F(WebhookTest, DeleteIsAllowedWithoutADecision) {
   const json pod = load_example("pods/report-parser-pod.yaml");
   const json w = workload_of("apps/v1", "Deployment", pod);
-  Answer a = review("/validate/workloads", review_json("u", gvk_of(w), "DELETE", json()));
+  Reply a = review("/validate/workloads", review_json("u", gvk_of(w), "DELETE", json()));
   EXPECT_TRUE(a.allowed());
   EXPECT_EQ(a.response()["auditAnnotations"]["decision"], "NotEnforced");
   EXPECT_EQ(a.response()["auditAnnotations"]["reason"], "operation DELETE is not enforced");
-  Answer b = review("/mutate/pods", review_json("u", kPodKind, "DELETE", json()));
+  Reply b = review("/mutate/pods", review_json("u", kPodKind, "DELETE", json()));
   EXPECT_TRUE(b.allowed());
   EXPECT_FALSE(b.response().contains("patch"));
-  Answer c = review("/validate/components",
+  Reply c = review("/validate/components",
                     review_json("u", kComponentKind, "DELETE", json()));
   EXPECT_TRUE(c.allowed());
 }
 
 TEST_F(WebhookTest, PodUpdatesAreNotEnforced) {
   const json pod = load_example("pods/report-parser-pod.yaml");
-  Answer a = review("/validate/pods", review_json("u", kPodKind, "UPDATE", pod));
+  Reply a = review("/validate/pods", review_json("u", kPodKind, "UPDATE", pod));
   EXPECT_TRUE(a.allowed());
   EXPECT_EQ(a.response()["auditAnnotations"]["decision"], "NotEnforced");
 }
@@ -632,7 +644,7 @@ TEST_F(WebhookTest, PodUpdatesAreNotEnforced) {
 TEST_F(WebhookTest, AComponentWithAnInvalidContentTrustIsRejectedNamingFieldValueAndValidValues) {
   json component = load_example("components/report-parser.yaml");
   component["spec"]["policy"]["content_trust"] = "maybe";
-  Answer a = review("/validate/components",
+  Reply a = review("/validate/components",
                     review_json("u", kComponentKind, "CREATE", component));
   EXPECT_FALSE(a.allowed());
   EXPECT_EQ(a.response()["status"]["code"], 403);
@@ -640,7 +652,7 @@ TEST_F(WebhookTest, AComponentWithAnInvalidContentTrustIsRejectedNamingFieldValu
             "Component \"report-parser\": spec.policy.content_trust: \"maybe\" is not a valid "
             "content trust; expected one of: trusted, untrusted (or omit it to mean trusted)");
   // UPDATE is validated the same way.
-  Answer b = review("/validate/components",
+  Reply b = review("/validate/components",
                     review_json("u", kComponentKind, "UPDATE", component));
   EXPECT_FALSE(b.allowed());
 }
@@ -648,7 +660,7 @@ TEST_F(WebhookTest, AComponentWithAnInvalidContentTrustIsRejectedNamingFieldValu
 TEST_F(WebhookTest, AComponentWithAWrongTypeIsRejectedNamingTheField) {
   json component = load_example("components/report-parser.yaml");
   component["spec"]["policy"] = "untrusted";
-  Answer a = review("/validate/components",
+  Reply a = review("/validate/components",
                     review_json("u", kComponentKind, "CREATE", component));
   EXPECT_FALSE(a.allowed());
   EXPECT_EQ(a.message(),
@@ -657,7 +669,7 @@ TEST_F(WebhookTest, AComponentWithAWrongTypeIsRejectedNamingTheField) {
 
 TEST_F(WebhookTest, AComponentWithOmittedTrustIsAcceptedWithAWarning) {
   const json component = load_example("components/legacy-exporter.yaml");
-  Answer a = review("/validate/components",
+  Reply a = review("/validate/components",
                     review_json("u", kComponentKind, "CREATE", component));
   EXPECT_TRUE(a.allowed());
   ASSERT_TRUE(a.response().contains("warnings"));
@@ -674,7 +686,7 @@ TEST_F(WebhookTest, AComponentWithOmittedTrustIsAcceptedWithAWarning) {
 TEST_F(WebhookTest, DeclaredComponentsAreAcceptedWithoutWarnings) {
   for (const char* file : {"components/report-parser.yaml", "components/docs-indexer.yaml"}) {
     const json component = load_example(file);
-    Answer a = review("/validate/components",
+    Reply a = review("/validate/components",
                       review_json("u", kComponentKind, "CREATE", component));
     EXPECT_TRUE(a.allowed()) << file;
     EXPECT_FALSE(a.response().contains("warnings")) << file;
@@ -696,7 +708,6 @@ TEST_F(WebhookTest, MetricsCountReviewsByEndpointOutcomeAndAllowed) {
   review("/validate/pods", review_json("e", kPodKind, "CREATE", json()));
   send(get("/nowhere"));
   send(post("/mutate/pods", "{"));
-  webhook_.set_extra_metrics([] { return std::string("isolation_gate_extra_total 7\n"); });
 
   WebhookResponse r = webhook_.serve(get("/metrics"));
   ASSERT_EQ(r.status, 200u);
@@ -704,15 +715,18 @@ TEST_F(WebhookTest, MetricsCountReviewsByEndpointOutcomeAndAllowed) {
   const std::string& text = r.body;
   EXPECT_THAT(text, HasSubstr("# TYPE isolation_gate_admission_reviews_total counter\n"));
   EXPECT_THAT(text, HasSubstr("isolation_gate_admission_reviews_total{endpoint=\"/mutate/pods\","
-                              "outcome=\"RequireSetec\",allowed=\"true\"} 2\n"));
+                              "outcome=\"RequireSetec\",reason=\"SandboxAvailable\","
+                              "allowed=\"true\"} 2\n"));
   EXPECT_THAT(text, HasSubstr("isolation_gate_admission_reviews_total{endpoint=\"/mutate/pods\","
-                              "outcome=\"Deny\",allowed=\"false\"} 1\n"));
+                              "outcome=\"Deny\",reason=\"SandboxUnavailable\","
+                              "allowed=\"false\"} 1\n"));
   EXPECT_THAT(text,
               HasSubstr("isolation_gate_admission_reviews_total{endpoint=\"/validate/components\","
-                        "outcome=\"Allowed\",allowed=\"true\"} 1\n"));
+                        "outcome=\"Allowed\",reason=\"ComponentValid\",allowed=\"true\"} 1\n"));
   EXPECT_THAT(text,
               HasSubstr("isolation_gate_admission_reviews_total{endpoint=\"/validate/pods\","
-                        "outcome=\"Invalid\",allowed=\"false\"} 1\n"));
+                        "outcome=\"Undecidable\",reason=\"UndecidableRequest\","
+                        "allowed=\"false\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("isolation_gate_admission_duration_seconds_count{endpoint=\"/mutate/"
                               "pods\"} 3\n"));
   EXPECT_THAT(text, HasSubstr("isolation_gate_admission_duration_seconds_bucket{endpoint=\"/mutate/"
@@ -725,11 +739,11 @@ TEST_F(WebhookTest, MetricsCountReviewsByEndpointOutcomeAndAllowed) {
 
 TEST(AdmissionMetrics, HistogramBucketsAreCumulative) {
   AdmissionMetrics m;
-  m.record(Endpoint::ValidatePods, Outcome::AllowInProcess, true, false,
+  m.record(Endpoint::ValidatePods, Reason::TrustedInProcess, false,
            std::chrono::microseconds(30));   // <= 0.00005
-  m.record(Endpoint::ValidatePods, Outcome::AllowInProcess, true, false,
+  m.record(Endpoint::ValidatePods, Reason::TrustedInProcess, false,
            std::chrono::milliseconds(3));    // <= 0.005
-  m.record(Endpoint::ValidatePods, Outcome::AllowInProcess, true, true,
+  m.record(Endpoint::ValidatePods, Reason::TrustedInProcess, true,
            std::chrono::seconds(5));         // only +Inf
   const std::string text = m.render();
   const std::string label = "isolation_gate_admission_duration_seconds_bucket{endpoint=\"/validate/pods\",le=";
@@ -741,17 +755,26 @@ TEST(AdmissionMetrics, HistogramBucketsAreCumulative) {
   EXPECT_THAT(text, HasSubstr("isolation_gate_admission_duration_seconds_count{endpoint=\"/validate/pods\"} 3\n"));
   EXPECT_THAT(text, HasSubstr("isolation_gate_admission_dry_run_total{endpoint=\"/validate/pods\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("isolation_gate_admission_reviews_total{endpoint=\"/validate/pods\","
-                              "outcome=\"AllowInProcess\",allowed=\"true\"} 3\n"));
+                              "outcome=\"AllowInProcess\",reason=\"TrustedInProcess\","
+                              "allowed=\"true\"} 3\n"));
 }
 
-TEST(AdmissionMetrics, UnlistedHttpErrorCodesAreCountedAsOther) {
+TEST(AdmissionMetrics, EveryHttpErrorTheWebhookAnswersIsExportedAndNoOther) {
   AdmissionMetrics m;
-  m.record_http_error(503);
-  m.record_http_error(500);
-  m.record_http_error(413);
+  m.record(HttpError::ServiceUnavailable);
+  m.record(HttpError::InternalError);
+  m.record(HttpError::InternalError);
   const std::string text = m.render();
-  EXPECT_THAT(text, HasSubstr("isolation_gate_http_errors_total{code=\"other\"} 2\n"));
-  EXPECT_THAT(text, HasSubstr("isolation_gate_http_errors_total{code=\"413\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_http_errors_total{code=\"503\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_http_errors_total{code=\"500\"} 2\n"));
+  for (const char* code : {"400", "404", "405", "415"}) {
+    EXPECT_THAT(text, HasSubstr("isolation_gate_http_errors_total{code=\"" + std::string(code) +
+                                "\"} 0\n"));
+  }
+  // 413 (and 431) are the transport's: the webhook never answers them, so it
+  // exports no series for them; nor an "other" bucket.
+  EXPECT_THAT(text, Not(HasSubstr("code=\"413\"")));
+  EXPECT_THAT(text, Not(HasSubstr("code=\"other\"")));
 }
 
 // ---- review codec --------------------------------------------------------
@@ -780,16 +803,14 @@ TEST(Base64Encode, UsesTheStandardAlphabetForHighBytes) {
 TEST(EncodeResponse, AnAllowedAnswerHasNoStatusAndADeniedOneHasAFullStatus) {
   AdmissionRequest request;
   request.uid = "abc";
-  AdmissionResponse allowed;
-  allowed.allowed = true;
-  const json a = json::parse(encode_response(request, allowed));
+  const Answer yes = allowed(Reason::TrustedInProcess, "runs in-process");
+  const json a = json::parse(encode_response(request, yes));
   EXPECT_EQ(a, (json{{"apiVersion", "admission.k8s.io/v1"},
                      {"kind", "AdmissionReview"},
                      {"response", {{"uid", "abc"}, {"allowed", true}}}}));
 
-  AdmissionResponse denied;
-  denied.message = "no";
-  const json d = json::parse(encode_response(request, denied));
+  const Answer no = denied(Reason::SandboxUnavailable, "no");
+  const json d = json::parse(encode_response(request, no));
   EXPECT_EQ(d["response"]["status"], (json{{"metadata", json::object()},
                                            {"status", "Failure"},
                                            {"code", 403},
@@ -800,10 +821,9 @@ TEST(EncodeResponse, AnAllowedAnswerHasNoStatusAndADeniedOneHasAFullStatus) {
 TEST(EncodeResponse, InvalidUtf8InAMessageIsReplacedNotThrown) {
   AdmissionRequest request;
   request.uid = "u";
-  AdmissionResponse denied;
-  denied.message = "bad \xff byte";
+  const Answer no = denied(Reason::UnknownComponent, "bad \xff byte");
   std::string out;
-  ASSERT_NO_THROW(out = encode_response(request, denied));
+  ASSERT_NO_THROW(out = encode_response(request, no));
   json parsed;
   EXPECT_NO_THROW(parsed = json::parse(out));
   EXPECT_THAT(parsed["response"]["status"]["message"].get<std::string>(), StartsWith("bad "));
@@ -830,11 +850,242 @@ TEST(DecodeReview, ReadsEveryFieldAndMovesTheObjectOut) {
   EXPECT_EQ(r.request.kind, "Deployment");
   EXPECT_EQ(r.request.namespace_, "ns");
   EXPECT_EQ(r.request.name, "d");
-  EXPECT_EQ(r.request.operation, "UPDATE");
+  EXPECT_EQ(r.request.operation, Operation::Update);
   EXPECT_TRUE(r.request.dry_run);
   // Only what the rules read is kept of the object (model/json_projection.h).
   EXPECT_EQ(r.request.object,
             (json{{"kind", "Deployment"}, {"spec", {{"template", {{"spec", {{"hostPID", true}}}}}}}}));
+}
+
+// ---- operations: exactly the API's four values ---------------------------
+
+json review_for(const std::string& path, const std::string& operation) {
+  if (path == "/validate/workloads") {
+    const json w = workload_of("apps/v1", "Deployment", load_example("pods/docs-indexer-pod.yaml"));
+    return review_json("u-op", gvk_of(w), operation, w);
+  }
+  if (path == "/validate/components") {
+    return review_json("u-op", kComponentKind, operation,
+                       load_example("components/docs-indexer.yaml"));
+  }
+  return review_json("u-op", kPodKind, operation, load_example("pods/docs-indexer-pod.yaml"));
+}
+
+TEST_F(WebhookTest, AnOperationThatIsNotExactlyOneOfTheApisIsUndecidableOnEveryEndpoint) {
+  // Allowed as "not enforced" before: fail-open. Now denied, 400, naming the value.
+  sandbox_.set(SandboxAvailability::Available);  // so the real operations would be allowed
+  for (const Route& route : admission_routes()) {
+    const std::string path(route.path);
+    for (const char* op : {"BOGUS", "create", "Create", "CREATE ", " CREATE", "CREATE\n",
+                           "update", "DELETE\t", "connect", "CREATE,UPDATE", "\u0000CREATE"}) {
+      Reply a = review(path, review_for(path, op));
+      EXPECT_FALSE(a.allowed()) << path << " [" << op << "]";
+      EXPECT_EQ(a.response()["status"]["code"], 400) << path << " [" << op << "]";
+      EXPECT_EQ(a.response()["status"]["reason"], "BadRequest") << path;
+      EXPECT_THAT(a.message(), AllOf(HasSubstr("request.operation"),
+                                     HasSubstr("is not one of CREATE, UPDATE, DELETE, CONNECT"),
+                                     HasSubstr("denied (fail closed)")))
+          << path << " [" << op << "]";
+      EXPECT_FALSE(a.response().contains("patch")) << path;
+    }
+    // Not a string at all.
+    json r = review_for(path, "CREATE");
+    r["request"]["operation"] = 1;
+    Reply b = review(path, r);
+    EXPECT_FALSE(b.allowed()) << path;
+    EXPECT_THAT(b.message(), HasSubstr("request.operation: expected a string, got a number"));
+  }
+  EXPECT_THAT(webhook_.metrics().render(),
+              HasSubstr("isolation_gate_admission_reviews_total{endpoint=\"/validate/components\","
+                        "outcome=\"Undecidable\",reason=\"UndecidableRequest\","
+                        "allowed=\"false\"} 12\n"));
+}
+
+TEST_F(WebhookTest, EveryRealOperationIsDecidedOrNotEnforcedAsTheRouteTableSays) {
+  sandbox_.set(SandboxAvailability::Available);
+  for (const Route& route : admission_routes()) {
+    const std::string path(route.path);
+    for (Operation op : {Operation::Create, Operation::Update, Operation::Delete,
+                         Operation::Connect}) {
+      const std::string name(to_string(op));
+      Reply a = review(path, review_for(path, name));
+      EXPECT_TRUE(a.allowed()) << path << " " << name << ": " << a.message();
+      const json audit = a.response().value("auditAnnotations", json::object());
+      if (route.enforced.contains(op)) {
+        EXPECT_NE(audit.value("decision", ""), "NotEnforced") << path << " " << name;
+      } else {
+        EXPECT_EQ(audit.value("decision", ""), "NotEnforced") << path << " " << name;
+        EXPECT_EQ(audit.value("reason", ""),
+                  "operation " + name + " is not " + std::string(route.verb));
+      }
+    }
+  }
+}
+
+TEST(RouteTable, OneRoutePerEndpointInEndpointOrderWithTheDocumentedOperations) {
+  ASSERT_EQ(admission_routes().size(), kEndpointCount);
+  for (std::size_t i = 0; i < kEndpointCount; ++i) {
+    const Route& r = admission_routes()[i];
+    EXPECT_EQ(static_cast<std::size_t>(r.endpoint), i);
+    EXPECT_EQ(&route_for(r.endpoint), &r);
+    EXPECT_EQ(find_route(r.path), &r);
+  }
+  EXPECT_EQ(find_route("/mutate/pods/"), nullptr);
+  EXPECT_EQ(find_route("/healthz"), nullptr);
+  // DESIGN: pods are decided on CREATE; workloads and Components on CREATE and UPDATE.
+  const Route& mutate = route_for(Endpoint::MutatePods);
+  EXPECT_TRUE(mutate.enforced.contains(Operation::Create));
+  EXPECT_FALSE(mutate.enforced.contains(Operation::Update));
+  EXPECT_FALSE(mutate.enforced.contains(Operation::Delete));
+  const Route& workloads = route_for(Endpoint::ValidateWorkloads);
+  EXPECT_TRUE(workloads.enforced.contains(Operation::Create));
+  EXPECT_TRUE(workloads.enforced.contains(Operation::Update));
+  EXPECT_FALSE(workloads.enforced.contains(Operation::Connect));
+  const Route& components = route_for(Endpoint::ValidateComponents);
+  EXPECT_TRUE(components.enforced.contains(Operation::Update));
+  EXPECT_FALSE(components.enforced.contains(Operation::Delete));
+}
+
+TEST(ParseOperation, AcceptsExactlyTheFourValues) {
+  EXPECT_EQ(parse_operation("CREATE"), Operation::Create);
+  EXPECT_EQ(parse_operation("UPDATE"), Operation::Update);
+  EXPECT_EQ(parse_operation("DELETE"), Operation::Delete);
+  EXPECT_EQ(parse_operation("CONNECT"), Operation::Connect);
+  for (std::string_view bad : {"", "create", "CREATE ", " CREATE", "CREAT", "CREATED", "PATCH"}) {
+    EXPECT_EQ(parse_operation(bad), std::nullopt) << "[" << bad << "]";
+  }
+}
+
+// ---- wrong JSON types are errors, never empty strings ---------------------
+
+TEST_F(WebhookTest, AReviewFieldOfTheWrongTypeIsUndecidableNamingTheField) {
+  struct Case {
+    std::function<void(json&)> mutate;
+    const char* message;
+  } cases[] = {
+      {[](json& r) { r["request"]["namespace"] = 7; }, "request.namespace: expected a string, got a number"},
+      {[](json& r) { r["request"]["name"] = json::array(); }, "request.name: expected a string, got a list"},
+      {[](json& r) { r["request"]["subResource"] = true; }, "request.subResource: expected a string, got a boolean"},
+      {[](json& r) { r["request"]["dryRun"] = "yes"; }, "request.dryRun: expected a boolean, got a string"},
+      {[](json& r) { r["request"]["kind"] = "Pod"; }, "request.kind: expected a map, got a string"},
+      {[](json& r) { r["request"]["kind"]["group"] = 1; }, "request.kind.group: expected a string, got a number"},
+      {[](json& r) { r["request"]["kind"]["kind"] = json::object(); }, "request.kind.kind: expected a string, got a map"},
+  };
+  for (const auto& c : cases) {
+    json r = review_json("u-type", kPodKind, "CREATE", load_example("pods/docs-indexer-pod.yaml"));
+    c.mutate(r);
+    Reply a = review("/mutate/pods", r);
+    EXPECT_FALSE(a.allowed()) << c.message;
+    EXPECT_EQ(a.response()["uid"], "u-type");
+    EXPECT_EQ(a.response()["status"]["code"], 400) << c.message;
+    EXPECT_THAT(a.message(), HasSubstr(c.message));
+  }
+}
+
+// ---- lookup errors and internal errors have outcomes of their own ---------
+
+class BrokenLookup final : public ComponentLookup {
+ public:
+  explicit BrokenLookup(bool throws) : throws_(throws) {}
+  LookupResult find(std::string_view, std::string_view) const override {
+    if (throws_) throw std::runtime_error("cache corrupted");
+    LookupResult r;
+    r.status = LookupResult::Status::Error;
+    r.error = "the API server did not answer within 2s";
+    return r;
+  }
+
+ private:
+  bool throws_;
+};
+
+GateSettings default_settings() {
+  GateSettings s;
+  s.runtime_class = std::string(config::kDefaultRuntimeClass);
+  s.own_namespace = std::string(config::kDefaultNamespace);
+  return s;
+}
+
+TEST(WebhookFailures, ALookupErrorDeniesAndIsCountedAsItsOwnOutcome) {
+  const BrokenLookup lookup(false);
+  const FixedSandbox sandbox(SandboxAvailability::Available);
+  Webhook hook(AdmissionContext{default_settings(), lookup, sandbox});
+  const json r = review_json("u-l", kPodKind, "CREATE", load_example("pods/docs-indexer-pod.yaml"));
+  WebhookResponse resp = hook.serve(post("/mutate/pods", r.dump()));
+  ASSERT_EQ(resp.status, 200u);
+  const json body = json::parse(resp.body);
+  EXPECT_FALSE(body["response"]["allowed"]);
+  EXPECT_EQ(body["response"]["status"]["code"], 403);
+  EXPECT_THAT(body["response"]["status"]["message"].get<std::string>(),
+              HasSubstr("could not be looked up (the API server did not answer within 2s)"));
+  EXPECT_THAT(hook.metrics().render(),
+              HasSubstr("isolation_gate_admission_reviews_total{endpoint=\"/mutate/pods\","
+                        "outcome=\"LookupError\",reason=\"LookupError\",allowed=\"false\"} 1\n"));
+}
+
+TEST(WebhookFailures, AnExceptionInAHandlerIsAnErroredDenialWithTheUid) {
+  const BrokenLookup lookup(true);
+  const FixedSandbox sandbox(SandboxAvailability::Available);
+  Webhook hook(AdmissionContext{default_settings(), lookup, sandbox});
+  const json r = review_json("u-x", kPodKind, "CREATE", load_example("pods/docs-indexer-pod.yaml"));
+  WebhookResponse resp = hook.serve(post("/mutate/pods", r.dump()));
+  ASSERT_EQ(resp.status, 200u);
+  const json body = json::parse(resp.body);
+  EXPECT_EQ(body["response"]["uid"], "u-x");
+  EXPECT_FALSE(body["response"]["allowed"]);
+  EXPECT_EQ(body["response"]["status"]["code"], 500);
+  EXPECT_EQ(body["response"]["status"]["reason"], "InternalError");
+  EXPECT_THAT(body["response"]["status"]["message"].get<std::string>(),
+              AllOf(HasSubstr("cache corrupted"), HasSubstr("denied (fail closed)")));
+  EXPECT_THAT(hook.metrics().render(),
+              HasSubstr("outcome=\"Errored\",reason=\"InternalError\",allowed=\"false\"} 1\n"));
+}
+
+// ---- the answer builders ---------------------------------------------------
+
+TEST(AnswerBuilders, TheReasonFixesOutcomeAllowedAndStatus) {
+  EXPECT_TRUE(allowed(Reason::SandboxAvailable, "").allowed());
+  EXPECT_EQ(allowed(Reason::SandboxAvailable, "").outcome(), Outcome::RequireSetec);
+  EXPECT_EQ(allowed(Reason::CustomerIsolation, "").outcome(), Outcome::AllowInProcess);
+  const Answer d = denied(Reason::MissingComponentLabel, "m");
+  EXPECT_FALSE(d.allowed());
+  EXPECT_EQ(d.outcome(), Outcome::Deny);
+  EXPECT_EQ(d.code(), 403);
+  EXPECT_EQ(d.status_reason(), "Forbidden");
+  const Answer u = undecidable("no object");
+  EXPECT_FALSE(u.allowed());
+  EXPECT_EQ(u.outcome(), Outcome::Undecidable);
+  EXPECT_EQ(u.code(), 400);
+  EXPECT_EQ(u.message, "isolation-gate cannot decide this request: no object; denied (fail closed).");
+  const Answer e = errored("boom");
+  EXPECT_EQ(e.outcome(), Outcome::Errored);
+  EXPECT_EQ(e.code(), 500);
+  const Answer n = not_enforced(Reason::OperationNotEnforced, "operation DELETE is not enforced");
+  EXPECT_TRUE(n.allowed());
+  EXPECT_EQ(n.audit, (std::vector<std::pair<std::string, std::string>>{
+                         {"decision", "NotEnforced"}, {"reason", "operation DELETE is not enforced"}}));
+}
+
+TEST(AnswerBuilders, ADenialNeverAllowsAndUnknownReasonsDeny) {
+  // denied() with an allowing reason is a programming error: it still denies.
+  const Answer d = denied(Reason::SandboxAvailable, "oops");
+  EXPECT_FALSE(d.allowed());
+  EXPECT_EQ(d.outcome(), Outcome::Errored);
+  // A default answer denies; so does a reason outside the table.
+  EXPECT_FALSE(Answer{}.allowed());
+  Answer corrupt;
+  corrupt.reason = static_cast<Reason>(200);
+  EXPECT_FALSE(corrupt.allowed());
+  EXPECT_EQ(corrupt.code(), 500);
+  EXPECT_EQ(to_string(static_cast<Reason>(200)), "InternalError");
+  for (std::size_t i = 0; i < kReasonCount; ++i) {
+    const auto r = static_cast<Reason>(i);
+    // Allowed exactly when the outcome is one of the allowing ones.
+    const Outcome o = outcome_of(r);
+    const bool allowing = o == Outcome::RequireSetec || o == Outcome::AllowInProcess ||
+                          o == Outcome::Allowed;
+    EXPECT_EQ(allows(r), allowing) << to_string(r);
+  }
 }
 
 }  // namespace

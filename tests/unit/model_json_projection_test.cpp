@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "model/document.h"
+#include "admission/review.h"
 #include "model/json_projection.h"
 
 namespace {
@@ -15,7 +16,7 @@ namespace {
 using nlohmann::json;
 using ig::model::DecodeLimits;
 using ig::model::Projection;
-using ig::model::admission_review_projection;
+using ig::admission::admission_review_projection;
 using ig::model::parse_projected;
 using ig::model::project;
 
