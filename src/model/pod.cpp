@@ -243,12 +243,6 @@ Result<PodFacts> read_pod_facts(const json& object, const PodLocation& where,
   return facts;
 }
 
-Result<PodFacts> read_pod_facts(const json& object, std::string_view source) {
-  auto where = locate_pod(object, source);
-  if (!where) return fail(where.error());
-  return read_pod_facts(object, *where, source);
-}
-
 namespace {
 
 Projection pod_spec_projection() {

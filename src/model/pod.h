@@ -58,7 +58,4 @@ Result<PodFacts> read_pod_facts(const nlohmann::json& object, const PodLocation&
 // dropped by the projected parser while the rules still read it).
 const Projection& pod_object_projection();
 
-// locate_pod + read_pod_facts.
-Result<PodFacts> read_pod_facts(const nlohmann::json& object, std::string_view source);
-
 }  // namespace ig::model

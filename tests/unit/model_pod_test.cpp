@@ -21,6 +21,13 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using json = nlohmann::json;
 
+// locate_pod + read_pod_facts, as every caller does.
+Result<PodFacts> read_pod_facts(const json& object, std::string_view source) {
+  auto where = locate_pod(object, source);
+  if (!where) return fail(where.error());
+  return model::read_pod_facts(object, *where, source);
+}
+
 json load_pod_example(const std::string& name) {
   auto doc = load_single_document_file(std::string(IG_SOURCE_DIR) + "/examples/pods/" + name);
   EXPECT_TRUE(doc.ok()) << doc.error();
