@@ -39,6 +39,7 @@
 #include "admission/pod_rules.h"
 #include "admission/review.h"
 #include "admission/webhook.h"
+#include "config/defaults.h"
 #include "model/component.h"
 #include "model/document.h"
 #include "model/pod.h"
@@ -72,15 +73,24 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-admission::Endpoint endpoint_of(const std::string& path) {
-  if (path == "/mutate/pods") return admission::Endpoint::MutatePods;
-  if (path == "/validate/pods") return admission::Endpoint::ValidatePods;
-  if (path == "/validate/workloads") return admission::Endpoint::ValidateWorkloads;
-  return admission::Endpoint::ValidateComponents;
+const admission::Route& route_of(const std::string& path) {
+  const admission::Route* r = admission::find_route(path);
+  if (r == nullptr) {
+    std::cerr << "micro_bench: no route " << path << "\n";
+    std::exit(2);
+  }
+  return *r;
+}
+
+admission::GateSettings default_settings() {
+  admission::GateSettings s;
+  s.runtime_class = std::string(config::kDefaultRuntimeClass);
+  s.own_namespace = std::string(config::kDefaultNamespace);
+  return s;
 }
 
 struct World {
-  admission::GateSettings settings;
+  admission::GateSettings settings = default_settings();
   admission::StaticCatalog catalog;
   admission::FixedSandbox available{policy::SandboxAvailability::Available};
   admission::FixedSandbox unavailable{policy::SandboxAvailability::Unavailable};
@@ -130,9 +140,10 @@ void run_admit(benchmark::State& state, const Case* c, admission::Stage stage, b
     state.SkipWithError("not a pod");
     return;
   }
+  const admission::AdmissionContext context{g_world->settings, g_world->catalog,
+                                            g_world->sandbox(*c)};
   for (auto _ : state) {
-    auto v = admission::admit_pod(*facts, *where, request.namespace_, g_world->catalog,
-                                  g_world->sandbox(*c), g_world->settings, stage);
+    auto v = admission::admit_pod(*facts, *where, request.namespace_, context, stage);
     if (dump) {
       std::string patch = v.patch.empty() ? std::string() : model::dump_json(v.patch);
       benchmark::DoNotOptimize(patch);
@@ -150,18 +161,18 @@ void BM_Patch(benchmark::State& state, const Case* c) {
 
 void BM_Encode(benchmark::State& state, const Case* c) {
   auto request = must_decode(*c);
-  auto out = g_world->webhook(*c).review(endpoint_of(c->endpoint), request);
+  const auto answer = g_world->webhook(*c).review(route_of(c->endpoint), request);
   for (auto _ : state) {
-    auto body = admission::encode_response(request, out.response);
+    auto body = admission::encode_response(request, answer);
     benchmark::DoNotOptimize(body);
   }
 }
 
 void BM_Review(benchmark::State& state, const Case* c) {
   auto request = must_decode(*c);
-  const auto endpoint = endpoint_of(c->endpoint);
+  const auto& route = route_of(c->endpoint);
   for (auto _ : state) {
-    auto out = g_world->webhook(*c).review(endpoint, request);
+    auto out = g_world->webhook(*c).review(route, request);
     benchmark::DoNotOptimize(out);
   }
 }
@@ -213,7 +224,7 @@ void BM_ServeCatalog(benchmark::State& state, const Case* c) {
       catalog->add(std::move(comp), "default");
     }
   }
-  admission::Webhook webhook(g_world->settings, *catalog, g_world->sandbox(*c));
+  admission::Webhook webhook(admission::AdmissionContext{g_world->settings, *catalog, g_world->sandbox(*c)});
   serve_loop(state, webhook, *c);
   state.counters["components"] = double(catalog->size());
 }
@@ -233,9 +244,11 @@ int main(int argc, char** argv) {
   }
   world.catalog = std::move(*catalog);
   world.webhook_available =
-      std::make_unique<admission::Webhook>(world.settings, world.catalog, world.available);
+      std::make_unique<admission::Webhook>(
+          admission::AdmissionContext{world.settings, world.catalog, world.available});
   world.webhook_unavailable =
-      std::make_unique<admission::Webhook>(world.settings, world.catalog, world.unavailable);
+      std::make_unique<admission::Webhook>(
+          admission::AdmissionContext{world.settings, world.catalog, world.unavailable});
 
   static std::vector<Case> cases;
   const auto index = json::parse(read_file(dir + "/cases.json"));
