@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "base/quote.h"
+
 namespace ig::config {
 
 ShapeFromEnv read_shape_from_env() {
@@ -21,11 +23,12 @@ std::string describe_shape(const ShapeFromEnv& shape) {
   std::string out = "deployment shape " + std::string(policy::to_string(shape.setting.shape));
   if (!shape.set) return out + " (GIBSON_UNTRUSTED_EXEC unset: the default)";
   if (shape.setting.fell_back) {
-    return out + " (GIBSON_UNTRUSTED_EXEC=\"" + shape.raw.substr(0, 64) +
-           "\" is not recognised: fell back to setec-only; valid values are setec-only and "
-           "customer-isolation)";
+    const std::string hosted(policy::to_string(policy::DeploymentShape::SetecOnly));
+    return out + " (GIBSON_UNTRUSTED_EXEC=" + quote(shape.raw) + " is not recognised: fell back to " +
+           hosted + "; valid values are " + hosted + " and " +
+           std::string(policy::to_string(policy::DeploymentShape::CustomerIsolation)) + ")";
   }
-  return out + " (GIBSON_UNTRUSTED_EXEC=\"" + shape.raw + "\")";
+  return out + " (GIBSON_UNTRUSTED_EXEC=" + quote(shape.raw) + ")";
 }
 
 }  // namespace ig::config
