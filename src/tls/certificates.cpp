@@ -19,7 +19,11 @@
 #include <algorithm>
 #include <cstring>
 #include <ctime>
+#include <functional>
+#include <initializer_list>
 #include <memory>
+
+#include "base/quote.h"
 
 namespace ig::tls {
 namespace {
@@ -42,14 +46,14 @@ using GeneralNamePtr = std::unique_ptr<GENERAL_NAME, Deleter<GENERAL_NAME_free>>
 using Asn1StrPtr = std::unique_ptr<ASN1_STRING, Deleter<ASN1_STRING_free>>;
 
 
-bool fail(std::string& error, std::string what) {
+// An error carrying OpenSSL's reason (its error queue) after `what`.
+Error ssl_error(std::string what) {
   const std::string detail = openssl_error_queue();
-  error = std::move(what);
   if (!detail.empty()) {
-    error += ": ";
-    error += detail;
+    what += ": ";
+    what += detail;
   }
-  return false;
+  return fail(std::move(what));
 }
 
 std::string errno_text(int err) { return std::strerror(err); }
@@ -72,77 +76,67 @@ bool valid_dns_name(std::string_view name) {
   return label > 0;
 }
 
-PkeyPtr make_p256_key(std::string& error) {
+Result<PkeyPtr> make_p256_key() {
   PkeyPtr key(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256"));
-  if (!key) fail(error, "generating EC P-256 key");
+  if (!key) return ssl_error("generating EC P-256 key");
   return key;
 }
 
-std::optional<std::string> key_to_pem(EVP_PKEY* key, std::string& error) {
+Result<std::string> key_to_pem(EVP_PKEY* key) {
   BioPtr bio(BIO_new(BIO_s_mem()));
-  if (!bio || PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr) != 1) {
-    fail(error, "encoding private key");
-    return std::nullopt;
-  }
+  if (!bio || PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr) != 1)
+    return ssl_error("encoding private key");
   char* data = nullptr;
   const long len = BIO_get_mem_data(bio.get(), &data);
   return std::string(data, static_cast<std::size_t>(len));
 }
 
-std::optional<std::string> cert_to_pem(X509* cert, std::string& error) {
+Result<std::string> cert_to_pem(X509* cert) {
   BioPtr bio(BIO_new(BIO_s_mem()));
-  if (!bio || PEM_write_bio_X509(bio.get(), cert) != 1) {
-    fail(error, "encoding certificate");
-    return std::nullopt;
-  }
+  if (!bio || PEM_write_bio_X509(bio.get(), cert) != 1) return ssl_error("encoding certificate");
   char* data = nullptr;
   const long len = BIO_get_mem_data(bio.get(), &data);
   return std::string(data, static_cast<std::size_t>(len));
 }
 
-X509Ptr cert_from_pem(const std::string& pem, std::string& error) {
+Result<X509Ptr> cert_from_pem(const std::string& pem) {
   BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   X509Ptr cert(bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr);
-  if (!cert) fail(error, "reading PEM certificate");
+  if (!cert) return ssl_error("reading PEM certificate");
   return cert;
 }
 
-PkeyPtr key_from_pem(const std::string& pem, std::string& error) {
+Result<PkeyPtr> key_from_pem(const std::string& pem) {
   BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   PkeyPtr key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
-  if (!key) fail(error, "reading PEM private key");
+  if (!key) return ssl_error("reading PEM private key");
   return key;
 }
 
-bool set_random_serial(X509* cert, std::string& error) {
+Result<void> set_random_serial(X509* cert) {
   BnPtr bn(BN_new());
   // 128 random bits; a zero serial is not allowed, so retry on the (2^-128) case.
   do {
     if (!bn || BN_rand(bn.get(), 128, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) != 1)
-      return fail(error, "generating serial number");
+      return ssl_error("generating serial number");
   } while (BN_is_zero(bn.get()));
   Asn1IntPtr serial(BN_to_ASN1_INTEGER(bn.get(), nullptr));
   if (!serial || X509_set_serialNumber(cert, serial.get()) != 1)
-    return fail(error, "setting serial number");
-  return true;
+    return ssl_error("setting serial number");
+  return {};
 }
 
-bool set_validity(X509* cert, std::chrono::seconds validity, std::string& error) {
-  if (validity.count() <= 0) {
-    error = "certificate validity must be positive";
-    return false;
-  }
-  if (validity.count() > static_cast<long long>(LONG_MAX) / 2) {
-    error = "certificate validity is too long";
-    return false;
-  }
+Result<void> set_validity(X509* cert, std::chrono::seconds validity) {
+  if (validity.count() <= 0) return fail("certificate validity must be positive");
+  if (validity.count() > static_cast<long long>(LONG_MAX) / 2)
+    return fail("certificate validity is too long");
   if (!X509_gmtime_adj(X509_getm_notBefore(cert), -5 * 60) ||
       !X509_gmtime_adj(X509_getm_notAfter(cert), static_cast<long>(validity.count())))
-    return fail(error, "setting certificate validity");
-  return true;
+    return ssl_error("setting certificate validity");
+  return {};
 }
 
-bool set_common_name(X509* cert, std::string_view cn, bool self_issued, std::string& error) {
+Result<void> set_common_name(X509* cert, std::string_view cn, bool self_issued) {
   X509_NAME* name = X509_get_subject_name(cert);
   if (X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
                                  reinterpret_cast<const unsigned char*>("isolation-gate"), -1, -1,
@@ -150,37 +144,41 @@ bool set_common_name(X509* cert, std::string_view cn, bool self_issued, std::str
       X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
                                  reinterpret_cast<const unsigned char*>(cn.data()),
                                  static_cast<int>(cn.size()), -1, 0) != 1)
-    return fail(error, "setting subject name");
+    return ssl_error("setting subject name");
   if (self_issued && X509_set_issuer_name(cert, name) != 1)
-    return fail(error, "setting issuer name");
-  return true;
+    return ssl_error("setting issuer name");
+  return {};
 }
 
-bool add_ext(X509* cert, X509* issuer, int nid, const char* value, std::string& error) {
+Result<void> add_ext(X509* cert, X509* issuer, int nid, const char* value) {
   X509V3_CTX ctx;
   X509V3_set_ctx_nodb(&ctx);
   X509V3_set_ctx(&ctx, issuer, cert, nullptr, nullptr, 0);
   X509ExtPtr ext(X509V3_EXT_conf_nid(nullptr, &ctx, nid, value));
   if (!ext || X509_add_ext(cert, ext.get(), -1) != 1)
-    return fail(error, std::string("adding extension ") + OBJ_nid2sn(nid) + "=" + value);
-  return true;
+    return ssl_error(std::string("adding extension ") + OBJ_nid2sn(nid) + "=" + value);
+  return {};
 }
 
-bool add_subject_alt_names(X509* cert, const std::vector<std::string>& dns_names,
-                           const std::vector<std::string>& ip_addresses, std::string& error) {
+// The first failure of a sequence of steps, or success.
+Result<void> all_of(std::initializer_list<std::function<Result<void>()>> steps) {
+  for (const auto& step : steps)
+    if (auto r = step(); !r) return r;
+  return {};
+}
+
+Result<void> add_subject_alt_names(X509* cert, const std::vector<std::string>& dns_names,
+                                   const std::vector<std::string>& ip_addresses) {
   GeneralNamesPtr names(sk_GENERAL_NAME_new_null());
-  if (!names) return fail(error, "allocating subjectAltName");
+  if (!names) return ssl_error("allocating subjectAltName");
   for (const auto& dns : dns_names) {
-    if (!valid_dns_name(dns)) {
-      error = "invalid DNS name for subjectAltName: \"" + dns + "\"";
-      return false;
-    }
+    if (!valid_dns_name(dns)) return fail("invalid DNS name for subjectAltName: " + quote(dns));
     GeneralNamePtr gn(GENERAL_NAME_new());
     Asn1StrPtr ia5(ASN1_IA5STRING_new());
     if (!gn || !ia5 || ASN1_STRING_set(ia5.get(), dns.data(), static_cast<int>(dns.size())) != 1)
-      return fail(error, "encoding DNS name");
+      return ssl_error("encoding DNS name");
     GENERAL_NAME_set0_value(gn.get(), GEN_DNS, ia5.release());
-    if (sk_GENERAL_NAME_push(names.get(), gn.get()) == 0) return fail(error, "adding DNS name");
+    if (sk_GENERAL_NAME_push(names.get(), gn.get()) == 0) return ssl_error("adding DNS name");
     gn.release();
   }
   for (const auto& ip : ip_addresses) {
@@ -191,175 +189,161 @@ bool add_subject_alt_names(X509* cert, const std::vector<std::string>& dns_names
     } else if (inet_pton(AF_INET6, ip.c_str(), raw) == 1) {
       raw_len = 16;
     } else {
-      error = "invalid IP address for subjectAltName: \"" + ip + "\"";
-      return false;
+      return fail("invalid IP address for subjectAltName: " + quote(ip));
     }
     GeneralNamePtr gn(GENERAL_NAME_new());
     Asn1StrPtr oct(ASN1_OCTET_STRING_new());
     if (!gn || !oct || ASN1_OCTET_STRING_set(oct.get(), raw, raw_len) != 1)
-      return fail(error, "encoding IP address");
+      return ssl_error("encoding IP address");
     GENERAL_NAME_set0_value(gn.get(), GEN_IPADD, oct.release());
-    if (sk_GENERAL_NAME_push(names.get(), gn.get()) == 0) return fail(error, "adding IP address");
+    if (sk_GENERAL_NAME_push(names.get(), gn.get()) == 0) return ssl_error("adding IP address");
     gn.release();
   }
   if (X509_add1_ext_i2d(cert, NID_subject_alt_name, names.get(), 0, X509V3_ADD_DEFAULT) != 1)
-    return fail(error, "adding subjectAltName");
-  return true;
+    return ssl_error("adding subjectAltName");
+  return {};
 }
 
-X509Ptr make_ca(EVP_PKEY* ca_key, std::chrono::seconds validity, std::string& error) {
+Result<X509Ptr> make_ca(EVP_PKEY* ca_key, std::chrono::seconds validity) {
   X509Ptr ca(X509_new());
-  if (!ca || X509_set_version(ca.get(), X509_VERSION_3) != 1) {
-    fail(error, "allocating CA certificate");
-    return nullptr;
-  }
-  if (!set_random_serial(ca.get(), error) || !set_validity(ca.get(), validity, error) ||
-      !set_common_name(ca.get(), "isolation-gate-ca", true, error))
-    return nullptr;
-  if (X509_set_pubkey(ca.get(), ca_key) != 1) {
-    fail(error, "setting CA public key");
-    return nullptr;
-  }
-  if (!add_ext(ca.get(), ca.get(), NID_basic_constraints, "critical,CA:TRUE", error) ||
-      !add_ext(ca.get(), ca.get(), NID_key_usage, "critical,keyCertSign,cRLSign", error) ||
-      !add_ext(ca.get(), ca.get(), NID_subject_key_identifier, "hash", error))
-    return nullptr;
-  if (X509_sign(ca.get(), ca_key, EVP_sha256()) <= 0) {
-    fail(error, "signing CA certificate");
-    return nullptr;
-  }
+  if (!ca || X509_set_version(ca.get(), X509_VERSION_3) != 1)
+    return ssl_error("allocating CA certificate");
+  X509* c = ca.get();
+  auto built = all_of({
+      [&] { return set_random_serial(c); },
+      [&] { return set_validity(c, validity); },
+      [&] { return set_common_name(c, "isolation-gate-ca", true); },
+      [&]() -> Result<void> {
+        if (X509_set_pubkey(c, ca_key) != 1) return ssl_error("setting CA public key");
+        return {};
+      },
+      [&] { return add_ext(c, c, NID_basic_constraints, "critical,CA:TRUE"); },
+      [&] { return add_ext(c, c, NID_key_usage, "critical,keyCertSign,cRLSign"); },
+      [&] { return add_ext(c, c, NID_subject_key_identifier, "hash"); },
+  });
+  if (!built) return fail(built.error());
+  if (X509_sign(c, ca_key, EVP_sha256()) <= 0) return ssl_error("signing CA certificate");
   return ca;
 }
 
 // Signs a leaf for the names with ca/ca_key; fills cert_pem and key_pem.
-bool make_leaf(X509* ca, EVP_PKEY* ca_key, const std::vector<std::string>& dns_names,
-               const std::vector<std::string>& ip_addresses, std::chrono::seconds validity,
-               CertificateBundle& out, std::string& error) {
-  if (dns_names.empty() && ip_addresses.empty()) {
-    error = "a serving certificate needs at least one DNS name or IP address (SAN)";
-    return false;
-  }
-  PkeyPtr key = make_p256_key(error);
-  if (!key) return false;
+Result<void> make_leaf(X509* ca, EVP_PKEY* ca_key, const std::vector<std::string>& dns_names,
+                       const std::vector<std::string>& ip_addresses, std::chrono::seconds validity,
+                       CertificateBundle& out) {
+  if (dns_names.empty() && ip_addresses.empty())
+    return fail("a serving certificate needs at least one DNS name or IP address (SAN)");
+  auto key = make_p256_key();
+  if (!key) return fail(key.error());
   X509Ptr leaf(X509_new());
   if (!leaf || X509_set_version(leaf.get(), X509_VERSION_3) != 1)
-    return fail(error, "allocating serving certificate");
+    return ssl_error("allocating serving certificate");
   // CN is informational (clients match SANs); X.509 limits it to 64 characters.
   std::string cn = !dns_names.empty() ? dns_names.front() : ip_addresses.front();
   if (cn.size() > 64) cn = "isolation-gate";
-  if (!set_random_serial(leaf.get(), error) || !set_validity(leaf.get(), validity, error) ||
-      !set_common_name(leaf.get(), cn, false, error))
-    return false;
-  if (X509_set_issuer_name(leaf.get(), X509_get_subject_name(ca)) != 1 ||
-      X509_set_pubkey(leaf.get(), key.get()) != 1)
-    return fail(error, "setting issuer or public key");
-  if (!add_ext(leaf.get(), ca, NID_basic_constraints, "critical,CA:FALSE", error) ||
-      !add_ext(leaf.get(), ca, NID_key_usage, "critical,digitalSignature", error) ||
-      !add_ext(leaf.get(), ca, NID_ext_key_usage, "serverAuth", error) ||
-      !add_ext(leaf.get(), ca, NID_subject_key_identifier, "hash", error) ||
-      !add_ext(leaf.get(), ca, NID_authority_key_identifier, "keyid:always", error) ||
-      !add_subject_alt_names(leaf.get(), dns_names, ip_addresses, error))
-    return false;
-  if (X509_sign(leaf.get(), ca_key, EVP_sha256()) <= 0)
-    return fail(error, "signing serving certificate");
-  auto cert_pem = cert_to_pem(leaf.get(), error);
-  auto key_pem = key_to_pem(key.get(), error);
-  if (!cert_pem || !key_pem) return false;
+  X509* l = leaf.get();
+  auto built = all_of({
+      [&] { return set_random_serial(l); },
+      [&] { return set_validity(l, validity); },
+      [&] { return set_common_name(l, cn, false); },
+      [&]() -> Result<void> {
+        if (X509_set_issuer_name(l, X509_get_subject_name(ca)) != 1 ||
+            X509_set_pubkey(l, key->get()) != 1)
+          return ssl_error("setting issuer or public key");
+        return {};
+      },
+      [&] { return add_ext(l, ca, NID_basic_constraints, "critical,CA:FALSE"); },
+      [&] { return add_ext(l, ca, NID_key_usage, "critical,digitalSignature"); },
+      [&] { return add_ext(l, ca, NID_ext_key_usage, "serverAuth"); },
+      [&] { return add_ext(l, ca, NID_subject_key_identifier, "hash"); },
+      [&] { return add_ext(l, ca, NID_authority_key_identifier, "keyid:always"); },
+      [&] { return add_subject_alt_names(l, dns_names, ip_addresses); },
+  });
+  if (!built) return built;
+  if (X509_sign(l, ca_key, EVP_sha256()) <= 0) return ssl_error("signing serving certificate");
+  auto cert_pem = cert_to_pem(l);
+  if (!cert_pem) return fail(cert_pem.error());
+  auto key_pem = key_to_pem(key->get());
+  if (!key_pem) return fail(key_pem.error());
   out.cert_pem = std::move(*cert_pem);
   out.key_pem = std::move(*key_pem);
-  return true;
+  return {};
 }
 
 }  // namespace
 
-std::optional<CertificateBundle> make_serving_chain(const std::vector<std::string>& dns_names,
-                                                    const std::vector<std::string>& ip_addresses,
-                                                    std::chrono::seconds validity,
-                                                    std::string& error) {
+Result<CertificateBundle> make_serving_chain(const std::vector<std::string>& dns_names,
+                                             const std::vector<std::string>& ip_addresses,
+                                             std::chrono::seconds validity) {
   ERR_clear_error();
-  PkeyPtr ca_key = make_p256_key(error);
-  if (!ca_key) return std::nullopt;
-  X509Ptr ca = make_ca(ca_key.get(), validity, error);
-  if (!ca) return std::nullopt;
+  auto ca_key = make_p256_key();
+  if (!ca_key) return fail(ca_key.error());
+  auto ca = make_ca(ca_key->get(), validity);
+  if (!ca) return fail(ca.error());
   CertificateBundle bundle;
-  if (!make_leaf(ca.get(), ca_key.get(), dns_names, ip_addresses, validity, bundle, error))
-    return std::nullopt;
-  auto ca_pem = cert_to_pem(ca.get(), error);
-  auto ca_key_pem = key_to_pem(ca_key.get(), error);
-  if (!ca_pem || !ca_key_pem) return std::nullopt;
+  if (auto leaf = make_leaf(ca->get(), ca_key->get(), dns_names, ip_addresses, validity, bundle); !leaf)
+    return fail(leaf.error());
+  auto ca_pem = cert_to_pem(ca->get());
+  if (!ca_pem) return fail(ca_pem.error());
+  auto ca_key_pem = key_to_pem(ca_key->get());
+  if (!ca_key_pem) return fail(ca_key_pem.error());
   bundle.ca_cert_pem = std::move(*ca_pem);
   bundle.ca_key_pem = std::move(*ca_key_pem);
   return bundle;
 }
 
-std::optional<CertificateBundle> make_serving_certificate(const std::string& ca_cert_pem,
-                                                          const std::string& ca_key_pem,
-                                                          const std::vector<std::string>& dns_names,
-                                                          const std::vector<std::string>& ip_addresses,
-                                                          std::chrono::seconds validity,
-                                                          std::string& error) {
+Result<CertificateBundle> make_serving_certificate(const std::string& ca_cert_pem,
+                                                   const std::string& ca_key_pem,
+                                                   const std::vector<std::string>& dns_names,
+                                                   const std::vector<std::string>& ip_addresses,
+                                                   std::chrono::seconds validity) {
   ERR_clear_error();
-  X509Ptr ca = cert_from_pem(ca_cert_pem, error);
-  if (!ca) return std::nullopt;
-  PkeyPtr ca_key = key_from_pem(ca_key_pem, error);
-  if (!ca_key) return std::nullopt;
-  if (X509_check_private_key(ca.get(), ca_key.get()) != 1) {
-    fail(error, "the CA key does not match the CA certificate");
-    return std::nullopt;
-  }
+  auto ca = cert_from_pem(ca_cert_pem);
+  if (!ca) return fail(ca.error());
+  auto ca_key = key_from_pem(ca_key_pem);
+  if (!ca_key) return fail(ca_key.error());
+  if (X509_check_private_key(ca->get(), ca_key->get()) != 1)
+    return ssl_error("the CA key does not match the CA certificate");
   CertificateBundle bundle;
-  if (!make_leaf(ca.get(), ca_key.get(), dns_names, ip_addresses, validity, bundle, error))
-    return std::nullopt;
+  if (auto leaf = make_leaf(ca->get(), ca_key->get(), dns_names, ip_addresses, validity, bundle); !leaf)
+    return fail(leaf.error());
   bundle.ca_cert_pem = ca_cert_pem;
   bundle.ca_key_pem = ca_key_pem;
   return bundle;
 }
 
-std::optional<std::chrono::system_clock::time_point> certificate_not_after(const std::string& pem,
-                                                                           std::string& error) {
+Result<std::chrono::system_clock::time_point> certificate_not_after(const std::string& pem) {
   ERR_clear_error();
-  X509Ptr cert = cert_from_pem(pem, error);
-  if (!cert) return std::nullopt;
+  auto cert = cert_from_pem(pem);
+  if (!cert) return fail(cert.error());
   std::tm tm{};
-  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert.get()), &tm) != 1) {
-    fail(error, "decoding notAfter");
-    return std::nullopt;
-  }
+  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert->get()), &tm) != 1) return ssl_error("decoding notAfter");
   const time_t t = timegm(&tm);
   return std::chrono::system_clock::from_time_t(t);
 }
 
-std::optional<std::string> certificate_serial_hex(const std::string& pem, std::string& error) {
+Result<std::string> certificate_serial_hex(const std::string& pem) {
   ERR_clear_error();
-  X509Ptr cert = cert_from_pem(pem, error);
-  if (!cert) return std::nullopt;
-  BnPtr bn(ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert.get()), nullptr));
+  auto cert = cert_from_pem(pem);
+  if (!cert) return fail(cert.error());
+  BnPtr bn(ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert->get()), nullptr));
   char* hex = bn ? BN_bn2hex(bn.get()) : nullptr;
-  if (!hex) {
-    fail(error, "decoding serial number");
-    return std::nullopt;
-  }
+  if (!hex) return ssl_error("decoding serial number");
   std::string out(hex);
   OPENSSL_free(hex);
   return out;
 }
 
-bool write_file_atomically(const std::string& path, std::string_view data, mode_t mode,
-                           std::string& error) {
+Result<void> write_file_atomically(const std::string& path, std::string_view data, mode_t mode) {
   const auto slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
   std::string tmp = path + ".tmp.XXXXXX";
   const int fd = mkostemp(tmp.data(), O_CLOEXEC);
-  if (fd < 0) {
-    error = "creating temporary file for " + path + ": " + errno_text(errno);
-    return false;
-  }
+  if (fd < 0) return fail("creating temporary file for " + path + ": " + errno_text(errno));
   auto abandon = [&](const std::string& what) {
     const int err = errno;
     ::close(fd);
     ::unlink(tmp.c_str());
-    error = what + " " + tmp + ": " + errno_text(err);
-    return false;
+    return fail(what + " " + tmp + ": " + errno_text(err));
   };
   if (::fchmod(fd, mode) != 0) return abandon("chmod");
   std::size_t done = 0;
@@ -375,14 +359,12 @@ bool write_file_atomically(const std::string& path, std::string_view data, mode_
   if (::close(fd) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    error = "closing " + tmp + ": " + errno_text(err);
-    return false;
+    return fail("closing " + tmp + ": " + errno_text(err));
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    error = "renaming " + tmp + " to " + path + ": " + errno_text(err);
-    return false;
+    return fail("renaming " + tmp + " to " + path + ": " + errno_text(err));
   }
   // Make the rename itself durable; failure here does not undo the write.
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -390,27 +372,20 @@ bool write_file_atomically(const std::string& path, std::string_view data, mode_
     ::fsync(dfd);
     ::close(dfd);
   }
-  return true;
+  return {};
 }
 
-std::optional<std::string> read_small_file(const std::string& path, std::size_t max_bytes,
-                                           std::string& error) {
+Result<std::string> read_small_file(const std::string& path, std::size_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    error = "opening " + path + ": " + errno_text(errno);
-    return std::nullopt;
-  }
+  if (fd < 0) return fail("opening " + path + ": " + errno_text(errno));
+  auto give_up = [&](std::string message) {
+    ::close(fd);
+    return fail(std::move(message));
+  };
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    error = path + " is not a readable regular file";
-    ::close(fd);
-    return std::nullopt;
-  }
-  if (static_cast<std::size_t>(st.st_size) > max_bytes) {
-    error = path + " is larger than " + std::to_string(max_bytes) + " bytes";
-    ::close(fd);
-    return std::nullopt;
-  }
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return give_up(path + " is not a readable regular file");
+  if (static_cast<std::size_t>(st.st_size) > max_bytes)
+    return give_up(path + " is larger than " + std::to_string(max_bytes) + " bytes");
   std::string out;
   out.resize(max_bytes + 1 < static_cast<std::size_t>(st.st_size) + 1
                  ? max_bytes + 1
@@ -424,18 +399,13 @@ std::optional<std::string> read_small_file(const std::string& path, std::size_t 
     const ssize_t n = ::read(fd, out.data() + used, out.size() - used);
     if (n < 0) {
       if (errno == EINTR) continue;
-      error = "reading " + path + ": " + errno_text(errno);
-      ::close(fd);
-      return std::nullopt;
+      return give_up("reading " + path + ": " + errno_text(errno));
     }
     if (n == 0) break;
     used += static_cast<std::size_t>(n);
   }
   ::close(fd);
-  if (used > max_bytes) {
-    error = path + " is larger than " + std::to_string(max_bytes) + " bytes";
-    return std::nullopt;
-  }
+  if (used > max_bytes) return fail(path + " is larger than " + std::to_string(max_bytes) + " bytes");
   out.resize(used);
   return out;
 }

@@ -1,8 +1,9 @@
 // Certificate material for the webhook, made and inspected with OpenSSL 3.
 //
 // Contract:
-// - Nothing here throws; every failure is reported as an empty optional / false
-//   plus a human-readable `error` (OpenSSL's reason appended where it has one).
+// - Nothing here throws; every failure is an ig::Result error (base/result.h):
+//   one human-readable line naming the file or name it is about, with
+//   OpenSSL's reason appended where it has one.
 // - make_serving_chain() makes a fresh CA and a serving certificate signed by it,
 //   both EC P-256 / ECDSA-SHA256. The leaf carries a subjectAltName for every
 //   DNS name and IP address given (at least one is required: the API server
@@ -22,10 +23,11 @@
 
 #include <chrono>
 #include <cstddef>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/result.h"
 
 namespace ig::tls {
 
@@ -37,41 +39,36 @@ struct CertificateBundle {
 };
 
 // Makes a CA and a serving certificate valid for `validity` from now (the CA is
-// valid for the same period). dns_names: e.g. "isolation-gate",
-// "isolation-gate.isolation-gate-system.svc"; a leading "*." wildcard label is
+// valid for the same period). dns_names: e.g. the Service's names
+// (config::service_dns_names); a leading "*." wildcard label is
 // accepted. ip_addresses: IPv4 or IPv6 literals.
-std::optional<CertificateBundle> make_serving_chain(const std::vector<std::string>& dns_names,
-                                                    const std::vector<std::string>& ip_addresses,
-                                                    std::chrono::seconds validity,
-                                                    std::string& error);
+Result<CertificateBundle> make_serving_chain(const std::vector<std::string>& dns_names,
+                                             const std::vector<std::string>& ip_addresses,
+                                             std::chrono::seconds validity);
 
 // Signs a new serving certificate with an existing CA (ca_cert_pem/ca_key_pem
 // as produced by make_serving_chain). The result's ca_cert_pem/ca_key_pem are
 // copies of the inputs.
-std::optional<CertificateBundle> make_serving_certificate(const std::string& ca_cert_pem,
-                                                          const std::string& ca_key_pem,
-                                                          const std::vector<std::string>& dns_names,
-                                                          const std::vector<std::string>& ip_addresses,
-                                                          std::chrono::seconds validity,
-                                                          std::string& error);
+Result<CertificateBundle> make_serving_certificate(const std::string& ca_cert_pem,
+                                                   const std::string& ca_key_pem,
+                                                   const std::vector<std::string>& dns_names,
+                                                   const std::vector<std::string>& ip_addresses,
+                                                   std::chrono::seconds validity);
 
 // notAfter of the first certificate in `pem`.
-std::optional<std::chrono::system_clock::time_point> certificate_not_after(const std::string& pem,
-                                                                           std::string& error);
+Result<std::chrono::system_clock::time_point> certificate_not_after(const std::string& pem);
 
 // Serial number of the first certificate in `pem`, upper-case hex without
 // separators (e.g. "5A1F..."), for logs and tests.
-std::optional<std::string> certificate_serial_hex(const std::string& pem, std::string& error);
+Result<std::string> certificate_serial_hex(const std::string& pem);
 
 // Writes `data` to `path` atomically with permission bits `mode` (e.g. 0600 for
-// keys). Returns false and sets `error` on failure; the target is untouched then.
-bool write_file_atomically(const std::string& path, std::string_view data, mode_t mode,
-                           std::string& error);
+// keys). On failure the target is untouched.
+Result<void> write_file_atomically(const std::string& path, std::string_view data, mode_t mode);
 
 // Reads a whole regular file of at most `max_bytes` bytes (larger files are an
 // error, not truncated).
-std::optional<std::string> read_small_file(const std::string& path, std::size_t max_bytes,
-                                           std::string& error);
+Result<std::string> read_small_file(const std::string& path, std::size_t max_bytes);
 
 // Drains this thread's OpenSSL error queue into one "; "-separated string.
 std::string openssl_error_queue();

@@ -35,34 +35,30 @@ std::string describe(const boost::system::error_code& ec) {
 
 }  // namespace
 
-std::shared_ptr<ssl::context> make_server_context(std::string_view cert_pem,
-                                                  std::string_view key_pem, std::string& error) {
+Result<std::shared_ptr<ssl::context>> make_server_context(std::string_view cert_pem,
+                                                          std::string_view key_pem) {
   ERR_clear_error();
   std::shared_ptr<ssl::context> ctx;
   try {
     ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
   } catch (const std::exception& e) {
-    error = std::string("creating TLS context: ") + e.what();
-    return nullptr;
+    return fail(std::string("creating TLS context: ") + e.what());
   }
   SSL_CTX* raw = ctx->native_handle();
 
   if (SSL_CTX_set_min_proto_version(raw, TLS1_2_VERSION) != 1 ||
       SSL_CTX_set_max_proto_version(raw, 0) != 1) {
-    error = "setting TLS protocol versions: " + openssl_error_queue();
-    return nullptr;
+    return fail("setting TLS protocol versions: " + openssl_error_queue());
   }
   SSL_CTX_set_options(raw, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
                                SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_SSLv3 |
                                SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1);
   if (SSL_CTX_set_cipher_list(raw, kTls12Ciphers) != 1) {
-    error = "setting TLS 1.2 ciphers: " + openssl_error_queue();
-    return nullptr;
+    return fail("setting TLS 1.2 ciphers: " + openssl_error_queue());
   }
   // ECDH group selection is automatic in OpenSSL 3; restrict it to modern curves.
   if (SSL_CTX_set1_groups_list(raw, "X25519:P-256:P-384") != 1) {
-    error = "setting ECDHE groups: " + openssl_error_queue();
-    return nullptr;
+    return fail("setting ECDHE groups: " + openssl_error_queue());
   }
   // Resumption: a server-side cache for TLS 1.2 session ids, tickets (on by
   // default) for both versions.
@@ -75,8 +71,7 @@ std::shared_ptr<ssl::context> make_server_context(std::string_view cert_pem,
   boost::system::error_code ec;
   ctx->use_certificate_chain(boost::asio::buffer(cert_pem.data(), cert_pem.size()), ec);
   if (ec) {
-    error = "loading certificate (PEM chain, leaf first): " + describe(ec);
-    return nullptr;
+    return fail("loading certificate (PEM chain, leaf first): " + describe(ec));
   }
   // Parse the key ourselves so that "unreadable" and "does not match" are
   // distinct errors (SSL_CTX_use_PrivateKey reports both alike).
@@ -86,24 +81,20 @@ std::shared_ptr<ssl::context> make_server_context(std::string_view cert_pem,
     BIO_free(bio);
   }
   if (key == nullptr) {
-    error = "loading private key (PEM): " + openssl_error_queue();
-    return nullptr;
+    return fail("loading private key (PEM): " + openssl_error_queue());
   }
   const bool matches = X509_check_private_key(SSL_CTX_get0_certificate(raw), key) == 1;
   ERR_clear_error();
   const bool used = matches && SSL_CTX_use_PrivateKey(raw, key) == 1;
   EVP_PKEY_free(key);
   if (!matches) {
-    error = "the private key does not match the certificate";
-    return nullptr;
+    return fail("the private key does not match the certificate");
   }
   if (!used) {
-    error = "loading private key: " + openssl_error_queue();
-    return nullptr;
+    return fail("loading private key: " + openssl_error_queue());
   }
   if (SSL_CTX_check_private_key(raw) != 1) {
-    error = "the private key does not match the certificate: " + openssl_error_queue();
-    return nullptr;
+    return fail("the private key does not match the certificate: " + openssl_error_queue());
   }
   ERR_clear_error();
   return ctx;
@@ -114,31 +105,30 @@ ReloadingTlsContext::ReloadingTlsContext(std::string cert_path, std::string key_
 
 ReloadingTlsContext::~ReloadingTlsContext() { stop_watching(); }
 
-std::unique_ptr<ReloadingTlsContext> ReloadingTlsContext::from_files(std::string cert_path,
-                                                                     std::string key_path,
-                                                                     LogFn log,
-                                                                     std::string& error) {
+Result<std::unique_ptr<ReloadingTlsContext>> ReloadingTlsContext::from_files(std::string cert_path,
+                                                                             std::string key_path,
+                                                                             LogFn log) {
   std::unique_ptr<ReloadingTlsContext> self(
       new ReloadingTlsContext(std::move(cert_path), std::move(key_path), std::move(log)));
-  std::lock_guard poll_lock(self->poll_mu_);
-  self->seen_cert_ = stat_file(self->cert_path_);
-  self->seen_key_ = stat_file(self->key_path_);
-  auto cert = read_small_file(self->cert_path_, kMaxPemBytes, error);
-  if (!cert) return nullptr;
-  auto key = read_small_file(self->key_path_, kMaxPemBytes, error);
-  if (!key) return nullptr;
-  if (!self->install(*cert, *key, error)) {
-    error = self->cert_path_ + " / " + self->key_path_ + ": " + error;
-    return nullptr;
+  {
+    std::lock_guard poll_lock(self->poll_mu_);
+    self->seen_cert_ = stat_file(self->cert_path_);
+    self->seen_key_ = stat_file(self->key_path_);
+    auto cert = read_small_file(self->cert_path_, kMaxPemBytes);
+    if (!cert) return fail(cert.error());
+    auto key = read_small_file(self->key_path_, kMaxPemBytes);
+    if (!key) return fail(key.error());
+    if (auto installed = self->install(*cert, *key); !installed)
+      return fail(self->cert_path_ + " / " + self->key_path_ + ": " + installed.error());
   }
   return self;
 }
 
-std::unique_ptr<ReloadingTlsContext> ReloadingTlsContext::from_pem(std::string_view cert_pem,
-                                                                   std::string_view key_pem,
-                                                                   LogFn log, std::string& error) {
+Result<std::unique_ptr<ReloadingTlsContext>> ReloadingTlsContext::from_pem(std::string_view cert_pem,
+                                                                           std::string_view key_pem,
+                                                                           LogFn log) {
   std::unique_ptr<ReloadingTlsContext> self(new ReloadingTlsContext({}, {}, std::move(log)));
-  if (!self->install(cert_pem, key_pem, error)) return nullptr;
+  if (auto installed = self->install(cert_pem, key_pem); !installed) return fail(installed.error());
   return self;
 }
 
@@ -157,18 +147,17 @@ std::string ReloadingTlsContext::certificate_pem() const {
   return cert_pem_;
 }
 
-bool ReloadingTlsContext::install(std::string_view cert_pem, std::string_view key_pem,
-                                  std::string& error) {
-  auto ctx = make_server_context(cert_pem, key_pem, error);
-  if (!ctx) return false;
+Result<void> ReloadingTlsContext::install(std::string_view cert_pem, std::string_view key_pem) {
+  auto ctx = make_server_context(cert_pem, key_pem);
+  if (!ctx) return fail(ctx.error());
   std::string pem(cert_pem);
-  auto not_after = certificate_not_after(pem, error);
-  if (!not_after) return false;
+  auto not_after = certificate_not_after(pem);
+  if (!not_after) return fail(not_after.error());
   std::lock_guard lock(mu_);
-  ctx_ = std::move(ctx);
+  ctx_ = std::move(*ctx);
   not_after_ = *not_after;
   cert_pem_ = std::move(pem);
-  return true;
+  return {};
 }
 
 void ReloadingTlsContext::log(std::string_view level, const std::string& msg) const {
@@ -197,13 +186,16 @@ bool ReloadingTlsContext::poll_for_changes() {
   // once, and retried as soon as either file changes again.
   seen_cert_ = cert_state;
   seen_key_ = key_state;
-  std::string error;
-  auto cert = read_small_file(cert_path_, kMaxPemBytes, error);
-  std::optional<std::string> key;
-  if (cert) key = read_small_file(key_path_, kMaxPemBytes, error);
-  if (!cert || !key || !install(*cert, *key, error)) {
+  auto loaded = [this]() -> Result<void> {
+    auto cert = read_small_file(cert_path_, kMaxPemBytes);
+    if (!cert) return fail(cert.error());
+    auto key = read_small_file(key_path_, kMaxPemBytes);
+    if (!key) return fail(key.error());
+    return install(*cert, *key);
+  }();
+  if (!loaded) {
     log("error", "TLS certificate reload failed, keeping the current certificate: " + cert_path_ +
-                     " / " + key_path_ + ": " + error);
+                     " / " + key_path_ + ": " + loaded.error());
     return false;
   }
   // The states were taken before reading: a file that changed while we read it
@@ -213,16 +205,16 @@ bool ReloadingTlsContext::poll_for_changes() {
   return true;
 }
 
-bool ReloadingTlsContext::replace_pem(std::string_view cert_pem, std::string_view key_pem,
-                                      std::string& error) {
+Result<void> ReloadingTlsContext::replace_pem(std::string_view cert_pem, std::string_view key_pem) {
   std::lock_guard poll_lock(poll_mu_);
-  if (!install(cert_pem, key_pem, error)) {
-    log("error", "TLS certificate replacement rejected, keeping the current certificate: " + error);
-    return false;
+  if (auto installed = install(cert_pem, key_pem); !installed) {
+    log("error", "TLS certificate replacement rejected, keeping the current certificate: " +
+                     installed.error());
+    return installed;
   }
   const auto n = reloads_.fetch_add(1, std::memory_order_relaxed) + 1;
   log("info", "TLS certificate replaced (reload " + std::to_string(n) + ")");
-  return true;
+  return {};
 }
 
 void ReloadingTlsContext::start_watching(std::chrono::milliseconds interval) {

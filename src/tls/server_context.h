@@ -7,7 +7,9 @@
 //   preference, ECDHE groups X25519/P-256/P-384, server-side session cache and
 //   session tickets on (resumption works across connections sharing the
 //   context). cert_pem may hold a chain (leaf first). The key must match the
-//   leaf; otherwise nullptr and a clear `error`. Never throws.
+//   leaf; otherwise an error saying which (unreadable certificate, unreadable
+//   key, key does not match). Never throws.
+// - Failures are ig::Result errors (base/result.h), never out-parameters.
 // - ReloadingTlsContext holds the current context. current() is thread-safe and
 //   cheap (a mutex-guarded shared_ptr copy). A connection keeps the context it
 //   was accepted with for its whole life, so a reload never breaks an open
@@ -30,33 +32,31 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 
 #include <boost/asio/ssl/context.hpp>
 
+#include "base/result.h"
+
 namespace ig::tls {
 
 // level is one of "debug", "info", "warn", "error".
 using LogFn = std::function<void(std::string_view level, std::string_view msg)>;
 
-std::shared_ptr<boost::asio::ssl::context> make_server_context(std::string_view cert_pem,
-                                                               std::string_view key_pem,
-                                                               std::string& error);
+Result<std::shared_ptr<boost::asio::ssl::context>> make_server_context(std::string_view cert_pem,
+                                                                       std::string_view key_pem);
 
 class ReloadingTlsContext {
  public:
-  // Loads both files now; nullptr and `error` when they are unreadable,
-  // unparsable or do not match.
-  static std::unique_ptr<ReloadingTlsContext> from_files(std::string cert_path,
-                                                         std::string key_path, LogFn log,
-                                                         std::string& error);
+  // Loads both files now; an error naming the files when they are
+  // unreadable, unparsable or do not match.
+  static Result<std::unique_ptr<ReloadingTlsContext>> from_files(std::string cert_path,
+                                                                 std::string key_path, LogFn log);
   // In-memory PEMs; poll_for_changes() is a no-op for these.
-  static std::unique_ptr<ReloadingTlsContext> from_pem(std::string_view cert_pem,
-                                                       std::string_view key_pem, LogFn log,
-                                                       std::string& error);
+  static Result<std::unique_ptr<ReloadingTlsContext>> from_pem(std::string_view cert_pem,
+                                                               std::string_view key_pem, LogFn log);
 
   ~ReloadingTlsContext();
   ReloadingTlsContext(const ReloadingTlsContext&) = delete;
@@ -68,9 +68,9 @@ class ReloadingTlsContext {
   // Files only: true when a new context was swapped in by this call.
   bool poll_for_changes();
 
-  // Swaps in a context built from these PEMs; false (old context kept, error
-  // set and logged) when they do not parse or match.
-  bool replace_pem(std::string_view cert_pem, std::string_view key_pem, std::string& error);
+  // Swaps in a context built from these PEMs; an error (old context kept,
+  // error logged) when they do not parse or match.
+  Result<void> replace_pem(std::string_view cert_pem, std::string_view key_pem);
 
   // Starts the background poll thread (files only; idempotent).
   void start_watching(std::chrono::milliseconds interval = std::chrono::seconds(1));
@@ -92,7 +92,7 @@ class ReloadingTlsContext {
   };
   ReloadingTlsContext(std::string cert_path, std::string key_path, LogFn log);
   static FileState stat_file(const std::string& path);
-  bool install(std::string_view cert_pem, std::string_view key_pem, std::string& error);
+  Result<void> install(std::string_view cert_pem, std::string_view key_pem);
   void log(std::string_view level, const std::string& msg) const;
   void watch_loop(std::chrono::milliseconds interval);
 

@@ -69,12 +69,17 @@ int verify(const std::string& ca_pem, const std::string& leaf_pem, const char* h
   return err;
 }
 
+// The error of a failed Result ("" when it succeeded), for assertions.
+template <typename T>
+std::string error_of(const Result<T>& r) {
+  return r.ok() ? std::string() : r.error();
+}
+
 CertificateBundle make_chain() {
-  std::string error;
   auto bundle = make_serving_chain(
       {"isolation-gate", "isolation-gate.isolation-gate-system", kServiceHost},
-      {"127.0.0.1", "::1"}, std::chrono::hours(24 * 365), error);
-  EXPECT_TRUE(bundle) << error;
+      {"127.0.0.1", "::1"}, std::chrono::hours(24 * 365));
+  EXPECT_TRUE(bundle) << error_of(bundle);
   return bundle ? *bundle : CertificateBundle{};
 }
 
@@ -170,9 +175,8 @@ TEST(TlsCertificates, ExtensionsAndValidity) {
   time_t four_min_ago = now - 4 * 60, six_min_ago = now - 6 * 60;
   EXPECT_LT(X509_cmp_time(X509_get0_notBefore(leaf.get()), &four_min_ago), 0);
   EXPECT_GT(X509_cmp_time(X509_get0_notBefore(leaf.get()), &six_min_ago), 0);
-  std::string error;
-  auto not_after = certificate_not_after(b.cert_pem, error);
-  ASSERT_TRUE(not_after) << error;
+  auto not_after = certificate_not_after(b.cert_pem);
+  ASSERT_TRUE(not_after) << error_of(not_after);
   const auto expected = std::chrono::system_clock::now() + std::chrono::hours(24 * 365);
   EXPECT_LT(std::chrono::abs(*not_after - expected), 2min);
 }
@@ -180,11 +184,10 @@ TEST(TlsCertificates, ExtensionsAndValidity) {
 TEST(TlsCertificates, SerialsAreRandom128Bit) {
   const auto a = make_chain();
   const auto b = make_chain();
-  std::string error;
-  auto sa = certificate_serial_hex(a.cert_pem, error);
-  auto sb = certificate_serial_hex(b.cert_pem, error);
-  auto sca = certificate_serial_hex(a.ca_cert_pem, error);
-  ASSERT_TRUE(sa && sb && sca) << error;
+  auto sa = certificate_serial_hex(a.cert_pem);
+  auto sb = certificate_serial_hex(b.cert_pem);
+  auto sca = certificate_serial_hex(a.ca_cert_pem);
+  ASSERT_TRUE(sa && sb && sca) << error_of(sa) << error_of(sb) << error_of(sca);
   EXPECT_NE(*sa, *sb);
   EXPECT_NE(*sa, *sca);
   EXPECT_LE(sa->size(), 32u);
@@ -193,35 +196,38 @@ TEST(TlsCertificates, SerialsAreRandom128Bit) {
 
 TEST(TlsCertificates, RenewedLeafFromSameCaVerifies) {
   const auto a = make_chain();
-  std::string error;
-  auto renewed = make_serving_certificate(a.ca_cert_pem, a.ca_key_pem, {kServiceHost}, {}, 48h, error);
-  ASSERT_TRUE(renewed) << error;
+  auto renewed = make_serving_certificate(a.ca_cert_pem, a.ca_key_pem, {kServiceHost}, {}, 48h);
+  ASSERT_TRUE(renewed) << error_of(renewed);
   EXPECT_EQ(renewed->ca_cert_pem, a.ca_cert_pem);
   EXPECT_EQ(verify(a.ca_cert_pem, renewed->cert_pem, kServiceHost), X509_V_OK);
   EXPECT_NE(renewed->cert_pem, a.cert_pem);
 
   const auto other = make_chain();
-  EXPECT_FALSE(make_serving_certificate(a.ca_cert_pem, other.ca_key_pem, {kServiceHost}, {}, 48h, error));
-  EXPECT_NE(error.find("does not match"), std::string::npos) << error;
+  auto mismatched = make_serving_certificate(a.ca_cert_pem, other.ca_key_pem, {kServiceHost}, {}, 48h);
+  EXPECT_FALSE(mismatched);
+  EXPECT_NE(error_of(mismatched).find("does not match"), std::string::npos) << error_of(mismatched);
 }
 
 TEST(TlsCertificates, RejectsBadInputs) {
-  std::string error;
-  EXPECT_FALSE(make_serving_chain({}, {}, 1h, error));
-  EXPECT_NE(error.find("SAN"), std::string::npos) << error;
-  EXPECT_FALSE(make_serving_chain({"bad name"}, {}, 1h, error));
-  EXPECT_NE(error.find("bad name"), std::string::npos) << error;
-  EXPECT_FALSE(make_serving_chain({"a,DNS:evil"}, {}, 1h, error));
-  EXPECT_FALSE(make_serving_chain({"ok"}, {"300.1.1.1"}, 1h, error));
-  EXPECT_NE(error.find("300.1.1.1"), std::string::npos) << error;
-  EXPECT_FALSE(make_serving_chain({"ok"}, {}, 0s, error));
-  EXPECT_FALSE(certificate_not_after("not a pem", error));
-  EXPECT_FALSE(error.empty());
-  EXPECT_FALSE(certificate_serial_hex("", error));
+  auto no_names = make_serving_chain({}, {}, 1h);
+  EXPECT_FALSE(no_names);
+  EXPECT_NE(error_of(no_names).find("SAN"), std::string::npos) << error_of(no_names);
+  auto bad_name = make_serving_chain({"bad name"}, {}, 1h);
+  EXPECT_FALSE(bad_name);
+  EXPECT_NE(error_of(bad_name).find("bad name"), std::string::npos) << error_of(bad_name);
+  EXPECT_FALSE(make_serving_chain({"a,DNS:evil"}, {}, 1h));
+  auto bad_ip = make_serving_chain({"ok"}, {"300.1.1.1"}, 1h);
+  EXPECT_FALSE(bad_ip);
+  EXPECT_NE(error_of(bad_ip).find("300.1.1.1"), std::string::npos) << error_of(bad_ip);
+  EXPECT_FALSE(make_serving_chain({"ok"}, {}, 0s));
+  auto not_pem = certificate_not_after("not a pem");
+  EXPECT_FALSE(not_pem);
+  EXPECT_FALSE(error_of(not_pem).empty());
+  EXPECT_FALSE(certificate_serial_hex(""));
   // A CN longer than X.509's 64-character limit still works (SAN carries it).
   const std::string long_name = std::string(40, 'a') + "." + std::string(40, 'b') + ".svc";
-  auto b = make_serving_chain({long_name}, {}, 1h, error);
-  ASSERT_TRUE(b) << error;
+  auto b = make_serving_chain({long_name}, {}, 1h);
+  ASSERT_TRUE(b) << error_of(b);
   EXPECT_EQ(verify(b->ca_cert_pem, b->cert_pem, long_name.c_str()), X509_V_OK);
 }
 
@@ -241,15 +247,16 @@ class TempDir {
 
 TEST(TlsFiles, WriteAtomicallyThenRead) {
   TempDir dir;
-  std::string error;
   const std::string path = dir.file("tls.key");
-  ASSERT_TRUE(write_file_atomically(path, "first", 0600, error)) << error;
-  ASSERT_TRUE(write_file_atomically(path, "second contents", 0600, error)) << error;
+  auto first = write_file_atomically(path, "first", 0600);
+  ASSERT_TRUE(first) << error_of(first);
+  auto second = write_file_atomically(path, "second contents", 0600);
+  ASSERT_TRUE(second) << error_of(second);
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  auto data = read_small_file(path, 1024, error);
-  ASSERT_TRUE(data) << error;
+  auto data = read_small_file(path, 1024);
+  ASSERT_TRUE(data) << error_of(data);
   EXPECT_EQ(*data, "second contents");
   // No temporary files left behind.
   int entries = 0;
@@ -259,21 +266,22 @@ TEST(TlsFiles, WriteAtomicallyThenRead) {
 
 TEST(TlsFiles, ReadErrors) {
   TempDir dir;
-  std::string error;
-  EXPECT_FALSE(read_small_file(dir.file("missing"), 10, error));
-  EXPECT_NE(error.find("missing"), std::string::npos);
-  ASSERT_TRUE(write_file_atomically(dir.file("big"), std::string(100, 'x'), 0644, error));
-  EXPECT_FALSE(read_small_file(dir.file("big"), 99, error));
-  EXPECT_NE(error.find("larger"), std::string::npos) << error;
-  auto exact = read_small_file(dir.file("big"), 100, error);
+  auto missing = read_small_file(dir.file("missing"), 10);
+  EXPECT_FALSE(missing);
+  EXPECT_NE(error_of(missing).find("missing"), std::string::npos);
+  ASSERT_TRUE(write_file_atomically(dir.file("big"), std::string(100, 'x'), 0644));
+  auto too_big = read_small_file(dir.file("big"), 99);
+  EXPECT_FALSE(too_big);
+  EXPECT_NE(error_of(too_big).find("larger"), std::string::npos) << error_of(too_big);
+  auto exact = read_small_file(dir.file("big"), 100);
   ASSERT_TRUE(exact);
   EXPECT_EQ(exact->size(), 100u);
-  ASSERT_TRUE(write_file_atomically(dir.file("empty"), "", 0644, error));
-  auto empty = read_small_file(dir.file("empty"), 0, error);
-  ASSERT_TRUE(empty) << error;
+  ASSERT_TRUE(write_file_atomically(dir.file("empty"), "", 0644));
+  auto empty = read_small_file(dir.file("empty"), 0);
+  ASSERT_TRUE(empty) << error_of(empty);
   EXPECT_TRUE(empty->empty());
-  EXPECT_FALSE(read_small_file(dir.path(), 10, error));  // a directory
-  EXPECT_FALSE(write_file_atomically(dir.file("no/such/dir"), "x", 0600, error));
+  EXPECT_FALSE(read_small_file(dir.path(), 10));  // a directory
+  EXPECT_FALSE(write_file_atomically(dir.file("no/such/dir"), "x", 0600));
 }
 
 }  // namespace

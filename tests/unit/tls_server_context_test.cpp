@@ -19,11 +19,15 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// The error of a failed Result ("" when it succeeded), for assertions.
+template <typename T>
+std::string error_of(const Result<T>& r) {
+  return r.ok() ? std::string() : r.error();
+}
+
 CertificateBundle chain(std::chrono::seconds validity = std::chrono::hours(24)) {
-  std::string error;
-  auto b = make_serving_chain({"isolation-gate.isolation-gate-system.svc"}, {"127.0.0.1"},
-                              validity, error);
-  EXPECT_TRUE(b) << error;
+  auto b = make_serving_chain({"isolation-gate.isolation-gate-system.svc"}, {"127.0.0.1"}, validity);
+  EXPECT_TRUE(b) << error_of(b);
   return b ? *b : CertificateBundle{};
 }
 
@@ -58,16 +62,15 @@ class TempDir {
 };
 
 void write(const std::string& path, const std::string& data) {
-  std::string error;
-  ASSERT_TRUE(write_file_atomically(path, data, 0600, error)) << error;
+  auto written = write_file_atomically(path, data, 0600);
+  ASSERT_TRUE(written) << error_of(written);
 }
 
 TEST(TlsServerContext, BuildsHardenedContext) {
   const auto b = chain();
-  std::string error;
-  auto ctx = make_server_context(b.cert_pem, b.key_pem, error);
-  ASSERT_TRUE(ctx) << error;
-  SSL_CTX* raw = ctx->native_handle();
+  auto ctx = make_server_context(b.cert_pem, b.key_pem);
+  ASSERT_TRUE(ctx) << error_of(ctx);
+  SSL_CTX* raw = (*ctx)->native_handle();
   EXPECT_EQ(SSL_CTX_get_min_proto_version(raw), TLS1_2_VERSION);
   const auto opts = SSL_CTX_get_options(raw);
   EXPECT_TRUE(opts & SSL_OP_NO_COMPRESSION);
@@ -87,15 +90,18 @@ TEST(TlsServerContext, BuildsHardenedContext) {
 
 TEST(TlsServerContext, MismatchedKeyIsAClearError) {
   const auto a = chain(), b = chain();
-  std::string error;
-  EXPECT_FALSE(make_server_context(a.cert_pem, b.key_pem, error));
-  EXPECT_NE(error.find("does not match"), std::string::npos) << error;
-  EXPECT_FALSE(make_server_context("garbage", a.key_pem, error));
-  EXPECT_NE(error.find("certificate"), std::string::npos) << error;
-  EXPECT_FALSE(make_server_context(a.cert_pem, "garbage", error));
-  EXPECT_NE(error.find("private key"), std::string::npos) << error;
+  auto mismatched = make_server_context(a.cert_pem, b.key_pem);
+  EXPECT_FALSE(mismatched);
+  EXPECT_NE(error_of(mismatched).find("does not match"), std::string::npos) << error_of(mismatched);
+  auto bad_cert = make_server_context("garbage", a.key_pem);
+  EXPECT_FALSE(bad_cert);
+  EXPECT_NE(error_of(bad_cert).find("certificate"), std::string::npos) << error_of(bad_cert);
+  auto bad_key = make_server_context(a.cert_pem, "garbage");
+  EXPECT_FALSE(bad_key);
+  EXPECT_NE(error_of(bad_key).find("private key"), std::string::npos) << error_of(bad_key);
   // A chain (leaf + CA) is accepted.
-  EXPECT_TRUE(make_server_context(a.cert_pem + a.ca_cert_pem, a.key_pem, error)) << error;
+  auto with_chain = make_server_context(a.cert_pem + a.ca_cert_pem, a.key_pem);
+  EXPECT_TRUE(with_chain) << error_of(with_chain);
 }
 
 TEST(TlsReloadingContext, ReloadsOnlyCompleteMatchingPairs) {
@@ -104,10 +110,9 @@ TEST(TlsReloadingContext, ReloadsOnlyCompleteMatchingPairs) {
   write(dir.file("tls.crt"), a.cert_pem);
   write(dir.file("tls.key"), a.key_pem);
   Logs logs;
-  std::string error;
-  auto reloading = ReloadingTlsContext::from_files(dir.file("tls.crt"), dir.file("tls.key"),
-                                                   logs.fn(), error);
-  ASSERT_TRUE(reloading) << error;
+  auto loaded = ReloadingTlsContext::from_files(dir.file("tls.crt"), dir.file("tls.key"), logs.fn());
+  ASSERT_TRUE(loaded) << error_of(loaded);
+  const auto& reloading = *loaded;
   const auto first = reloading->current();
   ASSERT_TRUE(first);
   EXPECT_EQ(reloading->reload_count(), 0u);
@@ -145,14 +150,15 @@ TEST(TlsReloadingContext, ReloadsOnlyCompleteMatchingPairs) {
 
 TEST(TlsReloadingContext, InitialLoadErrors) {
   TempDir dir;
-  std::string error;
-  EXPECT_FALSE(ReloadingTlsContext::from_files(dir.file("none.crt"), dir.file("none.key"), {}, error));
-  EXPECT_NE(error.find("none.crt"), std::string::npos) << error;
+  auto missing = ReloadingTlsContext::from_files(dir.file("none.crt"), dir.file("none.key"), {});
+  EXPECT_FALSE(missing);
+  EXPECT_NE(error_of(missing).find("none.crt"), std::string::npos) << error_of(missing);
   const auto a = chain(), b = chain();
   write(dir.file("tls.crt"), a.cert_pem);
   write(dir.file("tls.key"), b.key_pem);
-  EXPECT_FALSE(ReloadingTlsContext::from_files(dir.file("tls.crt"), dir.file("tls.key"), {}, error));
-  EXPECT_NE(error.find("does not match"), std::string::npos) << error;
+  auto mismatched = ReloadingTlsContext::from_files(dir.file("tls.crt"), dir.file("tls.key"), {});
+  EXPECT_FALSE(mismatched);
+  EXPECT_NE(error_of(mismatched).find("does not match"), std::string::npos) << error_of(mismatched);
 }
 
 TEST(TlsReloadingContext, WatcherPicksUpChanges) {
@@ -160,10 +166,9 @@ TEST(TlsReloadingContext, WatcherPicksUpChanges) {
   const auto a = chain(), b = chain();
   write(dir.file("tls.crt"), a.cert_pem);
   write(dir.file("tls.key"), a.key_pem);
-  std::string error;
-  auto reloading =
-      ReloadingTlsContext::from_files(dir.file("tls.crt"), dir.file("tls.key"), {}, error);
-  ASSERT_TRUE(reloading) << error;
+  auto loaded = ReloadingTlsContext::from_files(dir.file("tls.crt"), dir.file("tls.key"), {});
+  ASSERT_TRUE(loaded) << error_of(loaded);
+  const auto& reloading = *loaded;
   reloading->start_watching(10ms);
   reloading->start_watching(10ms);  // idempotent
   write(dir.file("tls.key"), b.key_pem);
@@ -179,15 +184,16 @@ TEST(TlsReloadingContext, WatcherPicksUpChanges) {
 TEST(TlsReloadingContext, InMemoryReplace) {
   const auto a = chain(), b = chain();
   Logs logs;
-  std::string error;
-  auto reloading = ReloadingTlsContext::from_pem(a.cert_pem, a.key_pem, logs.fn(), error);
-  ASSERT_TRUE(reloading) << error;
+  auto loaded = ReloadingTlsContext::from_pem(a.cert_pem, a.key_pem, logs.fn());
+  ASSERT_TRUE(loaded) << error_of(loaded);
+  const auto& reloading = *loaded;
   const auto first = reloading->current();
   EXPECT_FALSE(reloading->poll_for_changes());
-  EXPECT_FALSE(reloading->replace_pem(b.cert_pem, a.key_pem, error));
+  EXPECT_FALSE(reloading->replace_pem(b.cert_pem, a.key_pem));
   EXPECT_EQ(reloading->current(), first);
   EXPECT_EQ(logs.count("error"), 1u);
-  EXPECT_TRUE(reloading->replace_pem(b.cert_pem, b.key_pem, error)) << error;
+  auto replaced = reloading->replace_pem(b.cert_pem, b.key_pem);
+  EXPECT_TRUE(replaced) << error_of(replaced);
   EXPECT_NE(reloading->current(), first);
   EXPECT_EQ(reloading->reload_count(), 1u);
   reloading->start_watching();  // no-op for in-memory
