@@ -5,7 +5,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <exception>
+#include <iterator>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -38,12 +40,41 @@ constexpr std::size_t kReadChunk = 16 * 1024;
 constexpr std::chrono::seconds kMaxCloseWait{3};
 constexpr std::chrono::milliseconds kDrainSilence{500};
 
+// The live counters: one relaxed atomic per IG_TRANSPORT_COUNTERS row.
 struct Counters {
-  std::atomic<std::uint64_t> connections_accepted{0}, connections_active{0},
-      connections_rejected{0}, tls_handshake_failures{0}, requests{0}, request_errors{0},
-      handler_exceptions{0}, timeouts{0}, responses_1xx{0}, responses_2xx{0}, responses_3xx{0},
-      responses_4xx{0}, responses_5xx{0}, bytes_in{0}, bytes_out{0};
+#define IG_TRANSPORT_ATOMIC(field, type, name, code, help) std::atomic<std::uint64_t> field{0};
+  IG_TRANSPORT_COUNTERS(IG_TRANSPORT_ATOMIC)
+#undef IG_TRANSPORT_ATOMIC
 };
+
+struct CounterRow {
+  prometheus::Type type;
+  std::string_view name;
+  std::string_view code;
+  std::string_view help;
+  std::uint64_t TransportStats::*field;
+};
+
+constexpr CounterRow kCounterRows[] = {
+#define IG_TRANSPORT_ROW(field, type, name, code, help) \
+  {prometheus::Type::type, name, code, help, &TransportStats::field},
+    IG_TRANSPORT_COUNTERS(IG_TRANSPORT_ROW)
+#undef IG_TRANSPORT_ROW
+};
+
+// A metric's rows are adjacent (its HELP/TYPE is written once, at the first),
+// and the first carries the help.
+constexpr bool rows_grouped() {
+  constexpr std::size_t n = std::size(kCounterRows);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i > 0 && kCounterRows[i].name == kCounterRows[i - 1].name) continue;
+    if (kCounterRows[i].help.empty()) return false;
+    for (std::size_t j = 0; j < i; ++j)
+      if (kCounterRows[j].name == kCounterRows[i].name) return false;
+  }
+  return true;
+}
+static_assert(rows_grouped(), "IG_TRANSPORT_COUNTERS: keep a metric's rows adjacent, help on the first");
 
 void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
   c.fetch_add(n, std::memory_order_relaxed);
@@ -639,17 +670,12 @@ HttpServer::~HttpServer() {
   while (!more.empty()) more.pop_back();
 }
 
-std::optional<tcp::endpoint> HttpServer::add_listener(const ListenerOptions& options,
-                                                      std::string& error) {
-  const std::string where = options.host + ":" + std::to_string(options.port);
-  if (options.tls && state_->tls == nullptr) {
-    error = "listener " + where + ": TLS requested but the server has no TLS context";
-    return std::nullopt;
-  }
-  if (options.body_limit == 0 || options.header_limit == 0 || options.max_connections == 0) {
-    error = "listener " + where + ": limits must be positive";
-    return std::nullopt;
-  }
+Result<tcp::endpoint> HttpServer::add_listener(const ListenerOptions& options) {
+  const std::string where = "listener " + options.host + ":" + std::to_string(options.port) + ": ";
+  if (options.tls && state_->tls == nullptr)
+    return fail(where + "TLS requested but the server has no TLS context");
+  if (options.body_limit == 0 || options.header_limit == 0 || options.max_connections == 0)
+    return fail(where + "limits must be positive");
   beast::error_code ec;
   tcp::endpoint endpoint;
   const std::string host = options.host.empty() ? "0.0.0.0" : options.host;
@@ -661,32 +687,21 @@ std::optional<tcp::endpoint> HttpServer::add_listener(const ListenerOptions& opt
     const auto results = resolver.resolve(host, std::to_string(options.port),
                                           tcp::resolver::passive | tcp::resolver::numeric_service,
                                           ec);
-    if (ec || results.empty()) {
-      error = "listener " + where + ": cannot resolve host: " + (ec ? ec.message() : "no address");
-      return std::nullopt;
-    }
+    if (ec || results.empty())
+      return fail(where + "cannot resolve host: " + (ec ? ec.message() : "no address"));
     endpoint = results.begin()->endpoint();
   }
 
   std::lock_guard lock(mu_);
-  if (stop_requested_) {
-    error = "listener " + where + ": server is stopping";
-    return std::nullopt;
-  }
+  if (stop_requested_) return fail(where + "server is stopping");
   auto listener = std::make_shared<Listener>(*ioc_, state_, options);
   auto& acceptor = *listener->acceptor;
   if (acceptor.open(endpoint.protocol(), ec); !ec)
     if (acceptor.set_option(net::socket_base::reuse_address(true), ec); !ec)
       if (acceptor.bind(endpoint, ec); !ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
-  if (ec) {
-    error = "listener " + where + ": " + ec.message();
-    return std::nullopt;
-  }
+  if (ec) return fail(where + ec.message());
   auto bound = acceptor.local_endpoint(ec);
-  if (ec) {
-    error = "listener " + where + ": " + ec.message();
-    return std::nullopt;
-  }
+  if (ec) return fail(where + ec.message());
   net::post(acceptor.get_executor(), [listener] { listener->do_accept(); });
   listeners_.push_back(std::move(listener));
   return bound;
@@ -792,24 +807,29 @@ TransportStats HttpServer::stats() const {
   const Counters& c = state_->counters;
   auto get = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   TransportStats s;
-  s.connections_accepted = get(c.connections_accepted);
-  s.connections_active = get(c.connections_active);
-  s.connections_rejected = get(c.connections_rejected);
-  s.tls_handshake_failures = get(c.tls_handshake_failures);
-  s.requests = get(c.requests);
-  s.request_errors = get(c.request_errors);
-  s.handler_exceptions = get(c.handler_exceptions);
-  s.timeouts = get(c.timeouts);
-  s.responses_1xx = get(c.responses_1xx);
-  s.responses_2xx = get(c.responses_2xx);
-  s.responses_3xx = get(c.responses_3xx);
-  s.responses_4xx = get(c.responses_4xx);
-  s.responses_5xx = get(c.responses_5xx);
-  s.bytes_in = get(c.bytes_in);
-  s.bytes_out = get(c.bytes_out);
+#define IG_TRANSPORT_LOAD(field, type, name, code, help) s.field = get(c.field);
+  IG_TRANSPORT_COUNTERS(IG_TRANSPORT_LOAD)
+#undef IG_TRANSPORT_LOAD
   return s;
 }
 
-net::io_context& HttpServer::io_context() { return *ioc_; }
+void write_transport_metrics(prometheus::TextWriter& out,
+                             std::initializer_list<LabeledTransportStats> listeners) {
+  std::string_view family;
+  for (const CounterRow& row : kCounterRows) {
+    if (row.name != family) {
+      out.family(row.name, row.type, row.help);
+      family = row.name;
+    }
+    for (const auto& l : listeners) {
+      const std::uint64_t value = l.stats.*row.field;
+      if (row.code.empty()) {
+        out.sample(row.name, {{"listener", l.listener}}, value);
+      } else {
+        out.sample(row.name, {{"listener", l.listener}, {"code", row.code}}, value);
+      }
+    }
+  }
+}
 
 }  // namespace ig::server

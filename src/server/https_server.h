@@ -5,7 +5,7 @@
 //   threads: N io_contexts, each run by exactly one thread, like one event
 //   loop per nginx worker). The acceptors live on the first io_context; each
 //   accepted connection is handed round-robin to the next io_context and is
-//   served there until it closes. io_context() returns the first one.
+//   served there until it closes.
 //   It serves any number of listeners (add_listener), each plain HTTP or TLS;
 //   a TLS listener needs the ReloadingTlsContext given at construction and each
 //   accepted connection takes tls.current() once, at accept time (so a reload
@@ -33,7 +33,12 @@
 //   `grace` has passed, then closes whatever is left and joins the threads.
 //   Thread-safe and idempotent; called from an I/O thread (a Handler), it only
 //   initiates the stop.
-// - stats() is a consistent-enough snapshot of relaxed atomic counters.
+// - stats() is a consistent-enough snapshot of relaxed atomic counters. Every
+//   counter comes from one table (IG_TRANSPORT_COUNTERS below), which
+//   generates the storage, the TransportStats fields and the metric names and
+//   help; write_transport_metrics() exports every one of them.
+// - Listener setup reports failure as an ig::Result error (base/result.h)
+//   naming the address; nothing here throws out of the public API.
 #pragma once
 
 #include <chrono>
@@ -41,8 +46,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <initializer_list>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -52,6 +57,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include "base/prometheus.h"
+#include "base/result.h"
 #include "server/http_exchange.h"
 
 namespace ig::tls {
@@ -72,23 +79,55 @@ struct ListenerOptions {
   std::size_t max_connections = 4096;
 };
 
+// The transport's counters, one row each:
+//   X(TransportStats field, prometheus Type, metric name, `code` label or "", help)
+// Rows of one metric name are adjacent (checked at compile time); a row with a
+// `code` is one series of that metric. connections_active is the only gauge.
+#define IG_TRANSPORT_COUNTERS(X)                                                                  \
+  X(connections_accepted, Counter, "isolation_gate_connections_accepted_total", "",               \
+    "TCP connections accepted.")                                                                  \
+  X(connections_active, Gauge, "isolation_gate_connections_active", "", "Open connections.")      \
+  X(connections_rejected, Counter, "isolation_gate_connections_rejected_total", "",               \
+    "Connections closed at once (over the limit).")                                               \
+  X(tls_handshake_failures, Counter, "isolation_gate_tls_handshake_failures_total", "",           \
+    "Failed TLS handshakes.")                                                                     \
+  X(requests, Counter, "isolation_gate_http_requests_total", "",                                  \
+    "Complete HTTP requests handled.")                                                            \
+  X(request_errors, Counter, "isolation_gate_http_protocol_errors_total", "",                     \
+    "Malformed or oversized requests answered by the transport (400, 413, 431).")                 \
+  X(handler_exceptions, Counter, "isolation_gate_http_handler_exceptions_total", "",              \
+    "Requests whose handler threw (answered 500).")                                               \
+  X(timeouts, Counter, "isolation_gate_http_timeouts_total", "",                                  \
+    "Connections closed on a timeout.")                                                           \
+  X(responses_1xx, Counter, "isolation_gate_http_responses_total", "1xx",                         \
+    "HTTP responses written, by status class (1xx: 100 Continue).")                               \
+  X(responses_2xx, Counter, "isolation_gate_http_responses_total", "2xx", "")                     \
+  X(responses_3xx, Counter, "isolation_gate_http_responses_total", "3xx", "")                     \
+  X(responses_4xx, Counter, "isolation_gate_http_responses_total", "4xx", "")                     \
+  X(responses_5xx, Counter, "isolation_gate_http_responses_total", "5xx", "")                     \
+  X(bytes_in, Counter, "isolation_gate_http_received_bytes_total", "",                            \
+    "HTTP bytes read (after TLS decryption).")                                                    \
+  X(bytes_out, Counter, "isolation_gate_http_sent_bytes_total", "",                               \
+    "HTTP bytes written (before TLS encryption).")
+
+// A snapshot of one server's counters (HttpServer::stats()).
 struct TransportStats {
-  std::uint64_t connections_accepted = 0;
-  std::uint64_t connections_active = 0;
-  std::uint64_t connections_rejected = 0;  // over max_connections
-  std::uint64_t tls_handshake_failures = 0;
-  std::uint64_t requests = 0;              // complete requests passed to the Handler
-  std::uint64_t request_errors = 0;        // 400/413/431 answered by the transport
-  std::uint64_t handler_exceptions = 0;
-  std::uint64_t timeouts = 0;
-  std::uint64_t responses_1xx = 0;  // 100 Continue
-  std::uint64_t responses_2xx = 0;
-  std::uint64_t responses_3xx = 0;
-  std::uint64_t responses_4xx = 0;
-  std::uint64_t responses_5xx = 0;
-  std::uint64_t bytes_in = 0;   // HTTP bytes (after TLS decryption)
-  std::uint64_t bytes_out = 0;  // HTTP bytes (before TLS encryption)
+#define IG_TRANSPORT_STATS_FIELD(field, type, name, code, help) std::uint64_t field = 0;
+  IG_TRANSPORT_COUNTERS(IG_TRANSPORT_STATS_FIELD)
+#undef IG_TRANSPORT_STATS_FIELD
 };
+
+// One server's snapshot and the `listener` label its series carry
+// ("webhook", "probes").
+struct LabeledTransportStats {
+  std::string_view listener;
+  TransportStats stats;
+};
+
+// Writes every transport counter of every listener given: each metric's
+// HELP/TYPE once, then one series per listener (and per `code` row).
+void write_transport_metrics(prometheus::TextWriter& out,
+                             std::initializer_list<LabeledTransportStats> listeners);
 
 // level is one of "debug", "info", "warn", "error".
 using LogFn = std::function<void(std::string_view level, std::string_view msg)>;
@@ -104,10 +143,9 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   // Binds and starts accepting (connections are served once threads run).
-  // Returns the bound endpoint (its port is the real one for port 0), or
-  // nullopt and `error`. Allowed before or after start(); not after stop().
-  std::optional<boost::asio::ip::tcp::endpoint> add_listener(const ListenerOptions& options,
-                                                             std::string& error);
+  // Returns the bound endpoint (its port is the real one for port 0), or an
+  // error naming HOST:PORT. Allowed before or after start(); not after stop().
+  Result<boost::asio::ip::tcp::endpoint> add_listener(const ListenerOptions& options);
 
   // Starts `threads` I/O threads (0 = hardware_concurrency) and returns.
   void start(unsigned threads = 0);
@@ -119,10 +157,6 @@ class HttpServer {
   void wait();
 
   TransportStats stats() const;
-  // The first io_context (the acceptors' one; also one of the I/O loops).
-  // Connections are spread over all io_contexts, so do not assume that a
-  // connection's handlers run on this one.
-  boost::asio::io_context& io_context();
 
   struct State;     // shared with connections (implementation detail)
   struct Listener;  // one bound acceptor (implementation detail)

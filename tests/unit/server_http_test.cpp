@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <string>
 #include <thread>
 
 #include "server_test_support.h"
@@ -119,13 +120,12 @@ TEST(ServerHttp, HeadResponseHasNoContent) {
   HttpServer server([](Request&& r) {
     return Response{200, "application/json", r.target == "/head" ? R"({"status":"ok"})" : "", {}};
   });
-  std::string error;
   ListenerOptions plain;
   plain.host = "127.0.0.1";
   plain.port = 0;
   plain.tls = false;
-  auto ep = server.add_listener(plain, error);
-  ASSERT_TRUE(ep) << error;
+  auto ep = server.add_listener(plain);
+  ASSERT_TRUE(ep) << error_of(ep);
   server.start(1);
   Client c(ep->port(), false);
   ASSERT_FALSE(c.connect());
@@ -254,29 +254,31 @@ TEST(ServerHttp, StopGraceExpiresThenClosesEverything) {
 
 TEST(ServerHttp, AddListenerErrors) {
   HttpServer plain_only([](Request&&) { return Response{200, "text/plain", "ok", {}}; });
-  std::string error;
   ListenerOptions tls;
   tls.host = "127.0.0.1";
   tls.port = 0;
-  EXPECT_FALSE(plain_only.add_listener(tls, error));
-  EXPECT_NE(error.find("TLS"), std::string::npos) << error;
+  auto no_tls = plain_only.add_listener(tls);
+  EXPECT_FALSE(no_tls);
+  EXPECT_NE(error_of(no_tls).find("TLS"), std::string::npos) << error_of(no_tls);
 
   ListenerOptions plain = tls;
   plain.tls = false;
-  auto ep = plain_only.add_listener(plain, error);
-  ASSERT_TRUE(ep) << error;
+  auto ep = plain_only.add_listener(plain);
+  ASSERT_TRUE(ep) << error_of(ep);
   EXPECT_NE(ep->port(), 0);
   // The same port again: bind fails with a message naming it.
   plain.port = ep->port();
   ListenerOptions dup = plain;
-  EXPECT_FALSE(plain_only.add_listener(dup, error));
-  EXPECT_NE(error.find(std::to_string(ep->port())), std::string::npos) << error;
+  auto taken = plain_only.add_listener(dup);
+  EXPECT_FALSE(taken);
+  EXPECT_NE(error_of(taken).find(std::to_string(ep->port())), std::string::npos) << error_of(taken);
   plain.host = "no-such-host.invalid";
   plain.port = 0;
-  EXPECT_FALSE(plain_only.add_listener(plain, error));
+  EXPECT_FALSE(plain_only.add_listener(plain));
   // "localhost" resolves.
   plain.host = "localhost";
-  EXPECT_TRUE(plain_only.add_listener(plain, error)) << error;
+  auto local = plain_only.add_listener(plain);
+  EXPECT_TRUE(local) << error_of(local);
 
   plain_only.start(1);
   Client c(ep->port(), false);
@@ -288,13 +290,12 @@ TEST(ServerHttp, AddListenerErrors) {
 
 TEST(ServerHttp, RunBlocksUntilStopFromAnotherThread) {
   HttpServer server([](Request&&) { return Response{204, "", "", {{"X-A", "1"}, {"Bad\r\nName", "x"}}}; });
-  std::string error;
   ListenerOptions plain;
   plain.host = "127.0.0.1";
   plain.port = 0;
   plain.tls = false;
-  auto ep = server.add_listener(plain, error);
-  ASSERT_TRUE(ep) << error;
+  auto ep = server.add_listener(plain);
+  ASSERT_TRUE(ep) << error_of(ep);
   std::thread runner([&] { server.run(2); });
   Client c(ep->port(), false);
   ASSERT_FALSE(c.connect());
@@ -310,17 +311,66 @@ TEST(ServerHttp, RunBlocksUntilStopFromAnotherThread) {
 
 TEST(ServerHttp, InvalidHandlerStatusBecomes500) {
   HttpServer server([](Request&&) { return Response{42, "text/plain", "?", {}}; });
-  std::string error;
   ListenerOptions plain;
   plain.host = "127.0.0.1";
   plain.port = 0;
   plain.tls = false;
-  auto ep = server.add_listener(plain, error);
-  ASSERT_TRUE(ep) << error;
+  auto ep = server.add_listener(plain);
+  ASSERT_TRUE(ep) << error_of(ep);
   server.start(1);
   Client c(ep->port(), false);
   ASSERT_FALSE(c.connect());
   EXPECT_EQ(c.request(http::verb::get, "/", "").result_int(), 500u);
+}
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Every counter the transport counts is exported, for every listener given,
+// each metric's HELP/TYPE once (IG_TRANSPORT_COUNTERS is the one list).
+TEST(ServerMetrics, EveryCounterOfEveryListenerIsExported) {
+  ServerHarness h;
+  auto c = h.plain_client();
+  EXPECT_EQ(c->request(http::verb::get, "/healthz", "").result_int(), 200u);
+  EXPECT_EQ(c->request(http::verb::get, "/throw", "").result_int(), 500u);
+  ASSERT_TRUE(eventually([&] { return h.server().stats().responses_5xx == 1; }));
+  TransportStats probes;
+  probes.requests = 7;
+  std::string text;
+  prometheus::TextWriter out(text);
+  write_transport_metrics(out, {{"webhook", h.server().stats()}, {"probes", probes}});
+
+  std::size_t rows = 0;
+#define IG_CHECK_ROW(field, type, name, code, help)                                                  \
+  ++rows;                                                                                          \
+  EXPECT_EQ(occurrences(text, "# TYPE " name " "), 1u) << name;                                    \
+  EXPECT_EQ(occurrences(text, "# HELP " name " "), 1u) << name;                                    \
+  for (const char* listener : {"webhook", "probes"}) {                                             \
+    std::string series = std::string(name) + "{listener=\"" + listener + "\"";                      \
+    if (*code) series += std::string(",code=\"") + code + "\"";                                     \
+    EXPECT_EQ(occurrences(text, series + "} "), 1u) << series;                                     \
+  }
+  IG_TRANSPORT_COUNTERS(IG_CHECK_ROW)
+#undef IG_CHECK_ROW
+  EXPECT_EQ(rows, 15u);
+  EXPECT_NE(text.find("# TYPE isolation_gate_connections_active gauge\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE isolation_gate_http_requests_total counter\n"), std::string::npos);
+  EXPECT_NE(text.find("isolation_gate_http_requests_total{listener=\"probes\"} 7\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("isolation_gate_http_handler_exceptions_total{listener=\"webhook\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("isolation_gate_http_responses_total{listener=\"webhook\",code=\"5xx\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("isolation_gate_http_responses_total{listener=\"webhook\",code=\"2xx\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("isolation_gate_http_received_bytes_total{listener=\"webhook\"} 0\n"),
+            std::string::npos);
 }
 
 }  // namespace

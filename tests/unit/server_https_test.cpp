@@ -174,12 +174,11 @@ TEST(ServerHttps, CurlPostWithExpectContinue) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("ig-curl-" + std::to_string(::getpid()) + "-" + std::to_string(h.tls_port()));
   std::filesystem::create_directories(dir);
-  std::string error;
-  ASSERT_TRUE(tls::write_file_atomically((dir / "ca.pem").string(), h.chain().ca_cert_pem, 0600, error));
+  ASSERT_TRUE(tls::write_file_atomically((dir / "ca.pem").string(), h.chain().ca_cert_pem, 0600));
   const std::string body(2 * 1024 * 1024, 'b');
-  ASSERT_TRUE(tls::write_file_atomically((dir / "body").string(), body, 0600, error));
+  ASSERT_TRUE(tls::write_file_atomically((dir / "body").string(), body, 0600));
   ASSERT_TRUE(tls::write_file_atomically((dir / "big").string(), std::string(4 * 1024 * 1024, 'c'),
-                                         0600, error));
+                                         0600));
   auto curl = [&](const std::string& file, const std::string& expect = "100-continue") {
     const std::string port = std::to_string(h.tls_port());
     const std::string cmd = "/usr/bin/curl -sS --max-time 20 --cacert " + (dir / "ca.pem").string() +
@@ -196,19 +195,19 @@ TEST(ServerHttps, CurlPostWithExpectContinue) {
     return out;
   };
   EXPECT_EQ(curl((dir / "body").string()), "200");
-  auto echoed = tls::read_small_file((dir / "out").string(), 8 * 1024 * 1024, error);
-  ASSERT_TRUE(echoed) << error;
+  auto echoed = tls::read_small_file((dir / "out").string(), 8 * 1024 * 1024);
+  ASSERT_TRUE(echoed) << error_of(echoed);
   EXPECT_EQ(echoed->size(), body.size());
   EXPECT_EQ(curl((dir / "big").string()), "413");
-  auto err = tls::read_small_file((dir / "out").string(), 1024, error);
-  ASSERT_TRUE(err) << error;
+  auto err = tls::read_small_file((dir / "out").string(), 1024);
+  ASSERT_TRUE(err) << error_of(err);
   EXPECT_EQ(*err, R"({"error":"request body exceeds 3145728 bytes"})");
   EXPECT_GE(h.server().stats().responses_1xx, 1u);
   // Without Expect curl sends the whole body at once; it must still see the 413
   // (the server discards the rest instead of resetting the connection).
   EXPECT_EQ(curl((dir / "big").string(), ""), "413");
-  err = tls::read_small_file((dir / "out").string(), 1024, error);
-  ASSERT_TRUE(err) << error;
+  err = tls::read_small_file((dir / "out").string(), 1024);
+  ASSERT_TRUE(err) << error_of(err);
   EXPECT_EQ(*err, R"({"error":"request body exceeds 3145728 bytes"})");
   std::filesystem::remove_all(dir);
 }
@@ -219,23 +218,22 @@ TEST(ServerHttps, ReloadNewConnectionsSeeNewCertificateOpenOnesComplete) {
   std::filesystem::create_directories(dir);
   const std::string crt = (dir / "tls.crt").string(), key = (dir / "tls.key").string();
   const auto a = make_chain(), b = make_chain();
-  std::string error;
-  ASSERT_TRUE(tls::write_file_atomically(crt, a.cert_pem, 0600, error));
-  ASSERT_TRUE(tls::write_file_atomically(key, a.key_pem, 0600, error));
-  auto ctx = tls::ReloadingTlsContext::from_files(crt, key, {}, error);
-  ASSERT_TRUE(ctx) << error;
-  auto* reloading = ctx.get();
-  ServerHarness h(std::move(ctx), a);
+  ASSERT_TRUE(tls::write_file_atomically(crt, a.cert_pem, 0600));
+  ASSERT_TRUE(tls::write_file_atomically(key, a.key_pem, 0600));
+  auto loaded = tls::ReloadingTlsContext::from_files(crt, key, {});
+  ASSERT_TRUE(loaded) << error_of(loaded);
+  auto* reloading = loaded->get();
+  ServerHarness h(std::move(*loaded), a);
 
-  const auto serial_a = tls::certificate_serial_hex(a.cert_pem, error).value();
-  const auto serial_b = tls::certificate_serial_hex(b.cert_pem, error).value();
+  const auto serial_a = tls::certificate_serial_hex(a.cert_pem).value();
+  const auto serial_b = tls::certificate_serial_hex(b.cert_pem).value();
 
   Client before(h.tls_port(), true, a.ca_cert_pem);
   ASSERT_FALSE(before.connect());
   EXPECT_EQ(before.peer_serial(), serial_a);
 
-  ASSERT_TRUE(tls::write_file_atomically(crt, b.cert_pem, 0600, error));
-  ASSERT_TRUE(tls::write_file_atomically(key, b.key_pem, 0600, error));
+  ASSERT_TRUE(tls::write_file_atomically(crt, b.cert_pem, 0600));
+  ASSERT_TRUE(tls::write_file_atomically(key, b.key_pem, 0600));
   ASSERT_TRUE(reloading->poll_for_changes());
 
   Client after(h.tls_port(), true, b.ca_cert_pem);

@@ -42,11 +42,15 @@ using namespace std::chrono_literals;
 
 inline constexpr const char* kHost = "isolation-gate.isolation-gate-system.svc";
 
+// The error of a failed Result ("" when it succeeded), for assertions.
+template <typename T>
+std::string error_of(const Result<T>& r) {
+  return r.ok() ? std::string() : r.error();
+}
+
 inline tls::CertificateBundle make_chain() {
-  std::string error;
-  auto b = tls::make_serving_chain({"isolation-gate", kHost}, {"127.0.0.1"}, std::chrono::hours(24),
-                                   error);
-  if (!b) throw std::runtime_error("make_serving_chain: " + error);
+  auto b = tls::make_serving_chain({"isolation-gate", kHost}, {"127.0.0.1"}, std::chrono::hours(24));
+  if (!b) throw std::runtime_error("make_serving_chain: " + b.error());
   return *b;
 }
 
@@ -253,9 +257,9 @@ class ServerHarness {
   explicit ServerHarness(ListenerOptions tls_opts = {}, ListenerOptions plain_opts = {},
                          unsigned threads = 2)
       : chain_(make_chain()) {
-    std::string error;
-    tls_ = tls::ReloadingTlsContext::from_pem(chain_.cert_pem, chain_.key_pem, {}, error);
-    if (!tls_) throw std::runtime_error(error);
+    auto loaded = tls::ReloadingTlsContext::from_pem(chain_.cert_pem, chain_.key_pem, {});
+    if (!loaded) throw std::runtime_error(loaded.error());
+    tls_ = std::move(*loaded);
     init(tls_opts, plain_opts, threads);
   }
 
@@ -293,19 +297,18 @@ class ServerHarness {
     handler_ = std::make_shared<EchoHandler>();
     server_ = std::make_unique<HttpServer>(
         [h = handler_](Request&& r) { return (*h)(std::move(r)); }, *tls_);
-    std::string error;
     tls_opts.host = "127.0.0.1";
     tls_opts.port = 0;
     tls_opts.tls = true;
-    auto ep = server_->add_listener(tls_opts, error);
-    if (!ep) throw std::runtime_error(error);
-    tls_port_ = ep->port();
+    auto tls_ep = server_->add_listener(tls_opts);
+    if (!tls_ep) throw std::runtime_error(tls_ep.error());
+    tls_port_ = tls_ep->port();
     plain_opts.host = "127.0.0.1";
     plain_opts.port = 0;
     plain_opts.tls = false;
-    ep = server_->add_listener(plain_opts, error);
-    if (!ep) throw std::runtime_error(error);
-    plain_port_ = ep->port();
+    auto plain_ep = server_->add_listener(plain_opts);
+    if (!plain_ep) throw std::runtime_error(plain_ep.error());
+    plain_port_ = plain_ep->port();
     server_->start(threads);
   }
 
