@@ -310,7 +310,7 @@ def main():
       "Do not edit by hand: rerun the command (it rewrites this file). "
       f"The whole run took {a.total_seconds // 60} min {a.total_seconds % 60} s "
       f"(load runs {res.get('elapsed_s', 0) / 60:.1f} min, {res['duration_s']} s per wrk run).\n")
-    w("Issue 4 asks for a webhook whose cost is close to the cost of TLS itself. The floor is nginx from "
+    w("The target is a webhook whose cost is close to the cost of TLS itself (\"Targets\" below). The floor is nginx from "
       "Debian answering the same POST, over the same loopback TLS, with the same certificate, TLS settings, "
       "bodies and connection counts, and a fixed 200 JSON body: isolation-gate's own response to that case.\n")
 
@@ -318,7 +318,7 @@ def main():
     w(table(["cores", "CPU", "kernel", "memory", "OS", "load average (1 min) at start / end"],
             [[m["nproc"], f"{m['cpu']} ({m['mhz']} MHz)", m["kernel"], m["memory"], m["os"],
               f"{res['loadavg_start'][0]:.2f} / {res.get('loadavg_end', [0])[0]:.2f}"]]))
-    w("\nThe load generator (wrk) runs on the same 2 cores as the server it measures, as issue 4 specifies: "
+    w("\nThe load generator (wrk) runs on the same 2 cores as the server it measures, by design: "
       "every figure is the server's share of a machine it splits with its client. Each row also records the "
       "1-minute load average before and after it (in `build-bench/results/results.json`); a load well above 2 at "
       "the start means something else was running and the figures are low for both servers.\n")
@@ -416,7 +416,7 @@ def main():
       "(fresh server each) on the typical pod at 16 keep-alive connections; the medians are compared. Memory "
       "per Component = (idle RSS with 100,000 - idle RSS with 10) / 99,990.\n")
 
-    w("## Targets (issue 4, item 5)\n")
+    w("## Targets\n")
     w("For the typical pod (8 KB) on `/mutate/pods` with RequireSetec, on this 2-core machine.\n")
     w(table(["target", "measured", "limit", "verdict"], targets))
 

@@ -176,7 +176,7 @@ class CrdTest(unittest.TestCase):
     def test_content_trust_field(self):
         ct = self.schema["properties"]["spec"]["properties"]["policy"]["properties"]["content_trust"]
         self.assertEqual(ct["type"], "string")
-        # "" is accepted and means trusted, like omitted and null (DESIGN.md section 1).
+        # "" is accepted and means trusted, like omitted and null (docs/architecture.md, "The gate").
         self.assertEqual(ct["enum"], ["trusted", "untrusted", ""])
         self.assertNotIn("default", ct, "omission must stay visible: no schema default")
         desc = ct["description"]
@@ -267,7 +267,7 @@ class CrdTest(unittest.TestCase):
         ok(component("untrusted"))
         ok(component(policy={}))             # policy without content_trust
         bad(component("maybe"), "content_trust")
-        ok(component(""))                    # empty: treated as trusted (DESIGN.md section 1)
+        ok(component(""))                    # empty: treated as trusted (docs/architecture.md, "The gate")
         bad(component("Trusted"), "content_trust")
         bad(component("untrusted", kind="daemon"), "kind")
         c = component("trusted")
