@@ -1,4 +1,4 @@
-"""Bad input never crashes and never allows (issue 3, items 7 and 9), over real HTTPS.
+"""Bad input never crashes and never allows (docs/architecture.md, "Errors"), over real HTTPS.
 
 After every test the server must still be alive and answering.
 """

@@ -1,4 +1,4 @@
-"""Component validation on /validate/components (issue 3, item 6), over real HTTPS."""
+"""Component validation on /validate/components (docs/architecture.md, "Admission rules"), over real HTTPS."""
 
 import copy
 import os

@@ -1,4 +1,4 @@
-"""The API server's AdmissionReview contract (issue 3, item 3), over real HTTPS."""
+"""The API server's AdmissionReview contract (docs/architecture.md, "Request path"), over real HTTPS."""
 
 import os
 import socket

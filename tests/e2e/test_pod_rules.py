@@ -1,4 +1,4 @@
-"""Pod rules (issue 3, item 4) on /mutate/pods and /validate/pods, over real HTTPS.
+"""Pod rules (docs/architecture.md, "Admission rules") on /mutate/pods and /validate/pods, over real HTTPS.
 
 Each class runs its own server process (setUpClass) for one sandbox state and
 one deployment shape. Every returned patch is applied with python3-jsonpatch

@@ -1,4 +1,4 @@
-"""Serving certificate hot reload (issue 3, item 1), over real HTTPS.
+"""Serving certificate hot reload (docs/architecture.md, "Request path", step 1), over real HTTPS.
 
 Each test runs its own server: they replace its certificate files.
 """

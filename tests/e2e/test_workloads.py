@@ -1,4 +1,4 @@
-"""Workload templates on /validate/workloads (issue 3, item 5), over real HTTPS."""
+"""Workload templates on /validate/workloads (docs/architecture.md, "Admission rules"), over real HTTPS."""
 
 import copy
 import os

@@ -932,7 +932,7 @@ TEST(RouteTable, OneRoutePerEndpointInEndpointOrderWithTheDocumentedOperations) 
   }
   EXPECT_EQ(find_route("/mutate/pods/"), nullptr);
   EXPECT_EQ(find_route("/healthz"), nullptr);
-  // DESIGN: pods are decided on CREATE; workloads and Components on CREATE and UPDATE.
+  // docs/architecture.md, "Request path": pods are decided on CREATE; workloads and Components on CREATE and UPDATE.
   const Route& mutate = route_for(Endpoint::MutatePods);
   EXPECT_TRUE(mutate.enforced.contains(Operation::Create));
   EXPECT_FALSE(mutate.enforced.contains(Operation::Update));
