@@ -4,7 +4,10 @@
 // decoding, TLS loading, listener setup, the Kubernetes API client) returns
 // one; nothing at a boundary throws or reports through an out-parameter.
 //
-// Result<void> is the same for operations that produce nothing.
+// Result<void> is the same for operations that produce nothing. A layer whose
+// callers must act on more than the message (the Kubernetes API client: the
+// status code, Retry-After) uses Result<T, ItsError>, where ItsError has a
+// `message` member too.
 #pragma once
 
 #include <string>
@@ -19,11 +22,11 @@ struct Error {
 
 inline Error fail(std::string message) { return Error{std::move(message)}; }
 
-template <typename T>
+template <typename T, typename E = Error>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}      // NOLINT: implicit by design
-  Result(Error error) : v_(std::move(error)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(E error) : v_(std::move(error)) {}  // NOLINT: implicit by design
 
   bool ok() const noexcept { return v_.index() == 0; }
   explicit operator bool() const noexcept { return ok(); }
@@ -38,23 +41,26 @@ class [[nodiscard]] Result {
 
   // Only when !ok().
   const std::string& error() const { return std::get<1>(v_).message; }
+  const E& failure() const { return std::get<1>(v_); }
 
  private:
-  std::variant<T, Error> v_;
+  std::variant<T, E> v_;
 };
 
-template <>
-class [[nodiscard]] Result<void> {
+template <typename E>
+class [[nodiscard]] Result<void, E> {
  public:
   Result() = default;
-  Result(Error error) : error_(std::move(error.message)), failed_(true) {}  // NOLINT
+  Result(E error) : error_(std::move(error)), failed_(true) {}  // NOLINT: implicit by design
 
   bool ok() const noexcept { return !failed_; }
   explicit operator bool() const noexcept { return ok(); }
-  const std::string& error() const { return error_; }
+  // Only when !ok().
+  const std::string& error() const { return error_.message; }
+  const E& failure() const { return error_; }
 
  private:
-  std::string error_;
+  E error_{};
   bool failed_ = false;
 };
 

@@ -136,38 +136,6 @@ class YamlToJson {
 
 }  // namespace
 
-std::size_t json_nesting_depth(std::string_view text, std::size_t limit) noexcept {
-  std::size_t depth = 0, deepest = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"': in_string = true; break;
-      case '{':
-      case '[':
-        if (++depth > deepest) {
-          deepest = depth;
-          if (deepest > limit) return deepest;
-        }
-        break;
-      case '}':
-      case ']':
-        if (depth > 0) --depth;
-        break;
-      default: break;
-    }
-  }
-  return deepest;
-}
-
 Result<json> parse_json(std::string_view text, std::string_view source,
                         const DecodeLimits& limits) {
   if (text.size() > limits.max_bytes) {

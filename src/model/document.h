@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
 #include "base/result.h"
 
 namespace ig::model {
@@ -33,9 +34,8 @@ struct DecodeLimits {
   std::size_t max_bytes = 16 * 1024 * 1024;
 };
 
-// Length of the deepest nesting of [ and { outside strings, stopping early
-// once `limit` is exceeded (returns limit + 1 then). Linear, no recursion.
-std::size_t json_nesting_depth(std::string_view text, std::size_t limit) noexcept;
+// The linear depth pre-scan (base/json_depth.h), under its old name here.
+using ig::json_nesting_depth;
 
 // One JSON value. `source` names the input in messages.
 Result<json> parse_json(std::string_view text, std::string_view source,

@@ -1,0 +1,44 @@
+#include "kube/api.h"
+
+namespace ig::kube {
+namespace {
+
+// Path segments are Kubernetes names (DNS labels/subdomains); anything else
+// is percent-encoded so a hostile name cannot add a segment or a query.
+std::string escape_segment(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                       (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
+    if (plain && !(c == '.' && (s == "." || s == ".."))) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string collection_path(const Resource& r, std::string_view ns) {
+  std::string out = r.group.empty() ? std::string("/api/") : "/apis/" + std::string(r.group) + "/";
+  out.append(r.version);
+  if (r.namespaced && !ns.empty()) out.append("/namespaces/").append(escape_segment(ns));
+  out.append("/").append(r.plural);
+  return out;
+}
+
+std::string object_path(const Resource& r, std::string_view ns, std::string_view name,
+                        std::string_view subresource) {
+  std::string out = collection_path(r, ns);
+  out.append("/").append(escape_segment(name));
+  if (!subresource.empty()) out.append("/").append(escape_segment(subresource));
+  return out;
+}
+
+}  // namespace ig::kube

@@ -1,0 +1,120 @@
+// The Kubernetes API as isolation-gate's client sees it: resources and their
+// paths, errors that keep the API server's Status (code, reason, message,
+// Retry-After), list pages, watch events, and the Client interface every
+// caller uses. cpprestsdk is behind this interface (kube/http_client.h), so
+// it could be replaced without touching the rest, and tests can fake it.
+//
+// Contract:
+//  - Every call is synchronous and must be made from a thread of our own
+//    (a reflector thread, a webhook request thread with a deadline), never
+//    from one of cpprestsdk's pool threads (DESIGN.md section 8: deadlock).
+//  - Every call returns an ApiResult: the value, or an ApiError whose message
+//    is one line naming the verb and path ("LIST /api/v1/nodes: 410 Expired:
+//    ..."), and whose code is the HTTP status (0: no answer: connection
+//    refused, reset, timeout, TLS failure, undecodable body).
+//  - Bodies are JSON (depth-limited before nlohmann parses them).
+//  - This folder knows Kubernetes API conventions and nothing of Components,
+//    admission or the gate.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
+
+namespace ig::kube {
+
+struct ApiError {
+  std::string message;                  // one line: verb, path, code, reason, Status message
+  int code = 0;                         // HTTP status; 0 when there was no answer
+  std::string reason;                   // Status.reason ("Expired", "NotFound", ...)
+  std::chrono::seconds retry_after{0};  // Retry-After on 429/503, else 0
+
+  bool gone() const noexcept { return code == 410; }
+  bool not_found() const noexcept { return code == 404; }
+  bool conflict() const noexcept { return code == 409; }
+  // Worth retrying with backoff: no answer, 429, 5xx.
+  bool retriable() const noexcept { return code == 0 || code == 429 || code >= 500; }
+};
+
+template <typename T>
+using ApiResult = Result<T, ApiError>;
+
+// A resource type: enough to build its paths.
+struct Resource {
+  std::string_view group;     // "" for the core group
+  std::string_view version;   // "v1"
+  std::string_view plural;    // "nodes"
+  std::string_view kind;      // "Node"
+  bool namespaced = false;
+};
+
+// "/api/v1/nodes", "/apis/gibson.zeroroot.ai/v1alpha1/namespaces/NS/components";
+// `ns` empty: across all namespaces (or cluster-scoped).
+std::string collection_path(const Resource& r, std::string_view ns = {});
+// The collection path plus "/NAME" and "/SUBRESOURCE" when given. Names are
+// escaped (a name never contains '/', but a hostile one must not traverse).
+std::string object_path(const Resource& r, std::string_view ns, std::string_view name,
+                        std::string_view subresource = {});
+
+struct ListOptions {
+  std::string resource_version;  // "" most recent; "0" any
+  std::size_t limit = 500;       // page size; 0: no limit
+  std::string continue_token;
+  std::string label_selector;
+  std::string field_selector;
+};
+
+struct ListPage {
+  nlohmann::json items = nlohmann::json::array();  // the objects, as sent
+  std::string resource_version;                    // of the list
+  std::string continue_token;                      // "" on the last page
+};
+
+struct WatchOptions {
+  std::string resource_version;                // start after this one
+  bool allow_bookmarks = true;
+  std::chrono::seconds timeout{300};           // the server-side timeoutSeconds
+  std::string label_selector;
+  std::string field_selector;
+};
+
+struct WatchEvent {
+  enum class Type : std::uint8_t { Added, Modified, Deleted, Bookmark, Error };
+  Type type = Type::Error;
+  nlohmann::json object;  // for Error: the Status
+};
+
+// One open watch. next() blocks until an event, the end of the stream
+// (nullopt: the server closed it cleanly, e.g. at timeoutSeconds), an error
+// (dropped connection, undecodable event), or stop(). Not thread-safe except
+// stop(), which may be called from any thread and makes next() return soon.
+class WatchStream {
+ public:
+  virtual ~WatchStream() = default;
+  virtual ApiResult<std::optional<WatchEvent>> next() = 0;
+  virtual void stop() noexcept = 0;
+};
+
+enum class PatchType : std::uint8_t { Merge, Json };  // RFC 7386, RFC 6902
+
+class Client {
+ public:
+  virtual ~Client() = default;
+  // `timeout` bounds the whole call, rate-limiter wait included.
+  virtual ApiResult<nlohmann::json> get(std::string_view path, std::chrono::milliseconds timeout) = 0;
+  virtual ApiResult<ListPage> list(std::string_view path, const ListOptions& options) = 0;
+  virtual ApiResult<std::unique_ptr<WatchStream>> watch(std::string_view path,
+                                                        const WatchOptions& options) = 0;
+  virtual ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body) = 0;
+  virtual ApiResult<nlohmann::json> patch(std::string_view path, PatchType type,
+                                          const nlohmann::json& body) = 0;
+};
+
+}  // namespace ig::kube
