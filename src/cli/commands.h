@@ -1,5 +1,9 @@
-// The isolation-gate commands. Each takes the arguments after its name and
-// returns the process exit code.
+// The isolation-gate commands and their exit codes. Each command takes the
+// arguments after its name, declares its flags with CLI11
+// (cli/command_line.h) and returns the process exit code.
+//
+// Contract: a command never throws; bad flags and unreadable or invalid input
+// exit kExitBadInput with one line on stderr naming the flag or the file.
 #pragma once
 
 #include <string>

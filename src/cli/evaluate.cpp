@@ -6,8 +6,9 @@
 #include "admission/catalog.h"
 #include "admission/pod_rules.h"
 #include "base/quote.h"
+#include "cli/command_line.h"
 #include "cli/commands.h"
-#include "cli/flags.h"
+#include "cli/gate_options.h"
 #include "config/environment.h"
 #include "model/component.h"
 #include "model/document.h"
@@ -18,14 +19,14 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kUsage =
-    "usage: isolation-gate evaluate --component FILE --pod FILE\n"
-    "                               [--sandbox available|unavailable] [--output text|json]\n"
-    "                               [--runtime-class NAME]\n"
-    "  FILE is YAML or JSON; --pod also takes a Deployment, StatefulSet, DaemonSet,\n"
-    "  ReplicaSet, Job or CronJob (its pod template is evaluated).\n"
-    "  The deployment shape comes from GIBSON_UNTRUSTED_EXEC (default setec-only).\n"
-    "  Exit: 0 admitted, 1 denied, 2 bad input.\n";
+enum class Output { Text, Json };
+
+struct EvaluateOptions {
+  std::string component_path;
+  std::string pod_path;
+  Output output = Output::Text;
+  GateOptions gate;
+};
 
 int bad_input(const std::string& message) {
   std::cerr << "isolation-gate evaluate: " << message << "\n";
@@ -101,38 +102,37 @@ void print_json(const admission::PodVerdict& v, const std::string& ns) {
 }  // namespace
 
 int run_evaluate(const std::vector<std::string>& args) {
-  FlagSpec spec{{"component", "pod", "sandbox", "output", "runtime-class"}, {"help"}};
-  auto flags = parse_flags(args, spec);
-  if (flags.has("help")) {
-    std::cout << kUsage;
-    return kExitAllowed;
-  }
-  if (!flags.error.empty()) return bad_input(flags.error + "\n" + kUsage);
-  auto component_path = flags.get("component");
-  auto pod_path = flags.get("pod");
-  if (!component_path || !pod_path) return bad_input(std::string("--component and --pod are required\n") + kUsage);
-  const std::string sandbox_flag = flags.get_or("sandbox", "unavailable");
-  if (sandbox_flag != "available" && sandbox_flag != "unavailable") {
-    return bad_input("--sandbox: expected available or unavailable, got \"" + sandbox_flag + "\"");
-  }
-  const std::string output = flags.get_or("output", "text");
-  if (output != "text" && output != "json") {
-    return bad_input("--output: expected text or json, got \"" + output + "\"");
-  }
+  EvaluateOptions o;
+  auto app = make_app("evaluate", "Decides offline for a Component and a Pod or workload manifest.");
+  app->add_option("--component", o.component_path, "the Component (YAML or JSON)")
+      ->required()
+      ->type_name("FILE");
+  app->add_option("--pod", o.pod_path,
+                  "a Pod or a workload (YAML or JSON): Deployment, StatefulSet,\n"
+                  "DaemonSet, ReplicaSet, Job or CronJob (its pod template)")
+      ->required()
+      ->type_name("FILE");
+  add_enum_option(*app, "--output", o.output, EnumWords<Output>{{"text", Output::Text}, {"json", Output::Json}},
+                  "what to print");
+  add_gate_options(*app, o.gate);
+  app->footer(
+      "The deployment shape comes from GIBSON_UNTRUSTED_EXEC (default setec-only).\n"
+      "Exit: 0 admitted, 1 denied, 2 bad input.");
+  if (auto exit_code = parse(*app, args)) return *exit_code;
 
-  auto component_doc = model::load_single_document_file(*component_path);
+  auto component_doc = model::load_single_document_file(o.component_path);
   if (!component_doc) return bad_input(component_doc.error());
-  auto component = model::decode_component(*component_doc, *component_path);
+  auto component = model::decode_component(*component_doc, o.component_path);
   if (!component) return bad_input(component.error());
-  if (auto problems = model::component_problems(*component, *component_path); !problems.empty()) {
+  if (auto problems = model::component_problems(*component, o.component_path); !problems.empty()) {
     return bad_input(problems.front());
   }
 
-  auto pod_doc = model::load_single_document_file(*pod_path);
+  auto pod_doc = model::load_single_document_file(o.pod_path);
   if (!pod_doc) return bad_input(pod_doc.error());
-  auto where = model::locate_pod(*pod_doc, *pod_path);
+  auto where = model::locate_pod(*pod_doc, o.pod_path);
   if (!where) return bad_input(where.error());
-  auto facts = model::read_pod_facts(*pod_doc, *where, *pod_path);
+  auto facts = model::read_pod_facts(*pod_doc, *where, o.pod_path);
   if (!facts) return bad_input(facts.error());
 
   // A manifest without a namespace lands in the other's (kubectl apply -n),
@@ -143,19 +143,13 @@ int run_evaluate(const std::vector<std::string>& args) {
   admission::StaticCatalog catalog;
   catalog.add(std::move(component).value(), ns);
 
-  const auto shape = config::read_shape_from_env();
-  admission::GateSettings settings;
-  settings.shape = shape.setting;
-  settings.shape_raw = shape.raw;
-  settings.runtime_class = flags.get_or("runtime-class", "kata-fc");
-  admission::FixedSandbox sandbox(sandbox_flag == "available"
-                                      ? policy::SandboxAvailability::Available
-                                      : policy::SandboxAvailability::Unavailable);
+  const admission::GateSettings settings = gate_settings(o.gate);
+  const admission::FixedSandbox sandbox = fixed_sandbox(o.gate);
 
   auto verdict = admission::admit_pod(*facts, *where, ns,
                                       admission::AdmissionContext{settings, catalog, sandbox},
                                       admission::Stage::Evaluate);
-  if (output == "json") {
+  if (o.output == Output::Json) {
     print_json(verdict, ns);
   } else {
     print_text(verdict, ns);

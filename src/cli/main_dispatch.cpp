@@ -1,4 +1,8 @@
+// `isolation-gate COMMAND ...`: the command table, the top-level usage (made
+// from that table) and `version`/`help`. Each command declares and parses its
+// own flags (cli/command_line.h).
 #include <iostream>
+#include <string_view>
 
 #include "cli/commands.h"
 
@@ -9,37 +13,56 @@
 namespace ig::cli {
 namespace {
 
-constexpr const char* kUsage =
-    "isolation-gate: decides where a platform component's pods may run.\n"
-    "\n"
-    "usage: isolation-gate COMMAND [flags]\n"
-    "  evaluate   decide offline for a Component and a Pod or workload manifest\n"
-    "  serve      run the admission webhook (--local for no cluster)\n"
-    "  certs      write a CA and a serving certificate (PEM) for the webhook\n"
-    "  version    print the version\n"
-    "Run 'isolation-gate COMMAND --help' for a command's flags.\n";
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  int (*run)(const std::vector<std::string>& args);  // null: handled here
+};
+
+constexpr Command kCommands[] = {
+    {"evaluate", "decide offline for a Component and a Pod or workload manifest", run_evaluate},
+    {"serve", "run the admission webhook (--local for no cluster)", run_serve},
+    {"certs", "write a CA and a serving certificate (PEM) for the webhook", run_certs},
+    {"version", "print the version", nullptr},
+    {"help", "print this help", nullptr},
+};
+
+std::string usage() {
+  std::string out =
+      "isolation-gate: decides where a platform component's pods may run.\n"
+      "\n"
+      "usage: isolation-gate COMMAND [flags]\n";
+  for (const auto& c : kCommands) {
+    out += "  ";
+    out += c.name;
+    out.append(c.name.size() < 11 ? 11 - c.name.size() : 1, ' ');
+    out += c.summary;
+    out += "\n";
+  }
+  out += "Run 'isolation-gate COMMAND --help' for a command's flags.\n";
+  return out;
+}
 
 }  // namespace
 
 int run_main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << kUsage;
+    std::cerr << usage();
     return kExitBadInput;
   }
-  const std::string command = argv[1];
-  std::vector<std::string> args(argv + 2, argv + argc);
-  if (command == "evaluate") return run_evaluate(args);
-  if (command == "serve") return run_serve(args);
-  if (command == "certs") return run_certs(args);
+  const std::string_view command = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  for (const auto& c : kCommands)
+    if (c.run != nullptr && c.name == command) return c.run(args);
   if (command == "version" || command == "--version") {
     std::cout << "isolation-gate " << IG_VERSION << "\n";
     return kExitAllowed;
   }
   if (command == "help" || command == "--help" || command == "-h") {
-    std::cout << kUsage;
+    std::cout << usage();
     return kExitAllowed;
   }
-  std::cerr << "isolation-gate: unknown command \"" << command << "\"\n" << kUsage;
+  std::cerr << "isolation-gate: unknown command \"" << command << "\"\n" << usage();
   return kExitBadInput;
 }
 

@@ -1,17 +1,31 @@
 // `isolation-gate serve`: the admission webhook over HTTPS plus a plain-HTTP
 // listener for probes and metrics. Local mode (--local) needs no cluster:
 // Components come from YAML files and the sandbox state from a flag.
+//
+// Two halves: parse_serve_options() turns the flags into a validated
+// ServeOptions; a mode builds its Component lookup and sandbox view and hands
+// them to serve_webhook(), which builds everything else in dependency order
+// (counters, TLS, the Webhook, the servers) and runs until SIGTERM/SIGINT.
+// Cluster mode will be one more mode beside serve_local()
+// (docs/architecture.md, "Where cluster mode plugs in").
 #include <pthread.h>
 #include <signal.h>
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <iostream>
+#include <memory>
+#include <optional>
+#include <variant>
 
 #include "admission/catalog.h"
 #include "admission/webhook.h"
+#include "base/prometheus.h"
+#include "cli/command_line.h"
 #include "cli/commands.h"
-#include "cli/flags.h"
+#include "cli/gate_options.h"
+#include "config/defaults.h"
 #include "config/environment.h"
 #include "config/log.h"
 #include "server/http_exchange.h"
@@ -23,23 +37,6 @@ namespace ig::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-constexpr const char* kUsage =
-    "usage: isolation-gate serve --local --components DIR --sandbox available|unavailable\n"
-    "       [--listen HOST:PORT] [--metrics-listen HOST:PORT]\n"
-    "       [--tls-cert FILE --tls-key FILE] [--ca-out FILE]\n"
-    "       [--runtime-class NAME] [--namespace NS] [--service-name NAME] [--threads N]\n"
-    "  --listen          HTTPS webhook address (default 0.0.0.0:8443)\n"
-    "  --metrics-listen  plain-HTTP /healthz /readyz /metrics (default 0.0.0.0:8080)\n"
-    "  --tls-cert/--tls-key  serving certificate files, reloaded when they change;\n"
-    "                    without them a CA and a certificate for localhost are made\n"
-    "  --ca-out FILE     write that CA (PEM) for clients to verify against\n"
-    "  The deployment shape comes from GIBSON_UNTRUSTED_EXEC (default setec-only).\n";
-
-int usage_error(const std::string& message) {
-  std::cerr << "isolation-gate serve: " << message << "\n" << kUsage;
-  return kExitBadInput;
-}
 
 struct HostPort {
   std::string host;
@@ -62,184 +59,192 @@ std::optional<HostPort> parse_host_port(const std::string& text) {
   return HostPort{host, static_cast<std::uint16_t>(value)};
 }
 
-void log_adapter(std::string_view level, std::string_view msg) { config::log(level, msg); }
+const CLI::Validator kHostPort(
+    [](std::string& text) { return parse_host_port(text) ? std::string() : "expected HOST:PORT"; }, "");
 
-std::string gauge(std::string_view name, std::string_view help, std::string_view type,
-                  const std::string& labels, double value) {
-  std::string out = "# HELP " + std::string(name) + " " + std::string(help) + "\n# TYPE " +
-                    std::string(name) + " " + std::string(type) + "\n" + std::string(name);
-  if (!labels.empty()) out += "{" + labels + "}";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, " %.17g\n", value);
-  return out + buf;
+struct ServeOptions {
+  bool local = false;
+  std::string components_dir;  // --local: required
+  GateOptions gate;
+  std::string listen_text = std::string(config::kDefaultListen);
+  std::string metrics_listen_text = std::string(config::kDefaultMetricsListen);
+  HostPort listen, metrics_listen;  // parsed from the two above
+  std::string tls_cert, tls_key;    // both or neither
+  std::string ca_out;
+  std::string service = std::string(config::kDefaultServiceName);
+  unsigned threads = 0;  // 0: one per core
+};
+
+int usage_error(const std::string& message) {
+  std::cerr << "isolation-gate serve: " << message << " (see isolation-gate serve --help)\n";
+  return kExitBadInput;
 }
 
-std::string transport_metrics(const server::TransportStats& s) {
-  std::string out;
-  out += gauge("isolation_gate_connections_accepted_total", "TCP connections accepted.", "counter", "", double(s.connections_accepted));
-  out += gauge("isolation_gate_connections_active", "Open connections.", "gauge", "", double(s.connections_active));
-  out += gauge("isolation_gate_connections_rejected_total", "Connections closed at once (over the limit).", "counter", "", double(s.connections_rejected));
-  out += gauge("isolation_gate_tls_handshake_failures_total", "Failed TLS handshakes.", "counter", "", double(s.tls_handshake_failures));
-  out += gauge("isolation_gate_http_requests_total", "Complete HTTP requests handled.", "counter", "", double(s.requests));
-  out += gauge("isolation_gate_http_protocol_errors_total", "Malformed or oversized requests answered by the transport.", "counter", "", double(s.request_errors));
-  out += gauge("isolation_gate_http_timeouts_total", "Connections closed on a timeout.", "counter", "", double(s.timeouts));
+// Parses and checks the flags; nullopt when `o` is ready to serve, otherwise
+// the exit code (help printed, or a bad flag reported).
+std::optional<int> parse_serve_options(const std::vector<std::string>& args, ServeOptions& o) {
+  auto app = make_app("serve", "Runs the admission webhook (HTTPS) and its probe/metrics listener (HTTP).");
+  app->add_flag("--local", o.local,
+                "serve without a cluster: Components from --components,\nthe sandbox from --sandbox");
+  app->add_option("--components", o.components_dir,
+                  "--local: every Component in the *.yaml, *.yml and *.json\nfiles under DIR")
+      ->type_name("DIR");
+  add_gate_options(*app, o.gate);
+  app->add_option("--listen", o.listen_text, "HTTPS webhook address")->check(kHostPort)->type_name("HOST:PORT");
+  app->add_option("--metrics-listen", o.metrics_listen_text, "plain-HTTP /healthz /readyz /metrics address")
+      ->check(kHostPort)
+      ->type_name("HOST:PORT");
+  app->add_option("--tls-cert", o.tls_cert,
+                  "serving certificate (PEM, chain leaf first), reloaded when it\n"
+                  "changes; without --tls-cert/--tls-key a CA and a certificate\n"
+                  "for localhost and the Service's names are made")
+      ->type_name("FILE");
+  app->add_option("--tls-key", o.tls_key, "the certificate's private key (PEM)")->type_name("FILE");
+  app->add_option("--ca-out", o.ca_out, "write the CA made without --tls-cert (PEM) for clients")
+      ->type_name("FILE");
+  app->add_option("--service-name", o.service, "the webhook's Service (names in the made certificate)")
+      ->type_name("NAME");
+  app->add_option("--threads", o.threads, "I/O threads of the webhook listener (0: one per core)")
+      ->check(CLI::Range(0u, 999u).description(""))
+      ->type_name("N");
+  app->footer("The deployment shape comes from GIBSON_UNTRUSTED_EXEC (default setec-only).");
+  if (auto exit_code = parse(*app, args)) return exit_code;
+
+  if (o.local && o.components_dir.empty()) return usage_error("--local needs --components DIR");
+  if (o.tls_cert.empty() != o.tls_key.empty()) return usage_error("--tls-cert and --tls-key go together");
+  o.listen = *parse_host_port(o.listen_text);  // checked by kHostPort
+  o.metrics_listen = *parse_host_port(o.metrics_listen_text);
+  return std::nullopt;
+}
+
+void log_adapter(std::string_view level, std::string_view msg) { config::log(level, msg); }
+
+// The serving TLS context: the --tls-cert/--tls-key files (watched), or a
+// fresh chain for localhost and the Service, its CA written to --ca-out. On
+// failure: logged, and the exit code.
+std::variant<std::unique_ptr<tls::ReloadingTlsContext>, int> serving_tls(const ServeOptions& o) {
+  if (!o.tls_cert.empty()) {
+    auto loaded = tls::ReloadingTlsContext::from_files(o.tls_cert, o.tls_key, log_adapter);
+    if (!loaded) {
+      config::log_error("cannot load the serving certificate", {{"error", loaded.error()}});
+      return kExitBadInput;
+    }
+    (*loaded)->start_watching();
+    return std::move(*loaded);
+  }
+  std::vector<std::string> names = {"localhost"};
+  for (auto& name : config::service_dns_names(o.service, o.gate.own_namespace)) names.push_back(std::move(name));
+  auto chain = tls::make_serving_chain(names, {"127.0.0.1", "::1"}, std::chrono::hours(24 * 365));
+  if (!chain) {
+    config::log_error("cannot make a serving certificate", {{"error", chain.error()}});
+    return kExitFailure;
+  }
+  if (!o.ca_out.empty()) {
+    if (auto written = tls::write_file_atomically(o.ca_out, chain->ca_cert_pem, 0644); !written) {
+      config::log_error("cannot write --ca-out", {{"error", written.error()}});
+      return kExitFailure;
+    }
+  }
+  auto loaded = tls::ReloadingTlsContext::from_pem(chain->cert_pem, chain->key_pem, log_adapter);
+  if (!loaded) {
+    config::log_error("cannot load the serving certificate", {{"error", loaded.error()}});
+    return kExitFailure;
+  }
+  return std::move(*loaded);
+}
+
+// What a mode tells serve_webhook() beyond the admission context: its name
+// (the `mode` label and log field) and how many Components it knows.
+struct ModeFacts {
+  std::string_view mode;
+  std::function<std::size_t()> component_count;
+};
+
+admission::WebhookRequest to_webhook(server::Request&& r) {
+  return admission::WebhookRequest{std::move(r.method), std::move(r.target), std::move(r.content_type),
+                                   std::move(r.body)};
+}
+
+server::Response to_server(admission::WebhookResponse&& r) {
+  server::Response out;
+  out.status = r.status;
+  out.content_type = std::move(r.content_type);
+  out.body = std::move(r.body);
   return out;
 }
 
-}  // namespace
+std::string endpoint_text(const boost::asio::ip::tcp::endpoint& e) {
+  const auto addr = e.address();
+  return (addr.is_v6() ? "[" + addr.to_string() + "]" : addr.to_string()) + ":" + std::to_string(e.port());
+}
 
-int run_serve(const std::vector<std::string>& args) {
-  const auto started = Clock::now();
-  FlagSpec spec{{"components", "sandbox", "listen", "metrics-listen", "tls-cert", "tls-key",
-                 "ca-out", "runtime-class", "namespace", "service-name", "threads"},
-                {"local", "help"}};
-  auto flags = parse_flags(args, spec);
-  if (flags.has("help")) {
-    std::cout << kUsage;
-    return kExitAllowed;
-  }
-  if (!flags.error.empty()) return usage_error(flags.error);
-  if (!flags.has("local")) {
-    return usage_error(
-        "cluster mode (watching RuntimeClasses, Nodes and Components) is not part of this "
-        "build yet; run with --local");
-  }
-  const auto components_dir = flags.get("components");
-  if (!components_dir) return usage_error("--local needs --components DIR");
-  const std::string sandbox_flag = flags.get_or("sandbox", "unavailable");
-  if (sandbox_flag != "available" && sandbox_flag != "unavailable") {
-    return usage_error("--sandbox: expected available or unavailable, got \"" + sandbox_flag + "\"");
-  }
-  const auto listen = parse_host_port(flags.get_or("listen", "0.0.0.0:8443"));
-  if (!listen) return usage_error("--listen: expected HOST:PORT");
-  const auto metrics_listen = parse_host_port(flags.get_or("metrics-listen", "0.0.0.0:8080"));
-  if (!metrics_listen) return usage_error("--metrics-listen: expected HOST:PORT");
-  const auto tls_cert = flags.get("tls-cert");
-  const auto tls_key = flags.get("tls-key");
-  if (tls_cert.has_value() != tls_key.has_value()) return usage_error("--tls-cert and --tls-key go together");
-  unsigned threads = 0;
-  if (auto t = flags.get("threads")) {
-    if (t->empty() || t->size() > 3 || t->find_first_not_of("0123456789") != std::string::npos) {
-      return usage_error("--threads: expected a number");
-    }
-    threads = static_cast<unsigned>(std::stoul(*t));
-  }
-
-  const auto shape = config::read_shape_from_env();
-  admission::GateSettings settings;
-  settings.shape = shape.setting;
-  settings.shape_raw = shape.raw;
-  settings.runtime_class = flags.get_or("runtime-class", "kata-fc");
-  settings.own_namespace = flags.get_or("namespace", "isolation-gate-system");
-  const std::string service = flags.get_or("service-name", "isolation-gate");
-  if (shape.setting.fell_back) {
-    config::log_warn(config::describe_shape(shape));
-  } else {
-    config::log_info(config::describe_shape(shape));
-  }
-
-  auto catalog = admission::StaticCatalog::load_directory(*components_dir, "default");
-  if (!catalog) {
-    config::log_error("cannot load Components", {{"error", catalog.error()}});
-    return kExitBadInput;
-  }
-  const admission::FixedSandbox sandbox(sandbox_flag == "available"
-                                            ? policy::SandboxAvailability::Available
-                                            : policy::SandboxAvailability::Unavailable);
-
-  std::string error;
-  std::unique_ptr<tls::ReloadingTlsContext> tls_context;
-  if (tls_cert) {
-    tls_context = tls::ReloadingTlsContext::from_files(*tls_cert, *tls_key, log_adapter, error);
-    if (!tls_context) {
-      config::log_error("cannot load the serving certificate", {{"error", error}});
-      return kExitBadInput;
-    }
-    tls_context->start_watching();
-  } else {
-    const std::string ns = settings.own_namespace;
-    auto chain = tls::make_serving_chain(
-        {"localhost", service, service + "." + ns, service + "." + ns + ".svc",
-         service + "." + ns + ".svc.cluster.local"},
-        {"127.0.0.1", "::1"}, std::chrono::hours(24 * 365), error);
-    if (!chain) {
-      config::log_error("cannot make a serving certificate", {{"error", error}});
-      return kExitFailure;
-    }
-    if (auto out = flags.get("ca-out")) {
-      if (!tls::write_file_atomically(*out, chain->ca_cert_pem, 0644, error)) {
-        config::log_error("cannot write --ca-out", {{"error", error}});
-        return kExitFailure;
-      }
-    }
-    tls_context = tls::ReloadingTlsContext::from_pem(chain->cert_pem, chain->key_pem, log_adapter, error);
-    if (!tls_context) {
-      config::log_error("cannot load the serving certificate", {{"error", error}});
-      return kExitFailure;
-    }
-  }
-
-  admission::Webhook webhook(settings, *catalog, sandbox);
+// Serves `context` until SIGTERM/SIGINT. Builds, in this order, so that
+// nothing is set after construction: the transport counters and the TLS
+// context, the Webhook (its metrics read them), the two servers (their
+// handlers call the Webhook).
+int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& context, const ModeFacts& facts,
+                  Clock::time_point started) {
+  auto webhook_counters = std::make_shared<server::TransportCounters>();
+  auto probe_counters = std::make_shared<server::TransportCounters>();
+  auto tls_or_exit = serving_tls(o);
+  if (auto* exit_code = std::get_if<int>(&tls_or_exit)) return *exit_code;
+  const std::unique_ptr<tls::ReloadingTlsContext> tls_context =
+      std::move(std::get<std::unique_ptr<tls::ReloadingTlsContext>>(tls_or_exit));
   std::atomic<bool> ready{false};
-  webhook.set_readiness([&ready] { return ready.load(std::memory_order_acquire); });
 
-  auto to_webhook = [](server::Request&& r) {
-    return admission::WebhookRequest{std::move(r.method), std::move(r.target),
-                                     std::move(r.content_type), std::move(r.body)};
+  admission::WebhookOptions options;
+  options.ready = [&ready] { return ready.load(std::memory_order_acquire); };
+  options.extra_metrics = [&](prometheus::TextWriter& out) {
+    using prometheus::Type;
+    server::write_transport_metrics(
+        out, {{"webhook", webhook_counters->snapshot()}, {"probes", probe_counters->snapshot()}});
+    out.family("isolation_gate_info", Type::Gauge, "Static facts about this process.");
+    out.sample("isolation_gate_info",
+               {{"mode", facts.mode},
+                {"shape", policy::to_string(context.settings.shape.shape)},
+                {"runtime_class", context.settings.runtime_class}},
+               std::uint64_t{1});
+    out.family("isolation_gate_sandbox_available", Type::Gauge, "1 when the setec sandbox is available.");
+    out.sample("isolation_gate_sandbox_available", {},
+               std::uint64_t{policy::is_available(context.sandbox.availability()) ? 1u : 0u});
+    out.family("isolation_gate_components", Type::Gauge, "Components known to the catalog.");
+    out.sample("isolation_gate_components", {}, std::uint64_t{facts.component_count()});
+    out.family("isolation_gate_tls_reloads_total", Type::Counter, "Serving certificate reloads.");
+    out.sample("isolation_gate_tls_reloads_total", {}, tls_context->reload_count());
+    out.family("isolation_gate_tls_certificate_expiry_seconds", Type::Gauge,
+               "Unix time at which the serving certificate expires.");
+    out.sample("isolation_gate_tls_certificate_expiry_seconds", {},
+               static_cast<double>(std::chrono::duration_cast<std::chrono::seconds>(
+                                       tls_context->not_after().time_since_epoch())
+                                       .count()));
   };
-  auto to_server = [](admission::WebhookResponse&& r) {
-    server::Response out;
-    out.status = r.status;
-    out.content_type = std::move(r.content_type);
-    out.body = std::move(r.body);
-    return out;
-  };
-  // One server, two kinds of listener: the webhook routes only over TLS, the
-  // probes and metrics over both.
+  admission::Webhook webhook(context, std::move(options));
+
+  // The webhook routes only over TLS; probes and metrics over both.
   server::HttpServer https(
-      [&](server::Request&& r) { return to_server(webhook.serve(to_webhook(std::move(r)))); },
-      *tls_context, log_adapter);
+      [&webhook](server::Request&& r) { return to_server(webhook.serve(to_webhook(std::move(r)))); },
+      *tls_context, log_adapter, webhook_counters);
   server::HttpServer probes(
-      [&](server::Request&& r) { return to_server(webhook.serve_probes(to_webhook(std::move(r)))); },
-      log_adapter);
+      [&webhook](server::Request&& r) { return to_server(webhook.serve_probes(to_webhook(std::move(r)))); },
+      log_adapter, probe_counters);
 
-  webhook.set_extra_metrics([&] {
-    std::string out = transport_metrics(https.stats());
-    out += gauge("isolation_gate_info", "Static facts about this process.", "gauge",
-                 "mode=\"local\",shape=\"" + std::string(policy::to_string(settings.shape.shape)) +
-                     "\",runtime_class=\"" + settings.runtime_class + "\"",
-                 1);
-    out += gauge("isolation_gate_sandbox_available", "1 when the setec sandbox is available.",
-                 "gauge", "", sandbox.describe() == "available" ? 1 : 0);
-    out += gauge("isolation_gate_components", "Components known to the catalog.", "gauge", "",
-                 double(catalog->size()));
-    out += gauge("isolation_gate_tls_reloads_total", "Serving certificate reloads.", "counter",
-                 "", double(tls_context->reload_count()));
-    out += gauge("isolation_gate_tls_certificate_expiry_seconds",
-                 "Unix time at which the serving certificate expires.", "gauge", "",
-                 double(std::chrono::duration_cast<std::chrono::seconds>(
-                            tls_context->not_after().time_since_epoch())
-                            .count()));
-    return out;
-  });
-
-  server::ListenerOptions webhook_options;
-  webhook_options.host = listen->host;
-  webhook_options.port = listen->port;
-  webhook_options.tls = true;
-  auto webhook_endpoint = https.add_listener(webhook_options, error);
+  server::ListenerOptions webhook_listener;
+  webhook_listener.host = o.listen.host;
+  webhook_listener.port = o.listen.port;
+  webhook_listener.tls = true;
+  auto webhook_endpoint = https.add_listener(webhook_listener);
   if (!webhook_endpoint) {
-    config::log_error("cannot listen", {{"address", flags.get_or("listen", "0.0.0.0:8443")}, {"error", error}});
+    config::log_error("cannot listen", {{"address", o.listen_text}, {"error", webhook_endpoint.error()}});
     return kExitFailure;
   }
-  server::ListenerOptions probe_options;
-  probe_options.host = metrics_listen->host;
-  probe_options.port = metrics_listen->port;
-  probe_options.tls = false;
-  probe_options.body_limit = 64 * 1024;
-  auto probe_endpoint = probes.add_listener(probe_options, error);
+  server::ListenerOptions probe_listener;
+  probe_listener.host = o.metrics_listen.host;
+  probe_listener.port = o.metrics_listen.port;
+  probe_listener.tls = false;
+  probe_listener.body_limit = 64 * 1024;
+  auto probe_endpoint = probes.add_listener(probe_listener);
   if (!probe_endpoint) {
-    config::log_error("cannot listen", {{"address", flags.get_or("metrics-listen", "0.0.0.0:8080")}, {"error", error}});
+    config::log_error("cannot listen", {{"address", o.metrics_listen_text}, {"error", probe_endpoint.error()}});
     return kExitFailure;
   }
 
@@ -250,23 +255,18 @@ int run_serve(const std::vector<std::string>& args) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  https.start(threads);
+  https.start(o.threads);
   probes.start(1);
   ready.store(true, std::memory_order_release);
   const auto startup_ms =
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count() / 1000.0;
-  auto endpoint_text = [](const boost::asio::ip::tcp::endpoint& e) {
-    const auto addr = e.address();
-    return (addr.is_v6() ? "[" + addr.to_string() + "]" : addr.to_string()) + ":" + std::to_string(e.port());
-  };
-  config::log_info("serving",
-                   {{"webhook", endpoint_text(*webhook_endpoint)},
-                    {"metrics", endpoint_text(*probe_endpoint)},
-                    {"mode", "local"},
-                    {"sandbox", sandbox.describe()},
-                    {"components", std::to_string(catalog->size())},
-                    {"runtime_class", settings.runtime_class},
-                    {"startup_ms", std::to_string(startup_ms)}});
+  config::log_info("serving", {{"webhook", endpoint_text(*webhook_endpoint)},
+                               {"metrics", endpoint_text(*probe_endpoint)},
+                               {"mode", facts.mode},
+                               {"sandbox", context.sandbox.describe()},
+                               {"components", std::to_string(facts.component_count())},
+                               {"runtime_class", context.settings.runtime_class},
+                               {"startup_ms", std::to_string(startup_ms)}});
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
@@ -278,6 +278,39 @@ int run_serve(const std::vector<std::string>& args) {
   probes.wait();
   config::log_info("stopped");
   return kExitAllowed;
+}
+
+// Local mode: Components from files, the sandbox from --sandbox.
+int serve_local(const ServeOptions& o, Clock::time_point started) {
+  const auto shape = config::read_shape_from_env();
+  if (shape.setting.fell_back) {
+    config::log_warn(config::describe_shape(shape));
+  } else {
+    config::log_info(config::describe_shape(shape));
+  }
+  const admission::GateSettings settings = gate_settings(o.gate, shape);
+  auto catalog = admission::StaticCatalog::load_directory(o.components_dir, "default");
+  if (!catalog) {
+    config::log_error("cannot load Components", {{"error", catalog.error()}});
+    return kExitBadInput;
+  }
+  const admission::FixedSandbox sandbox = fixed_sandbox(o.gate);
+  const admission::AdmissionContext context{settings, *catalog, sandbox};
+  return serve_webhook(o, context, ModeFacts{"local", [&catalog] { return catalog->size(); }}, started);
+}
+
+}  // namespace
+
+int run_serve(const std::vector<std::string>& args) {
+  const auto started = Clock::now();
+  ServeOptions options;
+  if (auto exit_code = parse_serve_options(args, options)) return *exit_code;
+  if (options.local) return serve_local(options, started);
+  // Cluster mode: a serve_cluster() building its own lookup and sandbox view
+  // from the API server's caches, then serve_webhook() like local mode.
+  return usage_error(
+      "cluster mode (watching RuntimeClasses, Nodes and Components) is not part of this "
+      "build yet; run with --local");
 }
 
 }  // namespace ig::cli

@@ -40,13 +40,6 @@ constexpr std::size_t kReadChunk = 16 * 1024;
 constexpr std::chrono::seconds kMaxCloseWait{3};
 constexpr std::chrono::milliseconds kDrainSilence{500};
 
-// The live counters: one relaxed atomic per IG_TRANSPORT_COUNTERS row.
-struct Counters {
-#define IG_TRANSPORT_ATOMIC(field, type, name, code, help) std::atomic<std::uint64_t> field{0};
-  IG_TRANSPORT_COUNTERS(IG_TRANSPORT_ATOMIC)
-#undef IG_TRANSPORT_ATOMIC
-};
-
 struct CounterRow {
   prometheus::Type type;
   std::string_view name;
@@ -141,7 +134,7 @@ struct HttpServer::State {
   Handler handler;
   LogFn log;
   tls::ReloadingTlsContext* tls = nullptr;
-  Counters counters;
+  std::shared_ptr<TransportCounters> counters;  // never null
   std::atomic<bool> draining{false};
 
   // The I/O loops that accepted connections are handed to, round-robin. Set
@@ -248,12 +241,12 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
         ctx_(std::move(ctx)),
         stream_(make_stream(std::move(socket), ctx_.get())),
         timer_(beast::get_lowest_layer(stream_).get_executor()) {
-    bump(state_.counters.connections_active);
+    bump(state_.counters->connections_active);
     listener_->active.fetch_add(1, std::memory_order_relaxed);
   }
 
   ~Session() override {
-    bump(state_.counters.connections_active, static_cast<std::uint64_t>(-1));
+    bump(state_.counters->connections_active, static_cast<std::uint64_t>(-1));
     listener_->active.fetch_sub(1, std::memory_order_relaxed);
     state_.remove_session(this);
   }
@@ -337,8 +330,8 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   void on_handshake(beast::error_code ec) {
     if (ec) {
-      bump(state_.counters.tls_handshake_failures);
-      if (ec == beast::error::timeout) bump(state_.counters.timeouts);
+      bump(state_.counters->tls_handshake_failures);
+      if (ec == beast::error::timeout) bump(state_.counters->timeouts);
       return close_now();
     }
     read_request();
@@ -365,7 +358,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   void on_first_bytes(beast::error_code ec, std::size_t n) {
     idle_ = false;
     if (ec) {
-      if (ec == beast::error::timeout) bump(state_.counters.timeouts);
+      if (ec == beast::error::timeout) bump(state_.counters->timeouts);
       return close_now();
     }
     buffer_.commit(n);
@@ -378,7 +371,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void on_header(beast::error_code ec, std::size_t n) {
-    bump(state_.counters.bytes_in, n);
+    bump(state_.counters->bytes_in, n);
     first_request_ = false;
     if (ec) return on_read_error(ec);
     if (parser_->is_done()) return handle_request();
@@ -393,9 +386,9 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void on_continue_sent(beast::error_code ec, std::size_t n) {
-    bump(state_.counters.bytes_out, n);
+    bump(state_.counters->bytes_out, n);
     if (ec) return close_now();
-    bump(state_.counters.responses_1xx);
+    bump(state_.counters->responses_1xx);
     read_body();
   }
 
@@ -405,7 +398,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void on_body(beast::error_code ec, std::size_t n) {
-    bump(state_.counters.bytes_in, n);
+    bump(state_.counters->bytes_in, n);
     if (ec) return on_read_error(ec);
     handle_request();
   }
@@ -419,7 +412,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
                         "request header exceeds " + std::to_string(opts_.header_limit) + " bytes");
     }
     if (ec == beast::error::timeout) {
-      bump(state_.counters.timeouts);
+      bump(state_.counters->timeouts);
       return close_now();
     }
     if (is_http_category(ec) && ec != http::error::end_of_stream &&
@@ -432,7 +425,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void handle_request() {
-    bump(state_.counters.requests);
+    bump(state_.counters->requests);
     http::request<http::string_body> msg = parser_->release();
     const unsigned version = msg.version();
     const bool keep_alive = msg.keep_alive();
@@ -450,11 +443,11 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
         resp = Response{500, "application/json", json_error("internal error"), {}};
       }
     } catch (const std::exception& e) {
-      bump(state_.counters.handler_exceptions);
+      bump(state_.counters->handler_exceptions);
       state_.emit("error", std::string("request handler threw: ") + e.what());
       resp = Response{500, "application/json", json_error("internal error"), {}};
     } catch (...) {
-      bump(state_.counters.handler_exceptions);
+      bump(state_.counters->handler_exceptions);
       state_.emit("error", "request handler threw a non-standard exception");
       resp = Response{500, "application/json", json_error("internal error"), {}};
     }
@@ -463,7 +456,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void send_error(unsigned status, std::string message) {
-    bump(state_.counters.request_errors);
+    bump(state_.counters->request_errors);
     Response resp{status, "application/json", json_error(message), {}};
     write_response(std::move(resp), 11, false, true);
   }
@@ -494,19 +487,19 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     close_after_write_ = !keep_alive;
     drain_after_write_ = drain_after;
     switch (resp.status / 100) {
-      case 2: bump(state_.counters.responses_2xx); break;
-      case 3: bump(state_.counters.responses_3xx); break;
-      case 4: bump(state_.counters.responses_4xx); break;
-      default: bump(state_.counters.responses_5xx); break;
+      case 2: bump(state_.counters->responses_2xx); break;
+      case 3: bump(state_.counters->responses_3xx); break;
+      case 4: bump(state_.counters->responses_4xx); break;
+      default: bump(state_.counters->responses_5xx); break;
     }
     set_deadline(opts_.body_timeout);
     http::async_write(stream_, res_, bind(&Session::on_written));
   }
 
   void on_written(beast::error_code ec, std::size_t n) {
-    bump(state_.counters.bytes_out, n);
+    bump(state_.counters->bytes_out, n);
     if (ec) {
-      if (ec == beast::error::timeout) bump(state_.counters.timeouts);
+      if (ec == beast::error::timeout) bump(state_.counters->timeouts);
       return close_now();
     }
     res_ = {};  // an idle keep-alive connection holds no response memory
@@ -608,14 +601,14 @@ void HttpServer::Listener::on_accept(beast::error_code ec, ConnSocket socket) {
     return;
   }
   if (active.load(std::memory_order_relaxed) >= options.max_connections) {
-    bump(state->counters.connections_rejected);
+    bump(state->counters->connections_rejected);
     beast::error_code ignored;
     socket.close(ignored);
     return do_accept();
   }
   beast::error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
-  bump(state->counters.connections_accepted);
+  bump(state->counters->connections_accepted);
   try {
     // Registered before it starts, so that stop() always sees it.
     if (options.tls) {
@@ -634,14 +627,16 @@ void HttpServer::Listener::on_accept(beast::error_code ec, ConnSocket socket) {
   do_accept();
 }
 
-HttpServer::HttpServer(Handler handler, LogFn log)
+HttpServer::HttpServer(Handler handler, LogFn log, std::shared_ptr<TransportCounters> counters)
     : state_(std::make_shared<State>()), ioc_(std::make_unique<net::io_context>(1)) {
   state_->handler = std::move(handler);
   state_->log = std::move(log);
+  state_->counters = counters ? std::move(counters) : std::make_shared<TransportCounters>();
 }
 
-HttpServer::HttpServer(Handler handler, tls::ReloadingTlsContext& tls, LogFn log)
-    : HttpServer(std::move(handler), std::move(log)) {
+HttpServer::HttpServer(Handler handler, tls::ReloadingTlsContext& tls, LogFn log,
+                       std::shared_ptr<TransportCounters> counters)
+    : HttpServer(std::move(handler), std::move(log), std::move(counters)) {
   state_->tls = &tls;
 }
 
@@ -803,15 +798,16 @@ void HttpServer::wait() {
   if (stopper.joinable()) stopper.join();
 }
 
-TransportStats HttpServer::stats() const {
-  const Counters& c = state_->counters;
+TransportStats TransportCounters::snapshot() const noexcept {
   auto get = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   TransportStats s;
-#define IG_TRANSPORT_LOAD(field, type, name, code, help) s.field = get(c.field);
+#define IG_TRANSPORT_LOAD(field, type, name, code, help) s.field = get(field);
   IG_TRANSPORT_COUNTERS(IG_TRANSPORT_LOAD)
 #undef IG_TRANSPORT_LOAD
   return s;
 }
+
+TransportStats HttpServer::stats() const { return state_->counters->snapshot(); }
 
 void write_transport_metrics(prometheus::TextWriter& out,
                              std::initializer_list<LabeledTransportStats> listeners) {

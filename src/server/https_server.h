@@ -33,7 +33,8 @@
 //   `grace` has passed, then closes whatever is left and joins the threads.
 //   Thread-safe and idempotent; called from an I/O thread (a Handler), it only
 //   initiates the stop.
-// - stats() is a consistent-enough snapshot of relaxed atomic counters. Every
+// - stats() is a consistent-enough snapshot of relaxed atomic counters
+//   (TransportCounters, the server's own or given at construction). Every
 //   counter comes from one table (IG_TRANSPORT_COUNTERS below), which
 //   generates the storage, the TransportStats fields and the metric names and
 //   help; write_transport_metrics() exports every one of them.
@@ -41,6 +42,7 @@
 //   naming the address; nothing here throws out of the public API.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -117,6 +119,17 @@ struct TransportStats {
 #undef IG_TRANSPORT_STATS_FIELD
 };
 
+// The live counters of one server: one relaxed atomic per row. A server makes
+// its own unless given one at construction; giving it lets whoever exports
+// the counters (the webhook's /metrics) hold them before the server exists.
+struct TransportCounters {
+#define IG_TRANSPORT_ATOMIC(field, type, name, code, help) std::atomic<std::uint64_t> field{0};
+  IG_TRANSPORT_COUNTERS(IG_TRANSPORT_ATOMIC)
+#undef IG_TRANSPORT_ATOMIC
+
+  TransportStats snapshot() const noexcept;
+};
+
 // One server's snapshot and the `listener` label its series carry
 // ("webhook", "probes").
 struct LabeledTransportStats {
@@ -134,10 +147,13 @@ using LogFn = std::function<void(std::string_view level, std::string_view msg)>;
 
 class HttpServer {
  public:
-  // Plain-HTTP only server (add_listener with tls=true fails).
-  explicit HttpServer(Handler handler, LogFn log = {});
+  // Plain-HTTP only server (add_listener with tls=true fails). `counters`:
+  // where to count (null: the server's own).
+  explicit HttpServer(Handler handler, LogFn log = {},
+                      std::shared_ptr<TransportCounters> counters = nullptr);
   // `tls` must outlive the server.
-  HttpServer(Handler handler, tls::ReloadingTlsContext& tls, LogFn log = {});
+  HttpServer(Handler handler, tls::ReloadingTlsContext& tls, LogFn log = {},
+             std::shared_ptr<TransportCounters> counters = nullptr);
   ~HttpServer();  // stop(0s) and join
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -1,0 +1,35 @@
+#include "cli/command_line.h"
+
+#include <algorithm>
+#include <iostream>
+
+#include "cli/commands.h"
+
+namespace ig::cli {
+
+std::unique_ptr<CLI::App> make_app(std::string_view command, std::string_view summary) {
+  auto app = std::make_unique<CLI::App>(std::string(summary), "isolation-gate " + std::string(command));
+  app->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->always_capture_default();
+  app->allow_extras(false);
+  app->get_formatter()->column_width(34);
+  return app;
+}
+
+std::optional<int> parse(CLI::App& app, const std::vector<std::string>& args) {
+  // CLI11 takes the arguments last first.
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return kExitAllowed;
+  } catch (const CLI::ParseError& e) {
+    std::string message = e.what();
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    std::cerr << app.get_name() << ": " << message << " (see " << app.get_name() << " --help)\n";
+    return kExitBadInput;
+  }
+  return std::nullopt;
+}
+
+}  // namespace ig::cli

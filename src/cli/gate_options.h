@@ -1,0 +1,43 @@
+// The one place that builds the gate's settings, shared by `serve` and
+// `evaluate`: the --sandbox, --runtime-class and --namespace flags, the
+// deployment shape from GIBSON_UNTRUSTED_EXEC, and the fixed sandbox view of
+// local mode and `evaluate` (docs/architecture.md, "Where cluster mode plugs
+// in": cluster mode replaces only the sandbox view).
+//
+// Contract: add_gate_options() declares the three flags on a command with the
+// defaults of config/defaults.h; --sandbox is parsed into
+// policy::SandboxAvailability by its words (policy::to_string), so nothing
+// compares them afterwards. gate_settings() builds admission::GateSettings
+// whole from the parsed flags and the shape; fixed_sandbox() the sandbox view.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "admission/context.h"
+#include "config/defaults.h"
+#include "config/environment.h"
+#include "policy/gate.h"
+
+namespace ig::cli {
+
+struct GateOptions {
+  policy::SandboxAvailability sandbox = policy::SandboxAvailability::Unavailable;
+  std::string runtime_class = std::string(config::kDefaultRuntimeClass);
+  std::string own_namespace = std::string(config::kDefaultNamespace);
+};
+
+// Declares --sandbox, --runtime-class and --namespace on `app`, parsed into `options`
+// (which must outlive the parse).
+void add_gate_options(CLI::App& app, GateOptions& options);
+
+// The settings the admission handlers read; `shape` defaults to the process's
+// GIBSON_UNTRUSTED_EXEC.
+admission::GateSettings gate_settings(const GateOptions& options,
+                                      const config::ShapeFromEnv& shape = config::read_shape_from_env());
+
+// The --sandbox state as a SandboxView.
+admission::FixedSandbox fixed_sandbox(const GateOptions& options);
+
+}  // namespace ig::cli
