@@ -1,0 +1,303 @@
+// The reflector and the store (src/kube/reflector.h, store.h) against a
+// scripted in-memory Client: list pagination, watch from the list's
+// resourceVersion, bookmarks, 410 Gone as an HTTP status, as an ERROR event
+// and as an expired continue token, broken streams, Retry-After and the
+// backoff cap. No real waiting: the reflector's waits are recorded.
+#include "kube/reflector.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "kube/store.h"
+
+namespace ig::kube {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::ElementsAre;
+using namespace std::chrono_literals;
+
+json obj(const std::string& name, const std::string& rv, const std::string& ns = "") {
+  json o = {{"metadata", {{"name", name}, {"resourceVersion", rv}}}, {"v", name + "@" + rv}};
+  if (!ns.empty()) o["metadata"]["namespace"] = ns;
+  return o;
+}
+
+ApiResult<std::optional<WatchEvent>> event(WatchEvent::Type t, json o) {
+  return std::optional<WatchEvent>(WatchEvent{t, std::move(o)});
+}
+
+ApiError error(int code, std::chrono::seconds retry_after = 0s) {
+  ApiError e;
+  e.code = code;
+  e.message = "scripted " + std::to_string(code);
+  e.retry_after = retry_after;
+  return e;
+}
+
+// One scripted watch stream: its events, then how it ends.
+struct ScriptedWatch {
+  std::vector<ApiResult<std::optional<WatchEvent>>> steps;  // consumed in order
+};
+
+class ScriptedStream final : public WatchStream {
+ public:
+  explicit ScriptedStream(ScriptedWatch script) : script_(std::move(script)) {}
+  ApiResult<std::optional<WatchEvent>> next() override {
+    if (stopped_ || i_ >= script_.steps.size()) return std::optional<WatchEvent>{};
+    return script_.steps[i_++];
+  }
+  void stop() noexcept override { stopped_ = true; }
+
+ private:
+  ScriptedWatch script_;
+  std::size_t i_ = 0;
+  std::atomic<bool> stopped_{false};
+};
+
+// Answers list and watch calls from queues and records what was asked. When
+// a queue runs dry it asks the reflector to stop (the test is over).
+class ScriptedClient final : public Client {
+ public:
+  std::deque<ApiResult<ListPage>> lists;
+  std::deque<ApiResult<ScriptedWatch>> watches;
+  std::vector<ListOptions> list_calls;
+  std::vector<WatchOptions> watch_calls;
+  Reflector* reflector = nullptr;
+
+  ApiResult<json> get(std::string_view, std::chrono::milliseconds) override { return error(501); }
+  ApiResult<json> create(std::string_view, const json&) override { return error(501); }
+  ApiResult<json> patch(std::string_view, PatchType, const json&) override { return error(501); }
+
+  ApiResult<ListPage> list(std::string_view, const ListOptions& o) override {
+    list_calls.push_back(o);
+    if (lists.empty()) {
+      reflector->stop();
+      return error(503);
+    }
+    auto r = lists.front();
+    lists.pop_front();
+    return r;
+  }
+  ApiResult<std::unique_ptr<WatchStream>> watch(std::string_view, const WatchOptions& o) override {
+    watch_calls.push_back(o);
+    if (watches.empty()) {
+      reflector->stop();
+      return error(503);
+    }
+    auto w = watches.front();
+    watches.pop_front();
+    if (!w) return w.failure();
+    return std::unique_ptr<WatchStream>(std::make_unique<ScriptedStream>(std::move(w).value()));
+  }
+};
+
+ListPage page(std::vector<json> items, std::string rv, std::string cont = "") {
+  ListPage p;
+  p.items = json::array();
+  for (auto& i : items) p.items.push_back(std::move(i));
+  p.resource_version = std::move(rv);
+  p.continue_token = std::move(cont);
+  return p;
+}
+
+struct Fixture {
+  ScriptedClient client;
+  int changes = 0;
+  Store<std::string> store{[](const json& o) -> Result<std::string> {
+                             if (!o.contains("v")) return fail("no v");
+                             return o["v"].get<std::string>();
+                           },
+                           [this] { ++changes; }};
+  std::vector<std::chrono::milliseconds> waits;
+  std::unique_ptr<Reflector> reflector;
+
+  Fixture() {
+    ReflectorOptions options;
+    options.name = "things";
+    options.path = "/api/v1/things";
+    options.page_size = 2;
+    options.wait = [this](std::chrono::milliseconds d) {
+      waits.push_back(d);
+      return true;
+    };
+    options.backoff.jitter = 0;  // deterministic waits
+    reflector = std::make_unique<Reflector>(client, store, options);
+    client.reflector = reflector.get();
+  }
+  std::string value(const std::string& key) {
+    auto v = store.find(key);
+    return v ? *v : "(none)";
+  }
+};
+
+TEST(Reflector, ListsEveryPageThenWatchesFromTheListsResourceVersion) {
+  Fixture f;
+  f.client.lists.push_back(page({obj("a", "5"), obj("b", "6")}, "10", "token-1"));
+  f.client.lists.push_back(page({obj("c", "7")}, "11"));  // later pages' RV is ignored
+  f.client.watches.push_back(ScriptedWatch{{
+      event(WatchEvent::Type::Modified, obj("a", "12")),
+      event(WatchEvent::Type::Added, obj("d", "13", "ns")),
+      event(WatchEvent::Type::Deleted, obj("b", "14")),
+  }});
+  f.reflector->run();
+
+  ASSERT_EQ(f.client.list_calls.size(), 2u);  // two pages
+  EXPECT_EQ(f.client.list_calls[0].limit, 2u);
+  EXPECT_EQ(f.client.list_calls[0].continue_token, "");
+  EXPECT_EQ(f.client.list_calls[1].continue_token, "token-1");
+  ASSERT_GE(f.client.watch_calls.size(), 2u);
+  EXPECT_EQ(f.client.watch_calls[0].resource_version, "10");
+  EXPECT_TRUE(f.client.watch_calls[0].allow_bookmarks);
+  // After a clean end, watch again from the last event's resourceVersion.
+  EXPECT_EQ(f.client.watch_calls[1].resource_version, "14");
+  EXPECT_TRUE(f.reflector->synced());
+  EXPECT_TRUE(f.store.synced());
+  EXPECT_EQ(f.value("a"), "a@12");
+  EXPECT_EQ(f.value("b"), "(none)");
+  EXPECT_EQ(f.value("c"), "c@7");
+  EXPECT_EQ(f.value("ns/d"), "d@13");
+  EXPECT_EQ(f.store.size(), 3u);
+  EXPECT_EQ(f.changes, 4);  // one replace, three events
+  EXPECT_EQ(f.reflector->stats().events, 3u);
+}
+
+TEST(Reflector, BookmarksAdvanceTheResourceVersionWithoutChangingTheStore) {
+  Fixture f;
+  f.client.lists.push_back(page({obj("a", "5")}, "10"));
+  f.client.watches.push_back(ScriptedWatch{{event(WatchEvent::Type::Bookmark,
+                                                  json{{"metadata", {{"resourceVersion", "40"}}}})}});
+  f.reflector->run();
+  ASSERT_GE(f.client.watch_calls.size(), 2u);
+  EXPECT_EQ(f.client.watch_calls[1].resource_version, "40");
+  EXPECT_EQ(f.changes, 1);
+  EXPECT_EQ(f.reflector->stats().bookmarks, 1u);
+}
+
+TEST(Reflector, A410ErrorEventRelistsAndTheRelistReplacesTheStore) {
+  Fixture f;
+  f.client.lists.push_back(page({obj("a", "5"), obj("b", "6")}, "10"));
+  f.client.watches.push_back(ScriptedWatch{{event(
+      WatchEvent::Type::Error,
+      json{{"kind", "Status"}, {"code", 410}, {"reason", "Expired"}, {"message", "too old"}})}});
+  f.client.lists.push_back(page({obj("b", "20")}, "21"));
+  f.client.watches.push_back(ScriptedWatch{});
+  f.reflector->run();
+  ASSERT_GE(f.client.list_calls.size(), 2u);
+  EXPECT_EQ(f.client.list_calls[1].continue_token, "");
+  ASSERT_GE(f.client.watch_calls.size(), 2u);
+  EXPECT_EQ(f.client.watch_calls[1].resource_version, "21");
+  EXPECT_EQ(f.value("a"), "(none)");  // gone while we were not watching
+  EXPECT_EQ(f.value("b"), "b@20");
+  EXPECT_EQ(f.reflector->stats().relists_gone, 1u);
+  EXPECT_TRUE(f.waits.empty() || f.waits.front() > 0ms);
+}
+
+TEST(Reflector, A410StatusOnTheWatchRequestRelists) {
+  Fixture f;
+  f.client.lists.push_back(page({obj("a", "5")}, "10"));
+  f.client.watches.push_back(error(410));
+  f.client.lists.push_back(page({obj("a", "30")}, "31"));
+  f.client.watches.push_back(ScriptedWatch{});
+  f.reflector->run();
+  EXPECT_EQ(f.value("a"), "a@30");
+  ASSERT_GE(f.client.watch_calls.size(), 2u);
+  EXPECT_EQ(f.client.watch_calls[1].resource_version, "31");
+}
+
+TEST(Reflector, AnExpiredContinueTokenRestartsTheListFromTheFirstPage) {
+  Fixture f;
+  f.client.lists.push_back(page({obj("a", "5"), obj("b", "6")}, "10", "tok"));
+  f.client.lists.push_back(error(410));  // the token is too old
+  f.client.lists.push_back(page({obj("a", "5")}, "40"));
+  f.client.watches.push_back(ScriptedWatch{});
+  f.reflector->run();
+  ASSERT_GE(f.client.list_calls.size(), 3u);
+  EXPECT_EQ(f.client.list_calls[1].continue_token, "tok");
+  EXPECT_EQ(f.client.list_calls[2].continue_token, "");
+  EXPECT_EQ(f.value("b"), "(none)");  // the half-list never reached the store
+  EXPECT_EQ(f.client.watch_calls.at(0).resource_version, "40");
+}
+
+TEST(Reflector, ABrokenStreamResumesFromTheLastEventWithoutRelisting) {
+  Fixture f;
+  f.client.lists.push_back(page({}, "10"));
+  ApiError dropped;
+  dropped.message = "connection reset";
+  f.client.watches.push_back(ScriptedWatch{{event(WatchEvent::Type::Added, obj("a", "11")),
+                                            ApiResult<std::optional<WatchEvent>>(dropped)}});
+  f.client.watches.push_back(ScriptedWatch{});
+  f.reflector->run();
+  ASSERT_GE(f.client.watch_calls.size(), 2u);
+  EXPECT_EQ(f.client.watch_calls[1].resource_version, "11");
+  EXPECT_EQ(f.reflector->stats().lists, 1u);
+  EXPECT_EQ(f.value("a"), "a@11");
+}
+
+TEST(Reflector, FailuresBackOffExponentiallyCappedAndHonourRetryAfter) {
+  Fixture f;
+  for (int i = 0; i < 8; ++i) f.client.lists.push_back(error(500));
+  f.client.lists.push_back(error(429, 45s));
+  f.client.lists.push_back(page({}, "1"));
+  f.client.watches.push_back(ScriptedWatch{});
+  f.reflector->run();
+  ASSERT_GE(f.waits.size(), 9u);
+  EXPECT_THAT(std::vector<std::chrono::milliseconds>(f.waits.begin(), f.waits.begin() + 8),
+              ElementsAre(800ms, 1600ms, 3200ms, 6400ms, 12800ms, 25600ms, 30000ms, 30000ms));
+  EXPECT_EQ(f.waits[8], 45000ms);  // Retry-After wins over the cap
+  EXPECT_TRUE(f.reflector->synced());
+}
+
+TEST(Reflector, NotSyncedUntilTheFirstListCompletes) {
+  Fixture f;
+  f.client.lists.push_back(error(503));
+  f.reflector->run();  // the second list call stops it
+  EXPECT_FALSE(f.reflector->synced());
+  EXPECT_FALSE(f.store.synced());
+}
+
+TEST(Store, AnUndecodableVersionIsDroppedAndCountedNeverServedStale) {
+  int changes = 0;
+  Store<int> store([](const json& o) -> Result<int> {
+    if (!o.contains("n")) return fail("no n");
+    return o["n"].get<int>();
+  }, [&] { ++changes; });
+  store.begin_replace();
+  store.add_listed(json{{"metadata", {{"name", "x"}}}, {"n", 1}});
+  store.add_listed(json{{"metadata", {{"name", "y"}}}});
+  store.add_listed(json{{"metadata", json::object()}, {"n", 3}});
+  store.end_replace("5");
+  EXPECT_EQ(store.size(), 1u);
+  EXPECT_EQ(store.decode_errors(), 2u);
+  store.apply(WatchEvent::Type::Modified, json{{"metadata", {{"name", "x"}}}});
+  EXPECT_EQ(store.find("x"), nullptr);
+  EXPECT_EQ(store.decode_errors(), 3u);
+  EXPECT_THAT(store.last_decode_error(), ::testing::HasSubstr("x: no n"));
+  store.apply(WatchEvent::Type::Added, json{{"metadata", {{"name", "z"}, {"namespace", "n"}}}, {"n", 9}});
+  auto z = store.find("n/z");
+  ASSERT_NE(z, nullptr);
+  store.apply(WatchEvent::Type::Deleted, json{{"metadata", {{"name", "z"}, {"namespace", "n"}}}});
+  EXPECT_EQ(*z, 9);  // a reader's value outlives the deletion
+  EXPECT_EQ(store.find("n/z"), nullptr);
+  EXPECT_EQ(changes, 4);
+}
+
+TEST(Paths, CollectionAndObjectPathsFollowTheApiLayoutAndEscapeNames) {
+  const Resource nodes{"", "v1", "nodes", "Node", false};
+  const Resource comps{"gibson.zeroroot.ai", "v1alpha1", "components", "Component", true};
+  EXPECT_EQ(collection_path(nodes), "/api/v1/nodes");
+  EXPECT_EQ(collection_path(comps), "/apis/gibson.zeroroot.ai/v1alpha1/components");
+  EXPECT_EQ(collection_path(comps, "team-a"),
+            "/apis/gibson.zeroroot.ai/v1alpha1/namespaces/team-a/components");
+  EXPECT_EQ(object_path(comps, "team-a", "x", "status"),
+            "/apis/gibson.zeroroot.ai/v1alpha1/namespaces/team-a/components/x/status");
+  EXPECT_EQ(object_path(nodes, "", "../secrets?x=1"), "/api/v1/nodes/..%2Fsecrets%3Fx%3D1");
+  EXPECT_EQ(object_path(nodes, "", ".."), "/api/v1/nodes/%2E%2E");
+}
+
+}  // namespace
+}  // namespace ig::kube
