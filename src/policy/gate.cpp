@@ -8,6 +8,10 @@ bool is_trusted(ContentTrust trust) noexcept {
   return trust == ContentTrust::Trusted || trust == ContentTrust::Unspecified;
 }
 
+bool requires_platform_sandbox(DeploymentShape shape) noexcept {
+  return shape != DeploymentShape::CustomerIsolation;
+}
+
 bool is_available(SandboxAvailability sandbox) noexcept {
   return sandbox == SandboxAvailability::Available;
 }

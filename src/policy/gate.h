@@ -87,6 +87,12 @@ struct TrustSetting {
 [[nodiscard]] bool is_available(SandboxAvailability sandbox) noexcept;
 [[nodiscard]] bool is_trusted(ContentTrust trust) noexcept;
 
+// Whether only the platform-operated sandbox (the setec RuntimeClass, with
+// its label) counts as "sandbox available": true in the hosted shape and for
+// every value that is not exactly CustomerIsolation (fail closed); a
+// self-hosted deployment may name its own sandbox.
+[[nodiscard]] bool requires_platform_sandbox(DeploymentShape shape) noexcept;
+
 inline constexpr std::string_view kShapeEnvVar = "GIBSON_UNTRUSTED_EXEC";
 inline constexpr std::string_view kValidTrustValues = "trusted, untrusted";
 

@@ -93,6 +93,9 @@ TEST(Gate, ReadsItsInputsAsItsHelpersSay) {
   EXPECT_TRUE(is_trusted(ContentTrust::Trusted));
   EXPECT_TRUE(is_trusted(ContentTrust::Unspecified));
   EXPECT_FALSE(is_trusted(ContentTrust::Untrusted));
+  EXPECT_TRUE(requires_platform_sandbox(DeploymentShape::SetecOnly));
+  EXPECT_FALSE(requires_platform_sandbox(DeploymentShape::CustomerIsolation));
+  EXPECT_TRUE(requires_platform_sandbox(static_cast<DeploymentShape>(7)));
 }
 
 TEST(DeploymentShapeParsing, SelectsCustomerIsolationOnlyForTheExactString) {

@@ -1,0 +1,76 @@
+// Whether the setec sandbox is available, from plain facts about the
+// RuntimeClass and the Nodes (DESIGN.md section 3; docs/architecture.md,
+// "Where cluster mode plugs in"). One small pure function, unit-tested as a
+// table, kept apart from the watch plumbing that gathers the facts.
+//
+// available only when all hold:
+//  1. the configured RuntimeClass exists;
+//  2. in setec-only it is platform-operated: it carries the label
+//     setec.zeroroot.ai/runtime (customer-isolation may name any RuntimeClass);
+//  3. at least one Node is Ready, not unschedulable (cordoned), matches the
+//     RuntimeClass's scheduling.nodeSelector (any node when it has none), and
+//     has no NoSchedule/NoExecute taint that scheduling.tolerations do not
+//     tolerate (PreferNoSchedule never excludes a node).
+//
+// The facts decoders read only those fields and fail on a wrong type
+// (the object is then left out of the cache, so it cannot make the sandbox
+// look available).
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
+#include "policy/gate.h"
+
+namespace ig::controller {
+
+inline constexpr std::string_view kSetecRuntimeLabel = "setec.zeroroot.ai/runtime";
+
+struct Taint {
+  std::string key, value, effect;  // effect: NoSchedule, PreferNoSchedule, NoExecute
+};
+
+struct Toleration {
+  std::string key, op = "Equal", value, effect;  // op: Equal or Exists; effect "" = any
+};
+
+struct RuntimeClassFacts {
+  std::string name;
+  std::string handler;
+  bool platform_operated = false;  // carries kSetecRuntimeLabel
+  std::map<std::string, std::string> node_selector;
+  std::vector<Toleration> tolerations;
+};
+
+struct NodeFacts {
+  std::string name;
+  bool ready = false;  // condition Ready is "True"
+  bool unschedulable = false;
+  std::map<std::string, std::string> labels;
+  std::vector<Taint> taints;
+};
+
+struct SandboxAssessment {
+  policy::SandboxAvailability availability{};  // Unavailable unless every rule holds
+  std::size_t capable_nodes = 0;
+  std::string reason;  // "available: 2 of 3 nodes can run RuntimeClass \"kata-fc\"" / why not
+};
+
+bool tolerates(const Toleration& toleration, const Taint& taint) noexcept;
+
+// `runtime_class` is the configured RuntimeClass when it exists, nullopt when not.
+SandboxAssessment assess_sandbox(const std::string& runtime_class_name,
+                                 const std::optional<RuntimeClassFacts>& runtime_class,
+                                 const std::vector<NodeFacts>& nodes,
+                                 policy::DeploymentShape shape);
+
+Result<RuntimeClassFacts> decode_runtime_class(const nlohmann::json& object);
+Result<NodeFacts> decode_node(const nlohmann::json& object);
+
+}  // namespace ig::controller
