@@ -1,0 +1,170 @@
+#include "controller/cluster.h"
+
+#include "base/quote.h"
+
+namespace ig::controller {
+namespace {
+
+Result<model::Component> decode_cached_component(const nlohmann::json& object) {
+  return model::decode_component(object, "Component");
+}
+
+}  // namespace
+
+policy::SandboxAvailability ClusterSandbox::availability() const noexcept {
+  return availability_.load(std::memory_order_acquire);
+}
+
+std::string ClusterSandbox::describe() const {
+  std::lock_guard lock(mu_);
+  return reason_;
+}
+
+bool ClusterSandbox::update(const SandboxAssessment& a) {
+  std::lock_guard lock(mu_);
+  const bool was = policy::is_available(availability_.load(std::memory_order_relaxed));
+  const bool now = policy::is_available(a.availability);
+  const bool changed = was != now || (!now && reason_ != a.reason);
+  reason_ = a.reason;
+  capable_.store(a.capable_nodes, std::memory_order_relaxed);
+  availability_.store(a.availability, std::memory_order_release);
+  return changed;
+}
+
+admission::LookupResult ClusterComponents::find(std::string_view ns, std::string_view name) const {
+  using Status = admission::LookupResult::Status;
+  if (auto cached = store_.find(kube::object_key(ns, name))) return {Status::Found, cached, {}};
+  // Not cached (yet): one bounded live GET before calling it unknown.
+  live_gets_.fetch_add(1, std::memory_order_relaxed);
+  auto got = client_.get(kube::object_path(kComponents, ns, name), timeout_);
+  if (!got) {
+    if (got.failure().not_found()) return {Status::NotFound, nullptr, {}};
+    return {Status::Error, nullptr, "the Kubernetes API did not answer: " + got.error()};
+  }
+  auto component = model::decode_component(*got, "Component " + quote(name));
+  if (!component) return {Status::Error, nullptr, component.error()};
+  return {Status::Found, std::make_shared<const model::Component>(std::move(component).value()), {}};
+}
+
+Cluster::Cluster(kube::Client& client, ClusterOptions options)
+    : client_(client),
+      options_(std::move(options)),
+      components_(decode_cached_component),
+      runtime_classes_(decode_runtime_class, [this] { recompute_sandbox(); }),
+      nodes_(decode_node, [this] { recompute_sandbox(); }),
+      lookup_(components_, client_, options_.lookup_timeout) {
+  auto reflector = [this](std::string name, const kube::Resource& r, kube::ReflectorSink& sink) {
+    kube::ReflectorOptions o;
+    o.name = std::move(name);
+    o.path = kube::collection_path(r);
+    o.page_size = options_.page_size;
+    o.watch_timeout = options_.watch_timeout;
+    o.backoff = options_.backoff;
+    o.log = options_.log;
+    return std::make_unique<kube::Reflector>(client_, sink, std::move(o));
+  };
+  component_reflector_ = reflector("components", kComponents, components_);
+  runtime_class_reflector_ = reflector("runtimeclasses", kRuntimeClasses, runtime_classes_);
+  node_reflector_ = reflector("nodes", kNodes, nodes_);
+}
+
+Cluster::~Cluster() { stop(); }
+
+void Cluster::start() {
+  component_reflector_->start();
+  runtime_class_reflector_->start();
+  node_reflector_->start();
+}
+
+void Cluster::stop() noexcept {
+  component_reflector_->stop();
+  runtime_class_reflector_->stop();
+  node_reflector_->stop();
+}
+
+bool Cluster::synced() const noexcept {
+  return components_.synced() && runtime_classes_.synced() && nodes_.synced();
+}
+
+void Cluster::recompute_sandbox() {
+  // Both reflectors call this; one computation at a time, from whole snapshots.
+  std::lock_guard lock(recompute_mu_);
+  if (!runtime_classes_.synced() || !nodes_.synced()) return;
+  std::optional<RuntimeClassFacts> rc;
+  if (auto found = runtime_classes_.find(options_.runtime_class)) rc = *found;
+  std::vector<NodeFacts> nodes;
+  for (const auto& n : nodes_.snapshot()) nodes.push_back(*n);
+  const SandboxAssessment a = assess_sandbox(options_.runtime_class, rc, nodes, options_.shape);
+  if (sandbox_.update(a) && options_.log) {
+    options_.log(policy::is_available(a.availability) ? "info" : "warn",
+                 "sandbox " + a.reason);
+  }
+}
+
+void Cluster::write_metrics(prometheus::TextWriter& out) const {
+  using prometheus::Type;
+  out.family("isolation_gate_sandbox_available", Type::Gauge,
+             "1 when the setec sandbox is available (RuntimeClass present and a capable Node).");
+  out.sample("isolation_gate_sandbox_available", {},
+             std::uint64_t{policy::is_available(sandbox_.availability()) ? 1u : 0u});
+  out.family("isolation_gate_sandbox_capable_nodes", Type::Gauge,
+             "Nodes that can run the setec RuntimeClass now.");
+  out.sample("isolation_gate_sandbox_capable_nodes", {}, std::uint64_t{sandbox_.capable_nodes()});
+  out.family("isolation_gate_component_live_gets_total", Type::Counter,
+             "Component lookups that missed the cache and asked the API server.");
+  out.sample("isolation_gate_component_live_gets_total", {}, lookup_.live_gets());
+
+  struct Cache {
+    std::string_view name;
+    const kube::Reflector& reflector;
+    std::size_t size;
+    bool synced;
+    std::uint64_t decode_errors;
+  };
+  const Cache caches[] = {
+      {"components", *component_reflector_, components_.size(), components_.synced(),
+       components_.decode_errors()},
+      {"runtimeclasses", *runtime_class_reflector_, runtime_classes_.size(),
+       runtime_classes_.synced(), runtime_classes_.decode_errors()},
+      {"nodes", *node_reflector_, nodes_.size(), nodes_.synced(), nodes_.decode_errors()},
+  };
+  out.family("isolation_gate_cache_objects", Type::Gauge, "Objects held by each cache.");
+  for (const auto& c : caches) out.sample("isolation_gate_cache_objects", {{"resource", c.name}}, std::uint64_t{c.size});
+  out.family("isolation_gate_cache_synced", Type::Gauge, "1 once the cache has listed.");
+  for (const auto& c : caches) {
+    out.sample("isolation_gate_cache_synced", {{"resource", c.name}}, std::uint64_t{c.synced ? 1u : 0u});
+  }
+  out.family("isolation_gate_cache_decode_errors_total", Type::Counter,
+             "Objects left out of a cache because they could not be read.");
+  for (const auto& c : caches) {
+    out.sample("isolation_gate_cache_decode_errors_total", {{"resource", c.name}}, c.decode_errors);
+  }
+  struct Counter {
+    std::string_view name, help;
+    std::uint64_t kube::ReflectorStats::*field;
+  };
+  static constexpr Counter kCounters[] = {
+      {"isolation_gate_reflector_lists_total", "Complete lists.", &kube::ReflectorStats::lists},
+      {"isolation_gate_reflector_relists_gone_total",
+       "Lists caused by 410 Gone (a watch or continue token too old).",
+       &kube::ReflectorStats::relists_gone},
+      {"isolation_gate_reflector_watches_total", "Watch streams opened.",
+       &kube::ReflectorStats::watches},
+      {"isolation_gate_reflector_events_total", "Watch events applied.",
+       &kube::ReflectorStats::events},
+      {"isolation_gate_reflector_bookmarks_total", "Watch bookmarks received.",
+       &kube::ReflectorStats::bookmarks},
+      {"isolation_gate_reflector_errors_total", "Failed calls and broken watch streams.",
+       &kube::ReflectorStats::errors},
+  };
+  kube::ReflectorStats stats[std::size(caches)];
+  for (std::size_t i = 0; i < std::size(caches); ++i) stats[i] = caches[i].reflector.stats();
+  for (const auto& counter : kCounters) {
+    out.family(counter.name, Type::Counter, counter.help);
+    for (std::size_t i = 0; i < std::size(caches); ++i) {
+      out.sample(counter.name, {{"resource", caches[i].name}}, stats[i].*counter.field);
+    }
+  }
+}
+
+}  // namespace ig::controller

@@ -1,0 +1,118 @@
+// The product's view of a cluster: informer caches of Components,
+// RuntimeClasses and Nodes (kube::Reflector + kube::Store), adapted to
+// admission's ComponentLookup and SandboxView interfaces. Runs on every
+// replica; it only reads from the API.
+//
+// Contract:
+//  - start() starts one reflector thread per resource; stop() stops and
+//    joins them. synced() is true once all three caches have listed.
+//  - components().find() is a map find on immutable, already-decoded
+//    Components; on a miss it makes ONE live GET bounded by
+//    `lookup_timeout` (well inside the webhook's timeoutSeconds) before
+//    answering NotFound, so a Component applied together with its Deployment
+//    is found; an API error (or an undecodable Component) is Status::Error,
+//    which the pod rules deny as a lookup error (fail closed).
+//  - sandbox() is recomputed by controller::assess_sandbox on every
+//    RuntimeClass or Node event, so a change reaches decisions as soon as its
+//    watch event arrives; until the caches have synced it reads unavailable.
+//    Each change of availability (or of the reason while unavailable) is
+//    logged once.
+//  - write_metrics() exports the sandbox gauges and per-cache counters.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "admission/context.h"
+#include "base/prometheus.h"
+#include "controller/sandbox_rule.h"
+#include "kube/api.h"
+#include "kube/reflector.h"
+#include "kube/store.h"
+#include "model/component.h"
+#include "policy/gate.h"
+
+namespace ig::controller {
+
+inline constexpr kube::Resource kComponents{"gibson.zeroroot.ai", "v1alpha1", "components",
+                                            "Component", true};
+inline constexpr kube::Resource kRuntimeClasses{"node.k8s.io", "v1", "runtimeclasses",
+                                                "RuntimeClass", false};
+inline constexpr kube::Resource kNodes{"", "v1", "nodes", "Node", false};
+
+struct ClusterOptions {
+  std::string runtime_class;       // --runtime-class
+  policy::DeploymentShape shape{};  // GIBSON_UNTRUSTED_EXEC
+  std::chrono::milliseconds lookup_timeout{2000};
+  std::size_t page_size = 500;
+  std::chrono::seconds watch_timeout{300};
+  kube::BackoffPolicy backoff;
+  std::function<void(std::string_view level, std::string_view message)> log;
+};
+
+class ClusterSandbox final : public admission::SandboxView {
+ public:
+  policy::SandboxAvailability availability() const noexcept override;
+  std::string describe() const override;
+  std::size_t capable_nodes() const noexcept { return capable_.load(std::memory_order_relaxed); }
+  // Returns true when availability or (while unavailable) the reason changed.
+  bool update(const SandboxAssessment& a);
+
+ private:
+  std::atomic<policy::SandboxAvailability> availability_{policy::SandboxAvailability::Unavailable};
+  std::atomic<std::size_t> capable_{0};
+  mutable std::mutex mu_;
+  std::string reason_ = "unavailable: the RuntimeClass and Node caches have not synced yet";
+};
+
+class ClusterComponents final : public admission::ComponentLookup {
+ public:
+  ClusterComponents(const kube::Store<model::Component>& store, kube::Client& client,
+                    std::chrono::milliseconds timeout)
+      : store_(store), client_(client), timeout_(timeout) {}
+  admission::LookupResult find(std::string_view ns, std::string_view name) const override;
+  std::uint64_t live_gets() const noexcept { return live_gets_.load(std::memory_order_relaxed); }
+
+ private:
+  const kube::Store<model::Component>& store_;
+  kube::Client& client_;
+  std::chrono::milliseconds timeout_;
+  mutable std::atomic<std::uint64_t> live_gets_{0};
+};
+
+class Cluster {
+ public:
+  Cluster(kube::Client& client, ClusterOptions options);
+  ~Cluster();
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
+
+  void start();
+  void stop() noexcept;
+  bool synced() const noexcept;
+
+  const admission::ComponentLookup& components() const noexcept { return lookup_; }
+  const admission::SandboxView& sandbox() const noexcept { return sandbox_; }
+  std::size_t component_count() const { return components_.size(); }
+  void write_metrics(prometheus::TextWriter& out) const;
+
+ private:
+  void recompute_sandbox();
+
+  kube::Client& client_;
+  ClusterOptions options_;
+  std::mutex recompute_mu_;
+  kube::Store<model::Component> components_;
+  kube::Store<RuntimeClassFacts> runtime_classes_;
+  kube::Store<NodeFacts> nodes_;
+  ClusterSandbox sandbox_;
+  ClusterComponents lookup_;
+  std::unique_ptr<kube::Reflector> component_reflector_, runtime_class_reflector_, node_reflector_;
+};
+
+}  // namespace ig::controller

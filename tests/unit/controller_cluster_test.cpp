@@ -1,0 +1,252 @@
+// The cluster view (src/controller/cluster.h) over an in-memory API: caches
+// sync, the sandbox follows RuntimeClass and Node events, and a cache miss
+// makes one live GET whose outcome maps to Found / NotFound / Error. The
+// real HTTP client against the test API server is covered by the e2e tests.
+#include "controller/cluster.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+
+namespace ig::controller {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+using Status = admission::LookupResult::Status;
+
+// A watch that delivers pushed events until stopped.
+class PushStream final : public kube::WatchStream {
+ public:
+  kube::ApiResult<std::optional<kube::WatchEvent>> next() override {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return stopped_ || !events_.empty(); });
+    if (stopped_) return std::optional<kube::WatchEvent>{};
+    auto e = events_.front();
+    events_.pop_front();
+    return std::optional<kube::WatchEvent>(std::move(e));
+  }
+  void stop() noexcept override {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    cv_.notify_all();
+  }
+  void push(kube::WatchEvent e) {
+    std::lock_guard lock(mu_);
+    events_.push_back(std::move(e));
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<kube::WatchEvent> events_;
+  bool stopped_ = false;
+};
+
+class MemoryApi final : public kube::Client {
+ public:
+  std::map<std::string, std::vector<json>> collections;  // path -> items
+  std::map<std::string, kube::ApiResult<json>> objects;   // GET answers by path
+  std::vector<std::string> gets;
+
+  kube::ApiResult<json> get(std::string_view path, std::chrono::milliseconds) override {
+    std::lock_guard lock(mu_);
+    gets.emplace_back(path);
+    auto it = objects.find(std::string(path));
+    if (it != objects.end()) return it->second;
+    kube::ApiError e;
+    e.code = 404;
+    e.message = "GET " + std::string(path) + ": 404 NotFound";
+    return e;
+  }
+  kube::ApiResult<kube::ListPage> list(std::string_view path, const kube::ListOptions&) override {
+    std::lock_guard lock(mu_);
+    kube::ListPage page;
+    for (const auto& o : collections[std::string(path)]) page.items.push_back(o);
+    page.resource_version = "1";
+    return page;
+  }
+  kube::ApiResult<std::unique_ptr<kube::WatchStream>> watch(std::string_view path,
+                                                            const kube::WatchOptions&) override {
+    auto stream = std::make_unique<PushStream>();
+    std::lock_guard lock(mu_);
+    streams_[std::string(path)] = stream.get();
+    cv_.notify_all();
+    return std::unique_ptr<kube::WatchStream>(std::move(stream));
+  }
+  kube::ApiResult<json> create(std::string_view, const json&) override { return kube::ApiError{}; }
+  kube::ApiResult<json> patch(std::string_view, kube::PatchType, const json&) override {
+    return kube::ApiError{};
+  }
+  // Waits (bounded) for the watch on `path`, then pushes an event into it.
+  bool push(const std::string& path, kube::WatchEvent e) {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, 10s, [&] { return streams_.count(path) != 0; })) return false;
+    streams_[path]->push(std::move(e));
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, PushStream*> streams_;
+};
+
+json node(const std::string& name, bool ready) {
+  return {{"metadata", {{"name", name}, {"resourceVersion", "2"},
+                        {"labels", {{"setec.zeroroot.ai/runtime.firecracker", "true"}}}}},
+          {"status", {{"conditions", {{{"type", "Ready"}, {"status", ready ? "True" : "False"}}}}}}};
+}
+
+json runtime_class(bool labelled) {
+  json rc = {{"metadata", {{"name", "kata-fc"}, {"resourceVersion", "2"}}},
+             {"handler", "kata-fc"},
+             {"scheduling", {{"nodeSelector", {{"setec.zeroroot.ai/runtime.firecracker", "true"}}}}}};
+  if (labelled) rc["metadata"]["labels"] = {{"setec.zeroroot.ai/runtime", "firecracker"}};
+  return rc;
+}
+
+json component(const std::string& ns, const std::string& name, const std::string& trust) {
+  return {{"apiVersion", "gibson.zeroroot.ai/v1alpha1"},
+          {"kind", "Component"},
+          {"metadata", {{"name", name}, {"namespace", ns}, {"resourceVersion", "3"}}},
+          {"spec", {{"kind", "tool"}, {"policy", {{"content_trust", trust}}}}}};
+}
+
+// Polls `pred` until true or a bounded deadline: no timing is asserted.
+template <typename F>
+bool eventually(F pred) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(2ms);
+  }
+  return pred();
+}
+
+struct ClusterFixture {
+  MemoryApi api;
+  std::vector<std::string> logs;
+  std::mutex log_mu;
+  std::unique_ptr<Cluster> cluster;
+  const std::string nodes_path = kube::collection_path(kNodes);
+  const std::string rc_path = kube::collection_path(kRuntimeClasses);
+
+  void start(policy::DeploymentShape shape = policy::DeploymentShape::SetecOnly) {
+    ClusterOptions o;
+    o.runtime_class = "kata-fc";
+    o.shape = shape;
+    o.log = [this](std::string_view, std::string_view m) {
+      std::lock_guard lock(log_mu);
+      logs.emplace_back(m);
+    };
+    cluster = std::make_unique<Cluster>(api, o);
+    cluster->start();
+  }
+  ~ClusterFixture() {
+    if (cluster) cluster->stop();
+  }
+};
+
+TEST(Cluster, SyncsThenTheSandboxFollowsNodeAndRuntimeClassEvents) {
+  ClusterFixture f;
+  f.api.collections[f.nodes_path] = {node("n1", true)};
+  f.api.collections[f.rc_path] = {runtime_class(true)};
+  f.api.collections[kube::collection_path(kComponents)] = {component("team-a", "c1", "untrusted")};
+  EXPECT_FALSE(policy::is_available(ClusterSandbox().availability()));  // before sync: unavailable
+  f.start();
+  ASSERT_TRUE(eventually([&] { return f.cluster->synced(); }));
+  ASSERT_TRUE(eventually([&] { return policy::is_available(f.cluster->sandbox().availability()); }));
+  EXPECT_THAT(f.cluster->sandbox().describe(), HasSubstr("available: 1 of 1 nodes"));
+
+  ASSERT_TRUE(f.api.push(f.nodes_path, {kube::WatchEvent::Type::Modified, node("n1", false)}));
+  ASSERT_TRUE(eventually([&] { return !policy::is_available(f.cluster->sandbox().availability()); }));
+  EXPECT_THAT(f.cluster->sandbox().describe(), HasSubstr("0 Ready"));
+
+  ASSERT_TRUE(f.api.push(f.nodes_path, {kube::WatchEvent::Type::Added, node("n2", true)}));
+  ASSERT_TRUE(eventually([&] { return policy::is_available(f.cluster->sandbox().availability()); }));
+
+  ASSERT_TRUE(f.api.push(f.rc_path, {kube::WatchEvent::Type::Modified, runtime_class(false)}));
+  ASSERT_TRUE(eventually([&] { return !policy::is_available(f.cluster->sandbox().availability()); }));
+  EXPECT_THAT(f.cluster->sandbox().describe(), HasSubstr("has no label setec.zeroroot.ai/runtime"));
+
+  ASSERT_TRUE(f.api.push(f.rc_path, {kube::WatchEvent::Type::Deleted, runtime_class(false)}));
+  ASSERT_TRUE(eventually([&] { return f.cluster->sandbox().describe().find("not found") != std::string::npos; }));
+
+  std::lock_guard lock(f.log_mu);
+  EXPECT_THAT(f.logs, ::testing::Contains(HasSubstr("sandbox unavailable: no node can run")));
+}
+
+TEST(Cluster, TheCustomerIsolationShapeAcceptsAnUnlabelledRuntimeClass) {
+  ClusterFixture f;
+  f.api.collections[f.nodes_path] = {node("n1", true)};
+  f.api.collections[f.rc_path] = {runtime_class(false)};
+  f.start(policy::DeploymentShape::CustomerIsolation);
+  ASSERT_TRUE(eventually([&] { return policy::is_available(f.cluster->sandbox().availability()); }));
+}
+
+TEST(Cluster, CachedComponentsAreFoundWithoutAnApiCall) {
+  ClusterFixture f;
+  f.api.collections[kube::collection_path(kComponents)] = {component("team-a", "c1", "untrusted")};
+  f.start();
+  ASSERT_TRUE(eventually([&] { return f.cluster->synced(); }));
+  auto r = f.cluster->components().find("team-a", "c1");
+  ASSERT_EQ(r.status, Status::Found);
+  EXPECT_EQ(r.component->name, "c1");
+  EXPECT_EQ(r.component->trust_raw, "untrusted");
+  EXPECT_TRUE(f.api.gets.empty());
+  EXPECT_EQ(f.cluster->component_count(), 1u);
+}
+
+TEST(Cluster, ACacheMissMakesOneLiveGetAndMapsItsOutcome) {
+  ClusterFixture f;
+  const std::string path = kube::object_path(kComponents, "team-a", "fresh");
+  f.api.objects.emplace(path, kube::ApiResult<json>(component("team-a", "fresh", "trusted")));
+  f.start();
+  ASSERT_TRUE(eventually([&] { return f.cluster->synced(); }));
+
+  auto found = f.cluster->components().find("team-a", "fresh");
+  ASSERT_EQ(found.status, Status::Found);
+  EXPECT_EQ(found.component->name, "fresh");
+
+  auto missing = f.cluster->components().find("team-a", "nope");
+  EXPECT_EQ(missing.status, Status::NotFound);
+
+  kube::ApiError down;
+  down.code = 0;
+  down.message = "GET ...: connection refused";
+  f.api.objects.emplace(kube::object_path(kComponents, "team-a", "x"), kube::ApiResult<json>(down));
+  auto error = f.cluster->components().find("team-a", "x");
+  EXPECT_EQ(error.status, Status::Error);
+  EXPECT_THAT(error.error, HasSubstr("connection refused"));
+
+  f.api.objects.emplace(kube::object_path(kComponents, "team-a", "bad"),
+                        kube::ApiResult<json>(json{{"kind", "Component"}, {"spec", 1}}));
+  EXPECT_EQ(f.cluster->components().find("team-a", "bad").status, Status::Error);
+  EXPECT_EQ(f.api.gets.size(), 4u);  // one GET per miss
+}
+
+TEST(Cluster, MetricsExportTheSandboxAndEveryCache) {
+  ClusterFixture f;
+  f.api.collections[f.nodes_path] = {node("n1", true)};
+  f.api.collections[f.rc_path] = {runtime_class(true)};
+  f.start();
+  ASSERT_TRUE(eventually([&] { return policy::is_available(f.cluster->sandbox().availability()); }));
+  std::string text;
+  prometheus::TextWriter out(text);
+  f.cluster->write_metrics(out);
+  EXPECT_THAT(text, HasSubstr("isolation_gate_sandbox_available 1\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_sandbox_capable_nodes 1\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_cache_synced{resource=\"nodes\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_cache_objects{resource=\"runtimeclasses\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_reflector_lists_total{resource=\"components\"} 1\n"));
+}
+
+}  // namespace
+}  // namespace ig::controller
