@@ -1,5 +1,9 @@
 // Structured logs: one JSON object a line on stderr
-// ({"ts":"...","level":"info","msg":"...", ...fields}). Thread-safe.
+// ({"ts":"...","level":"info","msg":"...", ...fields}).
+//
+// Contract: thread-safe (a line is written whole, never interleaved); every
+// string is JSON-escaped, so a field can carry any bytes someone else wrote;
+// levels are "debug", "info", "warn", "error".
 #pragma once
 
 #include <initializer_list>
