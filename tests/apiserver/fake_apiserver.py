@@ -1,0 +1,2002 @@
+#!/usr/bin/python3
+"""A test Kubernetes API server for this repository's tests (standard library only).
+
+It follows the documented API semantics closely enough to catch real client bugs
+(Kubernetes "API Concepts": efficient detection of changes, resource versions,
+watch bookmarks, 410 Gone, retrieving large results in chunks; the API
+conventions' Status object):
+
+- one global resourceVersion counter (like etcd's revision), a decimal string on
+  every object and every list; history kept so that a paginated LIST is a
+  consistent snapshot and a WATCH replays every event after a resourceVersion;
+  compaction makes older versions unavailable (410 Gone, reason Expired);
+- LIST with limit/continue (opaque tokens that expire on compaction),
+  resourceVersion / resourceVersionMatch, labelSelector, fieldSelector;
+- WATCH as a chunked stream of newline-delimited JSON events, replay, synthetic
+  ADDED events for "get state and start at most recent", BOOKMARK events, a
+  410 ERROR event for an expired resourceVersion, timeoutSeconds;
+- GET, CREATE, UPDATE (optimistic concurrency), PATCH (merge patch RFC 7386, JSON
+  patch RFC 6902), DELETE, the status subresource, generation;
+- faults: answers with a given status for matching requests, delays, watch
+  events split at awkward byte boundaries, dropped watch connections, the server
+  going away and coming back on the same port; a request log; watch counts.
+
+Use it as a library (FakeApiServer) or run it:
+  python3 fake_apiserver.py --tls-cert F --tls-key F [--port 0] [--port-file F]
+      [--token-file F] [--control-port 0 --control-port-file F]
+The control API (plain HTTP on 127.0.0.1) is POST /<method> with a JSON object
+of keyword arguments for the library method of that name; it answers
+{"result": ...} or {"error": ..., "code": ...}.
+"""
+
+import argparse
+import base64
+import binascii
+import bisect
+import collections
+import copy
+import datetime
+import http.server
+import json
+import os
+import random
+import re
+import signal
+import socket
+import socketserver
+import ssl
+import sys
+import threading
+import time
+import urllib.parse
+import uuid
+
+# ---------------------------------------------------------------------------
+# Resources: one line each.
+# (group, version, plural, kind, namespaced, has status subresource,
+#  extra field-selector labels beyond metadata.name/metadata.namespace)
+RESOURCE_TABLE = [
+    ("", "v1", "namespaces", "Namespace", False, True, ("status.phase",)),
+    ("", "v1", "nodes", "Node", False, True, ("spec.unschedulable",)),
+    ("", "v1", "events", "Event", True, False,
+     ("involvedObject.kind", "involvedObject.name", "involvedObject.namespace",
+      "involvedObject.uid", "reason", "type")),
+    ("", "v1", "secrets", "Secret", True, False, ("type",)),
+    ("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False, False, ()),
+    ("gibson.zeroroot.ai", "v1alpha1", "components", "Component", True, True, ()),
+    ("coordination.k8s.io", "v1", "leases", "Lease", True, False, ()),
+    ("events.k8s.io", "v1", "events", "Event", True, False, ("reason", "type")),
+    ("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+     "MutatingWebhookConfiguration", False, False, ()),
+    ("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+     "ValidatingWebhookConfiguration", False, False, ()),
+]
+
+CONTINUE_EXPIRED_MESSAGE = (
+    "The provided continue parameter is too old to display a consistent list result. "
+    "You can start a new list without the continue parameter.")
+CONTINUE_EXPIRED_MESSAGE_WITH_TOKEN = (
+    "The provided continue parameter is too old to display a consistent list result. "
+    "You can start a new list without the continue parameter, or use the continue token "
+    "in this response to retrieve the remainder of the results. Continuing with the "
+    "provided token results in an inconsistent list - objects that were created, "
+    "modified, or deleted between the time the first chunk was returned and now may "
+    "show up in the list.")
+
+REASONS = {
+    400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
+    405: "MethodNotAllowed", 406: "NotAcceptable", 409: "Conflict", 410: "Expired",
+    415: "UnsupportedMediaType", 422: "Invalid", 429: "TooManyRequests",
+    500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout",
+}
+DEFAULT_MESSAGES = {
+    401: "Unauthorized",
+    403: "forbidden: the server does not allow this request",
+    404: "the server could not find the requested resource",
+    429: "Too many requests, please try again later.",
+    500: "Internal error occurred: injected fault",
+    503: "The server is currently unable to handle the request",
+    504: "Timeout: request did not complete within the allowed duration",
+}
+
+NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+
+class Resource:
+    def __init__(self, group, version, plural, kind, namespaced, status, fields):
+        self.group, self.version, self.plural, self.kind = group, version, plural, kind
+        self.namespaced, self.has_status = namespaced, status
+        self.field_labels = ("metadata.name",) + (("metadata.namespace",) if namespaced else ()) + tuple(fields)
+        self.api_version = version if not group else group + "/" + version
+        self.id = plural if not group else plural + "." + group     # like "components.gibson.zeroroot.ai"
+        self.prefix = "/api/" + version if not group else "/apis/" + group + "/" + version
+
+
+RESOURCES = [Resource(*row) for row in RESOURCE_TABLE]
+
+
+class ApiError(Exception):
+    """An error answer: carries a v1 Status object."""
+
+    def __init__(self, code, message, reason=None, details=None, headers=None, metadata=None):
+        super().__init__("%d %s: %s" % (code, reason or REASONS.get(code, ""), message))
+        self.code, self.message = code, message
+        self.reason = reason if reason is not None else REASONS.get(code, "")
+        self.details, self.headers, self.metadata = details, headers or {}, metadata
+
+    def status(self):
+        return make_status(self.code, self.message, self.reason, self.details, self.metadata)
+
+
+def make_status(code, message, reason=None, details=None, metadata=None):
+    st = {"kind": "Status", "apiVersion": "v1", "metadata": metadata or {}, "status": "Failure",
+          "message": message, "reason": reason if reason is not None else REASONS.get(code, ""),
+          "code": code}
+    if details:
+        st["details"] = details
+    return st
+
+
+def _gr(res):
+    return res.plural if not res.group else res.plural + "." + res.group
+
+
+def not_found(res, name):
+    return ApiError(404, '%s "%s" not found' % (_gr(res), name), "NotFound",
+                    {"name": name, "group": res.group, "kind": res.plural})
+
+
+def conflict(res, name, why="the object has been modified; please apply your changes to the latest version and try again"):
+    return ApiError(409, 'Operation cannot be fulfilled on %s "%s": %s' % (_gr(res), name, why),
+                    "Conflict", {"name": name, "group": res.group, "kind": res.plural})
+
+
+def invalid(res, name, field, msg):
+    return ApiError(422, '%s "%s" is invalid: %s: %s' % (res.kind, name, field, msg), "Invalid",
+                    {"name": name, "group": res.group, "kind": res.kind,
+                     "causes": [{"reason": "FieldValueInvalid", "message": msg, "field": field}]})
+
+
+def bad_request(msg):
+    return ApiError(400, msg, "BadRequest")
+
+
+def expired(msg, metadata=None):
+    return ApiError(410, msg, "Expired", metadata=metadata)
+
+
+def now_rfc3339():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def dumps(obj):
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+# ---------------------------------------------------------------------------
+# RFC 7386 merge patch and RFC 6902 JSON patch.
+
+def merge_patch(target, patch):
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            result.pop(k, None)
+        else:
+            result[k] = merge_patch(result.get(k), v)
+    return result
+
+
+class PatchError(Exception):
+    pass
+
+
+def _json_equal(a, b):
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def _pointer(path):
+    if not isinstance(path, str):
+        raise PatchError("path must be a string")
+    if path == "":
+        return []
+    if not path.startswith("/"):
+        raise PatchError('invalid JSON pointer "%s"' % path)
+    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+
+
+def _index(tok, n, allow_end):
+    if tok == "-" and allow_end:
+        return n
+    if not re.fullmatch(r"0|[1-9][0-9]*", tok):
+        raise PatchError('invalid array index "%s"' % tok)
+    i = int(tok)
+    if i > n or (i == n and not allow_end):
+        raise PatchError("array index %d out of bounds" % i)
+    return i
+
+
+def _parent(doc, tokens, path):
+    cur = doc
+    for tok in tokens[:-1]:
+        if isinstance(cur, dict):
+            if tok not in cur:
+                raise PatchError('path "%s": missing key "%s"' % (path, tok))
+            cur = cur[tok]
+        elif isinstance(cur, list):
+            cur = cur[_index(tok, len(cur), False)]
+        else:
+            raise PatchError('path "%s": cannot traverse a scalar' % path)
+    return cur
+
+
+def _get(doc, path):
+    tokens = _pointer(path)
+    if not tokens:
+        return doc
+    parent = _parent(doc, tokens, path)
+    last = tokens[-1]
+    if isinstance(parent, dict):
+        if last not in parent:
+            raise PatchError('path "%s" does not exist' % path)
+        return parent[last]
+    if isinstance(parent, list):
+        return parent[_index(last, len(parent), False)]
+    raise PatchError('path "%s": cannot traverse a scalar' % path)
+
+
+def _add(doc, path, value):
+    tokens = _pointer(path)
+    if not tokens:
+        return value
+    parent = _parent(doc, tokens, path)
+    last = tokens[-1]
+    if isinstance(parent, dict):
+        parent[last] = value
+    elif isinstance(parent, list):
+        parent.insert(_index(last, len(parent), True), value)
+    else:
+        raise PatchError('path "%s": cannot add to a scalar' % path)
+    return doc
+
+
+def _remove(doc, path):
+    tokens = _pointer(path)
+    if not tokens:
+        raise PatchError("cannot remove the whole document")
+    parent = _parent(doc, tokens, path)
+    last = tokens[-1]
+    if isinstance(parent, dict):
+        if last not in parent:
+            raise PatchError('path "%s" does not exist' % path)
+        return parent.pop(last)
+    if isinstance(parent, list):
+        return parent.pop(_index(last, len(parent), False))
+    raise PatchError('path "%s": cannot remove from a scalar' % path)
+
+
+def json_patch(doc, ops):
+    if not isinstance(ops, list):
+        raise bad_request("json patch must be a JSON array of operations")
+    doc = copy.deepcopy(doc)
+    for op in ops:
+        if not isinstance(op, dict) or "op" not in op or "path" not in op:
+            raise bad_request("invalid json patch operation: %s" % json.dumps(op))
+        kind, path = op["op"], op["path"]
+        if kind in ("add", "replace", "test") and "value" not in op:
+            raise bad_request('json patch operation "%s" needs a value' % kind)
+        if kind in ("move", "copy") and "from" not in op:
+            raise bad_request('json patch operation "%s" needs from' % kind)
+        if kind == "add":
+            doc = _add(doc, path, copy.deepcopy(op["value"]))
+        elif kind == "remove":
+            _remove(doc, path)
+        elif kind == "replace":
+            if not _pointer(path):
+                doc = copy.deepcopy(op["value"])
+            else:
+                _get(doc, path)
+                _remove(doc, path)
+                doc = _add(doc, path, copy.deepcopy(op["value"]))
+        elif kind == "move":
+            frm = op["from"]
+            if path != frm and (path + "/").startswith(frm + "/"):
+                raise PatchError('cannot move "%s" into its own child "%s"' % (frm, path))
+            value = _remove(doc, frm) if _pointer(frm) else doc
+            doc = _add(doc, path, value)
+        elif kind == "copy":
+            doc = _add(doc, path, copy.deepcopy(_get(doc, op["from"])))
+        elif kind == "test":
+            if not _json_equal(_get(doc, path), op["value"]):
+                raise PatchError('test failed: value at "%s" is not %s' % (path, json.dumps(op["value"])))
+        else:
+            raise bad_request('unknown json patch operation "%s"' % kind)
+    return doc
+
+
+# ---------------------------------------------------------------------------
+# Selectors.
+
+def parse_label_selector(text):
+    """Returns a list of predicates over a labels dict; raises ApiError on bad syntax."""
+    preds = []
+    if not text:
+        return preds
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    for raw in parts:
+        p = raw.strip()
+        m = re.fullmatch(r"([A-Za-z0-9_./-]+)\s+(in|notin)\s+\(([^)]*)\)", p)
+        if m:
+            key, op, vals = m.group(1), m.group(2), {v.strip() for v in m.group(3).split(",") if v.strip()}
+            if op == "in":
+                preds.append(lambda l, k=key, vs=vals: k in l and l[k] in vs)
+            else:
+                preds.append(lambda l, k=key, vs=vals: not (k in l and l[k] in vs))
+            continue
+        m = re.fullmatch(r"([A-Za-z0-9_./-]+)\s*(==|=|!=)\s*([A-Za-z0-9_.-]*)", p)
+        if m:
+            key, op, val = m.groups()
+            if op == "!=":
+                preds.append(lambda l, k=key, v=val: l.get(k) != v)
+            else:
+                preds.append(lambda l, k=key, v=val: k in l and l[k] == v)
+            continue
+        m = re.fullmatch(r"(!?)([A-Za-z0-9_./-]+)", p)
+        if m:
+            neg, key = m.groups()
+            preds.append((lambda l, k=key: k not in l) if neg else (lambda l, k=key: k in l))
+            continue
+        raise bad_request('unable to parse requirement: invalid label selector "%s"' % text)
+    return preds
+
+
+def _field_value(obj, label):
+    cur = obj
+    for part in label.split("."):
+        if not isinstance(cur, dict):
+            return ""
+        cur = cur.get(part)
+    if cur is None:
+        return ""
+    if isinstance(cur, bool):
+        return "true" if cur else "false"
+    return str(cur)
+
+
+def parse_field_selector(res, text):
+    preds = []
+    if not text:
+        return preds
+    for raw in text.split(","):
+        p = raw.strip()
+        if not p:
+            continue
+        m = re.fullmatch(r"([A-Za-z0-9_.]+)\s*(==|=|!=)\s*(.*)", p)
+        if not m:
+            raise bad_request('invalid field selector "%s"' % text)
+        label, op, val = m.groups()
+        if label not in res.field_labels:
+            raise bad_request('field label not supported: %s' % label)
+        if op == "!=":
+            preds.append(lambda o, f=label, v=val: _field_value(o, f) != v)
+        else:
+            preds.append(lambda o, f=label, v=val: _field_value(o, f) == v)
+    return preds
+
+
+class Filter:
+    def __init__(self, res, namespace=None, label_selector=None, field_selector=None, name=None):
+        self.namespace = namespace
+        self.labels = parse_label_selector(label_selector)
+        self.fields = parse_field_selector(res, field_selector)
+        if name is not None:
+            self.fields.append(lambda o, n=name: o.get("metadata", {}).get("name") == n)
+        self.has_selectors = bool(self.labels or self.fields)
+
+    def matches(self, obj):
+        if obj is None:
+            return False
+        md = obj.get("metadata", {})
+        if self.namespace is not None and md.get("namespace") != self.namespace:
+            return False
+        labels = md.get("labels") or {}
+        return all(p(labels) for p in self.labels) and all(p(obj) for p in self.fields)
+
+
+# ---------------------------------------------------------------------------
+# The store: current state, per-key version history, event log, watchers.
+
+class Event:
+    __slots__ = ("rv", "res", "type", "obj", "old", "_bytes")
+
+    def __init__(self, rv, res, type_, obj, old):
+        self.rv, self.res, self.type, self.obj, self.old = rv, res, type_, obj, old
+        self._bytes = {}
+
+    def line(self, type_=None):
+        t = type_ or self.type
+        b = self._bytes.get(t)
+        if b is None:
+            b = dumps({"type": t, "object": self.obj}) + b"\n"
+            self._bytes[t] = b
+        return b
+
+
+class Watcher:
+    def __init__(self, server, res, flt, allow_bookmarks, timeout, peer):
+        self.server, self.res, self.filter = server, res, flt
+        self.allow_bookmarks, self.timeout, self.peer = allow_bookmarks, timeout, peer
+        self.cond = threading.Condition(threading.Lock())
+        self.queue = collections.deque()    # bytes lines
+        self.drop_now = False
+        self.drop_after = None              # data events still to send before dropping
+        self.drop_mid_event = False
+        self.drop_rst = False
+        self.events_sent = 0
+        self.started = time.monotonic()
+
+    def push(self, line):
+        with self.cond:
+            self.queue.append(line)
+            self.cond.notify_all()
+
+    def offer(self, ev):
+        """Called with the store lock held: enqueue ev as this watch sees it."""
+        new_ok = self.filter.matches(ev.obj) if ev.type != "DELETED" else False
+        old_ok = self.filter.matches(ev.old) if ev.old is not None else False
+        if ev.type == "ADDED":
+            if new_ok:
+                self.push(ev.line("ADDED"))
+        elif ev.type == "MODIFIED":
+            if new_ok and old_ok:
+                self.push(ev.line("MODIFIED"))
+            elif new_ok:
+                self.push(ev.line("ADDED"))
+            elif old_ok:
+                self.push(ev.line("DELETED"))
+        elif ev.type == "DELETED":
+            if self.filter.matches(ev.obj):
+                self.push(ev.line("DELETED"))
+
+
+class Store:
+    def __init__(self, initial_rv=1):
+        self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)
+        self.rv = int(initial_rv)
+        self.compacted = 0                 # versions/events with rv <= compacted are gone
+        self.versions = {r.id: {} for r in RESOURCES}   # res.id -> key -> [(rv, obj or None)]
+        self.events = []                   # Event, ascending rv
+        self.event_rvs = []
+        self.watchers = set()
+
+    @staticmethod
+    def key(res, namespace, name):
+        return (namespace + "/" + name) if res.namespaced else name
+
+    def current(self, res, key):
+        vs = self.versions[res.id].get(key)
+        if not vs:
+            return None
+        return vs[-1][1]
+
+    def state_at(self, res, rv):
+        out = []
+        for key, vs in self.versions[res.id].items():
+            if vs[-1][0] <= rv:
+                obj = vs[-1][1]
+            else:
+                i = bisect.bisect_right([v[0] for v in vs], rv) - 1
+                obj = vs[i][1] if i >= 0 else None
+            if obj is not None:
+                out.append((key, obj))
+        out.sort(key=lambda kv: kv[0])
+        return out
+
+    def commit(self, res, key, type_, obj, old):
+        """Stores obj (None for a deletion) at a new revision. Lock held by the caller."""
+        self.rv += 1
+        rv = self.rv
+        if obj is not None:
+            obj = copy.deepcopy(obj)
+            obj["metadata"]["resourceVersion"] = str(rv)
+            self.versions[res.id].setdefault(key, []).append((rv, obj))
+            ev_obj = obj
+        else:
+            ev_obj = copy.deepcopy(old)
+            ev_obj["metadata"]["resourceVersion"] = str(rv)
+            self.versions[res.id].setdefault(key, []).append((rv, None))
+        ev = Event(rv, res, type_, ev_obj, old)
+        self.events.append(ev)
+        self.event_rvs.append(rv)
+        for w in list(self.watchers):
+            if w.res is res:
+                w.offer(ev)
+        self.changed.notify_all()
+        return ev_obj
+
+    def compact(self, rv=None):
+        with self.lock:
+            c = self.rv if rv is None else min(int(rv), self.rv)
+            if c <= self.compacted:
+                return self.compacted
+            self.compacted = c
+            i = bisect.bisect_right(self.event_rvs, c)
+            del self.events[:i]
+            del self.event_rvs[:i]
+            for table in self.versions.values():
+                for key in list(table):
+                    vs = table[key]
+                    j = bisect.bisect_right([v[0] for v in vs], c) - 1
+                    if j > 0:
+                        del vs[:j]
+                    if vs and vs[0][0] <= c and vs[0][1] is None:
+                        del vs[0]
+                    if not vs:
+                        del table[key]
+            return c
+
+
+# ---------------------------------------------------------------------------
+# Fault rules.
+
+class Rule:
+    def __init__(self, rid, method=None, path=None, query=None, watch=None, count=None, **extra):
+        self.id = rid
+        self.method = method.upper() if method else None
+        self.path = re.compile(path) if path else None
+        self.query = re.compile(query) if query else None
+        self.watch = watch
+        self.count = count
+        self.extra = extra
+
+    def matches(self, method, path, raw_query, is_watch):
+        if self.method and self.method != method:
+            return False
+        if self.path and not self.path.search(path):
+            return False
+        if self.query and not self.query.search(raw_query):
+            return False
+        if self.watch is not None and bool(self.watch) != is_watch:
+            return False
+        return True
+
+    def describe(self):
+        d = {"id": self.id, "method": self.method, "path": self.path.pattern if self.path else None,
+             "query": self.query.pattern if self.query else None, "watch": self.watch, "count": self.count}
+        d.update(self.extra)
+        return d
+
+
+class _Abort(Exception):
+    pass
+
+
+def _truthy(v):
+    return v is not None and v.lower() in ("1", "true", "yes")
+
+
+# ---------------------------------------------------------------------------
+# HTTP.
+
+class _TLSServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+    request_queue_size = 128
+
+    def __init__(self, addr, handler, owner):
+        self.owner = owner
+        super().__init__(addr, handler)
+
+    def finish_request(self, request, client_address):
+        owner = self.owner
+        conn = None
+        try:
+            request.settimeout(10)
+            conn = owner.ssl_context.wrap_socket(request, server_side=True)
+            conn.settimeout(owner.idle_timeout)
+        except (OSError, ssl.SSLError):
+            try:
+                request.close()
+            except OSError:
+                pass
+            return
+        with owner._conn_lock:
+            owner._conns.add(conn)
+        try:
+            self.RequestHandlerClass(conn, client_address, self)
+        except (OSError, ssl.SSLError, _Abort):
+            pass
+        finally:
+            with owner._conn_lock:
+                owner._conns.discard(conn)
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+    def shutdown_request(self, request):
+        try:
+            request.close()
+        except OSError:
+            pass
+
+    def handle_error(self, request, client_address):
+        if self.owner.verbose:
+            super().handle_error(request, client_address)
+
+
+class _ApiHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "fake-apiserver"
+    sys_version = ""
+
+    def log_message(self, fmt, *args):
+        if self.server.owner.verbose:
+            sys.stderr.write("fake-apiserver: " + (fmt % args) + "\n")
+
+    def do_GET(self):
+        self.server.owner._handle(self)
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
+
+
+class _ControlHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def _reply(self, code, obj):
+        body = json.dumps(obj, default=str).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        path = urllib.parse.urlsplit(self.path).path
+        if path == "/healthz":
+            return self._reply(200, {"result": "ok"})
+        if path == "/":
+            return self._reply(200, {"result": sorted(CONTROL_METHODS)})
+        self._reply(405, {"error": "use POST /<method> with a JSON object of keyword arguments"})
+
+    def do_POST(self):
+        name = urllib.parse.urlsplit(self.path).path.strip("/")
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        try:
+            kwargs = json.loads(raw) if raw.strip() else {}
+            if not isinstance(kwargs, dict):
+                raise ValueError("the body must be a JSON object of keyword arguments")
+        except ValueError as e:
+            return self._reply(400, {"error": str(e)})
+        if name not in CONTROL_METHODS:
+            return self._reply(404, {"error": "unknown control method %r" % name,
+                                     "methods": sorted(CONTROL_METHODS)})
+        try:
+            result = getattr(self.server.owner, name)(**kwargs)
+        except ApiError as e:
+            return self._reply(e.code, {"error": e.message, "code": e.code, "status": e.status()})
+        except TimeoutError as e:
+            return self._reply(408, {"error": str(e), "code": 408})
+        except (TypeError, ValueError, KeyError, re.error) as e:
+            return self._reply(400, {"error": "%s: %s" % (type(e).__name__, e), "code": 400})
+        self._reply(200, {"result": result})
+
+
+class _ControlServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+    def __init__(self, addr, owner):
+        self.owner = owner
+        super().__init__(addr, _ControlHandler)
+
+
+CONTROL_METHODS = {
+    "create", "put", "update", "update_status", "patch", "delete", "get", "list", "resource_version",
+    "compact", "compacted_resource_version", "inject_fault", "clear_faults", "faults", "add_delay",
+    "clear_delays", "set_watch_chunking", "drop_watches", "clear_watch_drops", "set_watch_expired_mode",
+    "set_bookmark_interval", "set_tokens", "add_token", "go_away", "come_back", "is_away",
+    "requests", "request_mark", "wait_for_request", "open_watches", "watches_started", "wait_for_watch",
+    "wait_for_watches_closed", "set_continue_expired_token", "reset_faults", "clear_requests",
+}
+
+
+class FakeApiServer:
+    """A test Kubernetes API server. See the module docstring; every method is also a control-API call."""
+
+    def __init__(self, tls_cert, tls_key, token_file=None, tokens=(), host="127.0.0.1", port=0,
+                 control_port=None, bookmark_interval=1.0, default_watch_timeout=1800.0,
+                 too_large_rv_wait=3.0, initial_resource_version=1, idle_timeout=120.0,
+                 items_type_meta=True, verbose=False):
+        self.tls_cert, self.tls_key = tls_cert, tls_key
+        self.token_file = token_file
+        self._tokens = set(tokens)
+        self.host = host
+        self._port = int(port)
+        self._control_port = control_port
+        self.bookmark_interval = bookmark_interval
+        self.default_watch_timeout = float(default_watch_timeout)
+        self.too_large_rv_wait = float(too_large_rv_wait)
+        self.idle_timeout = idle_timeout
+        self.items_type_meta = items_type_meta
+        self.verbose = verbose
+        self.store = Store(initial_resource_version)
+        self.ssl_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ssl_context.load_cert_chain(tls_cert, tls_key)
+        self.ssl_context.set_alpn_protocols(["http/1.1"])
+        self._lock = threading.RLock()          # faults, delays, log, settings
+        self._log_cond = threading.Condition(self._lock)
+        self._log = []
+        self._faults = []
+        self._delays = []
+        self._rule_ids = 0
+        self._chunking = {"mode": "event", "max_chunk": 8192, "coalesce_window": 0.05, "rng": random.Random(0)}
+        self._drop_future = None
+        self._watch_expired_mode = "event"
+        self._continue_token_on_expiry = False
+        self._watch_started = collections.Counter()
+        self._conn_lock = threading.Lock()
+        self._conns = set()
+        self._httpd = None
+        self._thread = None
+        self._control = None
+        self._control_thread = None
+        self._stopping = threading.Event()
+        self._away = False
+
+    # -- lifecycle -------------------------------------------------------
+    def start(self):
+        self._stopping.clear()
+        self._listen()
+        if self._control_port is not None:
+            self._control = _ControlServer(("127.0.0.1", int(self._control_port)), self)
+            self._control_port = self._control.server_address[1]
+            self._control_thread = threading.Thread(target=self._control.serve_forever, kwargs={"poll_interval": 0.1},
+                                                    name="fake-apiserver-control", daemon=True)
+            self._control_thread.start()
+        return self
+
+    def _listen(self):
+        self._httpd = _TLSServer((self.host, self._port), _ApiHandler, self)
+        self._port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1},
+                                        name="fake-apiserver", daemon=True)
+        self._thread.start()
+
+    def _unlisten(self):
+        httpd, self._httpd = self._httpd, None
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+            self._thread.join(5)
+
+    def _close_connections(self):
+        with self._conn_lock:
+            conns = list(self._conns)
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        with self.store.lock:
+            for w in self.store.watchers:
+                with w.cond:
+                    w.drop_now = True
+                    w.cond.notify_all()
+
+    def stop(self):
+        self._stopping.set()
+        self._unlisten()
+        self._close_connections()
+        if self._control is not None:
+            self._control.shutdown()
+            self._control.server_close()
+            self._control = None
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            with self._conn_lock:
+                if not self._conns:
+                    break
+            time.sleep(0.02)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    @property
+    def port(self):
+        return self._port
+
+    @property
+    def url(self):
+        return "https://%s:%d" % (self.host, self._port)
+
+    @property
+    def control_port(self):
+        return self._control_port
+
+    @property
+    def control_url(self):
+        return None if self._control_port is None else "http://127.0.0.1:%d" % self._control_port
+
+    # -- go away / come back --------------------------------------------
+    def go_away(self, drop_connections=True):
+        """Closes the listening socket (connections are refused) and, by default, every open connection."""
+        with self._lock:
+            self._away = True
+        self._unlisten()
+        if drop_connections:
+            self._close_connections()
+        return True
+
+    def come_back(self):
+        """Listens again on the same port."""
+        with self._lock:
+            if not self._away:
+                return False
+            self._away = False
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                self._listen()
+                return True
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def is_away(self):
+        return self._away
+
+    # -- resources -------------------------------------------------------
+    @staticmethod
+    def resource(name):
+        """A Resource by plural ("components"), plural.group ("events.events.k8s.io") or Kind."""
+        for r in RESOURCES:
+            if name == r.id:
+                return r
+        for r in RESOURCES:
+            if name == r.plural or name == r.kind:
+                return r
+        raise KeyError("unknown resource %r (known: %s)" % (name, ", ".join(r.id for r in RESOURCES)))
+
+    def _ns_name(self, res, obj=None, name=None, namespace=None):
+        md = (obj or {}).get("metadata") or {}
+        name = name or md.get("name")
+        ns = None
+        if res.namespaced:
+            ns = namespace or md.get("namespace") or "default"
+        return ns, name
+
+    # -- direct store operations (the test back door; watchers see them) -
+    def create(self, resource, obj, namespace=None):
+        """Creates obj (ApiError 409 if it exists). Keeps every field given, status included."""
+        res = self.resource(resource)
+        with self.store.lock:
+            return copy.deepcopy(self._create(res, obj, namespace, keep_status=True))
+
+    def put(self, resource, obj, namespace=None):
+        """Creates or replaces obj without any precondition. Keeps every field given."""
+        res = self.resource(resource)
+        ns, name = self._ns_name(res, obj, namespace=namespace)
+        with self.store.lock:
+            if self.store.current(res, Store.key(res, ns, name or "")) is None:
+                return copy.deepcopy(self._create(res, obj, ns, keep_status=True))
+            return copy.deepcopy(self._update(res, obj, ns, name, mode="direct", check_rv=False))
+
+    def update(self, resource, obj, namespace=None, check_resource_version=False):
+        """Replaces obj (404 if missing; 409 if check_resource_version and it is stale). Keeps status."""
+        res = self.resource(resource)
+        ns, name = self._ns_name(res, obj, namespace=namespace)
+        with self.store.lock:
+            return copy.deepcopy(self._update(res, obj, ns, name, mode="direct", check_rv=check_resource_version))
+
+    def update_status(self, resource, obj, namespace=None):
+        """Replaces only .status, as PUT .../status does."""
+        res = self.resource(resource)
+        ns, name = self._ns_name(res, obj, namespace=namespace)
+        with self.store.lock:
+            return copy.deepcopy(self._update(res, obj, ns, name, mode="status", check_rv=False))
+
+    def patch(self, resource, name, patch, namespace=None, patch_type="merge", subresource=None):
+        """Applies a merge ("merge") or JSON ("json") patch, to the main resource or to "status"."""
+        res = self.resource(resource)
+        ns, _ = self._ns_name(res, None, name=name, namespace=namespace)
+        ct = {"merge": "application/merge-patch+json", "json": "application/json-patch+json"}[patch_type]
+        with self.store.lock:
+            return copy.deepcopy(self._patch(res, ns, name, ct, patch, subresource == "status", direct=True))
+
+    def delete(self, resource, name, namespace=None, missing_ok=True):
+        """Deletes (or, with finalizers, marks for deletion). Returns the deleted object or None."""
+        res = self.resource(resource)
+        ns, _ = self._ns_name(res, None, name=name, namespace=namespace)
+        with self.store.lock:
+            try:
+                return copy.deepcopy(self._delete(res, ns, name, None))
+            except ApiError as e:
+                if e.code == 404 and missing_ok:
+                    return None
+                raise
+
+    def get(self, resource, name, namespace=None):
+        """The current object or None."""
+        res = self.resource(resource)
+        ns, _ = self._ns_name(res, None, name=name, namespace=namespace)
+        with self.store.lock:
+            return copy.deepcopy(self.store.current(res, Store.key(res, ns, name)))
+
+    def list(self, resource, namespace=None):
+        res = self.resource(resource)
+        with self.store.lock:
+            items = self.store.state_at(res, self.store.rv)
+            return [copy.deepcopy(o) for _, o in items
+                    if namespace is None or o["metadata"].get("namespace") == namespace]
+
+    def resource_version(self):
+        """The current global resourceVersion (decimal string)."""
+        with self.store.lock:
+            return str(self.store.rv)
+
+    def compact(self, resource_version=None):
+        """Forgets history up to resource_version (default: now). Returns the compacted revision."""
+        return str(self.store.compact(resource_version))
+
+    def compacted_resource_version(self):
+        return str(self.store.compacted)
+
+    # -- the store verbs, shared by HTTP and the back door ---------------
+    def _prepare(self, res, obj, ns, name_from_url=None):
+        if not isinstance(obj, dict):
+            raise bad_request("the body must be a JSON object")
+        obj = copy.deepcopy(obj)
+        av, kind = obj.get("apiVersion"), obj.get("kind")
+        if av and av != res.api_version:
+            raise bad_request("the API version in the data (%s) does not match the expected API version (%s)"
+                              % (av, res.api_version))
+        if kind and kind != res.kind:
+            raise bad_request("the kind in the data (%s) does not match the expected kind (%s)" % (kind, res.kind))
+        obj["apiVersion"], obj["kind"] = res.api_version, res.kind
+        md = obj.get("metadata")
+        if md is None:
+            md = obj["metadata"] = {}
+        if not isinstance(md, dict):
+            raise bad_request("metadata must be an object")
+        if res.namespaced:
+            if md.get("namespace") and ns and md["namespace"] != ns:
+                raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+            md["namespace"] = ns or md.get("namespace") or "default"
+        else:
+            md.pop("namespace", None)
+        if name_from_url is not None and md.get("name") and md["name"] != name_from_url:
+            raise bad_request("the name of the object (%s) does not match the name on the URL (%s)"
+                              % (md["name"], name_from_url))
+        if name_from_url is not None:
+            md["name"] = name_from_url
+        return obj
+
+    def _create(self, res, obj, ns, keep_status):
+        obj = self._prepare(res, obj, ns)
+        md = obj["metadata"]
+        if not md.get("name"):
+            if md.get("generateName"):
+                md["name"] = md["generateName"] + "".join(random.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+            else:
+                raise invalid(res, "", "metadata.name", "Required value: name or generateName is required")
+        name = md["name"]
+        if not NAME_RE.match(name) or len(name) > 253:
+            raise invalid(res, name, "metadata.name", "Invalid value: %r: a lowercase RFC 1123 subdomain "
+                          "must consist of lower case alphanumeric characters, '-' or '.'" % name)
+        key = Store.key(res, md.get("namespace"), name)
+        if self.store.current(res, key) is not None:
+            raise ApiError(409, '%s "%s" already exists' % (_gr(res), name), "AlreadyExists",
+                           {"name": name, "group": res.group, "kind": res.plural})
+        if md.get("resourceVersion"):
+            raise bad_request("resourceVersion should not be set on objects to be created")
+        md["uid"] = str(uuid.uuid4())
+        md["creationTimestamp"] = now_rfc3339()
+        md["generation"] = 1
+        for k in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+            md.pop(k, None)
+        if res.has_status and not keep_status and res.group:
+            obj.pop("status", None)       # CRD semantics: create ignores .status
+        return self.store.commit(res, key, "ADDED", obj, None)
+
+    @staticmethod
+    def _spec_part(res, obj):
+        return {k: v for k, v in obj.items()
+                if k not in ("metadata", "apiVersion", "kind") and not (res.has_status and k == "status")}
+
+    def _update(self, res, obj, ns, name, mode, check_rv, name_from_url=None):
+        """mode: "main" (HTTP main resource), "status" (status subresource), "direct" (back door)."""
+        obj = self._prepare(res, obj, ns, name_from_url)
+        md = obj["metadata"]
+        name = name or md.get("name")
+        if not name:
+            raise invalid(res, "", "metadata.name", "Required value: name is required")
+        key = Store.key(res, md.get("namespace"), name)
+        old = self.store.current(res, key)
+        if old is None:
+            raise not_found(res, name)
+        if check_rv and md.get("resourceVersion") and md["resourceVersion"] != old["metadata"]["resourceVersion"]:
+            raise conflict(res, name)
+        if md.get("uid") and md["uid"] != old["metadata"]["uid"]:
+            raise conflict(res, name, "Precondition failed: UID in precondition: %s, UID in object meta: %s"
+                           % (md["uid"], old["metadata"]["uid"]))
+        if mode == "status":
+            new = copy.deepcopy(old)
+            if "status" in obj:
+                new["status"] = obj["status"]
+            else:
+                new.pop("status", None)
+        else:
+            new = obj
+            nmd = new["metadata"]
+            for k in ("uid", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"):
+                if k in old["metadata"]:
+                    nmd[k] = old["metadata"][k]
+                else:
+                    nmd.pop(k, None)
+            if mode == "main" and res.has_status:
+                if "status" in old:
+                    new["status"] = copy.deepcopy(old["status"])
+                else:
+                    new.pop("status", None)
+            if not _json_equal(self._spec_part(res, old), self._spec_part(res, new)):
+                nmd["generation"] = int(old["metadata"].get("generation") or 0) + 1
+        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        if _json_equal(new, old):
+            return old                     # a no-op write does not bump resourceVersion
+        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+            return self.store.commit(res, key, "DELETED", None, new)
+        return self.store.commit(res, key, "MODIFIED", new, old)
+
+    def _patch(self, res, ns, name, content_type, body, status, direct=False):
+        key = Store.key(res, ns, name)
+        old = self.store.current(res, key)
+        if old is None:
+            raise not_found(res, name)
+        if content_type == "application/merge-patch+json":
+            if not isinstance(body, dict):
+                raise bad_request("merge patch must be a JSON object")
+            patched = merge_patch(old, body)
+        elif content_type == "application/json-patch+json":
+            try:
+                patched = json_patch(old, body)
+            except PatchError as e:
+                raise ApiError(422, str(e), "Invalid")
+        else:
+            raise ApiError(415, "the body of the request was in an unknown format - accepted media types "
+                           "include: application/json-patch+json, application/merge-patch+json", "UnsupportedMediaType")
+        if not isinstance(patched, dict):
+            raise ApiError(422, "the patched object is not a JSON object", "Invalid")
+        pmd = patched.get("metadata") or {}
+        if pmd.get("name") != name:
+            raise bad_request("the name of the object (%s) does not match the name on the URL (%s)" % (pmd.get("name"), name))
+        if pmd.get("resourceVersion") and pmd["resourceVersion"] != old["metadata"]["resourceVersion"]:
+            raise conflict(res, name)      # a resourceVersion in the patch is a precondition
+        pmd["resourceVersion"] = old["metadata"]["resourceVersion"]
+        mode = "status" if status else ("direct" if direct else "main")
+        return self._update(res, patched, ns, name, mode, check_rv=True)
+
+    def _delete(self, res, ns, name, options):
+        key = Store.key(res, ns, name)
+        old = self.store.current(res, key)
+        if old is None:
+            raise not_found(res, name)
+        pre = (options or {}).get("preconditions") or {}
+        if pre.get("uid") and pre["uid"] != old["metadata"]["uid"]:
+            raise conflict(res, name, "Precondition failed: UID in precondition: %s, UID in object meta: %s"
+                           % (pre["uid"], old["metadata"]["uid"]))
+        if pre.get("resourceVersion") and pre["resourceVersion"] != old["metadata"]["resourceVersion"]:
+            raise conflict(res, name, "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion "
+                           "in object meta: %s" % (pre["resourceVersion"], old["metadata"]["resourceVersion"]))
+        if old["metadata"].get("finalizers"):
+            if old["metadata"].get("deletionTimestamp"):
+                return old
+            new = copy.deepcopy(old)
+            new["metadata"]["deletionTimestamp"] = now_rfc3339()
+            new["metadata"]["deletionGracePeriodSeconds"] = 0
+            return self.store.commit(res, key, "MODIFIED", new, old)
+        return self.store.commit(res, key, "DELETED", None, old)
+
+    # -- faults and settings ---------------------------------------------
+    def _add_rule(self, table, **kw):
+        with self._lock:
+            self._rule_ids += 1
+            rule = Rule(self._rule_ids, **kw)
+            table.append(rule)
+            return rule.id
+
+    def inject_fault(self, status, method=None, path=None, query=None, watch=None, count=1,
+                     retry_after=None, message=None, reason=None):
+        """The next `count` requests (None: every one) matching method, path regex (re.search on the path),
+        query regex (on the raw query string) and watch (True/False/None) get `status` with a Status body
+        (429/503 with a Retry-After header when retry_after is given). status="close": the connection is
+        closed without an answer. Returns the rule id."""
+        if status != "close":
+            status = int(status)
+        return self._add_rule(self._faults, method=method, path=path, query=query, watch=watch, count=count,
+                              status=status, retry_after=retry_after, message=message, reason=reason)
+
+    def clear_faults(self, rule_id=None):
+        with self._lock:
+            self._faults[:] = [r for r in self._faults if rule_id is not None and r.id != rule_id]
+        return True
+
+    def faults(self):
+        with self._lock:
+            return [r.describe() for r in self._faults]
+
+    def add_delay(self, seconds, method=None, path=None, query=None, watch=None, count=None):
+        """Delays matching requests by `seconds` before answering (count: None = every one)."""
+        return self._add_rule(self._delays, method=method, path=path, query=query, watch=watch, count=count,
+                              seconds=float(seconds))
+
+    def clear_delays(self, rule_id=None):
+        with self._lock:
+            self._delays[:] = [r for r in self._delays if rule_id is not None and r.id != rule_id]
+        return True
+
+    def reset_faults(self):
+        """Clears faults, delays, watch drops; chunking back to "event"; 410 as an ERROR event."""
+        self.clear_faults()
+        self.clear_delays()
+        self.clear_watch_drops()
+        self.set_watch_chunking("event")
+        self.set_watch_expired_mode("event")
+        self.set_continue_expired_token(False)
+        return True
+
+    def set_watch_chunking(self, mode="event", seed=0, max_chunk=8192, coalesce_window=0.05):
+        """How watch bytes are cut into HTTP chunks: "event" (one event per chunk, like the API server),
+        "byte" (one byte per chunk), "random" (random boundaries mid-JSON and across events, sizes up to
+        max_chunk), "coalesce" (every event available within coalesce_window seconds in one chunk)."""
+        if mode not in ("event", "byte", "random", "coalesce"):
+            raise ValueError("mode must be event, byte, random or coalesce")
+        with self._lock:
+            self._chunking = {"mode": mode, "max_chunk": max(1, int(max_chunk)),
+                              "coalesce_window": float(coalesce_window), "rng": random.Random(seed)}
+        return True
+
+    def drop_watches(self, resource=None, after_events=None, mid_event=False, future=False, rst=False):
+        """Abruptly closes (no terminating chunk) open watches on `resource` (None: all): now, or after
+        each has sent `after_events` more data events (bookmarks not counted); mid_event: first send half
+        of the next event. future=True: also every watch opened later (until clear_watch_drops).
+        rst: reset the TCP connection instead of closing it. Returns how many open watches were hit."""
+        res = self.resource(resource) if resource else None
+        n = 0
+        with self.store.lock:
+            for w in self.store.watchers:
+                if res is not None and w.res is not res:
+                    continue
+                with w.cond:
+                    if after_events is None:
+                        w.drop_now = True
+                    else:
+                        w.drop_after = int(after_events)
+                    w.drop_mid_event, w.drop_rst = bool(mid_event), bool(rst)
+                    w.cond.notify_all()
+                n += 1
+        if future:
+            with self._lock:
+                self._drop_future = {"res": res, "after": int(after_events or 0), "mid": bool(mid_event),
+                                     "rst": bool(rst)}
+        return n
+
+    def clear_watch_drops(self):
+        with self._lock:
+            self._drop_future = None
+        return True
+
+    def set_watch_expired_mode(self, mode="event"):
+        """How a watch from a compacted resourceVersion fails: "event" (200, an ERROR event with a 410
+        Expired Status, as the API server does) or "http" (an HTTP 410 answer)."""
+        if mode not in ("event", "http"):
+            raise ValueError("mode must be event or http")
+        self._watch_expired_mode = mode
+        return True
+
+    def set_continue_expired_token(self, enabled=False):
+        """enabled: an expired continue answers with the newer message and an inconsistent continue token
+        in the Status's metadata.continue (as API servers since 1.12 do)."""
+        self._continue_token_on_expiry = bool(enabled)
+        return True
+
+    def set_bookmark_interval(self, seconds=1.0):
+        """Seconds between BOOKMARK events on watches that allow them (None: only the final one)."""
+        self.bookmark_interval = None if seconds is None else float(seconds)
+        return True
+
+    def set_tokens(self, tokens=()):
+        """Extra accepted bearer tokens, besides the token file's contents."""
+        with self._lock:
+            self._tokens = set(tokens)
+        return True
+
+    def add_token(self, token):
+        with self._lock:
+            self._tokens.add(token)
+        return True
+
+    # -- observation -----------------------------------------------------
+    def request_mark(self):
+        """An index for `since`: only requests logged after this call."""
+        with self._lock:
+            return len(self._log)
+
+    def clear_requests(self):
+        with self._lock:
+            self._log = []
+        return True
+
+    @staticmethod
+    def _entry_matches(e, method, path, query, status, watch, header):
+        if method and e["method"] != method.upper():
+            return False
+        if path and not re.search(path, e["path"]):
+            return False
+        if query and not re.search(query, e["query_string"]):
+            return False
+        if status is not None and e["status"] != status:
+            return False
+        if watch is not None and e["watch"] != bool(watch):
+            return False
+        if header:
+            hname, hre = header
+            val = e["headers_lower"].get(hname.lower())
+            if val is None or not re.search(hre, val):
+                return False
+        return True
+
+    def requests(self, since=0, method=None, path=None, query=None, status=None, watch=None, header=None):
+        """Logged requests (dicts: seq, time, method, path, query_string, query, headers, status, watch,
+        resource), optionally filtered like wait_for_request."""
+        with self._lock:
+            return [self._public(e) for e in self._log[since:]
+                    if self._entry_matches(e, method, path, query, status, watch, header)]
+
+    @staticmethod
+    def _public(e):
+        d = dict(e)
+        d.pop("headers_lower", None)
+        return d
+
+    def wait_for_request(self, method=None, path=None, query=None, status=None, watch=None, header=None,
+                         since=0, timeout=5.0):
+        """Waits (bounded) for a logged request matching: method, path regex, raw-query regex, answered
+        status (None: any, even not yet answered), watch flag, header (name, value regex). Returns the entry;
+        raises TimeoutError listing the last requests."""
+        deadline = time.monotonic() + float(timeout)
+        with self._log_cond:
+            while True:
+                for e in self._log[since:]:
+                    if self._entry_matches(e, method, path, query, status, watch, header):
+                        return self._public(e)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    recent = ["%s %s?%s -> %s" % (e["method"], e["path"], e["query_string"], e["status"])
+                              for e in self._log[-10:]]
+                    raise TimeoutError("no request matching method=%s path=%s query=%s status=%s within %.1fs; "
+                                       "last requests: %s" % (method, path, query, status, timeout, recent))
+                self._log_cond.wait(min(left, 0.5))
+
+    def open_watches(self, resource=None):
+        """Open watch streams: a count for one resource, else a dict resource id -> count."""
+        with self.store.lock:
+            counts = collections.Counter(w.res.id for w in self.store.watchers)
+        if resource:
+            return counts.get(self.resource(resource).id, 0)
+        return dict(counts)
+
+    def watches_started(self, resource=None):
+        """How many watch streams have been started (200 sent), per resource or in all."""
+        with self._lock:
+            if resource:
+                return self._watch_started.get(self.resource(resource).id, 0)
+            return sum(self._watch_started.values())
+
+    def wait_for_watch(self, resource, timeout=5.0, min_open=1, started_after=None):
+        """Waits (bounded) until at least min_open watches on resource are open and, if started_after is
+        given, more than started_after watches on it have been started. Returns the open count."""
+        res = self.resource(resource)
+        deadline = time.monotonic() + float(timeout)
+        with self.store.changed:
+            while True:
+                n = sum(1 for w in self.store.watchers if w.res is res)
+                started = self._watch_started.get(res.id, 0)
+                if n >= min_open and (started_after is None or started > started_after):
+                    return n
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("watches on %s: %d open (wanted %d), %d started (wanted > %s) after %.1fs"
+                                       % (res.id, n, min_open, started, started_after, timeout))
+                self.store.changed.wait(min(left, 0.2))
+
+    def wait_for_watches_closed(self, resource=None, timeout=5.0):
+        res = self.resource(resource) if resource else None
+        deadline = time.monotonic() + float(timeout)
+        with self.store.changed:
+            while True:
+                n = sum(1 for w in self.store.watchers if res is None or w.res is res)
+                if n == 0:
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("%d watches still open after %.1fs" % (n, timeout))
+                self.store.changed.wait(min(left, 0.2))
+
+    # -- HTTP handling ---------------------------------------------------
+    def _read_body(self, h):
+        te = (h.headers.get("Transfer-Encoding") or "").lower()
+        if "chunked" in te:
+            parts = []
+            while True:
+                line = h.rfile.readline(65537)
+                size = int(line.split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while h.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                parts.append(h.rfile.read(size))
+                h.rfile.readline(65537)
+            return b"".join(parts)
+        n = int(h.headers.get("Content-Length") or 0)
+        return h.rfile.read(n) if n > 0 else b""
+
+    def _send(self, h, code, body, content_type="application/json", headers=None, entry=None):
+        if isinstance(body, (dict, list)):
+            body = dumps(body)
+        if entry is not None:
+            self._set_status(entry, code)
+        h.send_response(code)
+        h.send_header("Content-Type", content_type)
+        h.send_header("Content-Length", str(len(body)))
+        h.send_header("Cache-Control", "no-cache, private")
+        h.send_header("Audit-Id", str(uuid.uuid4()))
+        for k, v in (headers or {}).items():
+            h.send_header(k, str(v))
+        h.end_headers()
+        if h.command != "HEAD":
+            h.wfile.write(body)
+
+    def _send_error(self, h, err, entry):
+        self._send(h, err.code, err.status(), headers=err.headers, entry=entry)
+
+    def _set_status(self, entry, code):
+        with self._log_cond:
+            entry["status"] = code
+            self._log_cond.notify_all()
+
+    def _match_rules(self, table, method, path, raw_query, is_watch):
+        with self._lock:
+            for rule in table:
+                if rule.matches(method, path, raw_query, is_watch):
+                    if rule.count is not None:
+                        rule.count -= 1
+                        if rule.count <= 0:
+                            table.remove(rule)
+                    return rule
+        return None
+
+    def _token_ok(self, auth):
+        accepted = set(self._tokens)
+        if self.token_file:
+            try:
+                with open(self.token_file, "r", encoding="utf-8") as f:
+                    t = f.read().strip()
+                if t:
+                    accepted.add(t)
+            except OSError:
+                pass
+        if not accepted and not self.token_file:
+            return True
+        if not auth or not auth.startswith("Bearer "):
+            return False
+        return auth[len("Bearer "):].strip() in accepted
+
+    def _handle(self, h):
+        split = urllib.parse.urlsplit(h.path)
+        path, raw_query = split.path, split.query
+        try:
+            query = {k: v[-1] for k, v in urllib.parse.parse_qs(raw_query, keep_blank_values=True).items()}
+        except ValueError:
+            query = {}
+        is_watch = h.command == "GET" and _truthy(query.get("watch"))
+        headers = {k: v for k, v in h.headers.items()}
+        entry = {"seq": 0, "time": time.time(), "method": h.command, "path": path, "query_string": raw_query,
+                 "query": query, "headers": headers, "headers_lower": {k.lower(): v for k, v in headers.items()},
+                 "status": None, "watch": is_watch, "user_agent": h.headers.get("User-Agent"),
+                 "authorization": h.headers.get("Authorization")}
+        with self._log_cond:
+            entry["seq"] = len(self._log)
+            self._log.append(entry)
+            self._log_cond.notify_all()
+        try:
+            body = self._read_body(h)
+        except (ValueError, OSError):
+            h.close_connection = True
+            self._set_status(entry, 0)
+            return
+        delay = self._match_rules(self._delays, h.command, path, raw_query, is_watch)
+        if delay is not None and self._stopping.wait(delay.extra["seconds"]):
+            h.close_connection = True
+            return
+        fault = self._match_rules(self._faults, h.command, path, raw_query, is_watch)
+        if fault is not None:
+            st = fault.extra["status"]
+            if st == "close":
+                self._set_status(entry, 0)
+                h.close_connection = True
+                try:
+                    h.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                return
+            hdrs, details = {}, None
+            if fault.extra.get("retry_after") is not None:
+                hdrs["Retry-After"] = str(int(fault.extra["retry_after"]))
+                details = {"retryAfterSeconds": int(fault.extra["retry_after"])}
+            if st == 500:
+                details = dict(details or {}, causes=[{"message": "injected fault"}])
+            msg = fault.extra.get("message") or DEFAULT_MESSAGES.get(st, "injected fault")
+            return self._send_error(h, ApiError(st, msg, fault.extra.get("reason"), details, hdrs), entry)
+        try:
+            self._route(h, path, query, body, is_watch, entry)
+        except ApiError as e:
+            self._send_error(h, e, entry)
+
+    def _route(self, h, path, query, body, is_watch, entry):
+        public = path in ("/healthz", "/livez", "/readyz", "/version")
+        auth = h.headers.get("Authorization")
+        if (not public or auth) and not self._token_ok(auth):
+            raise ApiError(401, "Unauthorized", "Unauthorized")
+        accept = h.headers.get("Accept")
+        if accept and not any(t.strip().split(";")[0] in ("application/json", "*/*", "application/*", "")
+                              for t in accept.split(",")):
+            raise ApiError(406, "only the following media types are accepted: application/json", "NotAcceptable")
+        if path in ("/healthz", "/livez", "/readyz"):
+            return self._send(h, 200, b"ok", "text/plain; charset=utf-8", entry=entry)
+        if path == "/version":
+            return self._send(h, 200, {"major": "1", "minor": "30", "gitVersion": "v1.30.0-fake",
+                                       "gitCommit": "0" * 40, "gitTreeState": "clean",
+                                       "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.22.0",
+                                       "compiler": "gc", "platform": "linux/amd64"}, entry=entry)
+        disc = self._discovery(path)
+        if disc is not None:
+            if h.command != "GET":
+                raise ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
+            return self._send(h, 200, disc, entry=entry)
+        res, ns, name, sub, watch_path = self._parse_path(path)
+        if watch_path and h.command == "GET":
+            is_watch = True
+            entry["watch"] = True
+        if res is None:
+            raise ApiError(404, DEFAULT_MESSAGES[404], "NotFound", {"causes": [
+                {"reason": "UnexpectedServerResponse", "message": "404 page not found"}]})
+        if sub is not None and (sub != "status" or not res.has_status or name is None):
+            raise ApiError(404, DEFAULT_MESSAGES[404], "NotFound")
+        method = h.command
+        if name is None:
+            if method == "GET" and is_watch:
+                return self._serve_watch(h, res, ns, None, query, entry)
+            if method == "GET":
+                return self._send(h, 200, self._list(res, ns, query), entry=entry)
+            if method == "POST":
+                if res.namespaced and ns is None:
+                    raise ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
+                obj = self._json_body(h, body)
+                with self.store.lock:
+                    created = self._create(res, obj, ns, keep_status=not res.group)
+                return self._send(h, 201, created, entry=entry)
+            if method == "DELETE":
+                return self._send(h, 200, self._delete_collection(res, ns, query), entry=entry)
+            raise ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
+        if method == "GET" and is_watch:
+            return self._serve_watch(h, res, ns, name, query, entry)
+        if method == "GET":
+            with self.store.lock:
+                obj = self.store.current(res, Store.key(res, ns, name))
+            if obj is None:
+                raise not_found(res, name)
+            return self._send(h, 200, obj, entry=entry)
+        if method == "PUT":
+            obj = self._json_body(h, body)
+            with self.store.lock:
+                new = self._update(res, obj, ns, name, "status" if sub else "main", check_rv=True, name_from_url=name)
+            return self._send(h, 200, new, entry=entry)
+        if method == "PATCH":
+            ct = (h.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+            if ct not in ("application/merge-patch+json", "application/json-patch+json"):
+                raise ApiError(415, "the body of the request was in an unknown format - accepted media types "
+                               "include: application/json-patch+json, application/merge-patch+json",
+                               "UnsupportedMediaType")
+            try:
+                patch = json.loads(body.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError) as e:
+                raise bad_request("error decoding patch: %s" % e)
+            with self.store.lock:
+                new = self._patch(res, ns, name, ct, patch, sub == "status")
+            return self._send(h, 200, new, entry=entry)
+        if method == "DELETE":
+            if sub:
+                raise ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
+            opts = None
+            if body.strip():
+                try:
+                    opts = json.loads(body)
+                except ValueError as e:
+                    raise bad_request("error decoding DeleteOptions: %s" % e)
+            with self.store.lock:
+                out = self._delete(res, ns, name, opts)
+            return self._send(h, 200, out, entry=entry)
+        raise ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
+
+    @staticmethod
+    def _json_body(h, body):
+        ct = (h.headers.get("Content-Type") or "application/json").split(";")[0].strip().lower()
+        if ct not in ("application/json", ""):
+            raise ApiError(415, 'the body of the request was in an unknown format - accepted media types include: '
+                           'application/json', "UnsupportedMediaType")
+        try:
+            return json.loads(body.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise bad_request("the body of the request could not be decoded: %s" % e)
+
+    @staticmethod
+    def _parse_path(path):
+        """-> (resource, namespace, name, subresource, deprecated /watch/ path) or (None, ...)."""
+        parts = [urllib.parse.unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
+        for res in RESOURCES:
+            pre = res.prefix.strip("/").split("/")
+            if parts[:len(pre)] != pre:
+                continue
+            rest = parts[len(pre):]
+            watch_path = rest[:1] == ["watch"]
+            if watch_path:                     # deprecated /watch/ paths
+                rest = rest[1:]
+            ns = None
+            if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] == res.plural and res.namespaced:
+                ns, rest = rest[1], rest[2:]
+            if not rest or rest[0] != res.plural:
+                continue
+            name = rest[1] if len(rest) >= 2 else None
+            sub = rest[2] if len(rest) >= 3 else None
+            if len(rest) > 3:
+                continue
+            return res, ns, name, sub, watch_path
+        return None, None, None, None, False
+
+    @staticmethod
+    def _discovery(path):
+        p = path.rstrip("/")
+        if p == "/api":
+            return {"kind": "APIVersions", "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}
+        if p == "/apis":
+            groups = collections.OrderedDict()
+            for r in RESOURCES:
+                if r.group:
+                    groups.setdefault(r.group, set()).add(r.version)
+            return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+                {"name": g, "versions": [{"groupVersion": g + "/" + v, "version": v} for v in sorted(vs)],
+                 "preferredVersion": {"groupVersion": g + "/" + sorted(vs)[0], "version": sorted(vs)[0]}}
+                for g, vs in groups.items()]}
+        for r in RESOURCES:
+            if p == r.prefix:
+                out = []
+                for s in RESOURCES:
+                    if s.prefix == r.prefix:
+                        out.append({"name": s.plural, "singularName": s.kind.lower(), "namespaced": s.namespaced,
+                                    "kind": s.kind, "verbs": ["create", "delete", "deletecollection", "get", "list",
+                                                              "patch", "update", "watch"]})
+                        if s.has_status:
+                            out.append({"name": s.plural + "/status", "singularName": "", "namespaced": s.namespaced,
+                                        "kind": s.kind, "verbs": ["get", "patch", "update"]})
+                return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": r.api_version,
+                        "resources": out}
+            if r.group and p == "/apis/" + r.group:
+                return {"kind": "APIGroup", "apiVersion": "v1", "name": r.group,
+                        "versions": [{"groupVersion": r.api_version, "version": r.version}],
+                        "preferredVersion": {"groupVersion": r.api_version, "version": r.version}}
+        return None
+
+    # -- LIST --------------------------------------------------------------
+    @staticmethod
+    def _parse_rv(value):
+        if not re.fullmatch(r"[0-9]+", value or ""):
+            raise bad_request('invalid resourceVersion "%s"' % value)
+        return int(value)
+
+    def _wait_fresh(self, rv):
+        """Like the watch cache: wait (bounded) for a resourceVersion not yet reached, then 504."""
+        deadline = time.monotonic() + self.too_large_rv_wait
+        with self.store.changed:
+            while self.store.rv < rv:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ApiError(504, "Timeout: Too large resource version: %d, current: %d" % (rv, self.store.rv),
+                                   "Timeout", {"causes": [{"reason": "ResourceVersionTooLarge",
+                                                           "message": "Too large resource version"}],
+                                               "retryAfterSeconds": 1})
+                self.store.changed.wait(min(left, 0.2))
+
+    def _encode_continue(self, rv, start):
+        # Standard base64 with padding: the token contains '+' (from the "~~~" field at offset 6), so a
+        # client that does not URL-encode its query parameters sends a space and gets 400.
+        raw = '{"p":"~~~","v":"meta.k8s.io/v1","rv":%d,"start":%s}' % (rv, json.dumps(start))
+        return base64.b64encode(raw.encode()).decode()
+
+    @staticmethod
+    def _decode_continue(token):
+        try:
+            data = json.loads(base64.b64decode(token.encode(), validate=True))
+            rv, start = int(data["rv"]), data["start"]
+            if data.get("v") != "meta.k8s.io/v1" or not isinstance(start, str):
+                raise ValueError("unsupported version")
+            return rv, start
+        except (ValueError, KeyError, TypeError, binascii.Error) as e:
+            raise bad_request("continue key is not valid: %s" % e)
+
+    def _list(self, res, ns, query):
+        flt = Filter(res, ns, query.get("labelSelector"), query.get("fieldSelector"))
+        limit = query.get("limit")
+        if limit is not None and limit != "":
+            if not re.fullmatch(r"-?[0-9]+", limit):
+                raise bad_request('invalid limit "%s"' % limit)
+            limit = int(limit)
+            if limit <= 0:
+                limit = None
+        else:
+            limit = None
+        cont = query.get("continue") or None
+        rv_param = query.get("resourceVersion")
+        match = query.get("resourceVersionMatch") or None
+        if match is not None and match not in ("Exact", "NotOlderThan"):
+            raise bad_request('resourceVersionMatch: Unsupported value: "%s": supported values: "Exact", "NotOlderThan"'
+                              % match)
+        start_after = ""
+        if cont:
+            if rv_param not in (None, ""):
+                raise bad_request("specifying resource version is not allowed when using continue")
+            if match:
+                raise bad_request("resourceVersionMatch is forbidden when continue is provided")
+            snap, start_after = self._decode_continue(cont)
+            with self.store.lock:
+                if snap < self.store.compacted:
+                    meta = None
+                    msg = CONTINUE_EXPIRED_MESSAGE
+                    if self._continue_token_on_expiry:
+                        meta = {"continue": self._encode_continue(self.store.rv, start_after)}
+                        msg = CONTINUE_EXPIRED_MESSAGE_WITH_TOKEN
+                    raise expired(msg, meta)
+        elif rv_param in (None, ""):
+            if match:
+                raise bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided")
+            snap = None
+        else:
+            want = self._parse_rv(rv_param)
+            exact = match == "Exact" or (match is None and limit is not None and want != 0)
+            if match == "Exact" and want == 0:
+                raise bad_request('resourceVersionMatch "Exact" is forbidden for resourceVersion "0"')
+            if want > 0:
+                self._wait_fresh(want)
+            if exact:
+                with self.store.lock:
+                    if want < self.store.compacted:
+                        raise expired("The resourceVersion for the provided list is too old.")
+                snap = want
+            else:
+                snap = None
+        with self.store.lock:
+            if snap is None:
+                snap = self.store.rv
+            items = [(k, o) for k, o in self.store.state_at(res, snap) if k > start_after and flt.matches(o)]
+        meta = {"resourceVersion": str(snap)}
+        if limit is not None and len(items) > limit:
+            remaining = len(items) - limit
+            items = items[:limit]
+            meta["continue"] = self._encode_continue(snap, items[-1][0] + "\x00")
+            if not flt.has_selectors:
+                meta["remainingItemCount"] = remaining
+        out_items = []
+        for _, o in items:
+            if not self.items_type_meta:
+                o = {k: v for k, v in o.items() if k not in ("apiVersion", "kind")}
+            out_items.append(o)
+        return {"kind": res.kind + "List", "apiVersion": res.api_version, "metadata": meta, "items": out_items}
+
+    def _delete_collection(self, res, ns, query):
+        flt = Filter(res, ns, query.get("labelSelector"), query.get("fieldSelector"))
+        with self.store.lock:
+            deleted = []
+            for key, o in self.store.state_at(res, self.store.rv):
+                if flt.matches(o):
+                    deleted.append(self._delete(res, o["metadata"].get("namespace"), o["metadata"]["name"], None))
+            return {"kind": res.kind + "List", "apiVersion": res.api_version,
+                    "metadata": {"resourceVersion": str(self.store.rv)}, "items": deleted}
+
+    # -- WATCH -------------------------------------------------------------
+    def _bookmark_line(self, res, rv, initial_end=False):
+        md = {"resourceVersion": str(rv)}
+        if initial_end:
+            md["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return dumps({"type": "BOOKMARK", "object": {"kind": res.kind, "apiVersion": res.api_version,
+                                                     "metadata": md}}) + b"\n"
+
+    def _serve_watch(self, h, res, ns, name, query, entry):
+        flt = Filter(res, ns, query.get("labelSelector"), query.get("fieldSelector"), name)
+        allow_bm = _truthy(query.get("allowWatchBookmarks"))
+        t = query.get("timeoutSeconds")
+        if t not in (None, ""):
+            if not re.fullmatch(r"[0-9]+", t):
+                raise bad_request('invalid timeoutSeconds "%s"' % t)
+            timeout = float(t) if int(t) > 0 else self.default_watch_timeout
+        else:
+            timeout = self.default_watch_timeout
+        rv_param = query.get("resourceVersion") or ""
+        send_initial = query.get("sendInitialEvents")
+        match = query.get("resourceVersionMatch") or None
+        if send_initial is not None and send_initial != "":
+            send_initial = _truthy(send_initial)
+            if match != "NotOlderThan":
+                raise bad_request('resourceVersionMatch: Forbidden: sendInitialEvents requires setting '
+                                  'resourceVersionMatch to NotOlderThan')
+        else:
+            send_initial = None
+            if match:
+                raise bad_request("resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")
+        want = self._parse_rv(rv_param) if rv_param not in ("",) else None
+        if want:
+            self._wait_fresh(want)
+        w = Watcher(self, res, flt, allow_bm, timeout, h.client_address)
+        with self.store.lock:
+            if send_initial is True or (send_initial is None and (want is None or want == 0)):
+                for _, o in self.store.state_at(res, self.store.rv):
+                    if flt.matches(o):
+                        w.queue.append(dumps({"type": "ADDED", "object": o}) + b"\n")
+                if send_initial and allow_bm:
+                    w.queue.append(self._bookmark_line(res, self.store.rv, True))
+            elif send_initial is False and want in (None, 0):
+                pass
+            else:
+                if want < self.store.compacted:
+                    err = make_status(410, "too old resource version: %d (%d)" % (want, self.store.compacted), "Expired")
+                    if self._watch_expired_mode == "http":
+                        raise ApiError(410, err["message"], "Expired")
+                    w = None
+                else:
+                    i = bisect.bisect_right(self.store.event_rvs, want)
+                    for ev in self.store.events[i:]:
+                        if ev.res is res:
+                            w.offer(ev)
+            if w is not None:
+                self.store.watchers.add(w)
+                fut = self._drop_future
+                if fut is not None and (fut["res"] is None or fut["res"] is res):
+                    if fut["after"] <= 0:
+                        w.drop_now = True
+                    else:
+                        w.drop_after = fut["after"]
+                    w.drop_mid_event, w.drop_rst = fut["mid"], fut["rst"]
+                self.store.changed.notify_all()
+        self._set_status(entry, 200)
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Transfer-Encoding", "chunked")
+        h.send_header("Cache-Control", "no-cache, private")
+        h.end_headers()
+        with self._lock:
+            self._watch_started[res.id] += 1
+        if w is None:
+            self._write_chunk(h, dumps({"type": "ERROR", "object": err}) + b"\n")
+            h.wfile.write(b"0\r\n\r\n")
+            return
+        try:
+            self._watch_loop(h, w)
+        except _Abort:
+            self._abort(h, w)
+        except (OSError, ssl.SSLError):
+            h.close_connection = True
+        finally:
+            with self.store.lock:
+                self.store.watchers.discard(w)
+                self.store.changed.notify_all()
+
+    def _abort(self, h, w):
+        h.close_connection = True
+        sock = h.connection
+        try:
+            if w.drop_rst:   # linger 0: the close that follows resets the connection
+                raw = socket.socket(fileno=os.dup(sock.fileno()))
+                raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                raw.close()
+            else:
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    @staticmethod
+    def _write_chunk(h, data):
+        if data:
+            h.wfile.write(b"%x\r\n" % len(data) + data + b"\r\n")
+
+    def _write_lines(self, h, lines):
+        if not lines:
+            return
+        with self._lock:
+            mode, max_chunk, rng = self._chunking["mode"], self._chunking["max_chunk"], self._chunking["rng"]
+            if mode == "random":
+                data = b"".join(lines)
+                sizes = []
+                i = 0
+                while i < len(data):
+                    r = rng.random()
+                    n = rng.randint(1, 8) if r < 0.4 else (rng.randint(1, 300) if r < 0.8 else rng.randint(1, max_chunk))
+                    sizes.append(n)
+                    i += n
+        if mode == "event":
+            for line in lines:
+                self._write_chunk(h, line)
+        elif mode == "coalesce":
+            self._write_chunk(h, b"".join(lines))
+        elif mode == "byte":
+            data = b"".join(lines)
+            h.wfile.write(b"".join(b"1\r\n" + data[i:i + 1] + b"\r\n" for i in range(len(data))))
+        else:
+            i = 0
+            for n in sizes:
+                self._write_chunk(h, data[i:i + n])
+                i += n
+
+    def _watch_loop(self, h, w):
+        deadline = w.started + w.timeout
+        interval = self.bookmark_interval
+        next_bm = time.monotonic() + interval if (w.allow_bookmarks and interval) else None
+        while True:
+            final = False
+            with w.cond:
+                while True:
+                    now = time.monotonic()
+                    if w.queue or w.drop_now or self._stopping.is_set():
+                        break
+                    if now >= deadline or (next_bm is not None and now >= next_bm):
+                        break
+                    wake = deadline if next_bm is None else min(deadline, next_bm)
+                    w.cond.wait(max(0.0, wake - now))
+                if w.drop_now or self._stopping.is_set():
+                    raise _Abort()
+            now = time.monotonic()
+            bookmark = None
+            if now >= deadline:
+                final = True
+            if now >= deadline or (next_bm is not None and now >= next_bm):
+                if w.allow_bookmarks:
+                    with self.store.lock:        # every event up to store.rv is already queued
+                        with w.cond:
+                            lines = list(w.queue)
+                            w.queue.clear()
+                        bookmark = self._bookmark_line(w.res, self.store.rv)
+                else:
+                    with w.cond:
+                        lines = list(w.queue)
+                        w.queue.clear()
+                if next_bm is not None:
+                    interval = self.bookmark_interval
+                    next_bm = (now + interval) if interval else None
+            else:
+                with w.cond:
+                    lines = list(w.queue)
+                    w.queue.clear()
+                if self._chunking["mode"] == "coalesce" and lines:
+                    self._stopping.wait(self._chunking["coalesce_window"])
+                    with w.cond:
+                        lines.extend(w.queue)
+                        w.queue.clear()
+            # drops after K data events
+            drop_at = None
+            with w.cond:
+                if w.drop_after is not None:
+                    data_idx = 0
+                    for i, line in enumerate(lines):
+                        if not line.startswith(b'{"type":"BOOKMARK"'):
+                            if data_idx >= w.drop_after:
+                                drop_at = i
+                                break
+                            data_idx += 1
+                    if drop_at is None:
+                        w.drop_after -= data_idx
+                        if w.drop_after <= 0 and not w.drop_mid_event:
+                            drop_at = len(lines)
+            if drop_at is not None:
+                self._write_lines(h, lines[:drop_at])
+                if w.drop_mid_event and drop_at < len(lines):
+                    half = lines[drop_at][:max(1, len(lines[drop_at]) // 2)]
+                    self._write_chunk(h, half)
+                raise _Abort()
+            if bookmark is not None:
+                lines.append(bookmark)
+            self._write_lines(h, lines)
+            w.events_sent += len(lines)
+            if final:
+                h.wfile.write(b"0\r\n\r\n")
+                return
+
+
+# ---------------------------------------------------------------------------
+# Command line.
+
+def _write_file_atomic(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="A test Kubernetes API server (HTTPS)")
+    ap.add_argument("--tls-cert", required=True)
+    ap.add_argument("--tls-key", required=True)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--port-file")
+    ap.add_argument("--token-file")
+    ap.add_argument("--control-port", type=int)
+    ap.add_argument("--control-port-file")
+    ap.add_argument("--bookmark-interval", type=float, default=1.0)
+    ap.add_argument("--watch-timeout", type=float, default=1800.0,
+                    help="server-side watch timeout when the client gives no timeoutSeconds")
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args(argv)
+    if args.control_port_file and args.control_port is None:
+        args.control_port = 0
+    srv = FakeApiServer(args.tls_cert, args.tls_key, token_file=args.token_file, host=args.host, port=args.port,
+                        control_port=args.control_port, bookmark_interval=args.bookmark_interval,
+                        default_watch_timeout=args.watch_timeout, verbose=args.verbose)
+    srv.start()
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    if args.port_file:
+        _write_file_atomic(args.port_file, "%d\n" % srv.port)
+    if args.control_port_file:
+        _write_file_atomic(args.control_port_file, "%d\n" % srv.control_port)
+    print("fake-apiserver listening url=%s control=%s" % (srv.url, srv.control_url or "-"), flush=True)
+    while not done.wait(0.5):
+        pass
+    srv.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
