@@ -153,11 +153,15 @@ std::variant<std::unique_ptr<tls::ReloadingTlsContext>, int> serving_tls(const S
   return std::move(*loaded);
 }
 
-// What a mode tells serve_webhook() beyond the admission context: its name
-// (the `mode` label and log field) and how many Components it knows.
+// What a mode gives serve_webhook() beyond the admission context: its name
+// (the `mode` label and log field), how many Components it knows, and
+// optionally its own readiness (cluster mode: caches synced) and metrics
+// (cluster mode: caches, sandbox facts).
 struct ModeFacts {
   std::string_view mode;
   std::function<std::size_t()> component_count;
+  std::function<bool()> ready;                                // empty: ready once serving
+  std::function<void(prometheus::TextWriter&)> extra_metrics;  // empty: none
 };
 
 admission::WebhookRequest to_webhook(server::Request&& r) {
@@ -184,6 +188,14 @@ std::string endpoint_text(const boost::asio::ip::tcp::endpoint& e) {
 // handlers call the Webhook).
 int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& context, const ModeFacts& facts,
                   Clock::time_point started) {
+  // Signals are taken by this thread only: block them before any thread
+  // starts (the certificate watcher included); a signal during start-up waits.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
   auto webhook_counters = std::make_shared<server::TransportCounters>();
   auto probe_counters = std::make_shared<server::TransportCounters>();
   auto tls_or_exit = serving_tls(o);
@@ -193,7 +205,9 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
   std::atomic<bool> ready{false};
 
   admission::WebhookOptions options;
-  options.ready = [&ready] { return ready.load(std::memory_order_acquire); };
+  options.ready = [&ready, &facts] {
+    return ready.load(std::memory_order_acquire) && (!facts.ready || facts.ready());
+  };
   options.extra_metrics = [&](prometheus::TextWriter& out) {
     using prometheus::Type;
     server::write_transport_metrics(
@@ -217,6 +231,7 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
                static_cast<double>(std::chrono::duration_cast<std::chrono::seconds>(
                                        tls_context->not_after().time_since_epoch())
                                        .count()));
+    if (facts.extra_metrics) facts.extra_metrics(out);
   };
   admission::Webhook webhook(context, std::move(options));
 
@@ -247,13 +262,6 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
     config::log_error("cannot listen", {{"address", o.metrics_listen_text}, {"error", probe_endpoint.error()}});
     return kExitFailure;
   }
-
-  // Signals are taken by this thread only: block them before threads start.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   https.start(o.threads);
   probes.start(1);
@@ -296,7 +304,8 @@ int serve_local(const ServeOptions& o, Clock::time_point started) {
   }
   const admission::FixedSandbox sandbox = fixed_sandbox(o.gate);
   const admission::AdmissionContext context{settings, *catalog, sandbox};
-  return serve_webhook(o, context, ModeFacts{"local", [&catalog] { return catalog->size(); }}, started);
+  return serve_webhook(o, context, ModeFacts{"local", [&catalog] { return catalog->size(); }, {}, {}},
+                       started);
 }
 
 }  // namespace
