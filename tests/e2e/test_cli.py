@@ -407,5 +407,72 @@ class Certs(unittest.TestCase):
                 self.assertEqual(proc.returncode, EXIT_BAD_INPUT, proc.stderr)
 
 
+class Help(unittest.TestCase):
+    """Every command's --help is generated from its flag declarations (CLI11): exit 0, every flag."""
+
+    @classmethod
+    def setUpClass(cls):
+        h.require_binary()
+
+    FLAGS = {
+        "evaluate": ["--component", "--pod", "--output", "--sandbox", "--runtime-class", "--namespace"],
+        "serve": ["--local", "--components", "--sandbox", "--runtime-class", "--namespace", "--listen",
+                  "--metrics-listen", "--tls-cert", "--tls-key", "--ca-out", "--service-name", "--threads"],
+        "certs": ["--out-dir", "--service-name", "--namespace", "--dns", "--ip", "--days"],
+    }
+
+    def test_every_command_help_lists_its_flags_and_exits_0(self):
+        for command, flags in self.FLAGS.items():
+            with self.subTest(command=command):
+                proc = h.run_binary([command, "--help"])
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                out = proc.stdout.decode()
+                for flag in flags:
+                    self.assertIn(flag, out)
+
+    def test_top_level_usage_version_and_unknown_command(self):
+        self.assertEqual(h.run_binary(["help"]).returncode, 0)
+        proc = h.run_binary(["version"])
+        self.assertEqual(proc.returncode, 0)
+        self.assertTrue(proc.stdout.decode().startswith("isolation-gate "))
+        proc = h.run_binary([])
+        self.assertEqual(proc.returncode, EXIT_BAD_INPUT)
+        self.assertIn("evaluate", proc.stderr.decode())
+        proc = h.run_binary(["bogus"])
+        self.assertEqual(proc.returncode, EXIT_BAD_INPUT)
+        self.assertIn("bogus", proc.stderr.decode())
+
+    def test_bad_flags_exit_2_with_one_line_naming_the_flag(self):
+        for args, flag in ((["serve", "--local", "--components", h.EXAMPLE_COMPONENTS, "--sandbox", "1"], "--sandbox"),
+                           (["serve", "--local", "--components", h.EXAMPLE_COMPONENTS, "--listen", "nope"], "--listen"),
+                           (["serve", "--local", "--components", h.EXAMPLE_COMPONENTS, "--threads", "x"], "--threads"),
+                           (["serve", "--local", "--tls-key", "/x", "--components", h.EXAMPLE_COMPONENTS], "--tls-cert"),
+                           (["serve", "--local"], "--components"),
+                           (["certs", "--days", "0", "--out-dir", "/nonexistent"], "--days"),
+                           (["evaluate", "--pod", POD["docs-indexer-pod"]], "--component")):
+            with self.subTest(args=args):
+                proc = h.run_binary(args, timeout=30)
+                self.assertEqual(proc.returncode, EXIT_BAD_INPUT, proc.stderr)
+                err = proc.stderr.decode().strip()
+                self.assertEqual(len(err.splitlines()), 1, err)
+                self.assertIn(flag, err)
+
+
+class TransportMetrics(h.ServerTestCase):
+    """Both listeners' transport counters are exported, each series labelled with its listener."""
+
+    def test_transport_counters_of_both_listeners(self):
+        self.server.review("/validate/pods", h.pod_review(h.make_pod()))
+        text = self.server.metrics()
+        for name in ("isolation_gate_connections_accepted_total", "isolation_gate_connections_active",
+                     "isolation_gate_http_requests_total", "isolation_gate_http_handler_exceptions_total",
+                     "isolation_gate_http_received_bytes_total", "isolation_gate_http_sent_bytes_total"):
+            for listener in ("webhook", "probes"):
+                self.assertIn('%s{listener="%s"} ' % (name, listener), text)
+            self.assertEqual(text.count("# TYPE %s " % name), 1, name)
+        self.assertIn('isolation_gate_http_responses_total{listener="webhook",code="2xx"} ', text)
+        self.assertGreaterEqual(self.server.metric_values("isolation_gate_http_requests_total"), 2)
+
+
 if __name__ == "__main__":
     unittest.main()
