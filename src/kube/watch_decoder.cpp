@@ -1,0 +1,107 @@
+#include "kube/watch_decoder.h"
+
+#include <cstring>
+
+#include "base/json_depth.h"
+#include "base/quote.h"
+
+namespace ig::kube {
+
+std::optional<WatchEvent::Type> parse_watch_event_type(std::string_view type) noexcept {
+  using T = WatchEvent::Type;
+  if (type == "ADDED") return T::Added;
+  if (type == "MODIFIED") return T::Modified;
+  if (type == "DELETED") return T::Deleted;
+  if (type == "BOOKMARK") return T::Bookmark;
+  if (type == "ERROR") return T::Error;
+  return std::nullopt;
+}
+
+std::string_view to_string(WatchEvent::Type type) noexcept {
+  switch (type) {
+    case WatchEvent::Type::Added: return "ADDED";
+    case WatchEvent::Type::Modified: return "MODIFIED";
+    case WatchEvent::Type::Deleted: return "DELETED";
+    case WatchEvent::Type::Bookmark: return "BOOKMARK";
+    case WatchEvent::Type::Error: return "ERROR";
+  }
+  return "UNKNOWN";
+}
+
+void WatchDecoder::feed(std::string_view bytes) {
+  if (error_ || bytes.empty()) return;
+  // Drop what was consumed once it is most of the buffer (amortised linear).
+  if (start_ > 0 && start_ >= buffer_.size() / 2) {
+    buffer_.erase(0, start_);
+    start_ = 0;
+  }
+  buffer_.append(bytes);
+}
+
+bool WatchDecoder::has_partial_event() const noexcept {
+  for (std::size_t i = start_; i < buffer_.size(); ++i) {
+    const char c = buffer_[i];
+    if (c != ' ' && c != '\t' && c != '\r' && c != '\n') return true;
+  }
+  return false;
+}
+
+Result<std::optional<WatchEvent>> WatchDecoder::next() {
+  while (!error_) {
+    const std::size_t from = start_ + scanned_;
+    const void* nl = from < buffer_.size()
+                         ? std::memchr(buffer_.data() + from, '\n', buffer_.size() - from)
+                         : nullptr;
+    if (nl == nullptr) {
+      scanned_ = buffer_.size() - start_;
+      if (scanned_ > limits_.max_line_bytes) {
+        error_ = "watch event " + std::to_string(events_ + 1) + " is longer than " +
+                 std::to_string(limits_.max_line_bytes) + " bytes";
+        break;
+      }
+      return std::optional<WatchEvent>();
+    }
+    const std::size_t end = static_cast<std::size_t>(static_cast<const char*>(nl) - buffer_.data());
+    std::string_view line(buffer_.data() + start_, end - start_);
+    start_ = end + 1;
+    scanned_ = 0;
+    if (line.size() > limits_.max_line_bytes) {
+      error_ = "watch event " + std::to_string(events_ + 1) + " is longer than " +
+               std::to_string(limits_.max_line_bytes) + " bytes";
+      break;
+    }
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    auto event = decode_line(line);
+    if (!event) {
+      error_ = event.error();
+      break;
+    }
+    ++events_;
+    return event;
+  }
+  return fail(*error_);
+}
+
+Result<std::optional<WatchEvent>> WatchDecoder::decode_line(std::string_view line) {
+  const std::string where = "watch event " + std::to_string(events_ + 1);
+  if (json_nesting_depth(line, limits_.max_depth) > limits_.max_depth)
+    return fail(where + " nests deeper than " + std::to_string(limits_.max_depth) + " levels");
+  nlohmann::json doc = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return fail(where + " is not JSON");
+  if (!doc.is_object()) return fail(where + " is not a JSON object");
+  const auto type = doc.find("type");
+  if (type == doc.end() || !type->is_string()) return fail(where + " has no string field type");
+  const auto parsed = parse_watch_event_type(type->get_ref<const std::string&>());
+  if (!parsed)
+    return fail(where + " has an unknown type " + quote(type->get_ref<const std::string&>()));
+  const auto object = doc.find("object");
+  if (object == doc.end() || !object->is_object())
+    return fail(where + " (" + std::string(to_string(*parsed)) + ") has no object");
+  WatchEvent event;
+  event.type = *parsed;
+  event.object = std::move(*object);
+  return std::optional<WatchEvent>(std::move(event));
+}
+
+}  // namespace ig::kube

@@ -1,0 +1,122 @@
+// The client-side token bucket (kube/rate_limiter.h) on a fake clock: no test
+// sleeps; the fake's sleep_until() moves its time.
+#include "kube/rate_limiter.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace ig::kube {
+namespace {
+
+using namespace std::chrono_literals;
+
+class FakeClock final : public RateClock {
+ public:
+  time_point now() override {
+    std::lock_guard lock(mu_);
+    return now_;
+  }
+  void sleep_until(time_point t) override {
+    std::lock_guard lock(mu_);
+    sleeps_.push_back(t - now_);
+    if (t > now_) now_ = t;
+  }
+  void advance(std::chrono::nanoseconds d) {
+    std::lock_guard lock(mu_);
+    now_ += d;
+  }
+  std::vector<std::chrono::nanoseconds> sleeps() {
+    std::lock_guard lock(mu_);
+    return sleeps_;
+  }
+
+ private:
+  std::mutex mu_;
+  time_point now_{std::chrono::hours(1000)};
+  std::vector<std::chrono::nanoseconds> sleeps_;
+};
+
+TEST(KubeRateLimiter, DefaultsAreClientGos) {
+  RateLimiter limiter;
+  EXPECT_EQ(limiter.qps(), 5.0);
+  EXPECT_EQ(limiter.burst(), 10);
+}
+
+TEST(KubeRateLimiter, BurstIsFreeThenQpsPaces) {
+  auto clock = std::make_shared<FakeClock>();
+  RateLimiter limiter(5, 10, clock);
+  const auto far = clock->now() + 1h;
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(limiter.acquire(far));
+  EXPECT_TRUE(clock->sleeps().empty());
+  // The 11th waits one token's time: 200 ms at 5 QPS; then 200 ms each.
+  ASSERT_TRUE(limiter.acquire(far));
+  ASSERT_TRUE(limiter.acquire(far));
+  const auto sleeps = clock->sleeps();
+  ASSERT_EQ(sleeps.size(), 2u);
+  EXPECT_NEAR(std::chrono::duration<double>(sleeps[0]).count(), 0.2, 1e-6);
+  EXPECT_NEAR(std::chrono::duration<double>(sleeps[1]).count(), 0.2, 1e-6);
+}
+
+TEST(KubeRateLimiter, RefillsUpToBurstOnly) {
+  auto clock = std::make_shared<FakeClock>();
+  RateLimiter limiter(5, 3, clock);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(limiter.try_acquire());
+  EXPECT_FALSE(limiter.try_acquire());
+  clock->advance(200ms);
+  EXPECT_TRUE(limiter.try_acquire());
+  EXPECT_FALSE(limiter.try_acquire());
+  clock->advance(1h);  // a long idle time refills to the burst, not beyond
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(limiter.try_acquire());
+  EXPECT_FALSE(limiter.try_acquire());
+}
+
+TEST(KubeRateLimiter, NeverWaitsPastTheDeadline) {
+  auto clock = std::make_shared<FakeClock>();
+  RateLimiter limiter(1, 1, clock);
+  ASSERT_TRUE(limiter.acquire(clock->now()));
+  // The next token is 1 s away; a 500 ms deadline fails at once, takes nothing.
+  auto r = limiter.acquire(clock->now() + 500ms);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("client rate limit (1 QPS, burst 1)"), std::string::npos) << r.error();
+  EXPECT_NE(r.error().find("1000 ms"), std::string::npos) << r.error();
+  EXPECT_TRUE(clock->sleeps().empty());
+  // A refused call reserved nothing: after 1 s a token is there without waiting.
+  clock->advance(1s);
+  EXPECT_TRUE(limiter.try_acquire());
+}
+
+TEST(KubeRateLimiter, ReservationsQueueInOrder) {
+  auto clock = std::make_shared<FakeClock>();
+  RateLimiter limiter(10, 1, clock);
+  ASSERT_TRUE(limiter.try_acquire());
+  // Three callers in a row reserve 100, 200, 300 ms from "now" (the fake
+  // clock moves to each slot as it sleeps, so the waits are 100 ms apart).
+  const auto start = clock->now();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(limiter.acquire(start + 1h));
+  EXPECT_NEAR(std::chrono::duration<double>(clock->now() - start).count(), 0.3, 1e-6);
+}
+
+TEST(KubeRateLimiter, ZeroQpsIsUnlimitedAndBurstAtLeastOne) {
+  auto clock = std::make_shared<FakeClock>();
+  RateLimiter unlimited(0, 0, clock);
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(unlimited.acquire(clock->now()));
+  EXPECT_TRUE(clock->sleeps().empty());
+  RateLimiter one(5, 0, clock);
+  EXPECT_EQ(one.burst(), 1);
+  EXPECT_TRUE(one.try_acquire());
+  EXPECT_FALSE(one.try_acquire());
+}
+
+TEST(KubeRateLimiter, RealClockShortWaitIsBounded) {
+  // The steady clock: a 1000 QPS limiter with burst 1 waits ~1 ms; the call
+  // must return (bounded by its deadline), whatever the machine's load.
+  RateLimiter limiter(1000, 1);
+  ASSERT_TRUE(limiter.acquire(std::chrono::steady_clock::now() + 5s));
+  EXPECT_TRUE(limiter.acquire(std::chrono::steady_clock::now() + 5s));
+}
+
+}  // namespace
+}  // namespace ig::kube
