@@ -1003,6 +1003,11 @@ class FakeApiServer:
                               % (md["name"], name_from_url))
         if name_from_url is not None:
             md["name"] = name_from_url
+        if res.kind == "Secret" and isinstance(obj.get("stringData"), dict):   # write-only, merged into data
+            data = obj.setdefault("data", {}) or {}
+            for k, v in obj.pop("stringData").items():
+                data[k] = base64.b64encode(str(v).encode()).decode()
+            obj["data"] = data
         return obj
 
     def _create(self, res, obj, ns, keep_status):
@@ -1577,24 +1582,25 @@ class FakeApiServer:
     def _parse_path(path):
         """-> (resource, namespace, name, subresource, deprecated /watch/ path) or (None, ...)."""
         parts = [urllib.parse.unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
-        for res in RESOURCES:
-            pre = res.prefix.strip("/").split("/")
-            if parts[:len(pre)] != pre:
-                continue
-            rest = parts[len(pre):]
-            watch_path = rest[:1] == ["watch"]
-            if watch_path:                     # deprecated /watch/ paths
-                rest = rest[1:]
-            ns = None
-            if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] == res.plural and res.namespaced:
-                ns, rest = rest[1], rest[2:]
-            if not rest or rest[0] != res.plural:
-                continue
-            name = rest[1] if len(rest) >= 2 else None
-            sub = rest[2] if len(rest) >= 3 else None
-            if len(rest) > 3:
-                continue
-            return res, ns, name, sub, watch_path
+        for namespaced_form in (True, False):    # /api/v1/namespaces/NS/events before /api/v1/namespaces/NAME
+            for res in RESOURCES:
+                pre = res.prefix.strip("/").split("/")
+                if parts[:len(pre)] != pre:
+                    continue
+                rest = parts[len(pre):]
+                watch_path = rest[:1] == ["watch"]
+                if watch_path:                     # deprecated /watch/ paths
+                    rest = rest[1:]
+                ns = None
+                if namespaced_form:
+                    if not (res.namespaced and len(rest) >= 3 and rest[0] == "namespaces" and rest[2] == res.plural):
+                        continue
+                    ns, rest = rest[1], rest[2:]
+                if not rest or rest[0] != res.plural or len(rest) > 3:
+                    continue
+                name = rest[1] if len(rest) >= 2 else None
+                sub = rest[2] if len(rest) >= 3 else None
+                return res, ns, name, sub, watch_path
         return None, None, None, None, False
 
     @staticmethod

@@ -1,0 +1,830 @@
+"""Self-tests of the test API server (fake_apiserver.py).
+
+The client side is python3-kubernetes (an independent implementation: its
+ApiClient, CustomObjectsApi and kubernetes.watch.Watch) where it applies, and a
+raw TLS socket reading the chunked watch stream where chunk boundaries, dropped
+connections and HTTP statuses matter. Every wait is bounded.
+
+Run: /usr/bin/python3 -m unittest discover -s tests/apiserver -p 'test_*.py'
+"""
+
+import base64
+import http.client
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.parse
+import urllib.request
+
+import kubernetes
+from kubernetes import client as kclient
+from kubernetes.client.rest import ApiException
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import fake_apiserver  # noqa: E402
+from fake_apiserver import FakeApiServer  # noqa: E402
+
+GROUP, VERSION, PLURAL = "gibson.zeroroot.ai", "v1alpha1", "components"
+CERT_DIR = None
+
+
+def setUpModule():
+    global CERT_DIR
+    CERT_DIR = tempfile.mkdtemp(prefix="fake-apiserver-certs-")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-keyout", os.path.join(CERT_DIR, "tls.key"), "-out", os.path.join(CERT_DIR, "tls.crt"),
+         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+
+
+def tearDownModule():
+    shutil.rmtree(CERT_DIR, ignore_errors=True)
+
+
+def cert():
+    return os.path.join(CERT_DIR, "tls.crt")
+
+
+def key():
+    return os.path.join(CERT_DIR, "tls.key")
+
+
+def wait_until(pred, timeout=5.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
+        time.sleep(0.02)
+
+
+class RawWatch:
+    """A watch read over a raw TLS socket, keeping the HTTP chunks as sent."""
+
+    def __init__(self, server, path, token, stop_after_events=None, timeout=15.0):
+        self.server, self.path, self.token = server, path, token
+        self.stop_after_events = stop_after_events
+        self.timeout = timeout
+        self.status = None
+        self.headers = {}
+        self.body = b""
+        self.chunks = []
+        self.terminated = False      # the terminating 0-length chunk was read
+        self.eof = False             # the connection ended without it
+        self.error = None
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def join(self, timeout=15.0):
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise AssertionError("raw watch did not end within %.1fs" % timeout)
+        return self
+
+    def run(self):
+        return self.start().join(self.timeout + 5)
+
+    def data(self):
+        with self._lock:
+            return b"".join(self.chunks)
+
+    def events(self):
+        lines = self.data().split(b"\n")
+        return [json.loads(line) for line in lines[:-1] if line.strip()]
+
+    def tail(self):
+        return self.data().split(b"\n")[-1]
+
+    def wait_events(self, n, timeout=5.0):
+        return wait_until(lambda: len(self.events()) >= n or not self._thread.is_alive(), timeout,
+                          "%d watch events" % n) and self.events()
+
+    def _run(self):
+        try:
+            ctx = ssl.create_default_context(cafile=cert())
+            raw = socket.create_connection(("127.0.0.1", self.server.port), timeout=self.timeout)
+            sock = ctx.wrap_socket(raw, server_hostname="localhost")
+            self.sock = sock
+            req = "GET %s HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n" % self.path
+            if self.token:
+                req += "Authorization: Bearer %s\r\n" % self.token
+            sock.sendall((req + "\r\n").encode())
+            f = self.f = sock.makefile("rb")
+            status_line = f.readline()
+            self.status = int(status_line.split()[1])
+            while True:
+                line = f.readline()
+                if line in (b"\r\n", b"\n", b""):
+                    break
+                k, v = line.decode().split(":", 1)
+                self.headers[k.strip().lower()] = v.strip()
+            if "chunked" not in self.headers.get("transfer-encoding", ""):
+                self.body = f.read(int(self.headers.get("content-length", "0")))
+                return
+            while True:
+                line = f.readline()
+                if not line:
+                    self.eof = True
+                    return
+                size = int(line.strip(), 16)
+                if size == 0:
+                    f.readline()
+                    self.terminated = True
+                    return
+                data = f.read(size)
+                if len(data) < size:
+                    with self._lock:
+                        self.chunks.append(data)
+                    self.eof = True
+                    return
+                crlf = f.read(2)
+                with self._lock:
+                    self.chunks.append(data)
+                if crlf != b"\r\n":
+                    self.eof = True
+                    return
+                if self.stop_after_events is not None and len(self.events()) >= self.stop_after_events:
+                    sock.close()
+                    return
+        except (OSError, ssl.SSLError, ValueError) as e:
+            self.error = e
+            self.eof = True
+        finally:
+            for s in (getattr(self, "f", None), getattr(self, "sock", None)):
+                if s is not None:
+                    try:
+                        s.close()
+                    except OSError:
+                        pass
+
+
+class Base(unittest.TestCase):
+    server_kwargs = {}
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="fake-apiserver-test-")
+        self.token = "token-one"
+        self.token_file = os.path.join(self.tmp, "token")
+        with open(self.token_file, "w") as f:
+            f.write(self.token + "\n")
+        kw = dict(bookmark_interval=0.3, too_large_rv_wait=0.3)
+        kw.update(self.server_kwargs)
+        self.server = FakeApiServer(cert(), key(), token_file=self.token_file, **kw).start()
+        self.api = self.api_client(self.token)
+        self.core = kclient.CoreV1Api(self.api)
+        self.custom = kclient.CustomObjectsApi(self.api)
+
+    def tearDown(self):
+        self.server.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def api_client(self, token):
+        cfg = kclient.Configuration()
+        cfg.host = self.server.url
+        cfg.ssl_ca_cert = cert()
+        cfg.verify_ssl = True
+        cfg.api_key = {"authorization": token}
+        cfg.api_key_prefix = {"authorization": "Bearer"}
+        api = kclient.ApiClient(cfg)
+        self.addCleanup(api.close)
+        self.addCleanup(api.rest_client.pool_manager.clear)   # close its keep-alive sockets
+        return api
+
+    def raw(self, method, path, body=None, content_type="application/json", token=None, headers=None):
+        """-> (status, headers dict lower-cased, parsed body or raw bytes)."""
+        ctx = ssl.create_default_context(cafile=cert())
+        conn = http.client.HTTPSConnection("localhost", self.server.port, context=ctx, timeout=15)
+        try:
+            hdrs = {"Authorization": "Bearer " + (token or self.token)}
+            if body is not None:
+                hdrs["Content-Type"] = content_type
+                if not isinstance(body, bytes):
+                    body = json.dumps(body).encode()
+            hdrs.update(headers or {})
+            conn.request(method, path, body=body, headers=hdrs)
+            r = conn.getresponse()
+            data = r.read()
+            try:
+                data = json.loads(data)
+            except ValueError:
+                pass
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, data
+        finally:
+            conn.close()
+
+    def assertStatus(self, body, code, reason):
+        self.assertIsInstance(body, dict, body)
+        self.assertEqual(body.get("kind"), "Status", body)
+        self.assertEqual(body.get("apiVersion"), "v1", body)
+        self.assertEqual(body.get("status"), "Failure", body)
+        self.assertEqual(body.get("code"), code, body)
+        self.assertEqual(body.get("reason"), reason, body)
+        self.assertTrue(body.get("message"), body)
+
+    def exc_status(self, exc):
+        return json.loads(exc.body)
+
+    def component(self, name, ns="default", trust="trusted", **extra):
+        obj = {"apiVersion": GROUP + "/" + VERSION, "kind": "Component",
+               "metadata": {"name": name, "namespace": ns},
+               "spec": {"policy": {"content_trust": trust}}}
+        obj.update(extra)
+        return obj
+
+    def node(self, name, ready=True, labels=None):
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels or {}},
+                "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+class TestObjects(Base):
+    def test_create_get_delete_and_error_status_bodies(self):
+        created = self.core.create_node(self.node("n1"))
+        md = created.metadata
+        self.assertTrue(md.uid)
+        self.assertIsNotNone(md.creation_timestamp)
+        self.assertEqual(md.generation, 1)
+        self.assertEqual(md.resource_version, self.server.resource_version())
+        self.assertEqual(created.status.conditions[0].type, "Ready")   # core Node: status kept on create
+        with self.assertRaises(ApiException) as cm:
+            self.core.create_node(self.node("n1"))
+        self.assertEqual(cm.exception.status, 409)
+        self.assertStatus(self.exc_status(cm.exception), 409, "AlreadyExists")
+        with self.assertRaises(ApiException) as cm:
+            self.core.read_node("missing")
+        self.assertStatus(self.exc_status(cm.exception), 404, "NotFound")
+        self.assertEqual(self.exc_status(cm.exception)["details"]["name"], "missing")
+        self.core.delete_node("n1")
+        self.assertIsNone(self.server.get("nodes", "n1"))
+        # every resource of the table has a working path
+        for res in fake_apiserver.RESOURCES:
+            base = res.prefix + ("/namespaces/ns1/" if res.namespaced else "/") + res.plural
+            st, _, body = self.raw("POST", base, {"metadata": {"name": "x"}})
+            self.assertEqual(st, 201, (base, body))
+            self.assertEqual(body["kind"], res.kind)
+            st, _, body = self.raw("GET", base + "/x")
+            self.assertEqual((st, body["metadata"]["name"]), (200, "x"), base)
+            st, _, body = self.raw("GET", base)
+            self.assertEqual(body["kind"], res.kind + "List")
+        st, _, body = self.raw("GET", "/apis/gibson.zeroroot.ai/v1alpha1/components")
+        self.assertEqual([i["metadata"]["namespace"] for i in body["items"]], ["ns1"])
+        st, _, body = self.raw("GET", "/api/v1/nothings")
+        self.assertStatus(body, 404, "NotFound")
+        st, _, body = self.raw("PUT", "/api/v1/nodes", {"metadata": {"name": "x"}})
+        self.assertStatus(body, 405, "MethodNotAllowed")
+        st, _, body = self.raw("POST", "/api/v1/nodes", b"{not json")
+        self.assertStatus(body, 400, "BadRequest")
+        st, _, body = self.raw("POST", "/api/v1/nodes", {"metadata": {"name": "Bad_Name"}})
+        self.assertStatus(body, 422, "Invalid")
+        st, _, body = self.raw("POST", "/api/v1/namespaces/ns1/secrets",
+                               {"metadata": {"name": "s"}, "stringData": {"k": "v"}})
+        self.assertEqual((st, body["data"], "stringData" in body), (201, {"k": "dg=="}, False))
+        st, _, body = self.raw("GET", "/version")
+        self.assertEqual((st, body["major"]), (200, "1"))
+        st, _, body = self.raw("GET", "/healthz")
+        self.assertEqual((st, body), (200, b"ok"))
+
+    def test_stale_update_is_409_conflict(self):
+        self.core.create_node(self.node("n1"))
+        first = self.core.read_node("n1")
+        first.metadata.labels = {"a": "1"}
+        updated = self.core.replace_node("n1", first)
+        self.assertNotEqual(updated.metadata.resource_version, first.metadata.resource_version)
+        first.metadata.labels = {"a": "2"}       # still carries the old resourceVersion
+        with self.assertRaises(ApiException) as cm:
+            self.core.replace_node("n1", first)
+        self.assertStatus(self.exc_status(cm.exception), 409, "Conflict")
+        self.assertEqual(self.core.read_node("n1").metadata.labels, {"a": "1"})
+        # updating a missing object is 404, not a create
+        with self.assertRaises(ApiException) as cm:
+            self.core.replace_node("n2", self.node("n2"))
+        self.assertEqual(cm.exception.status, 404)
+
+    def test_merge_patch_json_patch_and_generation(self):
+        self.custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, self.component("c1"))
+        got = self.custom.patch_namespaced_custom_object(
+            GROUP, VERSION, "default", PLURAL, "c1",
+            {"metadata": {"labels": {"team": "a"}}, "spec": {"policy": {"content_trust": "untrusted"}, "x": None}})
+        self.assertEqual(got["spec"]["policy"]["content_trust"], "untrusted")
+        self.assertEqual(got["metadata"]["labels"], {"team": "a"})
+        self.assertEqual(got["metadata"]["generation"], 2)
+        got = self.custom.patch_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "c1",
+                                                         {"metadata": {"labels": {"team": None, "b": "c"}}})
+        self.assertEqual(got["metadata"]["labels"], {"b": "c"})
+        self.assertEqual(got["metadata"]["generation"], 2)        # metadata only: no bump
+        path = "/apis/%s/%s/namespaces/default/%s/c1" % (GROUP, VERSION, PLURAL)
+        ops = [
+            {"op": "test", "path": "/spec/policy/content_trust", "value": "untrusted"},
+            {"op": "add", "path": "/spec/list", "value": [1, 3]},
+            {"op": "add", "path": "/spec/list/1", "value": 2},
+            {"op": "add", "path": "/spec/list/-", "value": 4},
+            {"op": "replace", "path": "/spec/policy/content_trust", "value": "trusted"},
+            {"op": "copy", "from": "/spec/list", "path": "/spec/copied"},
+            {"op": "move", "from": "/spec/copied", "path": "/spec/moved"},
+            {"op": "remove", "path": "/spec/list/0"},
+            {"op": "add", "path": "/metadata/annotations", "value": {"a~b/c": "1"}},
+            {"op": "test", "path": "/metadata/annotations/a~0b~1c", "value": "1"},
+        ]
+        st, _, body = self.raw("PATCH", path, ops, "application/json-patch+json")
+        self.assertEqual(st, 200, body)
+        self.assertEqual(body["spec"], {"policy": {"content_trust": "trusted"}, "list": [2, 3, 4], "moved": [1, 2, 3, 4]})
+        self.assertEqual(body["metadata"]["generation"], 3)
+        before = self.server.resource_version()
+        st, _, body = self.raw("PATCH", path, [{"op": "test", "path": "/spec/list/0", "value": 99}],
+                               "application/json-patch+json")
+        self.assertStatus(body, 422, "Invalid")
+        st, _, body = self.raw("PATCH", path, [{"op": "remove", "path": "/spec/nope"}], "application/json-patch+json")
+        self.assertStatus(body, 422, "Invalid")
+        self.assertEqual(self.server.resource_version(), before)     # failed patches change nothing
+        st, _, body = self.raw("PATCH", path, {"spec": {}}, "application/strategic-merge-patch+json")
+        self.assertStatus(body, 415, "UnsupportedMediaType")
+        # the python client sends a dict patch for a Node as a strategic merge patch: refused
+        self.core.create_node(self.node("n1"))
+        with self.assertRaises(ApiException) as cm:
+            self.core.patch_node("n1", {"spec": {"unschedulable": True}})
+        self.assertEqual(cm.exception.status, 415)
+        # a resourceVersion in a merge patch is a precondition
+        st, _, body = self.raw("PATCH", path, {"metadata": {"resourceVersion": "1"}, "spec": {"z": 1}},
+                               "application/merge-patch+json")
+        self.assertStatus(body, 409, "Conflict")
+
+    def test_status_subresource_touches_only_status(self):
+        self.custom.create_namespaced_custom_object(
+            GROUP, VERSION, "default", PLURAL, self.component("c1", status={"phase": "ignored-on-create"}))
+        obj = self.custom.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "c1")
+        self.assertNotIn("status", obj)                       # CRD: create ignores .status
+        got = self.custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, "default", PLURAL, "c1",
+            {"status": {"phase": "Ready"}, "spec": {"policy": {"content_trust": "untrusted"}},
+             "metadata": {"labels": {"x": "y"}}})
+        self.assertEqual(got["status"], {"phase": "Ready"})
+        self.assertEqual(got["spec"]["policy"]["content_trust"], "trusted")
+        self.assertNotIn("labels", got["metadata"])
+        self.assertEqual(got["metadata"]["generation"], 1)
+        self.assertNotEqual(got["metadata"]["resourceVersion"], obj["metadata"]["resourceVersion"])
+        # PUT on /status with a changed spec: spec ignored
+        got["spec"] = {"policy": {"content_trust": "untrusted"}}
+        got["status"] = {"phase": "Degraded"}
+        got = self.custom.replace_namespaced_custom_object_status(GROUP, VERSION, "default", PLURAL, "c1", got)
+        self.assertEqual((got["status"]["phase"], got["spec"]["policy"]["content_trust"]), ("Degraded", "trusted"))
+        self.assertEqual(got["metadata"]["generation"], 1)
+        # main resource: .status changes ignored, spec change bumps generation
+        got["status"] = {"phase": "Hacked"}
+        got["spec"] = {"policy": {"content_trust": "untrusted"}}
+        got = self.custom.replace_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "c1", got)
+        self.assertEqual(got["status"]["phase"], "Degraded")
+        self.assertEqual(got["metadata"]["generation"], 2)
+        # nodes have a status subresource too
+        self.core.create_node(self.node("n1"))
+        st, _, body = self.raw("PATCH", "/api/v1/nodes/n1", {"status": {"conditions": []}}, "application/merge-patch+json")
+        self.assertEqual(body["status"]["conditions"][0]["type"], "Ready")
+        st, _, body = self.raw("PATCH", "/api/v1/nodes/n1/status", {"status": {"conditions": []}},
+                               "application/merge-patch+json")
+        self.assertEqual(body["status"]["conditions"], [])
+        st, _, body = self.raw("GET", "/apis/node.k8s.io/v1/runtimeclasses/x/status")
+        self.assertStatus(body, 404, "NotFound")
+
+    def test_finalizers_delay_deletion(self):
+        self.server.create("components", self.component("c1", metadata={"name": "c1", "namespace": "default",
+                                                                         "finalizers": ["f/x"]}))
+        out = self.custom.delete_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "c1")
+        self.assertTrue(out["metadata"]["deletionTimestamp"])
+        self.assertIsNotNone(self.server.get("components", "c1", "default"))
+        self.server.patch("components", "c1", {"metadata": {"finalizers": None}}, namespace="default")
+        self.assertIsNone(self.server.get("components", "c1", "default"))
+
+    def test_selectors(self):
+        for i, zone in enumerate(["a", "b", "a"]):
+            self.server.create("nodes", self.node("n%d" % i, labels={"zone": zone, "idx": str(i)}))
+        names = lambda lst: [n.metadata.name for n in lst.items]  # noqa: E731
+        self.assertEqual(names(self.core.list_node(label_selector="zone=a")), ["n0", "n2"])
+        self.assertEqual(names(self.core.list_node(label_selector="zone!=a")), ["n1"])
+        self.assertEqual(names(self.core.list_node(label_selector="zone in (a,b),idx notin (0)")), ["n1", "n2"])
+        self.assertEqual(names(self.core.list_node(label_selector="!nope,zone")), ["n0", "n1", "n2"])
+        self.assertEqual(names(self.core.list_node(field_selector="metadata.name=n1")), ["n1"])
+        with self.assertRaises(ApiException) as cm:
+            self.core.list_node(field_selector="spec.bogus=1")
+        self.assertEqual(cm.exception.status, 400)
+        # a watch with a label selector sees objects move into and out of it
+        rv = self.server.resource_version()
+        self.server.patch("nodes", "n1", {"metadata": {"labels": {"zone": "a"}}})
+        self.server.patch("nodes", "n0", {"metadata": {"labels": {"zone": "b"}}})
+        w = RawWatch(self.server, "/api/v1/nodes?watch=1&labelSelector=zone%%3Da&resourceVersion=%s&timeoutSeconds=1"
+                     % rv, self.token).run()
+        self.assertEqual([(e["type"], e["object"]["metadata"]["name"]) for e in w.events()],
+                         [("ADDED", "n1"), ("DELETED", "n0")])
+
+
+class TestList(Base):
+    def test_pagination_is_a_consistent_snapshot_across_writes(self):
+        for i in range(7):
+            self.server.create("nodes", self.node("n%d" % i))
+        page = self.core.list_node(limit=3)
+        snap_rv = page.metadata.resource_version
+        self.assertEqual([n.metadata.name for n in page.items], ["n0", "n1", "n2"])
+        self.assertEqual(page.metadata.remaining_item_count, 4)
+        self.assertTrue(page.metadata._continue)
+        seen = [n.metadata.name for n in page.items]
+        # writes between pages: a create, a delete, a modification after the cursor
+        self.server.create("nodes", self.node("n35"))
+        self.server.delete("nodes", "n4")
+        self.server.patch("nodes", "n5", {"metadata": {"labels": {"changed": "yes"}}})
+        while page.metadata._continue:
+            page = self.core.list_node(limit=3, _continue=page.metadata._continue)
+            self.assertEqual(page.metadata.resource_version, snap_rv)
+            seen += [n.metadata.name for n in page.items]
+            for n in page.items:
+                self.assertNotIn("changed", n.metadata.labels or {})
+                self.assertLessEqual(int(n.metadata.resource_version), int(snap_rv))
+        self.assertEqual(seen, ["n%d" % i for i in range(7)])
+        fresh = self.core.list_node()
+        self.assertEqual([n.metadata.name for n in fresh.items], ["n0", "n1", "n2", "n3", "n35", "n5", "n6"])
+        self.assertEqual(fresh.metadata.resource_version, self.server.resource_version())
+        self.assertIsNone(fresh.metadata._continue)
+
+    def test_continue_expires_after_compaction_with_410(self):
+        for i in range(4):
+            self.server.create("nodes", self.node("n%d" % i))
+        page = self.core.list_node(limit=2)
+        token = page.metadata._continue
+        self.server.create("nodes", self.node("n9"))
+        self.server.compact()
+        with self.assertRaises(ApiException) as cm:
+            self.core.list_node(limit=2, _continue=token)
+        st = self.exc_status(cm.exception)
+        self.assertStatus(st, 410, "Expired")
+        self.assertEqual(st["message"], fake_apiserver.CONTINUE_EXPIRED_MESSAGE)
+        # the newer form carries an inconsistent continue token
+        self.server.set_continue_expired_token(True)
+        st, _, body = self.raw("GET", "/api/v1/nodes?limit=2&continue=" + urllib.parse.quote(token, safe=""))
+        self.assertStatus(body, 410, "Expired")
+        rest = self.core.list_node(limit=10, _continue=body["metadata"]["continue"])
+        self.assertEqual([n.metadata.name for n in rest.items], ["n2", "n3", "n9"])
+        # continue tokens are opaque and need URL encoding: a raw '+' arrives as a space -> 400
+        self.assertIn("+", token)
+        st, _, body = self.raw("GET", "/api/v1/nodes?limit=2&continue=" + token)
+        self.assertStatus(body, 400, "BadRequest")
+        st, _, body = self.raw("GET", "/api/v1/nodes?limit=2&resourceVersion=5&continue="
+                               + urllib.parse.quote(token, safe=""))
+        self.assertStatus(body, 400, "BadRequest")
+
+    def test_resource_version_semantics(self):
+        self.server.create("nodes", self.node("n0"))
+        old = self.server.resource_version()
+        self.server.create("nodes", self.node("n1"))
+        # resourceVersion=N, no limit: not older than N -> the most recent
+        lst = self.core.list_node(resource_version=old)
+        self.assertEqual(len(lst.items), 2)
+        # resourceVersionMatch=Exact (or the legacy limit+N): exactly N
+        lst = self.core.list_node(resource_version=old, resource_version_match="Exact")
+        self.assertEqual([n.metadata.name for n in lst.items], ["n0"])
+        self.assertEqual(lst.metadata.resource_version, old)
+        lst = self.core.list_node(resource_version=old, limit=10)
+        self.assertEqual([n.metadata.name for n in lst.items], ["n0"])
+        lst = self.core.list_node(resource_version="0")
+        self.assertEqual(len(lst.items), 2)
+        self.server.compact()
+        with self.assertRaises(ApiException) as cm:
+            self.core.list_node(resource_version=old, resource_version_match="Exact")
+        self.assertStatus(self.exc_status(cm.exception), 410, "Expired")
+        # a resourceVersion the server has not reached: waits (bounded), then 504
+        future = str(int(self.server.resource_version()) + 100)
+        with self.assertRaises(ApiException) as cm:
+            self.core.list_node(resource_version=future)
+        self.assertStatus(self.exc_status(cm.exception), 504, "Timeout")
+        with self.assertRaises(ApiException) as cm:
+            self.core.list_node(resource_version_match="Exact")
+        self.assertEqual(cm.exception.status, 400)
+        # resourceVersions strictly increase across every resource
+        a = self.server.create("components", self.component("c1"))["metadata"]["resourceVersion"]
+        b = self.server.create("leases", {"metadata": {"name": "l", "namespace": "x"}})["metadata"]["resourceVersion"]
+        self.assertLess(int(a), int(b))
+
+    def test_one_mebibyte_object_in_list_and_watch(self):
+        big = "x" * (1024 * 1024)
+        rv = self.server.resource_version()
+        self.server.set_watch_chunking("random", seed=7)
+        self.custom.create_namespaced_custom_object(
+            GROUP, VERSION, "ns1", PLURAL, self.component("big", ns="ns1", spec={"blob": big}))
+        lst = self.custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)
+        self.assertEqual(len(lst["items"][0]["spec"]["blob"]), len(big))
+        w = kubernetes.watch.Watch()
+        events = []
+        for ev in w.stream(self.custom.list_namespaced_custom_object, GROUP, VERSION, "ns1", PLURAL,
+                           resource_version=rv, timeout_seconds=5):
+            events.append(ev)
+            w.stop()
+        self.assertEqual(events[0]["type"], "ADDED")
+        self.assertEqual(events[0]["object"]["spec"]["blob"], big)
+
+
+class TestWatch(Base):
+    def test_replay_from_resource_version(self):
+        self.server.create("nodes", self.node("before"))
+        rv = self.server.resource_version()
+        self.core.create_node(self.node("n1"))
+        n = self.core.read_node("n1")
+        n.metadata.labels = {"x": "1"}
+        self.core.replace_node("n1", n)
+        self.core.delete_node("n1")
+        w = kubernetes.watch.Watch()
+        got = []
+        for ev in w.stream(self.core.list_node, resource_version=rv, timeout_seconds=5):
+            got.append((ev["type"], ev["object"].metadata.name, int(ev["object"].metadata.resource_version)))
+            if len(got) == 3:
+                w.stop()
+        self.assertEqual([g[:2] for g in got], [("ADDED", "n1"), ("MODIFIED", "n1"), ("DELETED", "n1")])
+        self.assertEqual(sorted(g[2] for g in got), [g[2] for g in got])
+        self.assertGreater(got[0][2], int(rv))
+        self.assertEqual(str(got[2][2]), self.server.resource_version())   # DELETED carries the deletion RV
+
+    def test_no_resource_version_starts_with_current_state_then_changes(self):
+        self.server.create("nodes", self.node("a"))
+        self.server.create("nodes", self.node("b"))
+        w = RawWatch(self.server, "/api/v1/nodes?watch=true&timeoutSeconds=3", self.token).start()
+        self.server.wait_for_watch("nodes")
+        self.server.create("nodes", self.node("c"))
+        events = w.wait_events(3)
+        self.assertEqual([(e["type"], e["object"]["metadata"]["name"]) for e in events[:3]],
+                         [("ADDED", "a"), ("ADDED", "b"), ("ADDED", "c")])
+        self.assertEqual(events[0]["object"]["kind"], "Node")
+        w.join()
+        self.assertTrue(w.terminated)
+        self.assertEqual(w.headers.get("transfer-encoding"), "chunked")
+        # the watch on one object (its name in the path, or a field selector)
+        w = RawWatch(self.server, "/api/v1/watch/nodes/b?timeoutSeconds=1", self.token).run()
+        self.assertEqual([e["object"]["metadata"]["name"] for e in w.events()], ["b"])
+
+    def test_bookmarks_periodic_and_final(self):
+        self.server.create("nodes", self.node("a"))
+        rv = self.server.resource_version()
+        w = RawWatch(self.server, "/api/v1/nodes?watch=1&allowWatchBookmarks=true&timeoutSeconds=2&resourceVersion="
+                     + rv, self.token).start()
+        self.server.wait_for_watch("nodes")
+        self.server.create("components", self.component("c1"))     # another resource moves the global RV
+        w.join()
+        self.assertTrue(w.terminated, "the stream ends cleanly at timeoutSeconds")
+        events = w.events()
+        bms = [e for e in events if e["type"] == "BOOKMARK"]
+        self.assertGreaterEqual(len(bms), 3, events)
+        self.assertEqual(events[-1]["type"], "BOOKMARK")
+        self.assertEqual(events[-1]["object"], {"kind": "Node", "apiVersion": "v1",
+                                                "metadata": {"resourceVersion": self.server.resource_version()}})
+        self.assertNotIn("BOOKMARK", [e["type"] for e in RawWatch(
+            self.server, "/api/v1/nodes?watch=1&timeoutSeconds=1&resourceVersion=" + rv, self.token).run().events()])
+        # python-kubernetes passes BOOKMARKs through
+        w2 = kubernetes.watch.Watch()
+        types = [ev["type"] for ev in w2.stream(self.core.list_node, resource_version=rv, timeout_seconds=1,
+                                                allow_watch_bookmarks=True)]
+        self.assertIn("BOOKMARK", types)
+        # sendInitialEvents: state, then a bookmark marking its end
+        w = RawWatch(self.server, "/api/v1/nodes?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+                     "&allowWatchBookmarks=true&timeoutSeconds=1", self.token).run()
+        ev = w.events()
+        self.assertEqual(ev[0]["type"], "ADDED")
+        self.assertEqual(ev[1]["object"]["metadata"]["annotations"], {"k8s.io/initial-events-end": "true"})
+
+    def test_410_after_compaction_as_error_event_and_as_http(self):
+        rv = self.server.resource_version()
+        self.server.create("nodes", self.node("a"))
+        self.server.compact()
+        w = RawWatch(self.server, "/api/v1/nodes?watch=1&resourceVersion=" + rv, self.token).run()
+        self.assertEqual(w.status, 200)
+        self.assertTrue(w.terminated)
+        (ev,) = w.events()
+        self.assertEqual(ev["type"], "ERROR")
+        self.assertStatus(ev["object"], 410, "Expired")
+        self.assertIn("too old resource version", ev["object"]["message"])
+        w = kubernetes.watch.Watch()
+        with self.assertRaises(ApiException) as cm:
+            for _ in w.stream(self.core.list_node, resource_version=rv, timeout_seconds=2):
+                pass
+        self.assertEqual(cm.exception.status, 410)
+        # watching from the compacted revision itself is fine
+        w = RawWatch(self.server, "/api/v1/nodes?watch=1&timeoutSeconds=1&resourceVersion="
+                     + self.server.compacted_resource_version(), self.token).run()
+        self.assertEqual(w.events(), [])
+        self.server.set_watch_expired_mode("http")
+        w = RawWatch(self.server, "/api/v1/nodes?watch=1&resourceVersion=" + rv, self.token).run()
+        self.assertEqual(w.status, 410)
+        self.assertStatus(json.loads(w.body), 410, "Expired")
+
+    def _events_after(self, rv, n, path="/api/v1/nodes"):
+        w = RawWatch(self.server, path + "?watch=1&timeoutSeconds=2&resourceVersion=" + rv, self.token).run()
+        self.assertTrue(w.terminated)
+        self.assertEqual(w.tail(), b"")
+        ev = w.events()
+        self.assertEqual(len(ev), n)
+        return w
+
+    def test_split_events(self):
+        rv = self.server.resource_version()
+        for i in range(6):
+            self.server.create("nodes", self.node("n%d" % i, labels={"unicode": "z"}))
+        self.server.patch("nodes", "n0", {"metadata": {"annotations": {"text": "h\u00e9llo \u2603 \U0001F600"}}})
+        self.server.set_watch_chunking("byte")
+        w = self._events_after(rv, 7)
+        self.assertTrue(all(len(c) == 1 for c in w.chunks))
+        self.assertEqual(w.events()[6]["object"]["metadata"]["annotations"]["text"], "h\u00e9llo \u2603 \U0001F600")
+        self.server.set_watch_chunking("random", seed=3, max_chunk=50)
+        w = self._events_after(rv, 7)
+        self.assertTrue(any(not c.endswith(b"\n") for c in w.chunks), "boundaries fall mid-JSON")
+        self.assertTrue(any(c.count(b"\n") >= 1 and not c.endswith(b"\n") for c in w.chunks) or
+                        any(c.count(b"\n") >= 2 for c in w.chunks), "a chunk spans events")
+        self.server.set_watch_chunking("coalesce")
+        w = self._events_after(rv, 7)
+        self.assertTrue(any(c.count(b"\n") >= 2 for c in w.chunks), "several events in one chunk")
+        # the independent client decodes a randomly split stream
+        self.server.set_watch_chunking("random", seed=11, max_chunk=20)
+        kw = kubernetes.watch.Watch()
+        names = [e["object"].metadata.name for e in kw.stream(self.core.list_node, resource_version=rv,
+                                                             timeout_seconds=1)]
+        self.assertEqual(names, ["n0", "n1", "n2", "n3", "n4", "n5", "n0"])
+
+    def test_dropped_connections(self):
+        w = RawWatch(self.server, "/api/v1/nodes?watch=1&resourceVersion=" + self.server.resource_version(),
+                     self.token).start()
+        self.assertEqual(self.server.wait_for_watch("nodes"), 1)
+        self.assertEqual(self.server.open_watches("nodes"), 1)
+        started = self.server.watches_started("nodes")
+        self.server.create("nodes", self.node("a"))
+        w.wait_events(1)
+        self.assertEqual(self.server.drop_watches("nodes"), 1)
+        w.join()
+        self.assertTrue(w.eof)
+        self.assertFalse(w.terminated)
+        self.server.wait_for_watches_closed("nodes")
+        # after K events, cutting the next event in half
+        rv = self.server.resource_version()
+        for i in range(4):
+            self.server.create("nodes", self.node("b%d" % i))
+        self.server.drop_watches(after_events=2, mid_event=True, future=True)
+        w = RawWatch(self.server, "/api/v1/nodes?watch=1&resourceVersion=" + rv, self.token).run()
+        self.assertTrue(w.eof and not w.terminated)
+        self.assertEqual([e["object"]["metadata"]["name"] for e in w.events()], ["b0", "b1"])
+        self.assertTrue(w.tail().startswith(b'{"type":"ADDED"'))
+        self.assertGreater(self.server.watches_started("nodes"), started)
+        self.server.wait_for_watch("nodes", min_open=0, started_after=started)
+        self.server.clear_watch_drops()
+        # python-kubernetes sees the broken stream as an error
+        self.server.drop_watches(after_events=1, future=True, rst=True)
+        kw = kubernetes.watch.Watch()
+        with self.assertRaises(Exception):
+            for _ in kw.stream(self.core.list_node, resource_version=rv, timeout_seconds=5):
+                pass
+
+
+class TestFaultsAndAuth(Base):
+    def test_token_rotation_gives_old_token_401(self):
+        self.assertEqual(self.core.list_node().items, [])
+        with open(self.token_file, "w") as f:
+            f.write("token-two\n")
+        with self.assertRaises(ApiException) as cm:
+            self.core.list_node()
+        self.assertStatus(self.exc_status(cm.exception), 401, "Unauthorized")
+        self.assertEqual(kclient.CoreV1Api(self.api_client("token-two")).list_node().items, [])
+        st, _, body = self.raw("GET", "/api/v1/nodes", token="nope")
+        self.assertStatus(body, 401, "Unauthorized")
+        self.server.set_tokens(["extra"])
+        self.assertEqual(self.raw("GET", "/api/v1/nodes", token="extra")[0], 200)
+        conn = http.client.HTTPSConnection("localhost", self.server.port,
+                                           context=ssl.create_default_context(cafile=cert()), timeout=5)
+        conn.request("GET", "/api/v1/nodes")
+        r = conn.getresponse()
+        self.assertEqual(r.status, 401)
+        r.read()
+        conn.request("GET", "/healthz")                 # same keep-alive connection, no token needed
+        r = conn.getresponse()
+        self.assertEqual((r.status, r.read()), (200, b"ok"))
+        conn.close()
+        e = self.server.wait_for_request(path="^/api/v1/nodes$", header=("Authorization", "Bearer token-two"))
+        self.assertEqual(e["status"], 200)
+        self.assertIn("OpenAPI-Generator", e["user_agent"])
+
+    def test_429_with_retry_after_and_other_faults(self):
+        self.server.inject_fault(429, method="GET", path="^/api/v1/nodes$", retry_after=3)
+        st, hdrs, body = self.raw("GET", "/api/v1/nodes")
+        self.assertEqual(st, 429)
+        self.assertEqual(hdrs["retry-after"], "3")
+        self.assertStatus(body, 429, "TooManyRequests")
+        self.assertEqual(body["details"]["retryAfterSeconds"], 3)
+        self.assertEqual(self.raw("GET", "/api/v1/nodes")[0], 200)           # count=1: used up
+        for code, reason in [(401, "Unauthorized"), (403, "Forbidden"), (404, "NotFound"),
+                             (500, "InternalError"), (503, "ServiceUnavailable")]:
+            self.server.inject_fault(code, path="/runtimeclasses", count=2)
+            for _ in range(2):
+                st, _, body = self.raw("GET", "/apis/node.k8s.io/v1/runtimeclasses")
+                self.assertStatus(body, code, reason)
+            self.assertEqual(self.raw("GET", "/apis/node.k8s.io/v1/runtimeclasses")[0], 200)
+        # watch-only fault; list unaffected
+        self.server.inject_fault(500, path="/nodes", watch=True, count=None)
+        self.assertEqual(self.raw("GET", "/api/v1/nodes")[0], 200)
+        w = RawWatch(self.server, "/api/v1/nodes?watch=1", self.token).run()
+        self.assertEqual(w.status, 500)
+        self.server.clear_faults()
+        # closing without an answer
+        self.server.inject_fault("close", path="/nodes")
+        with self.assertRaises((http.client.RemoteDisconnected, ConnectionError, ssl.SSLError)):
+            self.raw("GET", "/api/v1/nodes")
+        self.assertEqual(self.raw("GET", "/api/v1/nodes")[0], 200)
+
+    def test_delays_and_request_log(self):
+        mark = self.server.request_mark()
+        self.server.add_delay(0.4, path="/leases", count=1)
+        t0 = time.monotonic()
+        self.assertEqual(self.raw("GET", "/apis/coordination.k8s.io/v1/namespaces/x/leases",
+                                  headers={"User-Agent": "isolation-gate/test"})[0], 200)
+        self.assertGreaterEqual(time.monotonic() - t0, 0.4)
+        e = self.server.wait_for_request(method="GET", path="/leases", since=mark, timeout=2)
+        self.assertEqual((e["status"], e["user_agent"]), (200, "isolation-gate/test"))
+        with self.assertRaises(TimeoutError):
+            self.server.wait_for_request(path="/never", timeout=0.2)
+        self.assertEqual(len(self.server.requests(since=mark, path="/leases")), 1)
+
+    def test_go_away_and_come_back_on_the_same_port(self):
+        port = self.server.port
+        w = RawWatch(self.server, "/api/v1/nodes?watch=1", self.token).start()
+        self.server.wait_for_watch("nodes")
+        self.server.go_away()
+        w.join()
+        self.assertFalse(w.terminated)
+        with self.assertRaises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        self.server.create("nodes", self.node("while-away"))
+        self.server.come_back()
+        self.assertEqual(self.server.port, port)
+        self.assertEqual([n.metadata.name for n in self.core.list_node().items], ["while-away"])
+
+
+class TestControlAndCommandLine(unittest.TestCase):
+    def test_command_line_and_control_api(self):
+        tmp = tempfile.mkdtemp(prefix="fake-apiserver-cli-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        token_file = os.path.join(tmp, "token")
+        with open(token_file, "w") as f:
+            f.write("cli-token")
+        port_file, control_file = os.path.join(tmp, "port"), os.path.join(tmp, "control")
+        proc = subprocess.Popen([sys.executable, os.path.join(HERE, "fake_apiserver.py"), "--tls-cert", cert(),
+                                 "--tls-key", key(), "--port", "0", "--port-file", port_file, "--token-file",
+                                 token_file, "--control-port", "0", "--control-port-file", control_file],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            wait_until(lambda: os.path.exists(port_file) and os.path.exists(control_file), 10, "port files")
+            with open(port_file) as f1, open(control_file) as f2:
+                port, cport = int(f1.read()), int(f2.read())
+
+            def control(method, **kw):
+                req = urllib.request.Request("http://127.0.0.1:%d/%s" % (cport, method),
+                                             data=json.dumps(kw).encode(), method="POST")
+                with urllib.request.urlopen(req, timeout=10) as r:
+                    return json.loads(r.read())["result"]
+
+            created = control("create", resource="runtimeclasses",
+                              obj={"metadata": {"name": "kata-fc", "labels": {"setec.zeroroot.ai/runtime": "x"}},
+                                   "handler": "kata-fc"})
+            self.assertEqual(created["kind"], "RuntimeClass")
+            ctx = ssl.create_default_context(cafile=cert())
+            conn = http.client.HTTPSConnection("localhost", port, context=ctx, timeout=10)
+            conn.request("GET", "/apis/node.k8s.io/v1/runtimeclasses/kata-fc",
+                         headers={"Authorization": "Bearer cli-token"})
+            r = conn.getresponse()
+            self.assertEqual((r.status, json.loads(r.read())["handler"]), (200, "kata-fc"))
+            conn.close()
+            self.assertEqual(control("wait_for_request", path="/runtimeclasses/kata-fc", timeout=5)["status"], 200)
+            self.assertEqual(control("inject_fault", status=503, path="/runtimeclasses"), 1)
+            with self.assertRaises(urllib.error.HTTPError) as cm:
+                control("wait_for_request", path="/never", timeout=0.1)
+            self.assertEqual(cm.exception.code, 408)
+            with self.assertRaises(urllib.error.HTTPError) as cm:
+                control("no_such_method")
+            self.assertEqual(cm.exception.code, 404)
+            self.assertEqual(control("resource_version"), created["metadata"]["resourceVersion"])
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+            proc.stdout.close()
+            proc.stderr.close()
+        self.assertEqual(proc.returncode, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
