@@ -482,7 +482,8 @@ class Watcher:
 
 
 class Store:
-    def __init__(self, initial_rv=1):
+    def __init__(self, initial_rv=1, max_history=None):
+        self.max_history = max_history     # keep about this many events (older ones compacted), None: all
         self.lock = threading.RLock()
         self.changed = threading.Condition(self.lock)
         self.rv = int(initial_rv)
@@ -535,6 +536,8 @@ class Store:
             if w.res is res:
                 w.offer(ev)
         self.changed.notify_all()
+        if self.max_history and len(self.events) > self.max_history + max(16, self.max_history // 4):
+            self.compact(self.events[-self.max_history].rv - 1)
         return ev_obj
 
     def compact(self, rv=None):
@@ -736,7 +739,7 @@ class FakeApiServer:
     def __init__(self, tls_cert, tls_key, token_file=None, tokens=(), host="127.0.0.1", port=0,
                  control_port=None, bookmark_interval=1.0, default_watch_timeout=1800.0,
                  too_large_rv_wait=3.0, initial_resource_version=1, idle_timeout=120.0,
-                 items_type_meta=True, verbose=False):
+                 items_type_meta=True, max_history=None, verbose=False):
         self.tls_cert, self.tls_key = tls_cert, tls_key
         self.token_file = token_file
         self._tokens = set(tokens)
@@ -749,7 +752,7 @@ class FakeApiServer:
         self.idle_timeout = idle_timeout
         self.items_type_meta = items_type_meta
         self.verbose = verbose
-        self.store = Store(initial_resource_version)
+        self.store = Store(initial_resource_version, max_history)
         self.ssl_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ssl_context.load_cert_chain(tls_cert, tls_key)
         self.ssl_context.set_alpn_protocols(["http/1.1"])
@@ -1982,13 +1985,16 @@ def main(argv=None):
     ap.add_argument("--bookmark-interval", type=float, default=1.0)
     ap.add_argument("--watch-timeout", type=float, default=1800.0,
                     help="server-side watch timeout when the client gives no timeoutSeconds")
+    ap.add_argument("--max-history", type=int, default=None,
+                    help="keep about this many events, compacting older ones (default: keep all)")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
     if args.control_port_file and args.control_port is None:
         args.control_port = 0
     srv = FakeApiServer(args.tls_cert, args.tls_key, token_file=args.token_file, host=args.host, port=args.port,
                         control_port=args.control_port, bookmark_interval=args.bookmark_interval,
-                        default_watch_timeout=args.watch_timeout, verbose=args.verbose)
+                        default_watch_timeout=args.watch_timeout, max_history=args.max_history,
+                        verbose=args.verbose)
     srv.start()
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())

@@ -515,6 +515,20 @@ class TestList(Base):
         b = self.server.create("leases", {"metadata": {"name": "l", "namespace": "x"}})["metadata"]["resourceVersion"]
         self.assertLess(int(a), int(b))
 
+    def test_bounded_history_compacts_by_itself(self):
+        srv = FakeApiServer(cert(), key(), max_history=10).start()
+        self.addCleanup(srv.stop)
+        first = srv.resource_version()
+        for i in range(40):
+            srv.create("nodes", self.node("n%02d" % i))
+        self.assertGreater(int(srv.compacted_resource_version()), int(first))
+        self.assertEqual(len(srv.list("nodes")), 40)
+        w = RawWatch(srv, "/api/v1/nodes?watch=1&resourceVersion=" + first, None).run()
+        self.assertEqual(w.events()[0]["object"]["code"], 410)
+        recent = srv.compacted_resource_version()
+        w = RawWatch(srv, "/api/v1/nodes?watch=1&timeoutSeconds=1&resourceVersion=" + recent, None).run()
+        self.assertEqual(len(w.events()), int(srv.resource_version()) - int(recent))
+
     def test_one_mebibyte_object_in_list_and_watch(self):
         big = "x" * (1024 * 1024)
         rv = self.server.resource_version()
