@@ -1429,9 +1429,10 @@ class FakeApiServer:
                 pass
         if not accepted and not self.token_file:
             return True
-        if not auth or not auth.startswith("Bearer "):
+        parts = (auth or "").split(None, 1)
+        if len(parts) != 2 or parts[0].lower() != "bearer":     # the scheme is case-insensitive, as in k8s
             return False
-        return auth[len("Bearer "):].strip() in accepted
+        return parts[1].strip() in accepted
 
     def _handle(self, h):
         split = urllib.parse.urlsplit(h.path)
