@@ -492,6 +492,8 @@ class Store:
         self.events = []                   # Event, ascending rv
         self.event_rvs = []
         self.watchers = set()
+        self._last_write = {}              # res.id -> revision of its last write
+        self._state_cache = {}             # res.id -> state_at(any rv >= _last_write)
 
     @staticmethod
     def key(res, namespace, name):
@@ -504,6 +506,16 @@ class Store:
         return vs[-1][1]
 
     def state_at(self, res, rv):
+        """Sorted (key, object) pairs of res as of revision rv. Treat as read-only."""
+        cached = self._state_cache.get(res.id)
+        if cached is not None and rv >= self._last_write.get(res.id, 0):
+            return cached
+        out = self._state_at(res, rv)
+        if rv >= self._last_write.get(res.id, 0):
+            self._state_cache[res.id] = out
+        return out
+
+    def _state_at(self, res, rv):
         out = []
         for key, vs in self.versions[res.id].items():
             if vs[-1][0] <= rv:
@@ -520,6 +532,8 @@ class Store:
         """Stores obj (None for a deletion) at a new revision. Lock held by the caller."""
         self.rv += 1
         rv = self.rv
+        self._last_write[res.id] = rv
+        self._state_cache.pop(res.id, None)
         if obj is not None:
             obj = copy.deepcopy(obj)
             obj["metadata"]["resourceVersion"] = str(rv)
@@ -1731,10 +1745,19 @@ class FakeApiServer:
         with self.store.lock:
             if snap is None:
                 snap = self.store.rv
-            items = [(k, o) for k, o in self.store.state_at(res, snap) if k > start_after and flt.matches(o)]
+            state = self.store.state_at(res, snap)
+            first = bisect.bisect_right(state, start_after, key=lambda kv: kv[0]) if start_after else 0
+            if flt.has_selectors or flt.namespace is not None:
+                items = [(k, o) for k, o in state[first:] if flt.matches(o)]
+                total = len(items)
+                if limit is not None:
+                    items = items[:limit + 1]
+            else:
+                total = len(state) - first
+                items = state[first:first + limit + 1] if limit is not None else state[first:]
         meta = {"resourceVersion": str(snap)}
         if limit is not None and len(items) > limit:
-            remaining = len(items) - limit
+            remaining = total - limit
             items = items[:limit]
             meta["continue"] = self._encode_continue(snap, items[-1][0] + "\x00")
             if not flt.has_selectors:
