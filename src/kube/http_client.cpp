@@ -1,0 +1,680 @@
+#include "kube/http_client.h"
+
+#include <arpa/inet.h>
+#include <cpprest/http_client.h>
+#include <cpprest/producerconsumerstream.h>
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
+#include <pplx/threadpool.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "base/json_depth.h"
+#include "base/quote.h"
+#include "kube/tls_material.h"
+
+namespace ig::kube {
+namespace {
+
+namespace http = web::http;
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+using namespace std::chrono_literals;
+
+constexpr std::size_t kMaxErrorBody = 1u << 20;
+constexpr std::size_t kReadChunk = 64u << 10;
+constexpr std::chrono::seconds kWatchInactivitySlack{30};
+
+// --- waiting on a pplx task from our own thread ------------------------------
+
+// The completion of one task, set by a continuation on a cpprestsdk pool
+// thread (which never blocks: the antecedent is already done when .get() is
+// called on it there), waited for by our thread with a deadline.
+template <typename T>
+struct Completion {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::optional<T> value;
+  std::string error;
+};
+
+std::string exception_text(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(std::move(e));
+  } catch (const pplx::task_canceled&) {
+    return "cancelled";
+  } catch (const std::exception& ex) {
+    std::string text = ex.what();
+    return text.empty() ? std::string("failed") : text;
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+template <typename T>
+std::shared_ptr<Completion<T>> track(pplx::task<T> task) {
+  auto c = std::make_shared<Completion<T>>();
+  task.then([c](pplx::task<T> t) {
+    std::optional<T> v;
+    std::string err;
+    try {
+      v.emplace(t.get());  // t is complete: get() does not block
+    } catch (...) {
+      err = exception_text(std::current_exception());
+    }
+    {
+      std::lock_guard lock(c->mu);
+      c->value = std::move(v);
+      c->error = std::move(err);
+      c->done = true;
+    }
+    c->cv.notify_all();
+  });
+  return c;
+}
+
+// True when done before the deadline.
+template <typename T>
+bool wait_until(Completion<T>& c, Deadline deadline) {
+  std::unique_lock lock(c.mu);
+  return c.cv.wait_until(lock, deadline, [&] { return c.done; });
+}
+
+// One line, printable, bounded: for text the server wrote.
+std::string one_line(std::string_view s, std::size_t max = 512) {
+  std::string out(s);
+  for (char& ch : out)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
+  return cut_utf8(out, max);
+}
+
+std::string percent_encode(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '-' || c == '.' || c == '_' || c == '~';
+    if (plain) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+void add_param(std::string& q, std::string_view key, std::string_view value) {
+  q += q.empty() ? '?' : '&';
+  q += key;
+  q += '=';
+  q += percent_encode(value);
+}
+
+// --- reading a response body --------------------------------------------------
+
+// Reads a response body as it arrives. cpprestsdk's producer/consumer buffer
+// completes getn(n) only once n bytes are there (or the body ended), so a
+// read asks for what is already buffered (at least one byte, at most a
+// chunk): a watch event is seen as soon as its bytes arrive, and a large
+// object is taken in chunks.
+class BodyReader {
+ public:
+  enum class Status { Data, End, Error, Timeout, Stopped };
+
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool pending = false;  // a getn is outstanding
+    bool done = false;     // ... and has completed
+    bool stopped = false;
+    std::size_t n = 0;
+    std::string error;
+    std::vector<std::uint8_t> bytes = std::vector<std::uint8_t>(kReadChunk);
+  };
+
+  explicit BodyReader(http::http_response response)
+      : response_(std::move(response)),
+        buf_(response_.body().streambuf()),
+        shared_(std::make_shared<Shared>()) {}
+
+  // Appends at least one byte to `out` (Data), or says why not. No deadline:
+  // waits until the body moves, ends or stop().
+  Status read(std::string& out, std::optional<Deadline> deadline) {
+    std::unique_lock lock(shared_->mu);
+    if (shared_->stopped) return Status::Stopped;
+    if (!shared_->pending) {
+      shared_->pending = true;
+      shared_->done = false;
+      lock.unlock();
+      std::shared_ptr<Shared> s = shared_;
+      const std::size_t count = std::clamp<std::size_t>(buf_.in_avail(), 1, kReadChunk);
+      try {
+        buf_.getn(s->bytes.data(), count).then([s](pplx::task<std::size_t> t) {
+          std::size_t n = 0;
+          std::string err;
+          try {
+            n = t.get();  // t is complete: get() does not block
+          } catch (...) {
+            err = exception_text(std::current_exception());
+          }
+          {
+            std::lock_guard l(s->mu);
+            s->n = n;
+            s->error = std::move(err);
+            s->done = true;
+          }
+          s->cv.notify_all();
+        });
+      } catch (...) {
+        std::lock_guard l(s->mu);
+        s->error = exception_text(std::current_exception());
+        s->done = true;
+      }
+      lock.lock();
+    }
+    auto ready = [&] { return shared_->done || shared_->stopped; };
+    if (deadline) {
+      if (!shared_->cv.wait_until(lock, *deadline, ready)) return Status::Timeout;
+    } else {
+      shared_->cv.wait(lock, ready);
+    }
+    if (!shared_->done) return Status::Stopped;
+    shared_->pending = false;
+    if (!shared_->error.empty()) {
+      error_ = shared_->error;
+      return Status::Error;
+    }
+    if (shared_->n == 0) return Status::End;
+    const std::size_t n = std::min(shared_->n, shared_->bytes.size());
+    out.append(reinterpret_cast<const char*>(shared_->bytes.data()), n);
+    return Status::Data;
+  }
+
+  // Wakes a read() blocked in another thread; later reads return Stopped.
+  void stop() noexcept {
+    {
+      std::lock_guard lock(shared_->mu);
+      shared_->stopped = true;
+    }
+    shared_->cv.notify_all();
+  }
+
+  // After End: whether the body completed without an error (cpprestsdk ends
+  // the stream on a dropped connection too; its content_ready() tells).
+  std::optional<std::string> completion_error(Deadline deadline) {
+    try {
+      auto c = track(response_.content_ready());
+      if (!wait_until(*c, deadline)) return std::string("the body did not complete");
+      if (!c->error.empty()) return c->error;
+      return std::nullopt;
+    } catch (...) {
+      return exception_text(std::current_exception());
+    }
+  }
+
+  const std::string& error() const noexcept { return error_; }
+
+ private:
+  http::http_response response_;
+  concurrency::streams::streambuf<std::uint8_t> buf_;
+  std::shared_ptr<Shared> shared_;
+  std::string error_;
+};
+
+// --- errors -------------------------------------------------------------------
+
+ApiError no_answer(std::string_view verb, std::string_view path, std::string cause) {
+  ApiError e;
+  e.message = std::string(verb) + " " + std::string(path) + ": " + one_line(cause);
+  e.code = 0;
+  return e;
+}
+
+std::chrono::seconds parse_retry_after(const http::http_headers& headers, const nlohmann::json& status) {
+  auto it = headers.find("Retry-After");
+  if (it != headers.end()) {
+    const std::string& v = it->second;
+    if (!v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos)
+      return std::chrono::seconds(std::stol(v));
+  }
+  if (status.is_object()) {
+    auto d = status.find("details");
+    if (d != status.end() && d->is_object()) {
+      auto r = d->find("retryAfterSeconds");
+      if (r != d->end() && r->is_number_integer() && r->get<long long>() > 0 && r->get<long long>() < 86400)
+        return std::chrono::seconds(r->get<long long>());
+    }
+  }
+  return std::chrono::seconds(0);
+}
+
+ApiError status_error(std::string_view verb, std::string_view path, int code,
+                      const std::string& phrase, const http::http_headers& headers,
+                      std::string_view body, std::size_t max_depth) {
+  ApiError e;
+  e.code = code;
+  nlohmann::json status;
+  if (!body.empty() && json_nesting_depth(body, max_depth) <= max_depth)
+    status = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  std::string message;
+  if (status.is_object()) {
+    auto r = status.find("reason");
+    if (r != status.end() && r->is_string()) e.reason = one_line(r->get_ref<const std::string&>(), 64);
+    auto m = status.find("message");
+    if (m != status.end() && m->is_string()) message = one_line(m->get_ref<const std::string&>());
+  }
+  if (e.reason.empty()) e.reason = one_line(phrase, 64);
+  if (code == 429 || code == 503) e.retry_after = parse_retry_after(headers, status);
+  e.message = std::string(verb) + " " + std::string(path) + ": " + std::to_string(code);
+  if (!e.reason.empty()) e.message += " " + e.reason;
+  if (!message.empty() && message != e.reason) e.message += ": " + message;
+  return e;
+}
+
+std::string host_of(const web::uri& u) {
+  std::string host = u.host();
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host;
+}
+
+bool is_ip_literal(const std::string& host) {
+  unsigned char buf[16];
+  return ::inet_pton(AF_INET, host.c_str(), buf) == 1 || ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+void initialize_pool(std::size_t threads) {
+  static std::once_flag once;
+  std::call_once(once, [threads] {
+    try {
+      crossplat::threadpool::initialize_with_threads(std::clamp<std::size_t>(threads, 2, 4));
+    } catch (...) {
+      // Already initialised by someone else in this process: shared as it is.
+    }
+  });
+}
+
+// The request as we build it, before each send.
+struct Outgoing {
+  std::string_view verb;        // GET, LIST, WATCH, CREATE, PATCH (for messages)
+  http::method method;
+  std::string path;             // for messages
+  std::string path_and_query;   // sent
+  std::optional<std::string> body;
+  std::string content_type;
+};
+
+struct Sent {
+  http::http_response response;
+  std::shared_ptr<pplx::cancellation_token_source> cts;
+};
+
+}  // namespace
+
+// --- the client ---------------------------------------------------------------
+
+struct HttpClient::Impl {
+  ClusterConfig config;
+  HttpClientOptions options;
+  std::string user_agent;
+  std::string host;
+  bool host_is_ip = false;
+  std::shared_ptr<TokenSource> tokens;
+  RateLimiter limiter;
+  std::unique_ptr<http::client::http_client> client;
+
+  Impl(const ClusterConfig& c, HttpClientOptions o, std::string ua)
+      : config(c),
+        options(std::move(o)),
+        user_agent(std::move(ua)),
+        tokens(std::make_shared<TokenSource>(c, options.token_clock)),
+        limiter(options.qps, options.burst, options.rate_clock) {}
+
+  http::client::http_client_config client_config(std::chrono::microseconds inactivity) const {
+    http::client::http_client_config cfg;
+    cfg.set_timeout(inactivity);
+    cfg.set_proxy(web::web_proxy(web::web_proxy::disabled));
+    cfg.set_validate_certificates(true);
+    cfg.set_tlsext_sni_enabled(!host_is_ip);
+    const std::string ca = config.ca_pem, cert = config.client_cert_pem, key = config.client_key_pem;
+    const std::string h = host;
+    const bool ip = host_is_ip;
+    cfg.set_ssl_context_callback([ca, cert, key, h, ip](boost::asio::ssl::context& ctx) {
+      SSL_CTX* c = ctx.native_handle();
+      // Only the cluster CA: a fresh store replaces the default paths'.
+      X509_STORE* store = X509_STORE_new();
+      SSL_CTX_set_cert_store(c, store);
+      // Already checked at make(); on a failure the store stays empty, so
+      // every server is refused (closed).
+      (void)add_ca_bundle(store, ca, "cluster CA");
+      X509_VERIFY_PARAM* param = SSL_CTX_get0_param(c);
+      if (ip) {
+        X509_VERIFY_PARAM_set1_ip_asc(param, h.c_str());
+      } else {
+        X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+        X509_VERIFY_PARAM_set1_host(param, h.c_str(), h.size());
+      }
+      SSL_CTX_set_verify(c, SSL_VERIFY_PEER, nullptr);
+      SSL_CTX_set_min_proto_version(c, TLS1_2_VERSION);
+      if (!cert.empty()) (void)use_client_pair(c, cert, key, "client certificate");
+    });
+    return cfg;
+  }
+
+  std::chrono::microseconds request_inactivity() const {
+    return std::max<std::chrono::microseconds>(options.request_timeout, 60s) + 5s;
+  }
+
+  // One send: the rate limiter, the token, the headers back by `deadline`.
+  ApiResult<Sent> send_once(http::client::http_client& c, const Outgoing& out, Deadline deadline,
+                            std::string* token_used) {
+    if (auto ok = limiter.acquire(deadline); !ok) return no_answer(out.verb, out.path, ok.error());
+    auto token = tokens->token();
+    if (!token) return no_answer(out.verb, out.path, token.error());
+    *token_used = *token;
+    try {
+      http::http_request req(out.method);
+      req.set_request_uri(web::uri(out.path_and_query));
+      auto& h = req.headers();
+      h.add("User-Agent", user_agent);
+      h.add("Accept", "application/json");
+      if (!token->empty()) h.add("Authorization", "Bearer " + *token);
+      if (out.body) req.set_body(*out.body, out.content_type);
+      auto cts = std::make_shared<pplx::cancellation_token_source>();
+      auto done = track(c.request(req, cts->get_token()));
+      if (!wait_until(*done, deadline)) {
+        cts->cancel();
+        return no_answer(out.verb, out.path, "timed out waiting for an answer from " + config.server);
+      }
+      if (!done->value) {
+        std::string cause = "no answer from " + config.server + ": " + done->error;
+        // cpprestsdk does not say why a handshake failed; the likely causes:
+        if (done->error.find("handshake") != std::string::npos)
+          cause += " (TLS: the server's certificate must be signed by the cluster CA and name " + host + ")";
+        return no_answer(out.verb, out.path, cause);
+      }
+      return Sent{std::move(*done->value), std::move(cts)};
+    } catch (...) {
+      return no_answer(out.verb, out.path, exception_text(std::current_exception()));
+    }
+  }
+
+  // Reads the whole body (at most `max` bytes) by `deadline`.
+  ApiResult<std::string> read_body(Sent& sent, const Outgoing& out, Deadline deadline, std::size_t max) {
+    BodyReader reader(sent.response);
+    std::string body;
+    for (;;) {
+      switch (reader.read(body, deadline)) {
+        case BodyReader::Status::Data:
+          if (body.size() > max) {
+            sent.cts->cancel();
+            return no_answer(out.verb, out.path, "the answer is larger than " + std::to_string(max) + " bytes");
+          }
+          continue;
+        case BodyReader::Status::End:
+          if (auto err = reader.completion_error(deadline)) {
+            sent.cts->cancel();
+            return no_answer(out.verb, out.path, "reading the answer: " + *err);
+          }
+          return body;
+        case BodyReader::Status::Error:
+          sent.cts->cancel();
+          return no_answer(out.verb, out.path, "reading the answer: " + reader.error());
+        case BodyReader::Status::Timeout:
+        case BodyReader::Status::Stopped:
+          sent.cts->cancel();
+          return no_answer(out.verb, out.path, "the answer did not complete within the deadline");
+      }
+    }
+  }
+
+  // Sends; on a 401 with a rotated token file, re-reads it and sends once more.
+  ApiResult<Sent> send(http::client::http_client& c, const Outgoing& out, Deadline deadline) {
+    std::string token_used;
+    auto sent = send_once(c, out, deadline, &token_used);
+    if (!sent || sent->response.status_code() != 401 || !tokens->follows_file()) return sent;
+    auto changed = tokens->refresh();
+    if (!changed || !*changed) return sent;
+    // Drain the 401's body so its connection can be reused.
+    (void)read_body(*sent, out, std::min(deadline, Clock::now() + 2s), kMaxErrorBody);
+    return send_once(c, out, deadline, &token_used);
+  }
+
+  ApiError error_from(Sent& sent, const Outgoing& out, Deadline deadline) {
+    const int code = sent.response.status_code();
+    auto body = read_body(sent, out, std::min(deadline, Clock::now() + 5s), kMaxErrorBody);
+    return status_error(out.verb, out.path, code, sent.response.reason_phrase(), sent.response.headers(),
+                        body ? std::string_view(*body) : std::string_view(), options.max_json_depth);
+  }
+
+  ApiResult<nlohmann::json> parse_json(const Outgoing& out, const std::string& body) const {
+    if (json_nesting_depth(body, options.max_json_depth) > options.max_json_depth)
+      return no_answer(out.verb, out.path,
+                       "the answer nests deeper than " + std::to_string(options.max_json_depth) + " levels");
+    nlohmann::json doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) return no_answer(out.verb, out.path, "the answer is not JSON");
+    if (!doc.is_object()) return no_answer(out.verb, out.path, "the answer is not a JSON object");
+    return doc;
+  }
+
+  // A whole exchange whose answer is one JSON object.
+  ApiResult<nlohmann::json> call(const Outgoing& out, Deadline deadline) {
+    auto sent = send(*client, out, deadline);
+    if (!sent) return sent.failure();
+    if (sent->response.status_code() >= 400) return error_from(*sent, out, deadline);
+    auto body = read_body(*sent, out, deadline, options.max_body_bytes);
+    if (!body) return body.failure();
+    return parse_json(out, *body);
+  }
+};
+
+namespace {
+
+// --- the watch stream ---------------------------------------------------------
+
+class HttpWatchStream final : public WatchStream {
+ public:
+  HttpWatchStream(std::shared_ptr<http::client::http_client> client, Sent sent, std::string path,
+                  WatchDecoderLimits limits)
+      : client_(std::move(client)),
+        cts_(std::move(sent.cts)),
+        reader_(std::move(sent.response)),
+        path_(std::move(path)),
+        decoder_(limits) {}
+
+  ~HttpWatchStream() override { stop(); }
+
+  ApiResult<std::optional<WatchEvent>> next() override {
+    if (failed_) return *failed_;
+    std::string chunk;
+    for (;;) {
+      if (stopped_.load()) return std::optional<WatchEvent>();
+      auto e = decoder_.next();
+      if (!e) return fail_with(e.error());
+      if (e->has_value()) return std::move(*e);
+      if (ended_) return std::optional<WatchEvent>();
+      chunk.clear();
+      switch (reader_.read(chunk, std::nullopt)) {
+        case BodyReader::Status::Data:
+          decoder_.feed(chunk);
+          continue;
+        case BodyReader::Status::Stopped:
+          return std::optional<WatchEvent>();
+        case BodyReader::Status::Error:
+          if (stopped_.load()) return std::optional<WatchEvent>();
+          return fail_with("connection lost: " + reader_.error());
+        case BodyReader::Status::Timeout:  // no deadline: not reached
+        case BodyReader::Status::End:
+          if (stopped_.load()) return std::optional<WatchEvent>();
+          if (decoder_.has_partial_event())
+            return fail_with("the stream ended inside event " + std::to_string(decoder_.events() + 1));
+          if (auto err = reader_.completion_error(Clock::now() + 2s))
+            return fail_with("connection lost: " + *err);
+          ended_ = true;
+          return std::optional<WatchEvent>();
+      }
+    }
+  }
+
+  void stop() noexcept override {
+    stopped_.store(true);
+    reader_.stop();
+    try {
+      cts_->cancel();
+    } catch (...) {
+    }
+  }
+
+ private:
+  ApiError fail_with(std::string cause) {
+    failed_ = no_answer("WATCH", path_, std::move(cause));
+    try {
+      cts_->cancel();
+    } catch (...) {
+    }
+    return *failed_;
+  }
+
+  std::shared_ptr<http::client::http_client> client_;
+  std::shared_ptr<pplx::cancellation_token_source> cts_;
+  BodyReader reader_;
+  std::string path_;
+  WatchDecoder decoder_;
+  std::atomic<bool> stopped_{false};
+  bool ended_ = false;
+  std::optional<ApiError> failed_;
+};
+
+}  // namespace
+
+// --- the public surface -------------------------------------------------------
+
+std::string list_query(const ListOptions& o) {
+  std::string q;
+  if (o.limit > 0) add_param(q, "limit", std::to_string(o.limit));
+  if (!o.continue_token.empty()) add_param(q, "continue", o.continue_token);
+  if (!o.resource_version.empty()) add_param(q, "resourceVersion", o.resource_version);
+  if (!o.label_selector.empty()) add_param(q, "labelSelector", o.label_selector);
+  if (!o.field_selector.empty()) add_param(q, "fieldSelector", o.field_selector);
+  return q;
+}
+
+std::string watch_query(const WatchOptions& o) {
+  std::string q;
+  add_param(q, "watch", "true");
+  if (!o.resource_version.empty()) add_param(q, "resourceVersion", o.resource_version);
+  if (o.allow_bookmarks) add_param(q, "allowWatchBookmarks", "true");
+  if (o.timeout.count() > 0) add_param(q, "timeoutSeconds", std::to_string(o.timeout.count()));
+  if (!o.label_selector.empty()) add_param(q, "labelSelector", o.label_selector);
+  if (!o.field_selector.empty()) add_param(q, "fieldSelector", o.field_selector);
+  return q;
+}
+
+Result<std::unique_ptr<HttpClient>> HttpClient::make(const ClusterConfig& config, std::string_view version,
+                                                     HttpClientOptions options) {
+  const std::string what = "API client for " + quote(config.server);
+  if (config.server.rfind("https://", 0) != 0) return fail(what + ": the server is not an https:// URL");
+  if (auto ok = check_ca_bundle(config.ca_pem, what + ": cluster CA"); !ok) return ok.failure();
+  if (config.client_cert_pem.empty() != config.client_key_pem.empty())
+    return fail(what + ": a client certificate needs its key and a key its certificate");
+  if (!config.client_cert_pem.empty()) {
+    if (auto ok = check_client_pair(config.client_cert_pem, config.client_key_pem, what); !ok)
+      return ok.failure();
+  }
+  initialize_pool(options.pool_threads);
+  auto impl = std::make_unique<Impl>(config, std::move(options), "isolation-gate/" + std::string(version));
+  try {
+    const web::uri base(config.server);
+    impl->host = host_of(base);
+    if (impl->host.empty()) return fail(what + ": the server names no host");
+    impl->host_is_ip = is_ip_literal(impl->host);
+    impl->client = std::make_unique<http::client::http_client>(base, impl->client_config(impl->request_inactivity()));
+  } catch (const std::exception& e) {
+    return fail(what + ": " + one_line(e.what()));
+  }
+  return std::unique_ptr<HttpClient>(new HttpClient(std::move(impl)));
+}
+
+HttpClient::HttpClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpClient::~HttpClient() = default;
+
+const std::string& HttpClient::user_agent() const noexcept { return impl_->user_agent; }
+
+ApiResult<nlohmann::json> HttpClient::get(std::string_view path, std::chrono::milliseconds timeout) {
+  Outgoing out{"GET", http::methods::GET, std::string(path), std::string(path), std::nullopt, {}};
+  return impl_->call(out, Clock::now() + timeout);
+}
+
+ApiResult<ListPage> HttpClient::list(std::string_view path, const ListOptions& options) {
+  Outgoing out{"LIST", http::methods::GET, std::string(path), std::string(path) + list_query(options),
+               std::nullopt, {}};
+  auto doc = impl_->call(out, Clock::now() + impl_->options.request_timeout);
+  if (!doc) return doc.failure();
+  ListPage page;
+  auto items = doc->find("items");
+  if (items != doc->end() && !items->is_null()) {
+    if (!items->is_array()) return no_answer(out.verb, out.path, "field items is not a list");
+    page.items = std::move(*items);
+  }
+  auto meta = doc->find("metadata");
+  if (meta != doc->end() && !meta->is_null()) {
+    if (!meta->is_object()) return no_answer(out.verb, out.path, "field metadata is not an object");
+    for (auto [key, target] : {std::pair{"resourceVersion", &page.resource_version},
+                               std::pair{"continue", &page.continue_token}}) {
+      auto f = meta->find(key);
+      if (f == meta->end() || f->is_null()) continue;
+      if (!f->is_string())
+        return no_answer(out.verb, out.path, std::string("field metadata.") + key + " is not a string");
+      *target = f->get<std::string>();
+    }
+  }
+  return page;
+}
+
+ApiResult<std::unique_ptr<WatchStream>> HttpClient::watch(std::string_view path, const WatchOptions& options) {
+  Outgoing out{"WATCH", http::methods::GET, std::string(path), std::string(path) + watch_query(options),
+               std::nullopt, {}};
+  std::shared_ptr<http::client::http_client> client;
+  try {
+    const auto server_side = options.timeout.count() > 0 ? options.timeout : std::chrono::seconds(1800);
+    client = std::make_shared<http::client::http_client>(
+        web::uri(impl_->config.server), impl_->client_config(server_side + kWatchInactivitySlack));
+  } catch (const std::exception& e) {
+    return no_answer(out.verb, out.path, e.what());
+  }
+  const Deadline deadline = Clock::now() + impl_->options.request_timeout;
+  auto sent = impl_->send(*client, out, deadline);
+  if (!sent) return sent.failure();
+  if (sent->response.status_code() >= 400) return impl_->error_from(*sent, out, deadline);
+  if (sent->response.status_code() != 200) {
+    sent->cts->cancel();
+    return no_answer(out.verb, out.path,
+                     "unexpected status " + std::to_string(sent->response.status_code()) + " for a watch");
+  }
+  return std::unique_ptr<WatchStream>(
+      new HttpWatchStream(std::move(client), std::move(*sent), out.path, impl_->options.watch_limits));
+}
+
+ApiResult<nlohmann::json> HttpClient::create(std::string_view path, const nlohmann::json& body) {
+  Outgoing out{"CREATE", http::methods::POST, std::string(path), std::string(path),
+               body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json"};
+  return impl_->call(out, Clock::now() + impl_->options.request_timeout);
+}
+
+ApiResult<nlohmann::json> HttpClient::patch(std::string_view path, PatchType type, const nlohmann::json& body) {
+  Outgoing out{"PATCH", http::methods::PATCH, std::string(path), std::string(path),
+               body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+               type == PatchType::Json ? "application/json-patch+json" : "application/merge-patch+json"};
+  return impl_->call(out, Clock::now() + impl_->options.request_timeout);
+}
+
+}  // namespace ig::kube

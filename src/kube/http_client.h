@@ -1,0 +1,110 @@
+// The Kubernetes API client on cpprestsdk's http_client (kube::Client): GET,
+// LIST, WATCH, CREATE and PATCH against one cluster, authenticated and
+// verified as its ClusterConfig says. cpprestsdk stays inside http_client.cpp
+// (this header does not include it).
+//
+// Contract:
+//  - Every call blocks the calling thread, which must be one of ours (a
+//    reflector thread, a webhook request thread with a deadline), never a
+//    cpprestsdk pool thread (DESIGN.md section 8). Inside, cpprestsdk's tasks
+//    only set our own completion state; our thread waits on it with a
+//    deadline, and on the deadline cancels the request (a pplx cancellation
+//    token closes the connection) and returns code 0.
+//  - The pool: the first client made in the process sizes cpprestsdk's thread
+//    pool (crossplat::threadpool::initialize_with_threads, options.pool_threads,
+//    2 to 4) before anything uses it; later clients share it.
+//  - TLS trusts only the cluster CA: the SSL context's certificate store is
+//    replaced by a new one holding only config.ca_pem's certificates; the
+//    server's certificate must name the server's host (DNS name or IP
+//    address); TLS 1.2 or later; the client certificate and key when given.
+//    No proxy is used.
+//  - Every request: the rate limiter first (its wait counts against the
+//    call's deadline), then `Authorization: Bearer` from the token source
+//    (re-read as the file rotates) when there is a token, `User-Agent:
+//    isolation-gate/VERSION`, `Accept: application/json`. On a 401 with a
+//    token file the file is re-read at once and, when the token changed, the
+//    request is sent once more (rate-limited again).
+//  - Answers >= 400 are ApiErrors with the API server's Status (message,
+//    reason, code; the HTTP reason phrase when the body is not a Status), and
+//    Retry-After (seconds; else Status details.retryAfterSeconds) on 429 and
+//    503. No answer (connection refused or reset, TLS failure, timeout, rate
+//    limit deadline), an oversized body or an undecodable one is code 0, with
+//    the cause in the message. Messages are one line: "GET /api/v1/nodes/a:
+//    404 NotFound: nodes \"a\" not found".
+//  - Bodies: at most options.max_body_bytes, nesting checked with
+//    ig::json_nesting_depth before nlohmann parses them; objects answer GET,
+//    CREATE and PATCH, a list (items, metadata.resourceVersion,
+//    metadata.continue) answers LIST.
+//  - watch(): returns once the answer's headers are in (within
+//    options.request_timeout); the stream is read from the thread calling
+//    next(), chunk by chunk as the bytes arrive, through kube::WatchDecoder.
+//    Each watch has its own connection, whose inactivity timeout is the
+//    server-side timeoutSeconds plus 30 s, so a silent dead connection ends
+//    in an error, never a hang. next(): an event; nullopt when the server
+//    ended the stream cleanly or after stop(); an error (code 0) when the
+//    connection dropped, the stream ended inside an event or an event did not
+//    decode. stop() may be called from any thread; it cancels the connection
+//    and wakes a blocked next() at once. The stream outlives its client
+//    safely.
+//  - Thread-safe: one client serves any number of threads at once.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "kube/api.h"
+#include "kube/config.h"
+#include "kube/rate_limiter.h"
+#include "kube/watch_decoder.h"
+
+namespace ig::kube {
+
+struct HttpClientOptions {
+  double qps = RateLimiter::kDefaultQps;    // --kube-api-qps (<= 0: no limit)
+  int burst = RateLimiter::kDefaultBurst;   // --kube-api-burst
+  std::chrono::milliseconds request_timeout{30000};  // LIST, CREATE, PATCH; a watch's headers
+  std::size_t max_body_bytes = 64u << 20;  // one answer (a LIST page)
+  std::size_t max_json_depth = 128;
+  WatchDecoderLimits watch_limits;
+  std::size_t pool_threads = 2;            // cpprestsdk's pool (first client only), 2..4
+  std::shared_ptr<RateClock> rate_clock;   // tests; default: the steady clock
+  TokenSource::Clock token_clock;          // tests; default: the steady clock
+};
+
+class HttpClient final : public Client {
+ public:
+  // `version` goes into the User-Agent ("isolation-gate/" + version). Fails
+  // on a server URL cpprestsdk cannot use or a CA/client pair that does not
+  // load.
+  static Result<std::unique_ptr<HttpClient>> make(const ClusterConfig& config,
+                                                  std::string_view version,
+                                                  HttpClientOptions options = {});
+  ~HttpClient() override;
+
+  ApiResult<nlohmann::json> get(std::string_view path, std::chrono::milliseconds timeout) override;
+  ApiResult<ListPage> list(std::string_view path, const ListOptions& options) override;
+  ApiResult<std::unique_ptr<WatchStream>> watch(std::string_view path,
+                                                const WatchOptions& options) override;
+  ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body) override;
+  ApiResult<nlohmann::json> patch(std::string_view path, PatchType type,
+                                  const nlohmann::json& body) override;
+
+  const std::string& user_agent() const noexcept;
+
+  struct Impl;
+
+ private:
+  explicit HttpClient(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The query string ("?a=1&b=x%20y", "" when nothing is set) of a LIST or a
+// WATCH; values are percent-encoded (RFC 3986 unreserved characters kept).
+std::string list_query(const ListOptions& options);
+std::string watch_query(const WatchOptions& options);
+
+}  // namespace ig::kube

@@ -1,0 +1,835 @@
+// The cpprestsdk API client (kube/http_client.h) against the test API server
+// (tests/apiserver/fake_apiserver.py, run as a subprocess over real TLS and
+// steered through its control API): GET, LIST pages, errors with the Status
+// and Retry-After, CREATE, merge/JSON patch and /status, WATCH under awkward
+// chunking and dropped connections, token rotation, User-Agent, the cluster
+// CA as the only trust, host name checks, deadlines and stop().
+//
+// Every wait is bounded: a call that hangs fails its test (and is unblocked
+// with stop() or by its own deadline), never the whole run.
+#include "kube/http_client.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tls/certificates.h"
+
+extern char** environ;
+
+namespace ig::kube {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+#ifndef IG_SOURCE_DIR
+#error "IG_SOURCE_DIR must name the source tree"
+#endif
+
+constexpr const char* kVersion = "0.1.0";
+constexpr Resource kComponents{"gibson.zeroroot.ai", "v1alpha1", "components", "Component", true};
+constexpr Resource kNodes{"", "v1", "nodes", "Node", false};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_atomically(const std::string& path, const std::string& text) {
+  auto ok = tls::write_file_atomically(path, text, 0600);
+  ASSERT_TRUE(ok) << ok.error();
+}
+
+// --- the test API server as a subprocess -------------------------------------
+
+class FakeApiServer {
+ public:
+  // Starts it on `dir` (certificate, key, token and port files there).
+  static std::unique_ptr<FakeApiServer> start(const std::string& dir, const std::string& cert_pem,
+                                              const std::string& key_pem, const std::string& token_file,
+                                              std::string* error) {
+    auto s = std::unique_ptr<FakeApiServer>(new FakeApiServer);
+    const std::string cert = dir + "/tls.crt", key = dir + "/tls.key";
+    const std::string port_file = dir + "/port", control_file = dir + "/control-port";
+    const std::string log = dir + "/server.log";
+    std::ofstream(cert) << cert_pem;
+    std::ofstream(key) << key_pem;
+    fs::remove(port_file);
+    fs::remove(control_file);
+    const std::string script = std::string(IG_SOURCE_DIR) + "/tests/apiserver/fake_apiserver.py";
+    std::vector<std::string> args = {"/usr/bin/python3", script,         "--tls-cert",  cert,
+                                     "--tls-key",        key,            "--port",      "0",
+                                     "--port-file",      port_file,      "--control-port", "0",
+                                     "--control-port-file", control_file, "--bookmark-interval", "0.2"};
+    if (!token_file.empty()) {
+      args.push_back("--token-file");
+      args.push_back(token_file);
+    }
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    const int rc = posix_spawn(&s->pid_, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) {
+      *error = "posix_spawn: " + std::to_string(rc);
+      s->pid_ = -1;
+      return nullptr;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const std::string p = read_file(port_file), c = read_file(control_file);
+      if (!p.empty() && !c.empty()) {
+        s->port_ = std::stoi(p);
+        s->control_port_ = std::stoi(c);
+        return s;
+      }
+      int status = 0;
+      if (::waitpid(s->pid_, &status, WNOHANG) == s->pid_) {
+        s->pid_ = -1;
+        *error = "the test API server exited: " + read_file(log);
+        return nullptr;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    *error = "the test API server did not write its ports within 30 s: " + read_file(log);
+    return nullptr;
+  }
+
+  ~FakeApiServer() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    int status = 0;
+    while (::waitpid(pid_, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+
+  std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
+  int port() const { return port_; }
+
+  // POST /<method> on the control API; the "result", or a test failure.
+  json control(const std::string& method, const json& kwargs = json::object()) {
+    std::lock_guard lock(mu_);
+    const std::string body = kwargs.dump();
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return failed(method, "socket");
+    timeval tv{30, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(control_port_));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ::close(fd);
+      return failed(method, "connect");
+    }
+    const std::string req = "POST /" + method + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                            "Content-Type: application/json\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\n\r\n" + body;
+    std::size_t sent = 0;
+    while (sent < req.size()) {
+      const ssize_t n = ::send(fd, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<std::size_t>(n);
+    }
+    std::string answer;
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      answer.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    const auto head_end = answer.find("\r\n\r\n");
+    if (head_end == std::string::npos) return failed(method, "no answer");
+    const json doc = json::parse(answer.substr(head_end + 4), nullptr, false);
+    if (doc.is_discarded() || !doc.contains("result")) return failed(method, answer.substr(0, 2000));
+    return doc["result"];
+  }
+
+ private:
+  FakeApiServer() = default;
+  json failed(const std::string& method, const std::string& why) {
+    ADD_FAILURE() << "control " << method << ": " << why;
+    return json();
+  }
+
+  pid_t pid_ = -1;
+  int port_ = 0;
+  int control_port_ = 0;
+  std::mutex mu_;
+};
+
+// --- the fixture ----------------------------------------------------------------
+
+class KubeHttpClientTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    char tmpl[] = "/tmp/kube_http_client_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = new std::string(tmpl);
+    auto chain = tls::make_serving_chain({"localhost"}, {"127.0.0.1"}, std::chrono::hours(24));
+    ASSERT_TRUE(chain) << chain.error();
+    chain_ = new tls::CertificateBundle(*chain);
+    token_file_ = new std::string(*dir_ + "/token");
+    std::ofstream(*token_file_) << "token-1\n";
+    std::string error;
+    server_ = FakeApiServer::start(*dir_, chain_->cert_pem, chain_->key_pem, *token_file_, &error).release();
+    ASSERT_NE(server_, nullptr) << error;
+  }
+
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+    if (dir_) fs::remove_all(*dir_);
+    delete dir_;
+    delete chain_;
+    delete token_file_;
+  }
+
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr) << "the test API server did not start";
+    server().control("reset_faults");
+    server().control("set_bookmark_interval", {{"seconds", 0.2}});
+    ns_ = "t" + std::to_string(++counter_);
+  }
+
+  static FakeApiServer& server() { return *server_; }
+
+  ClusterConfig config() const {
+    ClusterConfig c;
+    c.server = server_->url();
+    c.ca_pem = chain_->ca_cert_pem;
+    c.token_file = *token_file_;
+    return c;
+  }
+
+  static HttpClientOptions fast_options() {
+    HttpClientOptions o;
+    o.qps = 1000;
+    o.burst = 1000;
+    o.request_timeout = 10s;
+    return o;
+  }
+
+  std::unique_ptr<HttpClient> client(HttpClientOptions o = fast_options()) const {
+    auto c = HttpClient::make(config(), kVersion, std::move(o));
+    EXPECT_TRUE(c) << c.error();
+    return c ? std::move(*c) : nullptr;
+  }
+
+  static json component(const std::string& name, const std::string& ns, json spec = json::object()) {
+    return {{"apiVersion", "gibson.zeroroot.ai/v1alpha1"},
+            {"kind", "Component"},
+            {"metadata", {{"name", name}, {"namespace", ns}}},
+            {"spec", std::move(spec)}};
+  }
+
+  void backdoor_create(const std::string& resource, const json& obj, const std::string& ns = "") {
+    json args = {{"resource", resource}, {"obj", obj}};
+    if (!ns.empty()) args["namespace"] = ns;
+    server().control("create", args);
+  }
+
+  std::string components() const { return collection_path(kComponents, ns_); }
+
+  // next() on another thread, bounded; a hang stops the stream and fails.
+  static ApiResult<std::optional<WatchEvent>> bounded_next(WatchStream& s, std::chrono::seconds bound = 10s) {
+    auto f = std::async(std::launch::async, [&] { return s.next(); });
+    if (f.wait_for(bound) != std::future_status::ready) {
+      ADD_FAILURE() << "next() did not return within " << bound.count() << " s";
+      s.stop();
+    }
+    return f.get();
+  }
+
+  // The next event that is not a BOOKMARK.
+  static ApiResult<std::optional<WatchEvent>> next_data(WatchStream& s) {
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    for (;;) {
+      auto e = bounded_next(s);
+      if (!e || !e->has_value() || (*e)->type != WatchEvent::Type::Bookmark) return e;
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "only bookmarks for 20 s";
+        return e;
+      }
+    }
+  }
+
+  static inline std::string* dir_ = nullptr;
+  static inline tls::CertificateBundle* chain_ = nullptr;
+  static inline std::string* token_file_ = nullptr;
+  static inline FakeApiServer* server_ = nullptr;
+  static inline int counter_ = 0;
+  std::string ns_;
+};
+
+// --- GET, User-Agent, token ------------------------------------------------------
+
+TEST_F(KubeHttpClientTest, GetSendsUserAgentAndToken) {
+  backdoor_create("nodes", {{"metadata", {{"name", "get-" + ns_}}}});
+  auto c = client();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->user_agent(), "isolation-gate/0.1.0");
+  const int mark = server().control("request_mark").get<int>();
+  auto node = c->get(object_path(kNodes, "", "get-" + ns_), 5000ms);
+  ASSERT_TRUE(node) << node.error();
+  EXPECT_EQ((*node)["metadata"]["name"], "get-" + ns_);
+  EXPECT_FALSE((*node)["metadata"]["resourceVersion"].get<std::string>().empty());
+  const json seen = server().control("requests", {{"since", mark}, {"path", "^/api/v1/nodes/get-"}});
+  ASSERT_EQ(seen.size(), 1u) << seen.dump();
+  EXPECT_EQ(seen[0]["user_agent"], "isolation-gate/0.1.0");
+  EXPECT_EQ(seen[0]["authorization"], "Bearer token-1");
+  EXPECT_EQ(seen[0]["status"], 200);
+}
+
+// --- LIST --------------------------------------------------------------------------
+
+TEST_F(KubeHttpClientTest, ListPaginatesWithContinueAndEncodesSelectors) {
+  for (int i = 0; i < 5; ++i) {
+    json obj = component("c" + std::to_string(i), ns_);
+    obj["metadata"]["labels"] = {{"tier", i % 2 == 0 ? "a" : "b"}};
+    backdoor_create("components", obj, ns_);
+  }
+  auto c = client();
+  ASSERT_TRUE(c);
+  ListOptions o;
+  o.limit = 2;
+  std::vector<std::string> names;
+  std::string rv;
+  int pages = 0;
+  do {
+    auto page = c->list(components(), o);
+    ASSERT_TRUE(page) << page.error();
+    ++pages;
+    for (const json& item : page->items) names.push_back(item["metadata"]["name"]);
+    if (rv.empty()) rv = page->resource_version;
+    EXPECT_EQ(page->resource_version, rv);  // one snapshot across pages
+    o.continue_token = page->continue_token;  // opaque, contains '+': must be URL-encoded
+    ASSERT_LT(pages, 10);
+  } while (!o.continue_token.empty());
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(names, (std::vector<std::string>{"c0", "c1", "c2", "c3", "c4"}));
+
+  ListOptions sel;
+  sel.label_selector = "tier in (b, x)";
+  auto page = c->list(components(), sel);
+  ASSERT_TRUE(page) << page.error();
+  ASSERT_EQ(page->items.size(), 2u);
+  EXPECT_EQ(page->items[0]["metadata"]["name"], "c1");
+  EXPECT_EQ(page->continue_token, "");
+}
+
+TEST_F(KubeHttpClientTest, QueriesAreEncoded) {
+  ListOptions o;
+  o.limit = 10;
+  o.continue_token = "a+b/c=";
+  o.label_selector = "app=x,tier in (a,b)";
+  EXPECT_EQ(list_query(o), "?limit=10&continue=a%2Bb%2Fc%3D&labelSelector=app%3Dx%2Ctier%20in%20%28a%2Cb%29");
+  WatchOptions w;
+  w.resource_version = "42";
+  w.timeout = 300s;
+  EXPECT_EQ(watch_query(w), "?watch=true&resourceVersion=42&allowWatchBookmarks=true&timeoutSeconds=300");
+}
+
+// --- errors ------------------------------------------------------------------------
+
+TEST_F(KubeHttpClientTest, ErrorsCarryTheStatus) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  // 404 from the server's own Status.
+  auto missing = c->get("/api/v1/nodes/absent-" + ns_, 5000ms);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.failure().code, 404);
+  EXPECT_TRUE(missing.failure().not_found());
+  EXPECT_EQ(missing.failure().reason, "NotFound");
+  EXPECT_EQ(missing.error(), "GET /api/v1/nodes/absent-" + ns_ + ": 404 NotFound: nodes \"absent-" + ns_ +
+                                 "\" not found");
+  EXPECT_FALSE(missing.failure().retriable());
+
+  // 409: create what exists.
+  ASSERT_TRUE(c->create(components(), component("dup", ns_)));
+  auto dup = c->create(components(), component("dup", ns_));
+  ASSERT_FALSE(dup);
+  EXPECT_TRUE(dup.failure().conflict());
+  EXPECT_EQ(dup.failure().reason, "AlreadyExists");
+  EXPECT_EQ(dup.error().rfind("CREATE " + components() + ": 409 AlreadyExists: ", 0), 0u) << dup.error();
+
+  // 410 on a LIST.
+  server().control("inject_fault", {{"status", 410}, {"path", "/namespaces/" + ns_ + "/components$"},
+                                    {"message", "The resourceVersion for the provided list is too old."}});
+  auto gone = c->list(components(), {});
+  ASSERT_FALSE(gone);
+  EXPECT_TRUE(gone.failure().gone());
+  EXPECT_EQ(gone.error(), "LIST " + components() + ": 410 Expired: The resourceVersion for the provided list is too old.");
+
+  // 429 and 503 with Retry-After; 500 retriable without.
+  server().control("inject_fault", {{"status", 429}, {"path", "/nodes/x429$"}, {"retry_after", 7}});
+  auto busy = c->get("/api/v1/nodes/x429", 5000ms);
+  ASSERT_FALSE(busy);
+  EXPECT_EQ(busy.failure().code, 429);
+  EXPECT_EQ(busy.failure().reason, "TooManyRequests");
+  EXPECT_EQ(busy.failure().retry_after, 7s);
+  EXPECT_TRUE(busy.failure().retriable());
+  server().control("inject_fault", {{"status", 503}, {"path", "/nodes/x503$"}, {"retry_after", 3}});
+  auto unavailable = c->get("/api/v1/nodes/x503", 5000ms);
+  ASSERT_FALSE(unavailable);
+  EXPECT_EQ(unavailable.failure().code, 503);
+  EXPECT_EQ(unavailable.failure().retry_after, 3s);
+  server().control("inject_fault", {{"status", 500}, {"path", "/nodes/x500$"}});
+  auto internal = c->get("/api/v1/nodes/x500", 5000ms);
+  ASSERT_FALSE(internal);
+  EXPECT_EQ(internal.failure().code, 500);
+  EXPECT_EQ(internal.failure().retry_after, 0s);
+  EXPECT_TRUE(internal.failure().retriable());
+  EXPECT_EQ(internal.error(), "GET /api/v1/nodes/x500: 500 InternalError: Internal error occurred: injected fault");
+
+  // 403 from a fault: not retried, no token re-read loop.
+  server().control("inject_fault", {{"status", 403}, {"path", "/nodes/x403$"}});
+  auto forbidden = c->get("/api/v1/nodes/x403", 5000ms);
+  ASSERT_FALSE(forbidden);
+  EXPECT_EQ(forbidden.failure().code, 403);
+  EXPECT_EQ(forbidden.failure().reason, "Forbidden");
+}
+
+TEST_F(KubeHttpClientTest, ClosedWithoutAnAnswerIsCodeZero) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  server().control("inject_fault", {{"status", "close"}, {"path", "/nodes/closed$"}});
+  auto r = c->get("/api/v1/nodes/closed", 5000ms);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.failure().code, 0);
+  EXPECT_TRUE(r.failure().retriable());
+  EXPECT_EQ(r.error().rfind("GET /api/v1/nodes/closed: ", 0), 0u) << r.error();
+}
+
+TEST_F(KubeHttpClientTest, ConnectionRefusedIsCodeZero) {
+  ClusterConfig cfg = config();
+  cfg.server = "https://127.0.0.1:1";
+  auto c = HttpClient::make(cfg, kVersion, fast_options());
+  ASSERT_TRUE(c) << c.error();
+  auto r = (*c)->get("/api/v1/nodes", 5000ms);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.failure().code, 0);
+  EXPECT_EQ(r.error().rfind("GET /api/v1/nodes: no answer from https://127.0.0.1:1: ", 0), 0u) << r.error();
+}
+
+TEST_F(KubeHttpClientTest, DeadlineBoundsASlowAnswer) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  server().control("add_delay", {{"seconds", 5}, {"path", "/nodes/slow$"}});
+  const auto start = std::chrono::steady_clock::now();
+  auto r = c->get("/api/v1/nodes/slow", 300ms);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.failure().code, 0);
+  EXPECT_NE(r.error().find("timed out"), std::string::npos) << r.error();
+  EXPECT_LT(took, 4s);  // the 5 s delay was not waited for
+  server().control("clear_delays");
+  // The client still works after a cancelled request.
+  EXPECT_FALSE(c->get("/api/v1/nodes/absent", 5000ms).failure().code == 0);
+}
+
+// --- CREATE and PATCH ----------------------------------------------------------------
+
+TEST_F(KubeHttpClientTest, CreateAndPatches) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  auto created = c->create(components(), component("p", ns_, {{"kind", "tool"}, {"image", "a"}}));
+  ASSERT_TRUE(created) << created.error();
+  EXPECT_FALSE((*created)["metadata"]["uid"].get<std::string>().empty());
+  const std::string path = object_path(kComponents, ns_, "p");
+
+  auto merged = c->patch(path, PatchType::Merge, {{"spec", {{"image", "b"}}}});
+  ASSERT_TRUE(merged) << merged.error();
+  EXPECT_EQ((*merged)["spec"]["image"], "b");
+  EXPECT_EQ((*merged)["spec"]["kind"], "tool");
+
+  auto patched = c->patch(path, PatchType::Json,
+                          json::array({{{"op", "add"}, {"path", "/metadata/labels"}, {"value", {{"x", "y"}}}},
+                                       {{"op", "replace"}, {"path", "/spec/image"}, {"value", "c"}}}));
+  ASSERT_TRUE(patched) << patched.error();
+  EXPECT_EQ((*patched)["metadata"]["labels"]["x"], "y");
+  EXPECT_EQ((*patched)["spec"]["image"], "c");
+
+  // The status subresource changes only .status.
+  auto status = c->patch(object_path(kComponents, ns_, "p", "status"), PatchType::Merge,
+                         {{"status", {{"phase", "Ready"}}}, {"spec", {{"image", "ignored"}}}});
+  ASSERT_TRUE(status) << status.error();
+  EXPECT_EQ((*status)["status"]["phase"], "Ready");
+  EXPECT_EQ((*status)["spec"]["image"], "c");
+  auto got = c->get(path, 5000ms);
+  ASSERT_TRUE(got);
+  EXPECT_EQ((*got)["status"]["phase"], "Ready");
+
+  // A failed JSON patch test is the server's 422.
+  auto failed = c->patch(path, PatchType::Json,
+                         json::array({{{"op", "test"}, {"path", "/spec/image"}, {"value", "zzz"}}}));
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.failure().code, 422);
+  EXPECT_EQ(failed.failure().reason, "Invalid");
+
+  // The Content-Types the server saw.
+  const json seen = server().control("requests", {{"method", "PATCH"}, {"path", "/namespaces/" + ns_ + "/"}});
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0]["headers"]["Content-Type"], "application/merge-patch+json");
+  EXPECT_EQ(seen[1]["headers"]["Content-Type"], "application/json-patch+json");
+}
+
+// --- WATCH -----------------------------------------------------------------------------
+
+TEST_F(KubeHttpClientTest, WatchDecodesEventsUnderAwkwardChunking) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  auto page = c->list(components(), {});
+  ASSERT_TRUE(page) << page.error();
+  server().control("set_watch_chunking", {{"mode", "random"}, {"seed", 7}, {"max_chunk", 5}});
+  WatchOptions w;
+  w.resource_version = page->resource_version;
+  w.timeout = 60s;
+  auto stream = c->watch(components(), w);
+  ASSERT_TRUE(stream) << stream.error();
+  // The watch request carried the options.
+  const json req = server().control(
+      "wait_for_request", {{"watch", true}, {"path", "/namespaces/" + ns_ + "/components$"}, {"timeout", 5}});
+  EXPECT_EQ(req["query"]["allowWatchBookmarks"], "true") << req.dump();
+  EXPECT_EQ(req["query"]["resourceVersion"], page->resource_version);
+  EXPECT_EQ(req["query"]["timeoutSeconds"], "60");
+  EXPECT_EQ(req["user_agent"], "isolation-gate/0.1.0");
+
+  backdoor_create("components", component("w1", ns_), ns_);
+  const std::string big(1u << 20, 'z');
+  backdoor_create("components", component("w2", ns_, {{"blob", big}}), ns_);
+  server().control("patch", {{"resource", "components"}, {"name", "w1"}, {"namespace", ns_},
+                             {"patch", {{"spec", {{"x", "é€𝄞"}}}}}});
+  server().control("delete", {{"resource", "components"}, {"name", "w1"}, {"namespace", ns_}});
+
+  auto e1 = next_data(**stream);
+  ASSERT_TRUE(e1) << e1.error();
+  ASSERT_TRUE(e1->has_value());
+  EXPECT_EQ((*e1)->type, WatchEvent::Type::Added);
+  EXPECT_EQ((*e1)->object["metadata"]["name"], "w1");
+  auto e2 = next_data(**stream);
+  ASSERT_TRUE(e2 && e2->has_value()) << (e2 ? "end" : e2.error());
+  EXPECT_EQ((*e2)->object["spec"]["blob"].get<std::string>().size(), big.size());
+  auto e3 = next_data(**stream);
+  ASSERT_TRUE(e3 && e3->has_value());
+  EXPECT_EQ((*e3)->type, WatchEvent::Type::Modified);
+  EXPECT_EQ((*e3)->object["spec"]["x"], "é€𝄞");
+  auto e4 = next_data(**stream);
+  ASSERT_TRUE(e4 && e4->has_value());
+  EXPECT_EQ((*e4)->type, WatchEvent::Type::Deleted);
+}
+
+TEST_F(KubeHttpClientTest, WatchBookmarksAndCleanEnd) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  server().control("set_watch_chunking", {{"mode", "byte"}});
+  WatchOptions w;
+  w.timeout = 1s;  // the server ends the stream after 1 s, with a final bookmark
+  auto stream = c->watch(components(), w);
+  ASSERT_TRUE(stream) << stream.error();
+  bool bookmark = false;
+  for (int i = 0; i < 100; ++i) {
+    auto e = bounded_next(**stream);
+    ASSERT_TRUE(e) << e.error();
+    if (!e->has_value()) break;
+    if ((*e)->type == WatchEvent::Type::Bookmark) {
+      bookmark = true;
+      EXPECT_FALSE((*e)->object["metadata"]["resourceVersion"].get<std::string>().empty());
+    }
+  }
+  EXPECT_TRUE(bookmark);
+  // After the end, next() keeps saying so.
+  auto again = bounded_next(**stream);
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(again->has_value());
+}
+
+TEST_F(KubeHttpClientTest, WatchExpiredIsAnErrorEventOrA410) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  backdoor_create("components", component("old", ns_), ns_);
+  server().control("delete", {{"resource", "components"}, {"name", "old"}, {"namespace", ns_}});
+  server().control("compact");
+  WatchOptions w;
+  w.resource_version = "1";
+  auto stream = c->watch(components(), w);
+  ASSERT_TRUE(stream) << stream.error();
+  auto e = next_data(**stream);
+  ASSERT_TRUE(e && e->has_value()) << (e ? "end" : e.error());
+  EXPECT_EQ((*e)->type, WatchEvent::Type::Error);
+  EXPECT_EQ((*e)->object["code"], 410);
+  server().control("set_watch_expired_mode", {{"mode", "http"}});
+  auto refused = c->watch(components(), w);
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(refused.failure().gone()) << refused.error();
+  EXPECT_EQ(refused.error().rfind("WATCH " + components() + ": 410 Expired: too old resource version", 0), 0u)
+      << refused.error();
+}
+
+TEST_F(KubeHttpClientTest, DroppedWatchIsAnErrorNotAHang) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  for (bool mid_event : {false, true}) {
+    SCOPED_TRACE(mid_event ? "mid-event" : "between events");
+    auto stream = c->watch(components(), {});
+    ASSERT_TRUE(stream) << stream.error();
+    server().control("wait_for_watch", {{"resource", "components"}, {"timeout", 5}});
+    server().control("drop_watches", {{"resource", "components"}, {"after_events", 1}, {"mid_event", mid_event}});
+    const std::string name = std::string("drop-") + (mid_event ? "m" : "b");
+    backdoor_create("components", component(name + "1", ns_), ns_);
+    backdoor_create("components", component(name + "2", ns_), ns_);
+    std::optional<std::string> error;
+    for (int i = 0; i < 50 && !error; ++i) {
+      auto e = bounded_next(**stream);
+      if (!e) {
+        error = e.error();
+        EXPECT_EQ(e.failure().code, 0);
+        EXPECT_TRUE(e.failure().retriable());
+        break;
+      }
+      ASSERT_TRUE(e->has_value()) << "a dropped watch ended as if cleanly";
+    }
+    ASSERT_TRUE(error);
+    EXPECT_EQ(error->rfind("WATCH " + components() + ": ", 0), 0u) << *error;
+    // The error is final.
+    EXPECT_FALSE(bounded_next(**stream));
+  }
+}
+
+TEST_F(KubeHttpClientTest, StopEndsABlockedNextPromptly) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  WatchOptions w;
+  w.allow_bookmarks = false;
+  w.timeout = 600s;
+  auto stream = c->watch(components(), w);
+  ASSERT_TRUE(stream) << stream.error();
+  WatchStream* s = stream->get();
+  auto f = std::async(std::launch::async, [s] { return s->next(); });
+  // Nothing happens in this namespace: next() blocks.
+  EXPECT_EQ(f.wait_for(200ms), std::future_status::timeout);
+  const auto start = std::chrono::steady_clock::now();
+  s->stop();
+  ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  auto r = f.get();
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_FALSE(r->has_value());
+  // The connection is gone: the server notices when it writes to it (the
+  // first write after the close may still succeed; the next fails).
+  for (int i = 0; i < 3; ++i) backdoor_create("components", component("after-stop-" + std::to_string(i), ns_), ns_);
+  server().control("wait_for_watches_closed", {{"resource", "components"}, {"timeout", 5}});
+}
+
+TEST_F(KubeHttpClientTest, StreamOutlivesItsClient) {
+  std::unique_ptr<WatchStream> stream;
+  {
+    auto c = client();
+    ASSERT_TRUE(c);
+    auto s = c->watch(components(), {});
+    ASSERT_TRUE(s) << s.error();
+    stream = std::move(*s);
+  }
+  backdoor_create("components", component("after", ns_), ns_);
+  auto e = next_data(*stream);
+  ASSERT_TRUE(e && e->has_value()) << (e ? "end" : e.error());
+  EXPECT_EQ((*e)->object["metadata"]["name"], "after");
+}
+
+// --- the token ---------------------------------------------------------------------------
+
+TEST_F(KubeHttpClientTest, RotatedTokenIsUsedAtOnce) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->list(components(), {}));
+  // Rotate: the server now accepts only the new token; the client's cached
+  // token (re-checked at most once a second) gets a 401, re-reads the file
+  // and retries once with the new one.
+  write_atomically(*token_file_, "token-2\n");
+  const int mark = server().control("request_mark").get<int>();
+  auto page = c->list(components(), {});
+  ASSERT_TRUE(page) << page.error();
+  const json seen = server().control("requests", {{"since", mark}, {"path", "/namespaces/" + ns_ + "/"}});
+  ASSERT_GE(seen.size(), 1u);
+  EXPECT_EQ(seen.back()["authorization"], "Bearer token-2");
+  EXPECT_EQ(seen.back()["status"], 200);
+  if (seen.size() == 2) {
+    EXPECT_EQ(seen[0]["status"], 401);
+    EXPECT_EQ(seen[0]["authorization"], "Bearer token-1");
+  }
+  // A watch started now uses it too.
+  auto stream = c->watch(components(), {});
+  ASSERT_TRUE(stream) << stream.error();
+  const json w = server().control("wait_for_request", {{"since", mark}, {"watch", true}, {"status", 200}, {"timeout", 5}});
+  EXPECT_EQ(w["authorization"], "Bearer token-2");
+  // A token that is simply wrong is a 401 (retried only when the file changed).
+  server().control("inject_fault", {{"status", 401}, {"path", "/nodes/x401$"}});
+  auto denied = c->get("/api/v1/nodes/x401", 5000ms);
+  ASSERT_FALSE(denied);
+  EXPECT_EQ(denied.failure().code, 401);
+  write_atomically(*token_file_, "token-1\n");  // back for the other tests (they re-read on a 401)
+}
+
+// --- trust -------------------------------------------------------------------------------
+
+TEST_F(KubeHttpClientTest, OnlyTheClusterCaIsTrusted) {
+  auto other = tls::make_serving_chain({"localhost"}, {"127.0.0.1"}, std::chrono::hours(1));
+  ASSERT_TRUE(other);
+  ClusterConfig cfg = config();
+  cfg.ca_pem = other->ca_cert_pem;  // not the server's CA
+  auto c = HttpClient::make(cfg, kVersion, fast_options());
+  ASSERT_TRUE(c) << c.error();
+  const int mark = server().control("request_mark").get<int>();
+  auto r = (*c)->get("/api/v1/nodes", 5000ms);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.failure().code, 0);
+  EXPECT_NE(r.error().find("SSL handshake"), std::string::npos) << r.error();
+  EXPECT_NE(r.error().find("signed by the cluster CA"), std::string::npos) << r.error();
+  EXPECT_TRUE(server().control("requests", {{"since", mark}}).empty());  // no HTTP reached it
+  // Two CAs in the bundle, the server's among them: trusted.
+  cfg.ca_pem = other->ca_cert_pem + chain_->ca_cert_pem;
+  auto both = HttpClient::make(cfg, kVersion, fast_options());
+  ASSERT_TRUE(both) << both.error();
+  auto ok = (*both)->get("/api/v1/namespaces/default", 5000ms);
+  EXPECT_TRUE(ok || ok.failure().code == 404) << ok.error();
+}
+
+TEST_F(KubeHttpClientTest, ServerCertificateMustNameTheHost) {
+  // A second server whose certificate, from the same CA, names another host.
+  auto leaf = tls::make_serving_certificate(chain_->ca_cert_pem, chain_->ca_key_pem, {"other.example"}, {},
+                                            std::chrono::hours(1));
+  ASSERT_TRUE(leaf) << leaf.error();
+  const std::string dir = *dir_ + "/other";
+  fs::create_directories(dir);
+  std::string error;
+  auto other = FakeApiServer::start(dir, leaf->cert_pem, leaf->key_pem, "", &error);
+  ASSERT_NE(other, nullptr) << error;
+  ClusterConfig cfg = config();
+  cfg.server = other->url();
+  auto c = HttpClient::make(cfg, kVersion, fast_options());
+  ASSERT_TRUE(c) << c.error();
+  auto r = (*c)->get("/api/v1/nodes", 5000ms);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.failure().code, 0);
+  EXPECT_NE(r.error().find("SSL handshake"), std::string::npos) << r.error();
+  EXPECT_NE(r.error().find("name 127.0.0.1"), std::string::npos) << r.error();
+}
+
+// --- the rate limiter ---------------------------------------------------------------------
+
+class CountingClock final : public RateClock {
+ public:
+  time_point now() override {
+    std::lock_guard lock(mu_);
+    return now_;
+  }
+  void sleep_until(time_point t) override {
+    std::lock_guard lock(mu_);
+    ++sleeps_;
+    if (t > now_) now_ = t;
+  }
+  int sleeps() {
+    std::lock_guard lock(mu_);
+    return sleeps_;
+  }
+
+ private:
+  std::mutex mu_;
+  time_point now_{std::chrono::hours(1)};
+  int sleeps_ = 0;
+};
+
+TEST_F(KubeHttpClientTest, RateLimiterBeforeEveryRequestAndWatch) {
+  auto clock = std::make_shared<CountingClock>();
+  HttpClientOptions o = fast_options();
+  o.qps = 1;
+  o.burst = 1;
+  o.rate_clock = clock;
+  auto c = client(o);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->list(components(), {}));  // the burst
+  EXPECT_EQ(clock->sleeps(), 0);
+  ASSERT_TRUE(c->list(components(), {}));
+  EXPECT_EQ(clock->sleeps(), 1);
+  auto w = c->watch(components(), {});
+  ASSERT_TRUE(w) << w.error();
+  EXPECT_EQ(clock->sleeps(), 2);
+  ASSERT_TRUE(c->create(components(), component("rl", ns_)));
+  EXPECT_EQ(clock->sleeps(), 3);
+}
+
+TEST_F(KubeHttpClientTest, RateLimiterWaitCountsAgainstTheDeadline) {
+  HttpClientOptions o = fast_options();
+  o.qps = 0.01;  // one request per 100 s
+  o.burst = 1;
+  auto c = client(o);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->get(object_path(kNodes, "", "x"), 5000ms).failure().code == 404);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = c->get(object_path(kNodes, "", "x"), 500ms);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.failure().code, 0);
+  EXPECT_NE(r.error().find("client rate limit"), std::string::npos) << r.error();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+}
+
+// --- construction ------------------------------------------------------------------------------
+
+TEST(KubeHttpClientMake, RefusesWhatItCannotUse) {
+  auto chain = tls::make_serving_chain({"localhost"}, {}, std::chrono::hours(1));
+  ASSERT_TRUE(chain);
+  ClusterConfig c;
+  c.server = "http://127.0.0.1:80";
+  c.ca_pem = chain->ca_cert_pem;
+  auto r = HttpClient::make(c, kVersion);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(), "API client for \"http://127.0.0.1:80\": the server is not an https:// URL");
+  c.server = "https://127.0.0.1:6443";
+  c.ca_pem = "nope";
+  r = HttpClient::make(c, kVersion);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(), "API client for \"https://127.0.0.1:6443\": cluster CA: no PEM CERTIFICATE found");
+  c.ca_pem = chain->ca_cert_pem;
+  c.client_cert_pem = chain->cert_pem;
+  r = HttpClient::make(c, kVersion);
+  ASSERT_FALSE(r);
+  c.client_key_pem = chain->key_pem;
+  r = HttpClient::make(c, kVersion);
+  EXPECT_TRUE(r) << r.error();
+}
+
+}  // namespace
+}  // namespace ig::kube
