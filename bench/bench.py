@@ -181,7 +181,9 @@ class Ours:
                     if not chunk:
                         break
                     data += chunk
-            m = re.search(rb"^" + name.encode() + rb" (\S+)$", data, re.M)
+            # Transport series carry listener="webhook" (or "probes").
+            m = re.search(rb"^" + re.escape(name.encode()) + rb'(?:\{listener="webhook"\})? (\S+)$',
+                          data, re.M)
             return float(m.group(1)) if m else None
         except OSError:
             return None
