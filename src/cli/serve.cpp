@@ -6,7 +6,8 @@
 // ServeOptions; a mode builds its Component lookup and sandbox view and hands
 // them to serve_webhook(), which builds everything else in dependency order
 // (counters, TLS, the Webhook, the servers) and runs until SIGTERM/SIGINT.
-// Cluster mode will be one more mode beside serve_local()
+// serve_local() reads Components from files and the sandbox from a flag;
+// serve_cluster() builds both from the API server's caches
 // (docs/architecture.md, "Where cluster mode plugs in").
 #include <pthread.h>
 #include <signal.h>
@@ -19,6 +20,10 @@
 #include <optional>
 #include <variant>
 
+#ifndef IG_VERSION
+#error "IG_VERSION must be defined by the build (CMake's project version)"
+#endif
+
 #include "admission/catalog.h"
 #include "admission/webhook.h"
 #include "base/prometheus.h"
@@ -28,6 +33,9 @@
 #include "config/defaults.h"
 #include "config/environment.h"
 #include "config/log.h"
+#include "controller/cluster.h"
+#include "kube/config.h"
+#include "kube/http_client.h"
 #include "server/http_exchange.h"
 #include "server/https_server.h"
 #include "tls/certificates.h"
@@ -73,6 +81,18 @@ struct ServeOptions {
   std::string ca_out;
   std::string service = std::string(config::kDefaultServiceName);
   unsigned threads = 0;  // 0: one per core
+
+  // Cluster mode.
+  enum class CertMode { SelfManaged, Files };
+  bool namespace_given = false;  // else the service account's namespace
+  std::string kubeconfig, context;
+  std::string webhook_config_name = std::string(config::kDefaultServiceName);
+  std::string tls_secret = std::string(config::kDefaultServiceName) + "-tls";
+  CertMode cert_mode = CertMode::SelfManaged;
+  std::string lease_name = std::string(config::kDefaultServiceName) + "-leader";
+  bool evict_drifted = false;
+  double kube_api_qps = kube::RateLimiter::kDefaultQps;
+  int kube_api_burst = kube::RateLimiter::kDefaultBurst;
 };
 
 int usage_error(const std::string& message) {
@@ -107,10 +127,50 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
   app->add_option("--threads", o.threads, "I/O threads of the webhook listener (0: one per core)")
       ->check(CLI::Range(0u, 999u).description(""))
       ->type_name("N");
+  // Cluster mode (without --local).
+  app->add_option("--kubeconfig", o.kubeconfig,
+                  "cluster mode: a kubeconfig file (else $KUBECONFIG, else the\n"
+                  "in-cluster service account)")
+      ->type_name("FILE");
+  app->add_option("--context", o.context, "cluster mode: the kubeconfig context (else its current one)")
+      ->type_name("NAME");
+  app->add_option("--webhook-config-name", o.webhook_config_name,
+                  "cluster mode: the Mutating/ValidatingWebhookConfigurations\n"
+                  "whose caBundle self-managed certificates keep (next release)")
+      ->type_name("NAME");
+  app->add_option("--tls-secret", o.tls_secret,
+                  "cluster mode: the Secret holding self-managed certificates (next release)")
+      ->type_name("NAME");
+  add_enum_option(*app, "--cert-mode", o.cert_mode,
+                  EnumWords<ServeOptions::CertMode>{{"self-managed", ServeOptions::CertMode::SelfManaged},
+                                                    {"files", ServeOptions::CertMode::Files}},
+                  "cluster mode: files = --tls-cert/--tls-key, reloaded as they\n"
+                  "change (cert-manager); self-managed is not built yet");
+  app->add_option("--lease-name", o.lease_name,
+                  "cluster mode: the coordination.k8s.io Lease of leader election (next release)")
+      ->type_name("NAME");
+  app->add_flag("--evict-drifted", o.evict_drifted,
+                "cluster mode: evict pods that drifted from the gate (next release)");
+  app->add_option("--kube-api-qps", o.kube_api_qps, "cluster mode: Kubernetes API requests per second")
+      ->check(CLI::Range(0.0, 10000.0).description(""))
+      ->type_name("QPS");
+  app->add_option("--kube-api-burst", o.kube_api_burst, "cluster mode: Kubernetes API request burst")
+      ->check(CLI::Range(1, 10000).description(""))
+      ->type_name("N");
   app->footer("The deployment shape comes from GIBSON_UNTRUSTED_EXEC (default setec-only).");
   if (auto exit_code = parse(*app, args)) return exit_code;
+  o.namespace_given = app->get_option("--namespace")->count() > 0;
 
   if (o.local && o.components_dir.empty()) return usage_error("--local needs --components DIR");
+  if (!o.local) {
+    if (!o.components_dir.empty()) return usage_error("--components is for --local; a cluster has its own");
+    if (o.cert_mode == ServeOptions::CertMode::SelfManaged) {
+      return usage_error(
+          "--cert-mode self-managed is not built yet: use --cert-mode files with --tls-cert and "
+          "--tls-key (for example a cert-manager Certificate's Secret)");
+    }
+    if (o.tls_cert.empty()) return usage_error("--cert-mode files needs --tls-cert and --tls-key");
+  }
   if (o.tls_cert.empty() != o.tls_key.empty()) return usage_error("--tls-cert and --tls-key go together");
   o.listen = *parse_host_port(o.listen_text);  // checked by kHostPort
   o.metrics_listen = *parse_host_port(o.metrics_listen_text);
@@ -218,9 +278,11 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
                 {"shape", policy::to_string(context.settings.shape.shape)},
                 {"runtime_class", context.settings.runtime_class}},
                std::uint64_t{1});
-    out.family("isolation_gate_sandbox_available", Type::Gauge, "1 when the setec sandbox is available.");
-    out.sample("isolation_gate_sandbox_available", {},
-               std::uint64_t{policy::is_available(context.sandbox.availability()) ? 1u : 0u});
+    if (!facts.extra_metrics) {  // a mode with metrics of its own writes the sandbox's
+      out.family("isolation_gate_sandbox_available", Type::Gauge, "1 when the setec sandbox is available.");
+      out.sample("isolation_gate_sandbox_available", {},
+                 std::uint64_t{policy::is_available(context.sandbox.availability()) ? 1u : 0u});
+    }
     out.family("isolation_gate_components", Type::Gauge, "Components known to the catalog.");
     out.sample("isolation_gate_components", {}, std::uint64_t{facts.component_count()});
     out.family("isolation_gate_tls_reloads_total", Type::Counter, "Serving certificate reloads.");
@@ -308,6 +370,53 @@ int serve_local(const ServeOptions& o, Clock::time_point started) {
                        started);
 }
 
+// Cluster mode: Components, RuntimeClasses and Nodes from the API server's
+// caches; ready once all three have synced (and the certificate is loaded).
+int serve_cluster(ServeOptions o, Clock::time_point started) {
+  const auto shape = config::read_shape_from_env();
+  if (shape.setting.fell_back) {
+    config::log_warn(config::describe_shape(shape));
+  } else {
+    config::log_info(config::describe_shape(shape));
+  }
+  auto cluster_config = kube::load_cluster_config(o.kubeconfig, o.context, kube::process_env());
+  if (!cluster_config) {
+    config::log_error("cannot configure the Kubernetes API client", {{"error", cluster_config.error()}});
+    return kExitBadInput;
+  }
+  if (!o.namespace_given && !cluster_config->namespace_name.empty()) {
+    o.gate.own_namespace = cluster_config->namespace_name;
+  }
+  kube::HttpClientOptions client_options;
+  client_options.qps = o.kube_api_qps;
+  client_options.burst = o.kube_api_burst;
+  auto client = kube::HttpClient::make(*cluster_config, IG_VERSION, client_options);
+  if (!client) {
+    config::log_error("cannot make the Kubernetes API client", {{"error", client.error()}});
+    return kExitBadInput;
+  }
+  const admission::GateSettings settings = gate_settings(o.gate, shape);
+  controller::ClusterOptions cluster_options;
+  cluster_options.runtime_class = settings.runtime_class;
+  cluster_options.shape = settings.shape.shape;
+  cluster_options.log = log_adapter;
+  controller::Cluster cluster(**client, cluster_options);
+  config::log_info("watching the Kubernetes API",
+                   {{"server", cluster_config->server},
+                    {"namespace", settings.own_namespace},
+                    {"runtime_class", settings.runtime_class}});
+  cluster.start();
+  const admission::AdmissionContext context{settings, cluster.components(), cluster.sandbox()};
+  const int code = serve_webhook(
+      o, context,
+      ModeFacts{"cluster", [&cluster] { return cluster.component_count(); },
+                [&cluster] { return cluster.synced(); },
+                [&cluster](prometheus::TextWriter& out) { cluster.write_metrics(out); }},
+      started);
+  cluster.stop();
+  return code;
+}
+
 }  // namespace
 
 int run_serve(const std::vector<std::string>& args) {
@@ -315,11 +424,7 @@ int run_serve(const std::vector<std::string>& args) {
   ServeOptions options;
   if (auto exit_code = parse_serve_options(args, options)) return *exit_code;
   if (options.local) return serve_local(options, started);
-  // Cluster mode: a serve_cluster() building its own lookup and sandbox view
-  // from the API server's caches, then serve_webhook() like local mode.
-  return usage_error(
-      "cluster mode (watching RuntimeClasses, Nodes and Components) is not part of this "
-      "build yet; run with --local");
+  return serve_cluster(std::move(options), started);
 }
 
 }  // namespace ig::cli
