@@ -135,10 +135,14 @@ class GateServer(object):
     shape: value for GIBSON_UNTRUSTED_EXEC, or None to unset it.
     tls: "files" (certs from `certs`, passed with --tls-cert/--tls-key) or
          "self" (the server makes its own chain; --ca-out).
+    kubeconfig: cluster mode (no --local): the kubeconfig of the test API
+         server; --cert-mode files. wait_ready=False returns once it serves,
+         ready or not (cluster mode is ready only when its caches synced).
     """
 
     def __init__(self, sandbox="unavailable", shape=None, components=EXAMPLE_COMPONENTS,
-                 runtime_class=None, namespace=None, tls="files", extra_args=()):
+                 runtime_class=None, namespace=None, tls="files", extra_args=(),
+                 kubeconfig=None, wait_ready=True):
         self.sandbox = sandbox
         self.shape = shape
         self.components = components
@@ -146,6 +150,8 @@ class GateServer(object):
         self.namespace = namespace
         self.tls = tls
         self.extra_args = list(extra_args)
+        self.kubeconfig = kubeconfig
+        self.wait_ready = wait_ready
         self.proc = None
         self.tmp = None
         self.host = "127.0.0.1"
@@ -160,8 +166,11 @@ class GateServer(object):
     def start(self):
         require_binary()
         self.tmp = tempfile.mkdtemp(prefix="ig-e2e-")
-        args = ["serve", "--local", "--components", self.components, "--sandbox", self.sandbox,
-                "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"]
+        if self.kubeconfig is None:
+            args = ["serve", "--local", "--components", self.components, "--sandbox", self.sandbox]
+        else:
+            args = ["serve", "--kubeconfig", self.kubeconfig, "--cert-mode", "files"]
+        args += ["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"]
         if self.tls == "files":
             self.cert_files = make_certs(os.path.join(self.tmp, "certs"))
             self.ca_file = self.cert_files["ca.crt"]
@@ -185,7 +194,8 @@ class GateServer(object):
                                      start_new_session=True)
         try:
             self._wait_serving()
-            self._wait_ready()
+            if self.wait_ready:
+                self._wait_ready()
         except BaseException:
             self.stop()
             raise
@@ -207,8 +217,8 @@ class GateServer(object):
         raise AssertionError("isolation-gate did not log 'serving' within %ss:\n%s"
                              % (START_TIMEOUT, self.stderr_text()))
 
-    def _wait_ready(self):
-        deadline = time.monotonic() + START_TIMEOUT
+    def _wait_ready(self, timeout=START_TIMEOUT):
+        deadline = time.monotonic() + timeout
         last = None
         while time.monotonic() < deadline:
             try:
