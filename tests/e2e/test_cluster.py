@@ -16,6 +16,8 @@ import tempfile
 import time
 import unittest
 
+import yaml
+
 import harness as h
 
 sys.path.insert(0, os.path.join(h.SOURCE_DIR, "tests", "apiserver"))
@@ -208,6 +210,53 @@ class Decisions(ClusterCase):
             r = self.gate.review("/mutate/pods", h.pod_review(h.make_pod(component=""), namespace=ns))
             self.assertTrue(r["response"]["allowed"], ns)
             self.assertEqual(r["response"]["auditAnnotations"]["decision"], "NotEnforced", ns)
+
+
+def granted_rules():
+    """The ClusterRole rules of the install as rendered from the chart
+    (manifests/isolation-gate.yaml; the packaging tests keep it equal to the chart)."""
+    with open(os.path.join(h.SOURCE_DIR, "manifests", "isolation-gate.yaml")) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    return [r for d in docs if d.get("kind") == "ClusterRole" for r in d["rules"]]
+
+
+def api_request_permission(entry):
+    """(group, resource, verb, name) of one API request, as RBAC sees it."""
+    parts = [p for p in entry["path"].split("/") if p]
+    if parts[0] == "api":
+        group, rest = "", parts[2:]
+    else:
+        group, rest = parts[1], parts[3:]
+    if rest and rest[0] == "namespaces" and len(rest) > 2:
+        rest = rest[2:]
+    resource, name = rest[0], (rest[1] if len(rest) > 1 else None)
+    if len(rest) > 2:
+        resource += "/" + rest[2]
+    method = entry["method"]
+    if method == "GET":
+        verb = "watch" if entry["watch"] else ("get" if name else "list")
+    else:
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
+    return group, resource, verb, name
+
+
+class Permissions(ClusterCase):
+    def test_every_api_request_the_gate_makes_is_granted_by_the_chart(self):
+        self.wait_decision("RequireSetec", "at start")
+        self.gate.review("/mutate/pods", h.pod_review(h.make_pod(name="q-0", component="not-cached")))
+        rules = granted_rules()
+        seen = set()
+        for entry in self.api.requests():
+            if entry["path"].startswith(("/api/", "/apis/")):
+                seen.add(api_request_permission(entry))
+        self.assertTrue({("", "nodes", "list", None), ("", "nodes", "watch", None),
+                         ("node.k8s.io", "runtimeclasses", "watch", None),
+                         ("gibson.zeroroot.ai", "components", "list", None),
+                         ("gibson.zeroroot.ai", "components", "get", "not-cached")} <= seen, seen)
+        for group, resource, verb, name in sorted(seen, key=str):
+            granted = any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"]
+                          and (name in r.get("resourceNames", [name])) for r in rules)
+            self.assertTrue(granted, "the chart does not grant %s %s/%s %s" % (verb, group, resource, name))
 
 
 class Recovery(ClusterCase):
