@@ -1,6 +1,7 @@
 #include "kube/http_client.h"
 
 #include <arpa/inet.h>
+#include <cpprest/containerstream.h>
 #include <cpprest/http_client.h>
 #include <cpprest/producerconsumerstream.h>
 #include <openssl/ssl.h>
@@ -388,7 +389,14 @@ struct HttpClient::Impl {
       h.add("User-Agent", user_agent);
       h.add("Accept", "application/json");
       if (!token->empty()) h.add("Authorization", "Bearer " + *token);
-      if (out.body) req.set_body(*out.body, out.content_type);
+      if (out.body) {
+        // As bytes: cpprestsdk's std::string body is a char buffer it then
+        // reads as a uint8_t one (undefined behaviour, UBSan's vptr check).
+        std::vector<std::uint8_t> bytes(out.body->begin(), out.body->end());
+        const auto size = bytes.size();
+        req.set_body(concurrency::streams::bytestream::open_istream(std::move(bytes)), size,
+                     out.content_type);
+      }
       auto cts = std::make_shared<pplx::cancellation_token_source>();
       auto done = track(c.request(req, cts->get_token()));
       if (!wait_until(*done, deadline)) {
