@@ -1,0 +1,283 @@
+#!/usr/bin/python3
+"""Cluster mode measured (not a test): isolation-gate `serve --kubeconfig`
+against the test API server (tests/apiserver/fake_apiserver.py) holding many
+Components and Nodes.
+
+  1. time from start to /readyz 200 with 10,000 Components and 1,000 Nodes
+     (median of --repeats starts);
+  2. memory per cached Component and per cached Node: RSS once ready with N
+     objects minus RSS with none, divided by N;
+  3. CPU per review on /mutate/pods (typical pod, RequireSetec, 16 keep-alive
+     connections, wrk) in local mode and in cluster mode while the API server
+     changes 100 Components a second, interleaved (local, cluster, local,
+     cluster, ...), so both see the same machine.
+
+Needs what bench/run.sh builds first (build-bench/: the binary, the corpus,
+the certificate, wrk). Writes docs/benchmarks-cluster.md and
+build-bench/results/cluster.json.
+  bench/cluster.py [--pairs 3] [--duration 10] [--components 10000] [--nodes 1000]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "tests", "apiserver"))
+import bench  # noqa: E402  (run_wrk, proc_cpu_ticks, proc_status_kib, http_get_status, terminate)
+from fake_apiserver import FakeApiServer  # noqa: E402
+
+import yaml  # noqa: E402
+
+RC = "kata-fc"
+
+
+def node(i):
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "node-%04d" % i,
+                         "labels": {"setec.zeroroot.ai/runtime.firecracker": "true",
+                                    "kubernetes.io/hostname": "node-%04d" % i,
+                                    "topology.kubernetes.io/zone": "zone-%d" % (i % 3)}},
+            "spec": {"taints": [{"key": "setec.zeroroot.ai/dedicated", "effect": "NoSchedule"}] if i % 2 else []},
+            "status": {"conditions": [{"type": "Ready", "status": "True"},
+                                      {"type": "MemoryPressure", "status": "False"}],
+                       "capacity": {"cpu": "8", "memory": "32Gi"}}}
+
+
+def generated_component(i):
+    return {"apiVersion": "gibson.zeroroot.ai/v1alpha1", "kind": "Component",
+            "metadata": {"name": "catalog-%05d" % i, "namespace": "tenant-%03d" % (i % 100),
+                         "labels": {"app.kubernetes.io/name": "catalog-%05d" % i}},
+            "spec": {"kind": "tool", "image": "registry.example.com/gibson/catalog-%05d:1.0.0" % i,
+                     "policy": {"content_trust": "untrusted" if i % 2 else "trusted"}}}
+
+
+class Fixture:
+    def __init__(self, args):
+        self.args = args
+        self.build = os.path.join(REPO, "build-bench")
+        self.binary = os.path.join(self.build, "isolation-gate")
+        self.tmp = tempfile.mkdtemp(prefix="ig-cluster-bench-")
+        subprocess.run([self.binary, "certs", "--out-dir", self.tmp + "/api", "--dns", "localhost",
+                        "--ip", "127.0.0.1"], check=True, capture_output=True)
+        certs = os.path.join(self.build, "bench-certs")
+        self.cert, self.key = os.path.join(certs, "tls.crt"), os.path.join(certs, "tls.key")
+        self.env = {k: v for k, v in os.environ.items() if k != "GIBSON_UNTRUSTED_EXEC"}
+
+    def api(self, components, nodes, corpus=True):
+        api = FakeApiServer(self.tmp + "/api/tls.crt", self.tmp + "/api/tls.key",
+                            bookmark_interval=5.0, max_history=20000).start()
+        api.create("runtimeclasses", {"metadata": {"name": RC, "labels": {"setec.zeroroot.ai/runtime": "fc"}},
+                                      "handler": RC, "scheduling": {"nodeSelector": {
+                                          "setec.zeroroot.ai/runtime.firecracker": "true"},
+                                          "tolerations": [{"key": "setec.zeroroot.ai/dedicated",
+                                                           "operator": "Exists"}]}})
+        for i in range(nodes):
+            api.create("nodes", node(i))
+        if corpus:
+            cdir = os.path.join(self.build, "corpus", "components")
+            for f in sorted(os.listdir(cdir)):
+                with open(os.path.join(cdir, f)) as fh:
+                    for doc in yaml.safe_load_all(fh):
+                        if doc and doc.get("kind") == "Component":
+                            doc["metadata"].setdefault("namespace", "default")
+                            api.put("components", doc)
+        for i in range(components):
+            api.create("components", generated_component(i))
+        kubeconfig = os.path.join(self.tmp, "kubeconfig")
+        with open(kubeconfig, "w") as f:
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: b\nclusters:\n- name: b\n  cluster:\n"
+                    "    server: %s\n    certificate-authority: %s\nusers:\n- name: u\n  user: {}\n"
+                    "contexts:\n- name: b\n  context: {cluster: b, user: u}\n"
+                    % (api.url, self.tmp + "/api/ca.crt"))
+        return api, kubeconfig
+
+    def gate(self, kubeconfig=None):
+        argv = [self.binary, "serve", "--tls-cert", self.cert, "--tls-key", self.key,
+                "--listen", "127.0.0.1:%d" % bench.OURS_PORT,
+                "--metrics-listen", "127.0.0.1:%d" % bench.OURS_PROBE_PORT]
+        if kubeconfig:
+            argv += ["--kubeconfig", kubeconfig, "--cert-mode", "files"]
+        else:
+            argv += ["--local", "--components", os.path.join(self.build, "corpus", "components"),
+                     "--sandbox", "available"]
+        t0 = time.monotonic()
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=self.env)
+        while time.monotonic() - t0 < 120:
+            if bench.http_get_status(bench.OURS_PROBE_PORT, "/readyz") == 200:
+                return proc, (time.monotonic() - t0) * 1000
+            if proc.poll() is not None:
+                raise RuntimeError("isolation-gate exited %s" % proc.returncode)
+            time.sleep(0.002)
+        bench.terminate(proc)
+        raise RuntimeError("not ready within 120 s")
+
+
+def rss_kib(proc, settle=1.0):
+    time.sleep(settle)  # let the last watch events land; a measurement, not a test
+    return bench.proc_status_kib(proc.pid, "VmRSS")
+
+
+def churn(api, stop, per_second, names):
+    """Changes `per_second` Components a second (a label), spread evenly."""
+    i, interval, t = 0, 1.0 / per_second, time.monotonic()
+    while not stop.is_set():
+        name, ns = names[i % len(names)]
+        api.patch("components", name, {"metadata": {"labels": {"churn": str(i)}}}, namespace=ns)
+        i += 1
+        t += interval
+        delay = t - time.monotonic()
+        if delay > 0:
+            stop.wait(delay)
+    return i
+
+
+def cpu_per_review(fx, cfg, case, proc, duration):
+    cpu0 = bench.proc_cpu_ticks(proc.pid)
+    w = bench.run_wrk(cfg, bench.OURS_PORT, case, 16, "keep-alive", duration)
+    cpu1 = bench.proc_cpu_ticks(proc.pid)
+    return {"requests": w["requests"], "rps": w["requests"] / (w["duration_us"] / 1e6),
+            "errors": sum(w["errors"].values()),
+            "cpu_us": (cpu1 - cpu0) * 1e6 / bench.CLK_TCK / max(w["requests"], 1)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--components", type=int, default=10000)
+    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--churn", type=int, default=100)
+    args = ap.parse_args()
+    fx = Fixture(args)
+    results = {"started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+               "machine": "%s, %d cores, %s" % (platform.processor() or platform.machine(), os.cpu_count(),
+                                                platform.release()),
+               "args": vars(args)}
+
+    # 1. Ready time and 2. memory.
+    print("cluster-bench: API server with %d Components, %d Nodes" % (args.components, args.nodes), file=sys.stderr)
+    api, kubeconfig = fx.api(args.components, args.nodes)
+    ready, rss_full = [], []
+    for _ in range(args.repeats):
+        proc, ms = fx.gate(kubeconfig)
+        ready.append(ms)
+        rss_full.append(rss_kib(proc))
+        bench.terminate(proc)
+    api.stop()
+    results["ready_ms"] = ready
+    results["rss_full_kib"] = rss_full
+    api, kubeconfig = fx.api(0, 1, corpus=False)
+    proc, results["ready_ms_empty"] = fx.gate(kubeconfig)
+    results["rss_empty_kib"] = rss_kib(proc)
+    bench.terminate(proc)
+    api.stop()
+    api, kubeconfig = fx.api(args.components, 1, corpus=False)
+    proc, _ = fx.gate(kubeconfig)
+    rss_components = rss_kib(proc)
+    bench.terminate(proc)
+    api.stop()
+    api, kubeconfig = fx.api(0, args.nodes, corpus=False)
+    proc, _ = fx.gate(kubeconfig)
+    rss_nodes = rss_kib(proc)
+    bench.terminate(proc)
+    api.stop()
+    results["bytes_per_component"] = (rss_components - results["rss_empty_kib"]) * 1024 / args.components
+    results["bytes_per_node"] = (rss_nodes - results["rss_empty_kib"]) * 1024 / max(args.nodes - 1, 1)
+
+    # 3. CPU per review, local vs cluster under churn, interleaved.
+    class Cfg:
+        pass
+    cfg = Cfg()
+    cfg.wrk = "wrk"
+    cfg.lua = os.path.join(REPO, "bench", "wrk", "post.lua")
+    cfg.repo = REPO
+    cfg.no_resume = None
+    cases = json.load(open(os.path.join(fx.build, "corpus", "cases.json")))
+    case = next(c for c in cases if c["name"] == "pod-typical-RequireSetec")
+    api, kubeconfig = fx.api(args.components, args.nodes)
+    names = [(c["metadata"]["name"], c["metadata"]["namespace"]) for c in api.list("components")
+             if c["metadata"]["name"].startswith("catalog-")]
+    pairs = []
+    for _ in range(args.pairs):
+        proc, _ = fx.gate(None)
+        local = cpu_per_review(fx, cfg, case, proc, args.duration)
+        bench.terminate(proc)
+        proc, _ = fx.gate(kubeconfig)
+        stop = threading.Event()
+        changed = []
+        t = threading.Thread(target=lambda: changed.append(churn(api, stop, args.churn, names)))
+        t.start()
+        cluster = cpu_per_review(fx, cfg, case, proc, args.duration)
+        stop.set()
+        t.join()
+        cluster["components_changed"] = changed[0]
+        cluster["churn_per_s"] = changed[0] / args.duration
+        bench.terminate(proc)
+        pairs.append({"local": local, "cluster": cluster})
+        print("cluster-bench: local %.1f us/review, cluster %.1f us/review (%d changes)"
+              % (local["cpu_us"], cluster["cpu_us"], changed[0]), file=sys.stderr)
+    api.stop()
+    results["pairs"] = pairs
+    write(results)
+
+
+def write(r):
+    out_dir = os.path.join(REPO, "build-bench", "results")
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "cluster.json"), "w") as f:
+        json.dump(r, f, indent=2)
+    a = r["args"]
+    local = [p["local"]["cpu_us"] for p in r["pairs"]]
+    cluster = [p["cluster"]["cpu_us"] for p in r["pairs"]]
+    ratio = statistics.median(cluster) / statistics.median(local)
+    lines = [
+        "# Cluster mode: benchmark results",
+        "",
+        "Written by `bench/cluster.py` (after `bench/run.sh` has built `build-bench/`). Machine: %s. "
+        "Started %s. The test API server (`tests/apiserver/fake_apiserver.py`, Python) runs on the same "
+        "2 cores as the gate and wrk." % (r["machine"], r["started"]),
+        "",
+        "| measure | result |",
+        "|---|---|",
+        "| start to ready, %d Components + %d Nodes (median of %d) | %.0f ms (%s) |"
+        % (a["components"], a["nodes"], len(r["ready_ms"]), statistics.median(r["ready_ms"]),
+           ", ".join("%.0f" % x for x in r["ready_ms"])),
+        "| start to ready, empty cluster (1 Node) | %.0f ms |" % r["ready_ms_empty"],
+        "| RSS once ready: empty / %d Components + %d Nodes | %.1f / %.1f MiB |"
+        % (a["components"], a["nodes"], r["rss_empty_kib"] / 1024, statistics.median(r["rss_full_kib"]) / 1024),
+        "| memory per cached Component (RSS delta / N) | %.0f bytes |" % r["bytes_per_component"],
+        "| memory per cached Node (RSS delta / N) | %.0f bytes |" % r["bytes_per_node"],
+        "| CPU per review, `/mutate/pods` typical pod, 16 keep-alive: local (median of %d) | %.1f us |"
+        % (len(local), statistics.median(local)),
+        "| CPU per review, cluster mode while %d Components/s change (median of %d) | %.1f us (%.2fx local) |"
+        % (a["churn"], len(cluster), statistics.median(cluster), ratio),
+        "",
+        "Interleaved pairs (local, then cluster under churn):",
+        "",
+        "| pair | local us/review | local req/s | cluster us/review | cluster req/s | changes/s | errors |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for i, p in enumerate(r["pairs"], 1):
+        lines.append("| %d | %.1f | %.0f | %.1f | %.0f | %.0f | %d |" % (
+            i, p["local"]["cpu_us"], p["local"]["rps"], p["cluster"]["cpu_us"], p["cluster"]["rps"],
+            p["cluster"]["churn_per_s"], p["local"]["errors"] + p["cluster"]["errors"]))
+    lines += ["", "Command: `bench/cluster.py --components %d --nodes %d --pairs %d --duration %d --churn %d`."
+              % (a["components"], a["nodes"], a["pairs"], a["duration"], a["churn"]), ""]
+    with open(os.path.join(REPO, "docs", "benchmarks-cluster.md"), "w") as f:
+        f.write("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
