@@ -29,6 +29,8 @@
 #include <thread>
 #include <vector>
 
+#include "kube/reflector.h"
+#include "kube/store.h"
 #include "tls/certificates.h"
 
 extern char** environ;
@@ -817,6 +819,78 @@ TEST_F(KubeHttpClientTest, RateLimiterWaitCountsAgainstTheDeadline) {
   EXPECT_EQ(r.failure().code, 0);
   EXPECT_NE(r.error().find("client rate limit"), std::string::npos) << r.error();
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+}
+
+// --- the whole stack: Reflector and Store on this client ---------------------------------
+
+// Polls `done` until it holds or `bound` passes (the condition is the
+// assertion; the polling interval is not).
+template <typename F>
+bool eventually(F done, std::chrono::seconds bound = 15s) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+TEST_F(KubeHttpClientTest, ReflectorFollowsTheServerThroughDropsAnOutageAndA410) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  for (int i = 0; i < 5; ++i) backdoor_create("components", component("r" + std::to_string(i), ns_, {{"v", "0"}}), ns_);
+  Store<std::string> store([](const json& o) -> Result<std::string> {
+    auto spec = o.find("spec");
+    if (spec == o.end() || !spec->is_object() || !spec->contains("v")) return std::string();
+    return (*spec)["v"].get<std::string>();
+  });
+  ReflectorOptions ro;
+  ro.name = "components";
+  ro.path = components();
+  ro.page_size = 2;
+  ro.watch_timeout = 5s;
+  ro.backoff.initial = 10ms;
+  ro.backoff.max = 200ms;
+  Reflector reflector(*c, store, ro);
+  reflector.start();
+  auto value = [&](const std::string& name) {
+    auto v = store.find(ns_ + "/" + name);
+    return v ? *v : std::string("(absent)");
+  };
+  ASSERT_TRUE(eventually([&] { return store.synced() && store.size() == 5; })) << store.size();
+
+  // Changes arrive through the watch.
+  backdoor_create("components", component("r5", ns_, {{"v", "0"}}), ns_);
+  server().control("patch", {{"resource", "components"}, {"name", "r0"}, {"namespace", ns_},
+                             {"patch", {{"spec", {{"v", "1"}}}}}});
+  server().control("delete", {{"resource", "components"}, {"name", "r1"}, {"namespace", ns_}});
+  ASSERT_TRUE(eventually([&] { return value("r5") == "0" && value("r0") == "1" && value("r1") == "(absent)"; }));
+
+  // A dropped watch (mid-event): the reflector watches again and misses nothing.
+  const int started = server().control("watches_started", {{"resource", "components"}}).get<int>();
+  server().control("set_watch_chunking", {{"mode", "random"}, {"seed", 3}, {"max_chunk", 9}});
+  server().control("drop_watches", {{"resource", "components"}, {"after_events", 1}, {"mid_event", true}});
+  server().control("patch", {{"resource", "components"}, {"name", "r2"}, {"namespace", ns_},
+                             {"patch", {{"spec", {{"v", "2"}}}}}});
+  server().control("patch", {{"resource", "components"}, {"name", "r3"}, {"namespace", ns_},
+                             {"patch", {{"spec", {{"v", "3"}}}}}});
+  server().control("wait_for_watch", {{"resource", "components"}, {"started_after", started}, {"timeout", 10}});
+  ASSERT_TRUE(eventually([&] { return value("r2") == "2" && value("r3") == "3"; }));
+
+  // The API server goes away; meanwhile objects change and history is
+  // compacted, so the reflector's resourceVersion is too old when it comes
+  // back: 410, relist, and the store matches the server again.
+  server().control("go_away");
+  server().control("delete", {{"resource", "components"}, {"name", "r4"}, {"namespace", ns_}});
+  backdoor_create("components", component("r6", ns_, {{"v", "6"}}), ns_);
+  server().control("compact");
+  server().control("come_back");
+  ASSERT_TRUE(eventually([&] { return value("r4") == "(absent)" && value("r6") == "6"; }))
+      << "r4=" << value("r4") << " r6=" << value("r6");
+  EXPECT_GE(reflector.stats().relists_gone, 1u);
+  EXPECT_GE(reflector.stats().lists, 2u);
+  EXPECT_EQ(store.size(), 5u);  // r0 r2 r3 r5 r6
+  reflector.stop();
 }
 
 // --- construction ------------------------------------------------------------------------------
