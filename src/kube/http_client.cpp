@@ -331,7 +331,27 @@ struct HttpClient::Impl {
   bool host_is_ip = false;
   std::shared_ptr<TokenSource> tokens;
   RateLimiter limiter;
-  std::unique_ptr<http::client::http_client> client;
+  // Requests share this client's connection pool. After a call that got no
+  // answer (a deadline cancelled it, the connection broke), the pool is
+  // replaced, so no later request can be queued behind a connection whose
+  // answer never came.
+  std::mutex client_mu;
+  std::shared_ptr<http::client::http_client> client;
+
+  std::shared_ptr<http::client::http_client> shared_client() {
+    std::lock_guard lock(client_mu);
+    return client;
+  }
+  void renew_client(const std::shared_ptr<http::client::http_client>& used) {
+    try {
+      auto fresh = std::make_shared<http::client::http_client>(web::uri(config.server),
+                                                               client_config(request_inactivity()));
+      std::lock_guard lock(client_mu);
+      if (client == used) client = std::move(fresh);
+    } catch (...) {
+      // Keep the old one: the URI was accepted at make(), so this does not happen.
+    }
+  }
 
   Impl(const ClusterConfig& c, HttpClientOptions o, std::string ua)
       : config(c),
@@ -476,11 +496,19 @@ struct HttpClient::Impl {
 
   // A whole exchange whose answer is one JSON object.
   ApiResult<nlohmann::json> call(const Outgoing& out, Deadline deadline) {
-    auto sent = send(*client, out, deadline);
-    if (!sent) return sent.failure();
+    const auto c = shared_client();
+    auto sent = send(*c, out, deadline);
+    if (!sent) {
+      // (A refusal by our own rate limiter never reached the network.)
+      if (sent.error().find(": client rate limit (") == std::string::npos) renew_client(c);
+      return sent.failure();
+    }
     if (sent->response.status_code() >= 400) return error_from(*sent, out, deadline);
     auto body = read_body(*sent, out, deadline, options.max_body_bytes);
-    if (!body) return body.failure();
+    if (!body) {
+      renew_client(c);
+      return body.failure();
+    }
     return parse_json(out, *body);
   }
 };
@@ -605,7 +633,7 @@ Result<std::unique_ptr<HttpClient>> HttpClient::make(const ClusterConfig& config
     impl->host = host_of(base);
     if (impl->host.empty()) return fail(what + ": the server names no host");
     impl->host_is_ip = is_ip_literal(impl->host);
-    impl->client = std::make_unique<http::client::http_client>(base, impl->client_config(impl->request_inactivity()));
+    impl->client = std::make_shared<http::client::http_client>(base, impl->client_config(impl->request_inactivity()));
   } catch (const std::exception& e) {
     return fail(what + ": " + one_line(e.what()));
   }
