@@ -75,7 +75,7 @@ class Fixture:
 
     def api(self, components, nodes, corpus=True):
         api = FakeApiServer(self.tmp + "/api/tls.crt", self.tmp + "/api/tls.key",
-                            bookmark_interval=5.0, max_history=20000).start()
+                            tokens=("bench-token",), bookmark_interval=5.0, max_history=20000).start()
         api.create("runtimeclasses", {"metadata": {"name": RC, "labels": {"setec.zeroroot.ai/runtime": "fc"}},
                                       "handler": RC, "scheduling": {"nodeSelector": {
                                           "setec.zeroroot.ai/runtime.firecracker": "true"},
@@ -96,7 +96,7 @@ class Fixture:
         kubeconfig = os.path.join(self.tmp, "kubeconfig")
         with open(kubeconfig, "w") as f:
             f.write("apiVersion: v1\nkind: Config\ncurrent-context: b\nclusters:\n- name: b\n  cluster:\n"
-                    "    server: %s\n    certificate-authority: %s\nusers:\n- name: u\n  user: {}\n"
+                    "    server: %s\n    certificate-authority: %s\nusers:\n- name: u\n  user: {token: bench-token}\n"
                     "contexts:\n- name: b\n  context: {cluster: b, user: u}\n"
                     % (api.url, self.tmp + "/api/ca.crt"))
         return api, kubeconfig
