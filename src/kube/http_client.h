@@ -46,6 +46,10 @@
 //    decode. stop() may be called from any thread; it cancels the connection
 //    and wakes a blocked next() at once. The stream outlives its client
 //    safely.
+//    An ERROR event (e.g. 410 Expired) is an event, with the Status as its
+//    object: the caller decides (the reflector relists).
+//  - Connections are kept alive and shared by the client's calls; after a
+//    call that got no answer the client starts a fresh pool.
 //  - Thread-safe: one client serves any number of threads at once.
 #pragma once
 
