@@ -1,5 +1,5 @@
 // Whether the setec sandbox is available, from plain facts about the
-// RuntimeClass and the Nodes (DESIGN.md section 3; docs/architecture.md,
+// RuntimeClass and the Nodes (docs/architecture.md,
 // "Where cluster mode plugs in"). One small pure function, unit-tested as a
 // table, kept apart from the watch plumbing that gathers the facts.
 //

@@ -7,7 +7,7 @@
 // Contract:
 //  - Every call is synchronous and must be made from a thread of our own
 //    (a reflector thread, a webhook request thread with a deadline), never
-//    from one of cpprestsdk's pool threads (DESIGN.md section 8: deadlock).
+//    from one of cpprestsdk's pool threads (docs/architecture.md, "Library traps": deadlock).
 //  - Every call returns an ApiResult: the value, or an ApiError whose message
 //    is one line naming the verb and path ("LIST /api/v1/nodes: 410 Expired:
 //    ..."), and whose code is the HTTP status (0: no answer: connection

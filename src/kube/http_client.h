@@ -6,7 +6,7 @@
 // Contract:
 //  - Every call blocks the calling thread, which must be one of ours (a
 //    reflector thread, a webhook request thread with a deadline), never a
-//    cpprestsdk pool thread (DESIGN.md section 8). Inside, cpprestsdk's tasks
+//    cpprestsdk pool thread (docs/architecture.md, "Library traps"). Inside, cpprestsdk's tasks
 //    only set our own completion state; our thread waits on it with a
 //    deadline, and on the deadline cancels the request (a pplx cancellation
 //    token closes the connection) and returns code 0.

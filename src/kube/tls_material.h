@@ -10,7 +10,7 @@
 //    of which must parse (text outside the PEM blocks is ignored, as OpenSSL
 //    does); add_ca_bundle() adds every one of them
 //    to a store (the API client's store holds only these: "only the cluster
-//    CA", DESIGN.md section 8).
+//    CA", docs/architecture.md, "Library traps").
 //  - check_client_pair()/use_client_pair(): a certificate chain (leaf first)
 //    and its private key, which must match.
 //  - decode_base64(): RFC 4648 standard alphabet, padding optional at the end,
