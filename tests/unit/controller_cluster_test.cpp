@@ -237,6 +237,7 @@ TEST(Cluster, MetricsExportTheSandboxAndEveryCache) {
   f.api.collections[f.nodes_path] = {node("n1", true)};
   f.api.collections[f.rc_path] = {runtime_class(true)};
   f.start();
+  ASSERT_TRUE(eventually([&] { return f.cluster->synced(); }));  // every cache listed
   ASSERT_TRUE(eventually([&] { return policy::is_available(f.cluster->sandbox().availability()); }));
   std::string text;
   prometheus::TextWriter out(text);
