@@ -4,15 +4,23 @@ namespace ig::kube {
 namespace {
 
 // Path segments are Kubernetes names (DNS labels/subdomains); anything else
-// is percent-encoded so a hostile name cannot add a segment or a query.
+// is percent-encoded so a hostile name cannot add a segment or a query, and
+// "." / ".." cannot climb the path.
 std::string escape_segment(std::string_view s) {
+  if (s == "." || s == "..") return s == "." ? "%2E" : "%2E%2E";
+  return percent_encode(s);
+}
+
+}  // namespace
+
+std::string percent_encode(std::string_view s) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(s.size());
   for (unsigned char c : s) {
     const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
                        (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
-    if (plain && !(c == '.' && (s == "." || s == ".."))) {
+    if (plain) {
       out.push_back(static_cast<char>(c));
     } else {
       out.push_back('%');
@@ -22,8 +30,6 @@ std::string escape_segment(std::string_view s) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string collection_path(const Resource& r, std::string_view ns) {
   std::string out = r.group.empty() ? std::string("/api/") : "/apis/" + std::string(r.group) + "/";

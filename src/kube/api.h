@@ -63,6 +63,10 @@ std::string collection_path(const Resource& r, std::string_view ns = {});
 std::string object_path(const Resource& r, std::string_view ns, std::string_view name,
                         std::string_view subresource = {});
 
+// RFC 3986 percent-encoding of everything but the unreserved characters
+// (A-Z a-z 0-9 - . _ ~): for query values and path segments.
+std::string percent_encode(std::string_view s);
+
 struct ListOptions {
   std::string resource_version;  // "" most recent; "0" any
   std::size_t limit = 500;       // page size; 0: no limit

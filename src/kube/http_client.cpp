@@ -97,23 +97,6 @@ std::string one_line(std::string_view s, std::size_t max = 512) {
   return cut_utf8(out, max);
 }
 
-std::string percent_encode(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                       c == '-' || c == '.' || c == '_' || c == '~';
-    if (plain) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
-}
-
 void add_param(std::string& q, std::string_view key, std::string_view value) {
   q += q.empty() ? '?' : '&';
   q += key;
