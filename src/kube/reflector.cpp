@@ -124,12 +124,13 @@ bool Reflector::list_all() {
     options.continue_token = page->continue_token;
   }
   if (stopping()) return false;
-  sink_.end_replace(list_rv);
   {
+    // Counted before the sink shows it: whoever sees the store synced sees the list counted.
     std::lock_guard lock(mu_);
     resource_version_ = list_rv;
     ++stats_.lists;
   }
+  sink_.end_replace(list_rv);
   synced_.store(true, std::memory_order_release);
   reset_backoff();
   return true;
