@@ -243,6 +243,8 @@ def api_request_permission(entry):
 class Permissions(ClusterCase):
     def test_every_api_request_the_gate_makes_is_granted_by_the_chart(self):
         self.wait_decision("RequireSetec", "at start")
+        for resource in ("nodes", "runtimeclasses", "components"):
+            self.api.wait_for_watch(resource, timeout=WAIT)
         self.gate.review("/mutate/pods", h.pod_review(h.make_pod(name="q-0", component="not-cached")))
         rules = granted_rules()
         seen = set()
