@@ -189,9 +189,13 @@ class Decisions(ClusterCase):
         # Keep the Component cache from seeing the new one: its watch is down.
         self.api.inject_fault(500, path=r"/components", watch=True, count=None)
         self.api.drop_watches("components")
+        pod = h.make_pod(name="late-0", component="late-tool")
+        # The pod's first request comes before its Component exists: unknown.
+        first = self.gate.review("/mutate/pods", h.pod_review(pod))["response"]
+        self.assertFalse(first["allowed"])
+        self.assertIn("does not exist", first["status"]["message"])
         self.api.create("components", component("late-tool", "untrusted"))
         mark = self.api.request_mark()
-        pod = h.make_pod(name="late-0", component="late-tool")
         r = self.gate.review("/mutate/pods", h.pod_review(pod))["response"]
         self.assertTrue(r["allowed"], r)
         self.assertEqual(r["auditAnnotations"]["component"], "late-tool")
