@@ -119,6 +119,12 @@ class Client {
   virtual ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body) = 0;
   virtual ApiResult<nlohmann::json> patch(std::string_view path, PatchType type,
                                           const nlohmann::json& body) = 0;
+  // PUT: replaces the object; a metadata.resourceVersion in `body` makes it
+  // conditional (409 Conflict when the stored object has moved on), which is
+  // how optimistic concurrency works (leader election's Lease). `timeout`
+  // bounds the whole call, rate-limiter wait included.
+  virtual ApiResult<nlohmann::json> update(std::string_view path, const nlohmann::json& body,
+                                           std::chrono::milliseconds timeout) = 0;
 };
 
 }  // namespace ig::kube

@@ -696,4 +696,11 @@ ApiResult<nlohmann::json> HttpClient::patch(std::string_view path, PatchType typ
   return impl_->call(out, Clock::now() + impl_->options.request_timeout);
 }
 
+ApiResult<nlohmann::json> HttpClient::update(std::string_view path, const nlohmann::json& body,
+                                             std::chrono::milliseconds timeout) {
+  Outgoing out{"UPDATE", http::methods::PUT, std::string(path), std::string(path),
+               body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json"};
+  return impl_->call(out, Clock::now() + timeout);
+}
+
 }  // namespace ig::kube

@@ -1,5 +1,5 @@
 // The Kubernetes API client on cpprestsdk's http_client (kube::Client): GET,
-// LIST, WATCH, CREATE and PATCH against one cluster, authenticated and
+// LIST, WATCH, CREATE, PATCH and UPDATE (PUT) against one cluster, authenticated and
 // verified as its ClusterConfig says. cpprestsdk stays inside http_client.cpp
 // (this header does not include it).
 //
@@ -96,6 +96,8 @@ class HttpClient final : public Client {
   ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body) override;
   ApiResult<nlohmann::json> patch(std::string_view path, PatchType type,
                                   const nlohmann::json& body) override;
+  ApiResult<nlohmann::json> update(std::string_view path, const nlohmann::json& body,
+                                   std::chrono::milliseconds timeout) override;
 
   const std::string& user_agent() const noexcept;
 

@@ -84,6 +84,9 @@ class MemoryApi final : public kube::Client {
   kube::ApiResult<json> patch(std::string_view, kube::PatchType, const json&) override {
     return kube::ApiError{};
   }
+  kube::ApiResult<json> update(std::string_view, const json&, std::chrono::milliseconds) override {
+    return kube::ApiError{};
+  }
   // Waits (bounded) for the watch on `path`, then pushes an event into it.
   bool push(const std::string& path, kube::WatchEvent e) {
     std::unique_lock lock(mu_);

@@ -511,6 +511,35 @@ TEST_F(KubeHttpClientTest, CreateAndPatches) {
   EXPECT_EQ(seen[1]["headers"]["Content-Type"], "application/json-patch+json");
 }
 
+TEST_F(KubeHttpClientTest, UpdateIsConditionalOnTheResourceVersion) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  auto created = c->create(components(), component("u", ns_, {{"kind", "tool"}, {"image", "a"}}));
+  ASSERT_TRUE(created) << created.error();
+  const std::string path = object_path(kComponents, ns_, "u");
+
+  json next = *created;
+  next["spec"]["image"] = "b";
+  auto updated = c->update(path, next, 5000ms);
+  ASSERT_TRUE(updated) << updated.error();
+  EXPECT_EQ((*updated)["spec"]["image"], "b");
+  EXPECT_NE((*updated)["metadata"]["resourceVersion"], (*created)["metadata"]["resourceVersion"]);
+
+  // The same body again carries the old resourceVersion: 409, nothing written.
+  next["spec"]["image"] = "c";
+  auto stale = c->update(path, next, 5000ms);
+  ASSERT_FALSE(stale);
+  EXPECT_EQ(stale.failure().code, 409);
+  EXPECT_TRUE(stale.failure().conflict());
+  auto got = c->get(path, 5000ms);
+  ASSERT_TRUE(got);
+  EXPECT_EQ((*got)["spec"]["image"], "b");
+
+  const json seen = server().control("requests", {{"method", "PUT"}, {"path", "/namespaces/" + ns_ + "/"}});
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0]["headers"]["Content-Type"], "application/json");
+}
+
 // --- WATCH -----------------------------------------------------------------------------
 
 TEST_F(KubeHttpClientTest, WatchDecodesEventsUnderAwkwardChunking) {

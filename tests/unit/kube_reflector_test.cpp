@@ -72,6 +72,7 @@ class ScriptedClient final : public Client {
   ApiResult<json> get(std::string_view, std::chrono::milliseconds) override { return error(501); }
   ApiResult<json> create(std::string_view, const json&) override { return error(501); }
   ApiResult<json> patch(std::string_view, PatchType, const json&) override { return error(501); }
+  ApiResult<json> update(std::string_view, const json&, std::chrono::milliseconds) override { return error(501); }
 
   ApiResult<ListPage> list(std::string_view, const ListOptions& o) override {
     list_calls.push_back(o);
