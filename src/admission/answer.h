@@ -77,6 +77,10 @@ struct Answer {
   std::string patch;     // RFC 6902 JSON text; "" for none (validating endpoints: always "")
   std::vector<std::string> warnings;                       // each under 120 characters
   std::vector<std::pair<std::string, std::string>> audit;  // audit annotations, in order
+  // The Component the request names (a pod's or template's label, or the
+  // Component under review); "" when it names none. Not sent to the API
+  // server: the webhook's denial observer reads it (Events on the Component).
+  std::string component;
 
   bool allowed() const noexcept { return allows(reason); }
   Outcome outcome() const noexcept { return outcome_of(reason); }

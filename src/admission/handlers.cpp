@@ -111,15 +111,21 @@ class ComponentHandler final : public Handler {
     if (!r.object.is_object()) return undecidable("request.object is missing or not an object");
     if (auto mismatch = ensure_type_meta(r); !mismatch.empty()) return undecidable(mismatch);
     const std::string source = "Component " + quote(r.name);
+    auto invalid = [&r](std::string message) {
+      Answer a = denied(Reason::InvalidComponent, std::move(message));
+      a.component = r.name;
+      return a;
+    };
     auto component = model::decode_component(r.object, source);
-    if (!component) return denied(Reason::InvalidComponent, component.error());
+    if (!component) return invalid(component.error());
     auto problems = model::component_problems(*component, source);
     if (!problems.empty()) {
       std::string message;
       for (const auto& p : problems) message += (message.empty() ? "" : "; ") + p;
-      return denied(Reason::InvalidComponent, std::move(message));
+      return invalid(std::move(message));
     }
     Answer a = allowed(Reason::ComponentValid, "Component " + quote(component->name) + " is valid");
+    a.component = component->name;
     a.annotate("content-trust", std::string(policy::effective_trust_name(component->trust.trust)));
     a.annotate("trust-declared", component->trust.declared ? "true" : "false");
     if (!component->trust.declared) {

@@ -129,9 +129,11 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
   auto deny = [&](Reason reason, std::string message) {
     std::vector<std::string> warnings = std::move(a.warnings);
     auto audit = std::move(a.audit);
+    std::string component = std::move(a.component);
     a = denied(reason, std::move(message));
     a.warnings = std::move(warnings);
     a.audit = std::move(audit);
+    a.component = std::move(component);
   };
   a.annotate("shape", shape_name);
   a.annotate("sandbox", sandbox_name);
@@ -151,6 +153,7 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
     return v;
   }
   in.component = *facts.component;
+  a.component = *facts.component;
 
   LookupResult found = context.components.find(ns, *facts.component);
   switch (found.status) {

@@ -69,6 +69,16 @@ WebhookResponse Webhook::serve_review(const Route& route, WebhookRequest& reques
                             : undecidable(decoded.error);
   std::string body = encode_response(decoded.request, answer);
   metrics_.record(route.endpoint, answer.reason, decoded.request.dry_run, Clock::now() - start);
+  const AdmissionRequest& r = decoded.request;
+  if (options_.on_denial && !answer.allowed() && decoded.kind == DecodedReview::Kind::Ok && !r.dry_run &&
+      !r.namespace_.empty()) {
+    try {
+      options_.on_denial(DenialNotice{route.path, answer.reason, r.namespace_, answer.component, r.kind,
+                                      r.name, answer.message});
+    } catch (...) {
+      // The observer's failure never changes the answer.
+    }
+  }
   return {200, "application/json", std::move(body)};
 }
 

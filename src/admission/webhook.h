@@ -44,6 +44,18 @@ struct WebhookResponse {
   std::string body;
 };
 
+// A review the webhook denied, for the denial observer (Events). Only for
+// decided requests with a namespace that were not dry runs.
+struct DenialNotice {
+  std::string_view endpoint;   // "/mutate/pods"
+  Reason reason;               // a denying reason
+  std::string_view namespace_;
+  std::string_view component;  // the Component the request names; "" when none
+  std::string_view kind;       // request.kind.kind: "Pod", "Deployment", "Component"
+  std::string_view name;       // request.name ("" for a pod created with generateName)
+  std::string_view message;    // the denial's status.message
+};
+
 struct WebhookOptions {
   // Readiness beyond "the handler exists" (caches synced, certificate
   // loaded); empty: always ready.
@@ -51,6 +63,10 @@ struct WebhookOptions {
   // Further metrics written after the admission ones (transport counters,
   // process facts); empty: none.
   std::function<void(prometheus::TextWriter&)> extra_metrics;
+  // Called on the request thread after a denial is encoded, before the
+  // answer is sent: it must not block (queue and return). Exceptions are
+  // swallowed; the answer is never changed by it. Empty: none.
+  std::function<void(const DenialNotice&)> on_denial;
 };
 
 class Webhook {

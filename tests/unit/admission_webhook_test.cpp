@@ -147,7 +147,8 @@ class WebhookTest : public ::testing::Test {
                  WebhookOptions{[this] { return ready_.load(); },
                                 [](prometheus::TextWriter& out) {
                                   out.sample("isolation_gate_extra_total", {}, std::uint64_t{7});
-                                }}) {}
+                                },
+                                {}}) {}
 
   static StaticCatalog load_catalog() {
     auto c = StaticCatalog::load_directory(std::string(IG_SOURCE_DIR) + "/examples/components",
@@ -522,6 +523,67 @@ TEST_F(WebhookTest, DryRunGetsTheSameAnswer) {
   EXPECT_EQ(dry_denied.body, denied.body);
   EXPECT_THAT(webhook_.metrics().render(),
               HasSubstr("isolation_gate_admission_dry_run_total{endpoint=\"/mutate/pods\"} 2\n"));
+}
+
+// The denial observer (Events) hears each real denial with the Component
+// it names (undecidable requests too), and nothing of allows or dry runs.
+TEST_F(WebhookTest, TheDenialObserverHearsRealDenialsOnly) {
+  struct Heard {
+    std::string endpoint, ns, component, kind, name, message;
+    Reason reason;
+  };
+  std::vector<Heard> heard;
+  WebhookOptions options;
+  options.on_denial = [&heard](const DenialNotice& n) {
+    heard.push_back({std::string(n.endpoint), std::string(n.namespace_), std::string(n.component),
+                     std::string(n.kind), std::string(n.name), std::string(n.message), n.reason});
+  };
+  Webhook observed(AdmissionContext{settings_for(DeploymentShape::SetecOnly), catalog_, sandbox_},
+                   std::move(options));
+  auto serve = [&observed](const std::string& path, const json& review) {
+    return observed.serve(post(path, review.dump())).status;
+  };
+  const json pod = load_example("pods/report-parser-pod.yaml");
+  sandbox_.set(SandboxAvailability::Available);
+  EXPECT_EQ(serve("/mutate/pods", review_json("a", kPodKind, "CREATE", pod)), 200u);  // allowed
+  EXPECT_TRUE(heard.empty());
+
+  sandbox_.set(SandboxAvailability::Unavailable);
+  EXPECT_EQ(serve("/mutate/pods", review_json("d", kPodKind, "CREATE", pod, /*dry_run=*/true)), 200u);
+  EXPECT_TRUE(heard.empty()) << "a dry run records nothing";
+
+  EXPECT_EQ(serve("/validate/pods", review_json("e", kPodKind, "CREATE", pod)), 200u);
+  ASSERT_EQ(heard.size(), 1u);
+  EXPECT_EQ(heard[0].endpoint, "/validate/pods");
+  EXPECT_EQ(heard[0].reason, Reason::SandboxUnavailable);
+  EXPECT_EQ(heard[0].ns, kNs);
+  EXPECT_EQ(heard[0].component, "report-parser");
+  EXPECT_EQ(heard[0].kind, "Pod");
+  EXPECT_EQ(heard[0].name, "report-parser-0");
+  EXPECT_THAT(heard[0].message, HasSubstr("To fix"));
+
+  json unlabelled = pod;
+  unlabelled["metadata"]["labels"].erase(std::string(model::kComponentLabel));
+  EXPECT_EQ(serve("/mutate/pods", review_json("f", kPodKind, "CREATE", unlabelled)), 200u);
+  ASSERT_EQ(heard.size(), 2u);
+  EXPECT_EQ(heard[1].reason, Reason::MissingComponentLabel);
+  EXPECT_EQ(heard[1].component, "");
+
+  json bad_component = {{"apiVersion", "gibson.zeroroot.ai/v1alpha1"},
+                        {"kind", "Component"},
+                        {"metadata", {{"name", "c1"}, {"namespace", kNs}}},
+                        {"spec", {{"kind", "tool"}, {"policy", {{"content_trust", "maybe"}}}}}};
+  EXPECT_EQ(serve("/validate/components", review_json("g", kComponentKind, "CREATE", bad_component)), 200u);
+  ASSERT_EQ(heard.size(), 3u);
+  EXPECT_EQ(heard[2].reason, Reason::InvalidComponent);
+  EXPECT_EQ(heard[2].component, "c1");
+
+  json undecidable = review_json("h", kPodKind, "CREATE", pod);
+  undecidable["request"].erase("object");
+  EXPECT_EQ(serve("/mutate/pods", undecidable), 200u);
+  ASSERT_EQ(heard.size(), 4u) << "an undecidable request is a denial too, recorded on its namespace";
+  EXPECT_EQ(heard[3].reason, Reason::UndecidableRequest);
+  EXPECT_EQ(heard[3].component, "");
 }
 
 TEST_F(WebhookTest, ANamespaceFromTheObjectIsUsedWhenTheRequestHasNone) {
