@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "config/duration.h"
 
 namespace ig::cli {
 
@@ -30,6 +31,22 @@ std::optional<int> parse(CLI::App& app, const std::vector<std::string>& args) {
     return kExitBadInput;
   }
   return std::nullopt;
+}
+
+CLI::Option* add_duration_option(CLI::App& app, const std::string& name, std::chrono::milliseconds& target,
+                                 const std::string& help) {
+  const std::string shown = config::format_duration(target);
+  return app
+      .add_option_function<std::string>(
+          name, [&target](const std::string& text) { target = *config::parse_duration(text); }, help)
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            auto d = config::parse_duration(text);
+            return d ? std::string() : d.error();
+          },
+          ""))
+      ->type_name("DURATION")
+      ->default_str(shown);
 }
 
 }  // namespace ig::cli

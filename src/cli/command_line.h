@@ -11,11 +11,14 @@
 //   0 after printing --help to stdout, kExitBadInput after printing one line,
 //   "isolation-gate COMMAND: MESSAGE (see isolation-gate COMMAND --help)", to
 //   stderr (the message names the flag).
+// - add_duration_option() takes a Kubernetes-style duration ("15s", "1h30m":
+//   config/duration.h); anything else is a bad flag quoting it.
 // - add_enum_option() maps a flag's words to an enum through one table, so a
 //   gate input is an enum from the moment it is parsed and no code compares
 //   its words; any other word is a bad flag naming the valid ones.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +34,9 @@ namespace ig::cli {
 std::unique_ptr<CLI::App> make_app(std::string_view command, std::string_view summary);
 
 std::optional<int> parse(CLI::App& app, const std::vector<std::string>& args);
+
+CLI::Option* add_duration_option(CLI::App& app, const std::string& name, std::chrono::milliseconds& target,
+                                 const std::string& help);
 
 // One word a flag accepts and the enum value it means.
 template <typename E>

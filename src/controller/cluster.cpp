@@ -3,13 +3,6 @@
 #include "base/quote.h"
 
 namespace ig::controller {
-namespace {
-
-Result<model::Component> decode_cached_component(const nlohmann::json& object) {
-  return model::decode_component(object, "Component");
-}
-
-}  // namespace
 
 policy::SandboxAvailability ClusterSandbox::availability() const noexcept {
   return availability_.load(std::memory_order_acquire);
@@ -33,7 +26,10 @@ bool ClusterSandbox::update(const SandboxAssessment& a) {
 
 admission::LookupResult ClusterComponents::find(std::string_view ns, std::string_view name) const {
   using Status = admission::LookupResult::Status;
-  if (auto cached = store_.find(kube::object_key(ns, name))) return {Status::Found, cached, {}};
+  if (auto cached = store_.find(kube::object_key(ns, name))) {
+    // Aliasing: the Component inside the cached record, sharing its lifetime.
+    return {Status::Found, std::shared_ptr<const model::Component>(cached, &cached->component), {}};
+  }
   // Not cached (yet): one bounded live GET before calling it unknown.
   live_gets_.fetch_add(1, std::memory_order_relaxed);
   auto got = client_.get(kube::object_path(kComponents, ns, name), timeout_);
@@ -49,9 +45,12 @@ admission::LookupResult ClusterComponents::find(std::string_view ns, std::string
 Cluster::Cluster(kube::Client& client, ClusterOptions options)
     : client_(client),
       options_(std::move(options)),
-      components_(decode_cached_component),
-      runtime_classes_(decode_runtime_class, [this] { recompute_sandbox(); }),
-      nodes_(decode_node, [this] { recompute_sandbox(); }),
+      components_(decode_component_record,
+                  [this](std::string_view key) {
+                    if (listener_) listener_->component_changed(key);
+                  }),
+      runtime_classes_(decode_runtime_class, [this](std::string_view) { recompute_sandbox(); }),
+      nodes_(decode_node, [this](std::string_view) { recompute_sandbox(); }),
       lookup_(components_, client_, options_.lookup_timeout) {
   auto reflector = [this](std::string name, const kube::Resource& r, kube::ReflectorSink& sink) {
     kube::ReflectorOptions o;
@@ -95,13 +94,15 @@ void Cluster::recompute_sandbox() {
   std::vector<NodeFacts> nodes;
   for (const auto& n : nodes_.snapshot()) nodes.push_back(*n);
   const SandboxAssessment a = assess_sandbox(options_.runtime_class, rc, nodes, options_.shape);
+  const bool was = policy::is_available(sandbox_.availability());
   if (sandbox_.update(a) && options_.log) {
     options_.log(policy::is_available(a.availability) ? "info" : "warn",
                  "sandbox " + a.reason);
   }
+  if (listener_ && was != policy::is_available(a.availability)) listener_->sandbox_changed();
 }
 
-void Cluster::write_metrics(prometheus::TextWriter& out) const {
+void Cluster::write_metrics(prometheus::TextWriter& out, std::span<const CacheView> more) const {
   using prometheus::Type;
   out.family("isolation_gate_sandbox_available", Type::Gauge,
              "1 when the setec sandbox is available (RuntimeClass present and a capable Node).");
@@ -114,20 +115,20 @@ void Cluster::write_metrics(prometheus::TextWriter& out) const {
              "Component lookups that missed the cache and asked the API server.");
   out.sample("isolation_gate_component_live_gets_total", {}, lookup_.live_gets());
 
-  struct Cache {
-    std::string_view name;
-    const kube::Reflector& reflector;
-    std::size_t size;
-    bool synced;
-    std::uint64_t decode_errors;
-  };
-  const Cache caches[] = {
-      {"components", *component_reflector_, components_.size(), components_.synced(),
+  const CacheView mine[] = {
+      {"components", component_reflector_.get(), components_.size(), components_.synced(),
        components_.decode_errors()},
-      {"runtimeclasses", *runtime_class_reflector_, runtime_classes_.size(),
+      {"runtimeclasses", runtime_class_reflector_.get(), runtime_classes_.size(),
        runtime_classes_.synced(), runtime_classes_.decode_errors()},
-      {"nodes", *node_reflector_, nodes_.size(), nodes_.synced(), nodes_.decode_errors()},
+      {"nodes", node_reflector_.get(), nodes_.size(), nodes_.synced(), nodes_.decode_errors()},
   };
+  std::vector<CacheView> caches(std::begin(mine), std::end(mine));
+  caches.insert(caches.end(), more.begin(), more.end());
+  write_cache_metrics(out, caches);
+}
+
+void write_cache_metrics(prometheus::TextWriter& out, std::span<const CacheView> caches) {
+  using prometheus::Type;
   out.family("isolation_gate_cache_objects", Type::Gauge, "Objects held by each cache.");
   for (const auto& c : caches) out.sample("isolation_gate_cache_objects", {{"resource", c.name}}, std::uint64_t{c.size});
   out.family("isolation_gate_cache_synced", Type::Gauge, "1 once the cache has listed.");
@@ -157,11 +158,11 @@ void Cluster::write_metrics(prometheus::TextWriter& out) const {
       {"isolation_gate_reflector_errors_total", "Failed calls and broken watch streams.",
        &kube::ReflectorStats::errors},
   };
-  kube::ReflectorStats stats[std::size(caches)];
-  for (std::size_t i = 0; i < std::size(caches); ++i) stats[i] = caches[i].reflector.stats();
+  std::vector<kube::ReflectorStats> stats(caches.size());
+  for (std::size_t i = 0; i < caches.size(); ++i) stats[i] = caches[i].reflector->stats();
   for (const auto& counter : kCounters) {
     out.family(counter.name, Type::Counter, counter.help);
-    for (std::size_t i = 0; i < std::size(caches); ++i) {
+    for (std::size_t i = 0; i < caches.size(); ++i) {
       out.sample(counter.name, {{"resource", caches[i].name}}, stats[i].*counter.field);
     }
   }

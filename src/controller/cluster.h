@@ -17,7 +17,12 @@
 //    watch event arrives; until the caches have synced it reads unavailable.
 //    Each change of availability (or of the reason while unavailable) is
 //    logged once.
-//  - write_metrics() exports the sandbox gauges and per-cache counters.
+//  - A ClusterListener set before start() hears, on the reflector threads,
+//    each Component change (its key; "" after a relist) and each change of
+//    sandbox availability: the operator's loops (controller/operator.h)
+//    recompute from that. The listener must not block.
+//  - write_metrics() exports the sandbox gauges and per-cache counters
+//    (write_cache_metrics, shared with the operator's pod cache).
 #pragma once
 
 #include <atomic>
@@ -25,11 +30,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "admission/context.h"
 #include "base/prometheus.h"
+#include "controller/component_status.h"
 #include "controller/sandbox_rule.h"
 #include "kube/api.h"
 #include "kube/reflector.h"
@@ -55,6 +62,23 @@ struct ClusterOptions {
   std::function<void(std::string_view level, std::string_view message)> log;
 };
 
+class ClusterListener {
+ public:
+  virtual ~ClusterListener() = default;
+  virtual void component_changed(std::string_view key) = 0;  // "": any may have
+  virtual void sandbox_changed() = 0;
+};
+
+// One cache's figures for the shared cache metric families.
+struct CacheView {
+  std::string_view name;
+  const kube::Reflector* reflector;
+  std::size_t size;
+  bool synced;
+  std::uint64_t decode_errors;
+};
+void write_cache_metrics(prometheus::TextWriter& out, std::span<const CacheView> caches);
+
 class ClusterSandbox final : public admission::SandboxView {
  public:
   policy::SandboxAvailability availability() const noexcept override;
@@ -72,14 +96,14 @@ class ClusterSandbox final : public admission::SandboxView {
 
 class ClusterComponents final : public admission::ComponentLookup {
  public:
-  ClusterComponents(const kube::Store<model::Component>& store, kube::Client& client,
+  ClusterComponents(const kube::Store<ComponentRecord>& store, kube::Client& client,
                     std::chrono::milliseconds timeout)
       : store_(store), client_(client), timeout_(timeout) {}
   admission::LookupResult find(std::string_view ns, std::string_view name) const override;
   std::uint64_t live_gets() const noexcept { return live_gets_.load(std::memory_order_relaxed); }
 
  private:
-  const kube::Store<model::Component>& store_;
+  const kube::Store<ComponentRecord>& store_;
   kube::Client& client_;
   std::chrono::milliseconds timeout_;
   mutable std::atomic<std::uint64_t> live_gets_{0};
@@ -92,6 +116,8 @@ class Cluster {
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;
 
+  // Before start(); not owned; nullptr: none.
+  void set_listener(ClusterListener* listener) noexcept { listener_ = listener; }
   void start();
   void stop() noexcept;
   bool synced() const noexcept;
@@ -99,7 +125,10 @@ class Cluster {
   const admission::ComponentLookup& components() const noexcept { return lookup_; }
   const admission::SandboxView& sandbox() const noexcept { return sandbox_; }
   std::size_t component_count() const { return components_.size(); }
-  void write_metrics(prometheus::TextWriter& out) const;
+  const kube::Store<ComponentRecord>& component_records() const noexcept { return components_; }
+  const ClusterOptions& options() const noexcept { return options_; }
+  // `more`: further caches (the operator's pods) in the same families.
+  void write_metrics(prometheus::TextWriter& out, std::span<const CacheView> more = {}) const;
 
  private:
   void recompute_sandbox();
@@ -107,7 +136,8 @@ class Cluster {
   kube::Client& client_;
   ClusterOptions options_;
   std::mutex recompute_mu_;
-  kube::Store<model::Component> components_;
+  ClusterListener* listener_ = nullptr;
+  kube::Store<ComponentRecord> components_;
   kube::Store<RuntimeClassFacts> runtime_classes_;
   kube::Store<NodeFacts> nodes_;
   ClusterSandbox sandbox_;

@@ -91,6 +91,8 @@ std::chrono::milliseconds Reflector::next_backoff(const ApiError* error) {
 bool Reflector::list_all() {
   ListOptions options;
   options.limit = options_.page_size;
+  options.label_selector = options_.label_selector;
+  options.field_selector = options_.field_selector;
   sink_.begin_replace();
   std::string list_rv;
   while (!stopping()) {
@@ -141,6 +143,8 @@ Reflector::Next Reflector::watch_once() {
   options.resource_version = resource_version();
   options.allow_bookmarks = true;
   options.timeout = options_.watch_timeout;
+  options.label_selector = options_.label_selector;
+  options.field_selector = options_.field_selector;
   auto opened = client_.watch(options_.path, options);
   if (!opened) {
     const ApiError& e = opened.failure();

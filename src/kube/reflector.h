@@ -43,6 +43,8 @@ struct BackoffPolicy {
 struct ReflectorOptions {
   std::string name;          // for logs and metrics: "nodes"
   std::string path;          // the collection: kube::collection_path(...)
+  std::string label_selector;  // on every list and watch; "" for none
+  std::string field_selector;  // "metadata.name=x" for one object
   std::size_t page_size = 500;
   // Server-side timeoutSeconds of each watch; client-go picks 5-10 minutes.
   std::chrono::seconds watch_timeout{300};

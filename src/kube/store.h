@@ -10,7 +10,8 @@
 //    found value is a shared_ptr to an immutable T, valid after later changes.
 //  - synced() turns true after the first complete list and stays true.
 //  - on_change (given at construction) runs on the reflector's thread after
-//    every applied change or relist, never under the store's lock.
+//    every applied change, with the object's key, and after a relist with ""
+//    (anything may have changed); never under the store's lock.
 //  - Keys are "NAMESPACE/NAME", or "NAME" for cluster-scoped objects.
 #pragma once
 
@@ -53,7 +54,7 @@ template <typename T>
 class Store final : public ReflectorSink {
  public:
   using Decode = std::function<Result<T>(const nlohmann::json&)>;
-  using OnChange = std::function<void()>;
+  using OnChange = std::function<void(std::string_view key)>;  // "": a relist
 
   explicit Store(Decode decode, OnChange on_change = {})
       : decode_(std::move(decode)), on_change_(std::move(on_change)) {}
@@ -96,7 +97,7 @@ class Store final : public ReflectorSink {
     }
     pending_.clear();
     synced_.store(true, std::memory_order_release);
-    if (on_change_) on_change_();
+    if (on_change_) on_change_({});
   }
   void apply(WatchEvent::Type type, const nlohmann::json& object) override {
     auto key = object_key(object);
@@ -119,7 +120,7 @@ class Store final : public ReflectorSink {
         objects_[key] = std::move(shared);
       }
     }
-    if (on_change_) on_change_();
+    if (on_change_) on_change_(key);
   }
 
  private:

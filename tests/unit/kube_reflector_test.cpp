@@ -113,7 +113,7 @@ struct Fixture {
                              if (!o.contains("v")) return fail("no v");
                              return o["v"].get<std::string>();
                            },
-                           [this] { ++changes; }};
+                           [this](std::string_view) { ++changes; }};
   std::vector<std::chrono::milliseconds> waits;
   std::unique_ptr<Reflector> reflector;
 
@@ -263,10 +263,14 @@ TEST(Reflector, NotSyncedUntilTheFirstListCompletes) {
 
 TEST(Store, AnUndecodableVersionIsDroppedAndCountedNeverServedStale) {
   int changes = 0;
+  std::vector<std::string> keys;  // what on_change was told: "" after a relist
   Store<int> store([](const json& o) -> Result<int> {
     if (!o.contains("n")) return fail("no n");
     return o["n"].get<int>();
-  }, [&] { ++changes; });
+  }, [&](std::string_view key) {
+    ++changes;
+    keys.emplace_back(key);
+  });
   store.begin_replace();
   store.add_listed(json{{"metadata", {{"name", "x"}}}, {"n", 1}});
   store.add_listed(json{{"metadata", {{"name", "y"}}}});
@@ -285,6 +289,7 @@ TEST(Store, AnUndecodableVersionIsDroppedAndCountedNeverServedStale) {
   EXPECT_EQ(*z, 9);  // a reader's value outlives the deletion
   EXPECT_EQ(store.find("n/z"), nullptr);
   EXPECT_EQ(changes, 4);
+  EXPECT_THAT(keys, ::testing::ElementsAre("", "x", "n/z", "n/z"));
 }
 
 TEST(Paths, CollectionAndObjectPathsFollowTheApiLayoutAndEscapeNames) {

@@ -1,0 +1,231 @@
+#include "controller/component_status.h"
+
+#include <functional>
+
+#include "base/quote.h"
+
+namespace ig::controller {
+namespace {
+
+using nlohmann::json;
+using policy::Decision;
+
+std::optional<ConditionType> condition_type(std::string_view name) noexcept {
+  for (std::size_t i = 0; i < kConditionTypes.size(); ++i) {
+    if (kConditionTypes[i] == name) return static_cast<ConditionType>(i);
+  }
+  return std::nullopt;
+}
+
+ConditionStatus condition_status(const json& value) noexcept {
+  if (!value.is_string()) return ConditionStatus::Unknown;
+  const auto& s = value.get_ref<const std::string&>();
+  if (s == "True") return ConditionStatus::True;
+  if (s == "False") return ConditionStatus::False;
+  return ConditionStatus::Unknown;
+}
+
+std::string_view status_word(ConditionStatus s) noexcept {
+  switch (s) {
+    case ConditionStatus::True: return "True";
+    case ConditionStatus::False: return "False";
+    default: return "Unknown";
+  }
+}
+
+// The status without lastTransitionTime: what the fingerprint covers.
+json without_transition_times(json status) {
+  if (auto c = status.find("conditions"); c != status.end() && c->is_array()) {
+    for (auto& condition : *c) {
+      if (condition.is_object()) condition.erase("lastTransitionTime");
+    }
+  }
+  return status;
+}
+
+struct Condition {
+  ConditionType type;
+  ConditionStatus status;
+  std::string_view reason;
+  std::string message;
+};
+
+Condition admitted(const model::Component& c, Decision d, const StatusInputs& in) {
+  const std::string rc = quote(in.runtime_class);
+  switch (d) {
+    case Decision::RequireSetec:
+      return {ConditionType::Admitted, ConditionStatus::True, "SandboxAvailable",
+              "its pods are admitted onto the setec sandbox: RuntimeClass " + rc + " is available"};
+    case Decision::AllowInProcess:
+      if (policy::is_trusted(c.trust.trust)) {
+        return {ConditionType::Admitted, ConditionStatus::True, "TrustedInProcess",
+                "the setec sandbox (RuntimeClass " + rc +
+                    ") is unavailable and the Component is trusted: its pods are admitted on an "
+                    "ordinary runtime"};
+      }
+      return {ConditionType::Admitted, ConditionStatus::True, "CustomerIsolation",
+              "the setec sandbox (RuntimeClass " + rc +
+                  ") is unavailable; the customer-isolation shape admits its untrusted pods on the "
+                  "customer's own isolation"};
+    case Decision::Deny:
+    default:
+      return {ConditionType::Admitted, ConditionStatus::False, "SandboxUnavailable",
+              "its pods are denied: the Component is untrusted, the shape is setec-only and the "
+              "setec sandbox (RuntimeClass " +
+                  rc + ") is unavailable; they are admitted again once it is available"};
+  }
+}
+
+Condition trust_declared(const model::Component& c) {
+  if (!c.trust.valid) {
+    return {ConditionType::TrustDeclared, ConditionStatus::False, "Invalid",
+            "spec.policy.content_trust " + quote(c.trust_raw.value_or("")) +
+                " is neither trusted nor untrusted: treated as untrusted; set one of them"};
+  }
+  if (!c.trust.declared) {
+    return {ConditionType::TrustDeclared, ConditionStatus::False, "Omitted",
+            "spec.policy.content_trust is omitted, so the Component is treated as trusted; "
+            "declare it: trusted, or untrusted if it parses attacker-controlled input"};
+  }
+  return {ConditionType::TrustDeclared, ConditionStatus::True, "Declared",
+          "spec.policy.content_trust is " + quote(policy::effective_trust_name(c.trust.trust))};
+}
+
+Condition drifted(Decision d, std::size_t pods) {
+  if (pods == 0) {
+    return {ConditionType::Drifted, ConditionStatus::False, "NoDrift",
+            "every running pod of the Component is placed as the gate decides now (" +
+                std::string(policy::to_string(d)) + ")"};
+  }
+  return {ConditionType::Drifted, ConditionStatus::True, "PodsDrifted",
+          std::to_string(pods) + (pods == 1 ? " running pod is" : " running pods are") +
+              " placed against the gate's decision now (" + std::string(policy::to_string(d)) +
+              "): see the Component's Events; recreate them (or run with --evict-drifted)"};
+}
+
+}  // namespace
+
+std::string format_time(std::time_t t) {
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::int64_t parse_time(std::string_view text) noexcept {
+  // YYYY-MM-DDTHH:MM:SS then Z, a fraction or an offset (the offset is
+  // applied; a fraction is dropped).
+  if (text.size() < 20) return 0;
+  auto digits = [&](std::size_t at, std::size_t n, int& out) {
+    out = 0;
+    for (std::size_t i = at; i < at + n; ++i) {
+      if (text[i] < '0' || text[i] > '9') return false;
+      out = out * 10 + (text[i] - '0');
+    }
+    return true;
+  };
+  int year, month, day, hour, minute, second;
+  if (!digits(0, 4, year) || text[4] != '-' || !digits(5, 2, month) || text[7] != '-' ||
+      !digits(8, 2, day) || (text[10] != 'T' && text[10] != 't') || !digits(11, 2, hour) ||
+      text[13] != ':' || !digits(14, 2, minute) || text[16] != ':' || !digits(17, 2, second)) {
+    return 0;
+  }
+  std::size_t at = 19;
+  if (at < text.size() && text[at] == '.') {
+    ++at;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9') ++at;
+  }
+  long offset = 0;
+  if (at < text.size() && (text[at] == 'Z' || text[at] == 'z') && at + 1 == text.size()) {
+  } else if (at + 6 == text.size() && (text[at] == '+' || text[at] == '-') && text[at + 3] == ':') {
+    int oh, om;
+    if (!digits(at + 1, 2, oh) || !digits(at + 4, 2, om)) return 0;
+    offset = (text[at] == '+' ? 1 : -1) * (oh * 3600L + om * 60L);
+  } else {
+    return 0;
+  }
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  const std::time_t t = timegm(&tm);
+  return t < 0 ? 0 : static_cast<std::int64_t>(t) - offset;
+}
+
+Result<ComponentRecord> decode_component_record(const json& object) {
+  auto component = model::decode_component(object, "Component");
+  if (!component) return component.failure();
+  ComponentRecord r;
+  r.component = std::move(component).value();
+  if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) {
+    if (auto uid = meta->find("uid"); uid != meta->end() && uid->is_string()) r.uid = *uid;
+    if (auto g = meta->find("generation"); g != meta->end() && g->is_number_integer()) {
+      r.generation = g->get<std::int64_t>();
+    }
+  }
+  auto status = object.find("status");
+  if (status == object.end() || !status->is_object() || status->empty()) return r;
+  json ours = json::object();  // only the fields this operator writes count
+  for (const char* field : {"observedGeneration", "contentTrust", "trustDeclared", "isolation",
+                            "runtimeClassName", "driftedPods", "conditions"}) {
+    if (auto f = status->find(field); f != status->end() && !f->is_null()) ours[field] = *f;
+  }
+  r.status_fingerprint = status_fingerprint(ours);
+  if (auto c = status->find("conditions"); c != status->end() && c->is_array()) {
+    for (const auto& condition : *c) {
+      if (!condition.is_object()) continue;
+      auto type = condition.find("type");
+      if (type == condition.end() || !type->is_string()) continue;
+      auto which = condition_type(type->get_ref<const std::string&>());
+      if (!which) continue;
+      ConditionMark& mark = r.conditions[static_cast<std::size_t>(*which)];
+      mark.status = condition_status(condition.value("status", json()));
+      if (auto t = condition.find("lastTransitionTime"); t != condition.end() && t->is_string()) {
+        mark.last_transition = parse_time(t->get_ref<const std::string&>());
+      }
+    }
+  }
+  return r;
+}
+
+Decision decision_for(const model::Component& c, const StatusInputs& in) noexcept {
+  return policy::decide(in.sandbox, c.trust.trust, in.shape);
+}
+
+json desired_status(const ComponentRecord& record, const StatusInputs& in) {
+  const model::Component& c = record.component;
+  const Decision d = decision_for(c, in);
+  json status = {{"observedGeneration", record.generation},
+                 {"contentTrust", policy::effective_trust_name(c.trust.trust)},
+                 {"trustDeclared", c.trust.declared && c.trust.valid},
+                 {"isolation", policy::to_string(d)},
+                 {"driftedPods", in.drifted_pods}};
+  if (d == Decision::RequireSetec) status["runtimeClassName"] = in.runtime_class;
+  json conditions = json::array();
+  for (const Condition& k : {admitted(c, d, in), trust_declared(c), drifted(d, in.drifted_pods)}) {
+    const ConditionMark& seen = record.conditions[static_cast<std::size_t>(k.type)];
+    const std::time_t since =
+        seen.status == k.status && seen.last_transition > 0 ? seen.last_transition : in.now;
+    conditions.push_back({{"type", kConditionTypes[static_cast<std::size_t>(k.type)]},
+                          {"status", status_word(k.status)},
+                          {"observedGeneration", record.generation},
+                          {"lastTransitionTime", format_time(since)},
+                          {"reason", k.reason},
+                          {"message", cut_utf8(k.message, 32768)}});
+  }
+  status["conditions"] = std::move(conditions);
+  return status;
+}
+
+std::uint64_t status_fingerprint(const json& status) {
+  const std::string text =
+      without_transition_times(status).dump(-1, ' ', false, json::error_handler_t::replace);
+  const std::uint64_t h = std::hash<std::string>{}(text);
+  return h == 0 ? 1 : h;  // 0 means "no status"
+}
+
+}  // namespace ig::controller

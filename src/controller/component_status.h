@@ -1,0 +1,84 @@
+// A Component as the operator caches it, and the status the operator wants
+// it to carry (docs/operations.md, "Component status").
+//
+// ComponentRecord is what the Components cache holds: the model::Component
+// the admission rules read, plus what the status loop needs of the object
+// (uid, generation) and a compact mark of the status the API server holds
+// (a fingerprint of its content and each condition's status and transition
+// time), so "written only when it changes" needs no GET and no copy of the
+// status JSON per Component.
+//
+// Contract:
+//  - decode_component_record() accepts any JSON; a status it cannot read is
+//    not an error (the record just carries no marks, so the status is
+//    rewritten); the Component itself decodes as model::decode_component.
+//  - desired_status() is pure: the gate's decision for the Component now
+//    (policy::decide, the one decision site), its trust, and the drift count
+//    give status.{observedGeneration, contentTrust, trustDeclared,
+//    isolation, runtimeClassName (RequireSetec only), driftedPods,
+//    conditions}. Conditions are Admitted, TrustDeclared and Drifted, in that
+//    order, each with observedGeneration; a condition keeps the
+//    lastTransitionTime the API server holds while its status is unchanged,
+//    else takes `now`. Messages name no counts that churn (node numbers), so
+//    a node joining does not rewrite every Component.
+//  - status_fingerprint() hashes a status without lastTransitionTime; equal
+//    fingerprints mean nothing a reader cares about changed.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <ctime>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
+#include "model/component.h"
+#include "policy/gate.h"
+
+namespace ig::controller {
+
+enum class ConditionType : std::uint8_t { Admitted, TrustDeclared, Drifted };
+inline constexpr std::array<std::string_view, 3> kConditionTypes = {"Admitted", "TrustDeclared",
+                                                                    "Drifted"};
+
+enum class ConditionStatus : std::uint8_t { Absent, True, False, Unknown };
+
+// One condition as the API server holds it.
+struct ConditionMark {
+  ConditionStatus status = ConditionStatus::Absent;
+  std::int64_t last_transition = 0;  // Unix seconds; 0 when absent or unreadable
+};
+
+struct ComponentRecord {
+  model::Component component;
+  std::string uid;
+  std::int64_t generation = 0;
+  std::uint64_t status_fingerprint = 0;  // 0: no status (or none readable)
+  std::array<ConditionMark, 3> conditions{};  // by ConditionType
+};
+
+Result<ComponentRecord> decode_component_record(const nlohmann::json& object);
+
+struct StatusInputs {
+  policy::SandboxAvailability sandbox = policy::SandboxAvailability::Unavailable;
+  policy::DeploymentShape shape = policy::DeploymentShape::SetecOnly;
+  std::string_view runtime_class;
+  std::size_t drifted_pods = 0;
+  std::time_t now = 0;
+};
+
+// What the gate decides for this Component's pods under `in`.
+policy::Decision decision_for(const model::Component& c, const StatusInputs& in) noexcept;
+
+nlohmann::json desired_status(const ComponentRecord& record, const StatusInputs& in);
+
+std::uint64_t status_fingerprint(const nlohmann::json& status);
+
+// "2026-12-02T21:00:00Z" and back (metav1.Time: seconds); 0 when unreadable.
+std::string format_time(std::time_t t);
+std::int64_t parse_time(std::string_view text) noexcept;
+
+}  // namespace ig::controller

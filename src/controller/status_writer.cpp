@@ -1,0 +1,184 @@
+#include "controller/status_writer.h"
+
+#include <algorithm>
+
+#include "controller/cluster.h"
+
+namespace ig::controller {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+constexpr std::chrono::milliseconds kNotReadyPoll{200};
+
+}  // namespace
+
+StatusWriter::StatusWriter(kube::Client& client, const kube::Store<ComponentRecord>& components,
+                           const admission::SandboxView& sandbox, StatusWriterOptions options)
+    : client_(client), components_(components), sandbox_(sandbox), options_(std::move(options)) {}
+
+StatusWriter::~StatusWriter() { stop(); }
+
+void StatusWriter::start() {
+  std::lock_guard lock(mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  all_pending_ = true;  // a new term: every Component is checked once
+  written_.clear();
+  thread_ = std::thread([this] { run(); });
+}
+
+void StatusWriter::stop() noexcept {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  std::lock_guard lock(mu_);
+  queue_.clear();
+  queued_.clear();
+  retry_.clear();
+  backoff_.clear();
+}
+
+void StatusWriter::enqueue(std::string_view key) {
+  if (key.empty()) return enqueue_all();
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    if (!queued_.emplace(key).second) return;
+    queue_.emplace_back(key);
+  }
+  cv_.notify_one();
+}
+
+void StatusWriter::enqueue_all() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    all_pending_ = true;
+  }
+  cv_.notify_one();
+}
+
+StatusWriterStats StatusWriter::stats() const {
+  std::lock_guard lock(mu_);
+  StatusWriterStats s = stats_;
+  s.queued = queue_.size() + retry_.size();
+  return s;
+}
+
+bool StatusWriter::next(std::string& key) {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (stopping_) return false;
+    if (options_.ready && !options_.ready()) {
+      cv_.wait_for(lock, kNotReadyPoll);
+      continue;
+    }
+    const auto now = Clock::now();
+    while (!retry_.empty() && retry_.begin()->first <= now) {
+      std::string due = std::move(retry_.begin()->second);
+      retry_.erase(retry_.begin());
+      if (queued_.insert(due).second) queue_.push_back(std::move(due));
+    }
+    if (all_pending_) {
+      all_pending_ = false;
+      lock.unlock();
+      auto records = components_.snapshot();
+      std::vector<std::string> keys;
+      keys.reserve(records.size());
+      for (const auto& r : records) keys.push_back(kube::object_key(r->component.namespace_, r->component.name));
+      lock.lock();
+      for (auto& k : keys) {
+        if (queued_.insert(k).second) queue_.push_back(std::move(k));
+      }
+      continue;
+    }
+    if (!queue_.empty()) {
+      key = std::move(queue_.front());
+      queue_.pop_front();
+      queued_.erase(key);
+      return true;
+    }
+    if (retry_.empty()) {
+      cv_.wait(lock);
+    } else {
+      cv_.wait_until(lock, retry_.begin()->first);
+    }
+  }
+}
+
+void StatusWriter::run() {
+  std::string key;
+  while (next(key)) {
+    try {
+      process(key);
+    } catch (const std::exception& e) {
+      if (options_.log) options_.log("error", "component status " + key + ": " + e.what());
+    }
+  }
+}
+
+void StatusWriter::process(const std::string& key) {
+  auto record = components_.find(key);
+  if (!record) {
+    written_.erase(key);
+    return;
+  }
+  StatusInputs in;
+  in.sandbox = sandbox_.availability();
+  in.shape = options_.shape;
+  in.runtime_class = options_.runtime_class;
+  in.drifted_pods = options_.drifted_pods ? options_.drifted_pods(key) : 0;
+  in.now = options_.now ? options_.now() : std::time(nullptr);
+  json status = desired_status(*record, in);
+  const std::uint64_t want = status_fingerprint(status);
+  auto written = written_.find(key);
+  if (written != written_.end() && written->second == record->status_fingerprint) {
+    written_.erase(written);  // the cache shows our write now
+    written = written_.end();
+  }
+  if (want == record->status_fingerprint || (written != written_.end() && written->second == want)) {
+    std::lock_guard lock(mu_);
+    ++stats_.unchanged;
+    backoff_.erase(key);
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;  // the fence: no write starts after stop()
+  }
+  json body = {{"status", status}};
+  if (!status.contains("runtimeClassName")) body["status"]["runtimeClassName"] = nullptr;
+  const auto& c = record->component;
+  auto patched = client_.patch(kube::object_path(kComponents, c.namespace_, c.name, "status"),
+                               kube::PatchType::Merge, body);
+  std::lock_guard lock(mu_);
+  if (patched) {
+    ++stats_.writes;
+    backoff_.erase(key);
+    written_[key] = want;
+    return;
+  }
+  ++stats_.errors;
+  const kube::ApiError& e = patched.failure();
+  if (e.message != last_error_) {
+    last_error_ = e.message;
+    if (options_.log) options_.log("warn", "cannot write the status of Component " + key + ": " + e.message);
+  }
+  if (e.not_found()) {
+    backoff_.erase(key);
+    return;
+  }
+  auto& delay = backoff_[key];
+  delay = delay.count() == 0 ? options_.retry_initial : std::min(delay * 2, options_.retry_max);
+  if (e.retry_after.count() > 0) {
+    delay = std::max<std::chrono::milliseconds>(delay, e.retry_after);
+  }
+  retry_.emplace(Clock::now() + delay, key);
+}
+
+}  // namespace ig::controller

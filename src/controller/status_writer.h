@@ -1,0 +1,107 @@
+// The Component status loop (leader only; docs/operations.md, "Component
+// status"): keeps every Component's status subresource equal to
+// desired_status() (controller/component_status.h), writing only when it
+// changes.
+//
+// The shape is controller-runtime's: a work queue of keys, deduplicated (a
+// key queued twice is processed once), one worker; triggers enqueue keys:
+// a Component change its key, a sandbox flip or a relist every key
+// (enqueue_all), a drift count change its Component's key.
+//
+// Contract:
+//  - Nothing is written before ready() (the drift audit's pod cache has
+//    listed, so driftedPods is known) or after stop().
+//  - A key is written when the desired status's fingerprint differs from
+//    the one the cache holds and from the one this writer last wrote for it
+//    (so the interval between our write and its watch event does not cause
+//    a second write). The write is a merge patch of .status on the status
+//    subresource; runtimeClassName is nulled when not RequireSetec.
+//  - Errors: 404 (the Component is gone) drops the key; others requeue it
+//    with exponential backoff per key (500 ms doubling to 30 s), logged once
+//    per distinct message. The client's rate limit paces the writes.
+//  - start()/stop() (stop is prompt: no new write starts after it; a write
+//    in flight finishes within the client's request timeout) may be called
+//    again for each term of leadership. enqueue*() are thread-safe and never
+//    block on the network.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <ctime>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "admission/context.h"
+#include "controller/component_status.h"
+#include "kube/api.h"
+#include "kube/store.h"
+
+namespace ig::controller {
+
+struct StatusWriterOptions {
+  std::string runtime_class;
+  policy::DeploymentShape shape = policy::DeploymentShape::SetecOnly;
+  std::function<std::size_t(std::string_view component_key)> drifted_pods;  // empty: 0
+  std::function<bool()> ready;                                              // empty: always
+  std::function<std::time_t()> now;                                         // empty: time()
+  std::chrono::milliseconds retry_initial{500}, retry_max{30'000};
+  std::function<void(std::string_view level, std::string_view message)> log;
+};
+
+struct StatusWriterStats {
+  std::uint64_t writes = 0;      // status patches that succeeded
+  std::uint64_t unchanged = 0;   // keys processed with nothing to write
+  std::uint64_t errors = 0;      // failed patches
+  std::size_t queued = 0;        // keys waiting now
+};
+
+class StatusWriter {
+ public:
+  StatusWriter(kube::Client& client, const kube::Store<ComponentRecord>& components,
+               const admission::SandboxView& sandbox, StatusWriterOptions options);
+  ~StatusWriter();
+  StatusWriter(const StatusWriter&) = delete;
+  StatusWriter& operator=(const StatusWriter&) = delete;
+
+  void start();           // enqueues every key, then runs the worker
+  void stop() noexcept;
+  void enqueue(std::string_view key);
+  void enqueue_all();
+  StatusWriterStats stats() const;
+
+ private:
+  void run();
+  bool next(std::string& key);  // false when stopping
+  void process(const std::string& key);
+
+  kube::Client& client_;
+  const kube::Store<ComponentRecord>& components_;
+  const admission::SandboxView& sandbox_;
+  const StatusWriterOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> queue_;
+  std::unordered_set<std::string> queued_;
+  std::multimap<std::chrono::steady_clock::time_point, std::string> retry_;  // due -> key
+  std::unordered_map<std::string, std::chrono::milliseconds> backoff_;
+  bool all_pending_ = false;
+  bool stopping_ = true;
+  std::thread thread_;
+  StatusWriterStats stats_;
+  std::string last_error_;
+  // Worker thread only: key -> fingerprint this writer last wrote, until the
+  // cache shows it.
+  std::unordered_map<std::string, std::uint64_t> written_;
+};
+
+}  // namespace ig::controller

@@ -1,0 +1,169 @@
+// The Component status the operator writes (src/controller/component_status.h)
+// and the drift rule (src/controller/drift.h): pure functions, as tables.
+#include "controller/component_status.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+
+namespace ig::controller {
+namespace {
+
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+using policy::Decision;
+using policy::DeploymentShape;
+using policy::SandboxAvailability;
+
+json component(std::optional<std::string> trust, json status = nullptr) {
+  json c = {{"apiVersion", "gibson.zeroroot.ai/v1alpha1"},
+            {"kind", "Component"},
+            {"metadata", {{"name", "c"}, {"namespace", "team-a"}, {"uid", "u-1"}, {"generation", 3}}},
+            {"spec", {{"kind", "tool"}}}};
+  if (trust) c["spec"]["policy"]["content_trust"] = *trust;
+  if (!status.is_null()) c["status"] = status;
+  return c;
+}
+
+ComponentRecord record(std::optional<std::string> trust, json status = nullptr) {
+  auto r = decode_component_record(component(std::move(trust), std::move(status)));
+  EXPECT_TRUE(r.ok()) << r.error();
+  return std::move(r).value();
+}
+
+const json* condition(const json& status, std::string_view type) {
+  for (const auto& c : status["conditions"]) {
+    if (c["type"] == type) return &c;
+  }
+  return nullptr;
+}
+
+StatusInputs inputs(SandboxAvailability s, DeploymentShape shape = DeploymentShape::SetecOnly,
+                    std::size_t drifted = 0) {
+  StatusInputs in;
+  in.sandbox = s;
+  in.shape = shape;
+  in.runtime_class = "kata-fc";
+  in.drifted_pods = drifted;
+  in.now = 1'790'000'000;
+  return in;
+}
+
+TEST(ComponentStatus, EveryFieldFollowsTheGate) {
+  struct Row {
+    std::optional<std::string> trust;
+    SandboxAvailability sandbox;
+    DeploymentShape shape;
+    std::string isolation, admitted, admitted_reason, trust_declared_reason;
+  };
+  const Row rows[] = {
+      {"untrusted", SandboxAvailability::Available, DeploymentShape::SetecOnly, "RequireSetec", "True",
+       "SandboxAvailable", "Declared"},
+      {"trusted", SandboxAvailability::Available, DeploymentShape::SetecOnly, "RequireSetec", "True",
+       "SandboxAvailable", "Declared"},
+      {"untrusted", SandboxAvailability::Unavailable, DeploymentShape::SetecOnly, "Deny", "False",
+       "SandboxUnavailable", "Declared"},
+      {std::nullopt, SandboxAvailability::Unavailable, DeploymentShape::SetecOnly, "AllowInProcess", "True",
+       "TrustedInProcess", "Omitted"},
+      {"untrusted", SandboxAvailability::Unavailable, DeploymentShape::CustomerIsolation, "AllowInProcess",
+       "True", "CustomerIsolation", "Declared"},
+      {"maybe", SandboxAvailability::Unavailable, DeploymentShape::SetecOnly, "Deny", "False",
+       "SandboxUnavailable", "Invalid"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.trust.value_or("(omitted)") + " " + row.isolation);
+    const json s = desired_status(record(row.trust), inputs(row.sandbox, row.shape));
+    EXPECT_EQ(s["observedGeneration"], 3);
+    EXPECT_EQ(s["isolation"], row.isolation);
+    EXPECT_EQ(s.contains("runtimeClassName"), row.isolation == "RequireSetec");
+    if (row.isolation == "RequireSetec") {
+      EXPECT_EQ(s["runtimeClassName"], "kata-fc");
+    }
+    EXPECT_EQ(s["contentTrust"], row.trust == "trusted" || !row.trust ? "trusted" : "untrusted");
+    EXPECT_EQ(s["trustDeclared"], row.trust == "trusted" || row.trust == "untrusted");
+    EXPECT_EQ(s["driftedPods"], 0);
+    ASSERT_EQ(s["conditions"].size(), 3u);
+    EXPECT_EQ((*condition(s, "Admitted"))["status"], row.admitted);
+    EXPECT_EQ((*condition(s, "Admitted"))["reason"], row.admitted_reason);
+    EXPECT_EQ((*condition(s, "TrustDeclared"))["reason"], row.trust_declared_reason);
+    EXPECT_EQ((*condition(s, "Drifted"))["status"], "False");
+    for (const auto& c : s["conditions"]) {
+      EXPECT_EQ(c["observedGeneration"], 3);
+      EXPECT_EQ(c["lastTransitionTime"], "2026-09-21T14:13:20Z");
+      EXPECT_FALSE(c["message"].get<std::string>().empty());
+    }
+  }
+}
+
+TEST(ComponentStatus, OmittedTrustTellsTheAuthorToDeclareIt) {
+  const json s = desired_status(record(std::nullopt), inputs(SandboxAvailability::Available));
+  const json& c = *condition(s, "TrustDeclared");
+  EXPECT_EQ(c["status"], "False");
+  EXPECT_EQ(c["reason"], "Omitted");
+  EXPECT_THAT(c["message"].get<std::string>(), HasSubstr("declare it"));
+}
+
+TEST(ComponentStatus, DriftIsCountedAndConditioned) {
+  const json s = desired_status(record("untrusted"), inputs(SandboxAvailability::Available,
+                                                              DeploymentShape::SetecOnly, 2));
+  EXPECT_EQ(s["driftedPods"], 2);
+  EXPECT_EQ((*condition(s, "Drifted"))["status"], "True");
+  EXPECT_EQ((*condition(s, "Drifted"))["reason"], "PodsDrifted");
+  EXPECT_THAT((*condition(s, "Drifted"))["message"].get<std::string>(), HasSubstr("2 running pods"));
+}
+
+TEST(ComponentStatus, WhatTheApiHoldsIsRecognisedSoNothingIsRewritten) {
+  const StatusInputs in = inputs(SandboxAvailability::Available);
+  const json first = desired_status(record("untrusted"), in);
+  // The API server now holds exactly that: the record's fingerprint matches.
+  const ComponentRecord held = record("untrusted", first);
+  EXPECT_EQ(held.status_fingerprint, status_fingerprint(first));
+  // Later, with nothing changed, the desired status is the same, transition
+  // times kept from what the API holds (not "now").
+  StatusInputs later = in;
+  later.now += 3600;
+  const json again = desired_status(held, later);
+  EXPECT_EQ(again, first);
+  EXPECT_EQ(status_fingerprint(again), held.status_fingerprint);
+  // Fields others write do not count.
+  json with_extra = first;
+  with_extra["somebodyElse"] = "x";
+  EXPECT_EQ(record("untrusted", with_extra).status_fingerprint, held.status_fingerprint);
+}
+
+TEST(ComponentStatus, AConditionThatFlipsTakesANewTransitionTimeTheOthersKeepTheirs) {
+  const json first = desired_status(record("untrusted"), inputs(SandboxAvailability::Available));
+  const ComponentRecord held = record("untrusted", first);
+  StatusInputs flipped = inputs(SandboxAvailability::Unavailable);
+  flipped.now += 60;
+  const json next = desired_status(held, flipped);
+  EXPECT_NE(status_fingerprint(next), held.status_fingerprint);
+  EXPECT_EQ(next["isolation"], "Deny");
+  EXPECT_FALSE(next.contains("runtimeClassName"));
+  EXPECT_EQ((*condition(next, "Admitted"))["lastTransitionTime"], format_time(flipped.now));
+  EXPECT_EQ((*condition(next, "TrustDeclared"))["lastTransitionTime"], "2026-09-21T14:13:20Z");
+  // A message-only change (the shape's phrase) is a change too, but keeps
+  // the transition time of a condition whose status stayed.
+}
+
+TEST(ComponentStatus, ATrustChangeIsAChange) {
+  const json first = desired_status(record("trusted"), inputs(SandboxAvailability::Unavailable));
+  const ComponentRecord now_untrusted = record("untrusted", first);
+  const json next = desired_status(now_untrusted, inputs(SandboxAvailability::Unavailable));
+  EXPECT_EQ(next["isolation"], "Deny");
+  EXPECT_NE(status_fingerprint(next), now_untrusted.status_fingerprint);
+}
+
+TEST(ComponentStatus, TimesRoundTripAndBadOnesReadAsZero) {
+  EXPECT_EQ(format_time(0), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(parse_time("2026-12-02T21:00:00Z"), 1796245200);
+  EXPECT_EQ(parse_time(format_time(1796245200)), 1796245200);
+  EXPECT_EQ(parse_time("2026-12-02T21:00:00.123456Z"), 1796245200);
+  EXPECT_EQ(parse_time("2026-12-02T23:00:00+02:00"), 1796245200);
+  for (const char* bad : {"", "yesterday", "2026-12-02 21:00:00Z", "2026-12-02T21:00:00", "2026-12-02T21:00:00Zjunk"}) {
+    EXPECT_EQ(parse_time(bad), 0) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace ig::controller
