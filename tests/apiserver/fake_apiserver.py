@@ -70,6 +70,10 @@ RESOURCE_TABLE = [
      "MutatingWebhookConfiguration", False, False, ()),
     ("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
      "ValidatingWebhookConfiguration", False, False, ()),
+    ("", "v1", "pods", "Pod", True, True,
+     ("spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+      "status.phase", "status.podIP", "status.nominatedNodeName")),
+    ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, True, ()),
 ]
 
 CONTINUE_EXPIRED_MESSAGE = (
@@ -132,6 +136,8 @@ def make_status(code, message, reason=None, details=None, metadata=None):
     st = {"kind": "Status", "apiVersion": "v1", "metadata": metadata or {}, "status": "Failure",
           "message": message, "reason": reason if reason is not None else REASONS.get(code, ""),
           "code": code}
+    if not st["reason"]:
+        del st["reason"]          # omitempty, as the API server writes it
     if details:
         st["details"] = details
     return st
@@ -163,6 +169,129 @@ def bad_request(msg):
 
 def expired(msg, metadata=None):
     return ApiError(410, msg, "Expired", metadata=metadata)
+
+
+# Field errors, as k8s.io/apimachinery/pkg/util/validation/field renders them.
+def field_required(path, detail=""):
+    return ("FieldValueRequired", path, "Required value" + (": " + detail if detail else ""))
+
+
+def field_invalid(path, value, detail=""):
+    body = "Invalid value: %s" % json.dumps(value)
+    return ("FieldValueInvalid", path, body + (": " + detail if detail else ""))
+
+
+def field_forbidden(path, detail=""):
+    return ("FieldValueForbidden", path, "Forbidden" + (": " + detail if detail else ""))
+
+
+def invalid_fields(res, name, errs):
+    """422 Invalid for a list of field errors (reason, field, message), like errors.NewInvalid: the message
+    is '<Kind[.group]> "<name>" is invalid: <one error>' or '... is invalid: [<e1>, <e2>]'."""
+    rendered = ["%s: %s" % (f, m) for _, f, m in errs]
+    agg = rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"
+    qkind = res.kind if not res.group else res.kind + "." + res.group
+    return ApiError(422, '%s "%s" is invalid: %s' % (qkind, name, agg), "Invalid",
+                    {"name": name, "group": res.group, "kind": res.kind,
+                     "causes": [{"reason": r, "message": m, "field": f} for r, f, m in errs]})
+
+
+QUALIFIED_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+CONFIG_KEY_RE = re.compile(r"^[-._a-zA-Z0-9]+$")
+
+
+def qualified_name_errors(value, path):
+    """validation.IsQualifiedName (for names without a prefix or with a DNS-subdomain prefix)."""
+    errs = []
+    parts = value.split("/")
+    if len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append(field_invalid(path, value, "prefix part must be non-empty"))
+        elif not DNS_SUBDOMAIN_RE.match(prefix) or len(prefix) > 253:
+            errs.append(field_invalid(path, value, "prefix part a lowercase RFC 1123 subdomain must consist of "
+                                      "lower case alphanumeric characters, '-' or '.', and must start and end "
+                                      "with an alphanumeric character"))
+    elif len(parts) == 1:
+        name = parts[0]
+    else:
+        return [field_invalid(path, value, "a qualified name must consist of alphanumeric characters, '-', '_' "
+                              "or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
+                              "'my.name',  or '123-abc', regex used for validation is "
+                              "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix "
+                              "and '/' (e.g. 'example.com/MyName')")]
+    if not name:
+        errs.append(field_invalid(path, value, "name part must be non-empty"))
+    elif len(name) > 63:
+        errs.append(field_invalid(path, value, "name part must be no more than 63 characters"))
+    if not QUALIFIED_NAME_RE.match(name):
+        errs.append(field_invalid(path, value, "name part must consist of alphanumeric characters, '-', '_' or "
+                                  "'.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
+                                  "'my.name',  or '123-abc', regex used for validation is "
+                                  "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"))
+    return errs
+
+
+def selector_matches(selector, labels):
+    """A metav1.LabelSelector against a labels dict. None matches nothing; {} matches everything; an
+    invalid selector matches nothing (as the eviction handler treats it)."""
+    if not isinstance(selector, dict):
+        return False
+    labels = labels or {}
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in selector.get("matchExpressions") or []:
+        if not isinstance(e, dict):
+            return False
+        k, op, vals = e.get("key"), e.get("operator"), e.get("values") or []
+        if op == "In":
+            if not vals or labels.get(k) not in vals:
+                return False
+        elif op == "NotIn":
+            if not vals or (k in labels and labels[k] in vals):
+                return False
+        elif op == "Exists":
+            if vals or k not in labels:
+                return False
+        elif op == "DoesNotExist":
+            if vals or k in labels:
+                return False
+        else:
+            return False
+    return True
+
+
+def pod_qos_class(pod):
+    """BestEffort, Guaranteed or Burstable, from the containers' cpu/memory requests and limits."""
+    containers = list((pod.get("spec") or {}).get("containers") or []) + \
+        list((pod.get("spec") or {}).get("initContainers") or [])
+    any_set, guaranteed = False, True
+    for c in containers:
+        r = ((c or {}).get("resources") or {})
+        req, lim = r.get("requests") or {}, r.get("limits") or {}
+        for rn in ("cpu", "memory"):
+            if rn in req or rn in lim:
+                any_set = True
+            if rn not in lim or req.get(rn, lim.get(rn)) != lim.get(rn):
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def pod_is_ready(pod):
+    for c in ((pod.get("status") or {}).get("conditions") or []):
+        if isinstance(c, dict) and c.get("type") == "Ready":
+            return c.get("status") == "True"
+    return False
+
+
+POD_UPDATE_FORBIDDEN = (
+    "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,"
+    "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),"
+    "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)")
 
 
 def now_rfc3339():
@@ -423,6 +552,157 @@ class Filter:
             return False
         labels = md.get("labels") or {}
         return all(p(labels) for p in self.labels) and all(p(obj) for p in self.fields)
+
+
+# ---------------------------------------------------------------------------
+# Validation and defaulting of API writes (HTTP only; the back door stores what it is given),
+# after pkg/apis/core/validation and the registries' PrepareForCreate.
+
+def _event_fields(ev, events_v1):
+    """The internal core.Event fields of a core/v1 or an events.k8s.io/v1 Event."""
+    g = lambda k: ev.get(k)  # noqa: E731
+    if events_v1:
+        src = g("deprecatedSource") or {}
+        return {"eventTime": g("eventTime"), "involvedObject": g("regarding"), "reason": g("reason") or "",
+                "message": g("note") or "", "source": src, "firstTimestamp": g("deprecatedFirstTimestamp"),
+                "lastTimestamp": g("deprecatedLastTimestamp"), "count": g("deprecatedCount") or 0,
+                "type": g("type") or "", "action": g("action") or "", "related": g("related"),
+                "reportingController": g("reportingController") or "",
+                "reportingInstance": g("reportingInstance") or "", "series": g("series")}
+    return {"eventTime": g("eventTime"), "involvedObject": g("involvedObject"), "reason": g("reason") or "",
+            "message": g("message") or "", "source": g("source") or {}, "firstTimestamp": g("firstTimestamp"),
+            "lastTimestamp": g("lastTimestamp"), "count": g("count") or 0, "type": g("type") or "",
+            "action": g("action") or "", "related": g("related"),
+            "reportingController": g("reportingComponent") or "",
+            "reportingInstance": g("reportingInstance") or "", "series": g("series")}
+
+
+def validate_event(ev, namespace, events_v1, old=None):
+    """ValidateEventCreate / ValidateEventUpdate: field errors (reason, field, message)."""
+    e = _event_fields(ev, events_v1)
+    errs = []
+    io_ns = (e["involvedObject"] or {}).get("namespace") or ""
+    rc_field = "reportingController" if events_v1 else "source"
+    if not e["eventTime"]:
+        if not io_ns:
+            if namespace not in ("", "default"):
+                errs.append(field_invalid("involvedObject.namespace", io_ns, "does not match event.namespace"))
+        elif namespace != io_ns:
+            errs.append(field_invalid("involvedObject.namespace", io_ns, "does not match event.namespace"))
+    else:
+        if not io_ns and namespace not in ("default", "kube-system"):
+            errs.append(field_invalid("involvedObject.namespace", io_ns, "does not match event.namespace"))
+        if not e["reportingController"]:
+            errs.append(field_required(rc_field))
+        errs.extend(qualified_name_errors(e["reportingController"], rc_field))
+        for f, limit in (("reportingInstance", 128), ("action", 128), ("reason", 128)):
+            if not e[f]:
+                errs.append(field_required(f))
+            if len(e[f]) > limit:
+                errs.append(field_invalid(f, "", "can have at most %d characters" % limit))
+        if len(e["message"]) > 1024:
+            errs.append(field_invalid("message", "", "can have at most 1024 characters"))
+    if not events_v1:
+        return errs
+    series = e["series"]
+    if series is not None:
+        if int((series or {}).get("count") or 0) < 2:
+            errs.append(field_invalid("series.count", "", "should be at least 2"))
+        if not (series or {}).get("lastObservedTime"):
+            errs.append(field_required("series.lastObservedTime"))
+    if old is not None:
+        o = _event_fields(old, True)
+        for f in ("involvedObject", "reason", "message", "source", "firstTimestamp", "lastTimestamp", "count",
+                  "type", "eventTime", "action", "related", "reportingController", "reportingInstance"):
+            if not _json_equal(e[f], o[f]):
+                errs.append(field_invalid(f, e[f], "field is immutable"))
+        return errs
+    if not e["eventTime"]:
+        errs.append(field_required("eventTime"))
+    if e["type"] not in ("Normal", "Warning"):
+        errs.append(field_invalid("type", "", "has invalid value: %s" % e["type"]))
+    for f, path in (("firstTimestamp", "deprecatedFirstTimestamp"), ("lastTimestamp", "deprecatedLastTimestamp")):
+        if e[f]:
+            errs.append(field_invalid(path, "", "needs to be unset"))
+    if e["count"]:
+        errs.append(field_invalid("deprecatedCount", "", "needs to be unset"))
+    if e["source"].get("component") or e["source"].get("host"):
+        errs.append(field_invalid("deprecatedSource", "", "needs to be unset"))
+    return errs
+
+
+def check_secret_data(obj):
+    """Secret.data is map[string][]byte: every value standard base64 (else the decode fails: 400)."""
+    data = obj.get("data")
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        raise bad_request('Secret in version "v1" cannot be handled as a Secret: json: cannot unmarshal %s into '
+                          'Go struct field Secret.data of type map[string][]uint8' % type(data).__name__)
+    for k, v in data.items():
+        if not isinstance(v, str):
+            raise bad_request('Secret in version "v1" cannot be handled as a Secret: json: cannot unmarshal '
+                              'non-string into Go struct field Secret.data of type []uint8')
+        bad = next((i for i, c in enumerate(v) if not (c.isascii() and (c.isalnum() or c in "+/="))), None)
+        if bad is None:
+            try:
+                base64.b64decode(v.encode(), validate=True)
+            except (binascii.Error, ValueError):
+                bad = len(v) - len(v) % 4 if len(v) % 4 else max(0, len(v) - 1)
+        if bad is not None:
+            raise bad_request('Secret in version "v1" cannot be handled as a Secret: illegal base64 data at '
+                              'input byte %d' % bad)
+
+
+def validate_secret(obj, old=None):
+    errs = []
+    data = obj.get("data") or {}
+    for k in data:
+        if not CONFIG_KEY_RE.match(k):
+            errs.append(field_invalid("data[%s]" % k, k, "a valid config key must consist of alphanumeric "
+                                      "characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or "
+                                      "'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"))
+    if obj.get("type") == "kubernetes.io/tls":
+        for k in ("tls.crt", "tls.key"):
+            if k not in data:
+                errs.append(field_required("data[%s]" % k))
+    if old is not None:
+        if obj.get("type") != old.get("type"):
+            errs.append(field_invalid("type", obj.get("type"), "field is immutable"))
+        if old.get("immutable") is True:
+            if obj.get("immutable") is not True:
+                errs.append(field_forbidden("immutable", "field is immutable when `immutable` is set"))
+            if not _json_equal(obj.get("data") or {}, old.get("data") or {}):
+                errs.append(field_forbidden("data", "field is immutable when `immutable` is set"))
+    return errs
+
+
+def validate_pod(obj, old=None):
+    spec = obj.get("spec") or {}
+    if old is not None:
+        def mutable_stripped(sp):
+            sp = copy.deepcopy(sp or {})
+            for f in ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds"):
+                sp.pop(f, None)
+            for f in ("containers", "initContainers"):
+                for c in sp.get(f) or []:
+                    if isinstance(c, dict):
+                        c.pop("image", None)
+            return sp
+        if not _json_equal(mutable_stripped(spec), mutable_stripped(old.get("spec"))):
+            return [field_forbidden("spec", POD_UPDATE_FORBIDDEN)]
+        return []
+    errs = []
+    containers = spec.get("containers")
+    if not containers:
+        return [field_required("spec.containers")]
+    for i, c in enumerate(containers):
+        c = c if isinstance(c, dict) else {}
+        if not c.get("name"):
+            errs.append(field_required("spec.containers[%d].name" % i))
+        if not c.get("image"):
+            errs.append(field_required("spec.containers[%d].image" % i))
+    return errs
 
 
 # ---------------------------------------------------------------------------
@@ -743,7 +1023,7 @@ CONTROL_METHODS = {
     "clear_delays", "set_watch_chunking", "drop_watches", "clear_watch_drops", "set_watch_expired_mode",
     "set_bookmark_interval", "set_tokens", "add_token", "go_away", "come_back", "is_away",
     "requests", "request_mark", "wait_for_request", "open_watches", "watches_started", "wait_for_watch",
-    "wait_for_watches_closed", "set_continue_expired_token", "reset_faults", "clear_requests",
+    "wait_for_watches_closed", "set_continue_expired_token", "reset_faults", "clear_requests", "evictions",
 }
 
 
@@ -781,6 +1061,7 @@ class FakeApiServer:
         self._watch_expired_mode = "event"
         self._continue_token_on_expiry = False
         self._watch_started = collections.Counter()
+        self._evictions = []                    # (namespace, name) of pods evicted, in order
         self._conn_lock = threading.Lock()
         self._conns = set()
         self._httpd = None
@@ -993,7 +1274,7 @@ class FakeApiServer:
         return str(self.store.compacted)
 
     # -- the store verbs, shared by HTTP and the back door ---------------
-    def _prepare(self, res, obj, ns, name_from_url=None):
+    def _prepare(self, res, obj, ns, name_from_url=None, api=False):
         if not isinstance(obj, dict):
             raise bad_request("the body must be a JSON object")
         obj = copy.deepcopy(obj)
@@ -1020,6 +1301,10 @@ class FakeApiServer:
                               % (md["name"], name_from_url))
         if name_from_url is not None:
             md["name"] = name_from_url
+        if api and res.kind == "Secret":
+            check_secret_data(obj)
+            if not obj.get("type"):
+                obj["type"] = "Opaque"         # SetDefaults_Secret
         if res.kind == "Secret" and isinstance(obj.get("stringData"), dict):   # write-only, merged into data
             data = obj.setdefault("data", {}) or {}
             for k, v in obj.pop("stringData").items():
@@ -1027,8 +1312,9 @@ class FakeApiServer:
             obj["data"] = data
         return obj
 
-    def _create(self, res, obj, ns, keep_status):
-        obj = self._prepare(res, obj, ns)
+    def _create(self, res, obj, ns, keep_status, api=False):
+        """api: an API request (validation and the registry's create defaults); else the back door."""
+        obj = self._prepare(res, obj, ns, api=api)
         md = obj["metadata"]
         if not md.get("name"):
             if md.get("generateName"):
@@ -1039,6 +1325,8 @@ class FakeApiServer:
         if not NAME_RE.match(name) or len(name) > 253:
             raise invalid(res, name, "metadata.name", "Invalid value: %r: a lowercase RFC 1123 subdomain "
                           "must consist of lower case alphanumeric characters, '-' or '.'" % name)
+        if api:
+            self._validate(res, obj, None)
         key = Store.key(res, md.get("namespace"), name)
         if self.store.current(res, key) is not None:
             raise ApiError(409, '%s "%s" already exists' % (_gr(res), name), "AlreadyExists",
@@ -1052,7 +1340,26 @@ class FakeApiServer:
             md.pop(k, None)
         if res.has_status and not keep_status and res.group:
             obj.pop("status", None)       # CRD semantics: create ignores .status
+        if api and res.kind == "Pod":     # podStrategy.PrepareForCreate
+            obj["status"] = {"phase": "Pending", "qosClass": pod_qos_class(obj)}
+        elif api and res.kind == "PodDisruptionBudget":   # status is the disruption controller's
+            obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
         return self.store.commit(res, key, "ADDED", obj, None)
+
+    @staticmethod
+    def _validate(res, obj, old):
+        """Raises 422 Invalid for what the API server's validation refuses (pods, events, secrets)."""
+        md = obj["metadata"]
+        if res.kind == "Event":
+            errs = validate_event(obj, md.get("namespace") or "", res.group == "events.k8s.io", old)
+        elif res.kind == "Secret":
+            errs = validate_secret(obj, old)
+        elif res.kind == "Pod":
+            errs = validate_pod(obj, old)
+        else:
+            errs = []
+        if errs:
+            raise invalid_fields(res, md.get("name") or "", errs)
 
     @staticmethod
     def _spec_part(res, obj):
@@ -1061,7 +1368,7 @@ class FakeApiServer:
 
     def _update(self, res, obj, ns, name, mode, check_rv, name_from_url=None):
         """mode: "main" (HTTP main resource), "status" (status subresource), "direct" (back door)."""
-        obj = self._prepare(res, obj, ns, name_from_url)
+        obj = self._prepare(res, obj, ns, name_from_url, api=mode != "direct")
         md = obj["metadata"]
         name = name or md.get("name")
         if not name:
@@ -1096,6 +1403,8 @@ class FakeApiServer:
                     new.pop("status", None)
             if not _json_equal(self._spec_part(res, old), self._spec_part(res, new)):
                 nmd["generation"] = int(old["metadata"].get("generation") or 0) + 1
+            if mode == "main":
+                self._validate(res, new, old)
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         if _json_equal(new, old):
             return old                     # a no-op write does not bump resourceVersion
@@ -1151,6 +1460,166 @@ class FakeApiServer:
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             return self.store.commit(res, key, "MODIFIED", new, old)
         return self.store.commit(res, key, "DELETED", None, old)
+
+    # -- pods/eviction (pkg/registry/core/pod/storage/eviction.go) --------
+    def evictions(self):
+        """(namespace, name) of every pod evicted through pods/eviction (not dry runs), in order."""
+        with self._lock:
+            return [list(e) for e in self._evictions]
+
+    def _evict(self, ns, name, body, query):
+        pods, pdb_res = self.resource("pods"), self.resource("poddisruptionbudgets.policy")
+        if not isinstance(body, dict):
+            raise bad_request("the body must be a JSON object")
+        av, kind = body.get("apiVersion"), body.get("kind")
+        if av and av not in ("policy/v1", "policy/v1beta1"):
+            raise bad_request("the API version in the data (%s) does not match the expected API version (policy/v1)" % av)
+        if kind and kind != "Eviction":
+            raise bad_request("the kind in the data (%s) does not match the expected kind (Eviction)" % kind)
+        md = body.get("metadata") or {}
+        if not isinstance(md, dict):
+            raise bad_request("metadata must be an object")
+        if md.get("namespace") and md["namespace"] != ns:
+            raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+        if (md.get("name") or "") != name:
+            raise bad_request("name in URL does not match name in Eviction object")
+        opts = body.get("deleteOptions") or {}
+        if not isinstance(opts, dict):
+            raise bad_request("deleteOptions must be an object")
+        dry_opts = opts.get("dryRun") or []
+        dry_query = [query["dryRun"]] if query.get("dryRun") else []
+        if dry_opts and dry_query and dry_opts != dry_query:
+            raise ApiError(500, "Non-matching dry-run options in request and content: %s and %s" % (dry_query, dry_opts))
+        for v in dry_opts or dry_query:
+            if v != "All":
+                raise bad_request('dryRun: Unsupported value: "%s": supported values: "All"' % v)
+        dry = bool(dry_opts or dry_query)
+        pre = dict(opts.get("preconditions") or {})
+        success = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+        with self.store.lock:
+            pod = self.store.current(pods, Store.key(pods, ns, name))
+            if pod is None:
+                raise not_found(pods, name)
+            phase = (pod.get("status") or {}).get("phase")
+            deleting = bool(pod["metadata"].get("deletionTimestamp"))
+            if phase in ("Succeeded", "Failed", "Pending") or deleting:     # canIgnorePDB
+                if phase not in ("Succeeded", "Failed") and not deleting and not pre.get("resourceVersion"):
+                    pre["resourceVersion"] = pod["metadata"]["resourceVersion"]    # shouldEnforceResourceVersion
+                self._evict_delete(pods, ns, name, pre, dry)
+                return success
+            labels = pod["metadata"].get("labels") or {}
+            budgets = [o for _, o in self.store.state_at(pdb_res, self.store.rv)
+                       if o["metadata"].get("namespace") == ns
+                       and selector_matches((o.get("spec") or {}).get("selector"), labels)]
+            if len(budgets) > 1:        # a Status answer without a reason, turned into an error
+                raise ApiError(500, "This pod has more than one PodDisruptionBudget, which the eviction "
+                               "subresource does not support.", "")
+            if budgets:
+                pdb = budgets[0]
+                st = pdb.get("status") or {}
+                policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy")
+                unready_ok = not pod_is_ready(pod) and (
+                    policy == "AlwaysAllow" or
+                    (int(st.get("currentHealthy") or 0) >= int(st.get("desiredHealthy") or 0)
+                     and int(st.get("desiredHealthy") or 0) > 0))
+                if unready_ok:          # no decrement; delete only if the pod has not changed since
+                    pre["resourceVersion"] = pod["metadata"]["resourceVersion"]
+                else:
+                    self._check_and_decrement(pdb_res, pdb, name, dry)
+            self._evict_delete(pods, ns, name, pre, dry)
+            return success
+
+    def _check_and_decrement(self, pdb_res, pdb, pod_name, dry):
+        st = pdb.get("status") or {}
+        pname = pdb["metadata"]["name"]
+        observed = st.get("observedGeneration")
+        if observed is not None and int(observed) < int(pdb["metadata"].get("generation") or 0):
+            raise ApiError(429, "Cannot evict pod as it would violate the pod's disruption budget.", "TooManyRequests",
+                           {"retryAfterSeconds": 10, "causes": [{"reason": "DisruptionBudget", "message":
+                            "The disruption budget %s is still being processed by the server." % pname}]},
+                           headers={"Retry-After": "10"})
+        allowed = int(st.get("disruptionsAllowed") or 0)
+        forbidden = None
+        if allowed < 0:
+            forbidden = "pdb disruptions allowed is negative"
+        elif len(st.get("disruptedPods") or {}) > 2000:
+            forbidden = "DisruptedPods map too big - too many evictions not confirmed by PDB controller"
+        if forbidden:
+            raise ApiError(403, 'poddisruptionbudget.policy "%s" is forbidden: %s' % (pname, forbidden), "Forbidden",
+                           {"name": pname, "group": "policy", "kind": "poddisruptionbudget"})
+        if allowed == 0:
+            raise ApiError(429, "Cannot evict pod as it would violate the pod's disruption budget.", "TooManyRequests",
+                           {"causes": [{"reason": "DisruptionBudget", "message":
+                                        "The disruption budget %s needs %d healthy pods and has %d currently"
+                                        % (pname, int(st.get("desiredHealthy") or 0),
+                                           int(st.get("currentHealthy") or 0))}]})
+        if dry:
+            return
+        new = copy.deepcopy(pdb)
+        nst = new.setdefault("status", {})
+        for f in ("currentHealthy", "desiredHealthy", "expectedPods"):
+            nst.setdefault(f, 0)
+        nst["disruptionsAllowed"] = allowed - 1
+        if allowed - 1 == 0:            # pdbhelper.UpdateDisruptionAllowedCondition
+            conds = nst.setdefault("conditions", [])
+            cond = next((c for c in conds if c.get("type") == "DisruptionAllowed"), None)
+            if cond is None:
+                cond = {"type": "DisruptionAllowed", "lastTransitionTime": now_rfc3339()}
+                conds.append(cond)
+            elif cond.get("status") != "False":
+                cond["lastTransitionTime"] = now_rfc3339()
+            cond.update(status="False", reason="InsufficientPods", message=cond.get("message", ""),
+                        observedGeneration=int(nst.get("observedGeneration") or 0))
+        nst.setdefault("disruptedPods", {})[pod_name] = now_rfc3339()
+        ns = pdb["metadata"].get("namespace")
+        self.store.commit(pdb_res, Store.key(pdb_res, ns, pname), "MODIFIED", new, pdb)
+
+    def _evict_delete(self, pods, ns, name, pre, dry):
+        """addConditionAndDeletePod: the DisruptionTarget condition (a status write), then the delete."""
+        key = Store.key(pods, ns, name)
+        pod = self.store.current(pods, key)
+        if pod is None:
+            raise not_found(pods, name)
+        if dry:
+            self._check_delete_preconditions(pods, pod, name, pre)
+            return
+        uid, rv = pod["metadata"]["uid"], pod["metadata"]["resourceVersion"]
+        if pre.get("uid") and pre["uid"] != uid:
+            raise ApiError(409, 'Operation cannot be fulfilled on Pod "%s": the UID in the precondition (%s) does not '
+                           'match the UID in record (%s). The object might have been deleted and then recreated'
+                           % (name, pre["uid"], uid), "Conflict", {"name": name, "kind": "Pod"})
+        if pre.get("resourceVersion") and pre["resourceVersion"] != rv:
+            raise ApiError(409, 'Operation cannot be fulfilled on Pod "%s": the ResourceVersion in the precondition '
+                           '(%s) does not match the ResourceVersion in record (%s). The object might have been '
+                           'modified' % (name, pre["resourceVersion"], rv), "Conflict", {"name": name, "kind": "Pod"})
+        new = copy.deepcopy(pod)
+        conds = new.setdefault("status", {}).setdefault("conditions", [])
+        want = {"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
+                "lastTransitionTime": now_rfc3339(), "reason": "EvictionByEvictionAPI",
+                "message": "Eviction API: evicting"}
+        i = next((j for j, c in enumerate(conds) if isinstance(c, dict) and c.get("type") == "DisruptionTarget"), None)
+        if i is None:
+            conds.append(want)
+        else:
+            if conds[i].get("status") == "True":
+                want["lastTransitionTime"] = conds[i].get("lastTransitionTime")
+            conds[i] = want
+        if not _json_equal(new, pod):
+            updated = self.store.commit(pods, key, "MODIFIED", new, pod)
+            if pre.get("resourceVersion"):
+                pre["resourceVersion"] = updated["metadata"]["resourceVersion"]
+        self._delete(pods, ns, name, {"preconditions": pre})
+        with self._lock:
+            self._evictions.append((ns, name))
+
+    @staticmethod
+    def _check_delete_preconditions(res, old, name, pre):
+        if pre.get("uid") and pre["uid"] != old["metadata"]["uid"]:
+            raise conflict(res, name, "Precondition failed: UID in precondition: %s, UID in object meta: %s"
+                           % (pre["uid"], old["metadata"]["uid"]))
+        if pre.get("resourceVersion") and pre["resourceVersion"] != old["metadata"]["resourceVersion"]:
+            raise conflict(res, name, "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion "
+                           "in object meta: %s" % (pre["resourceVersion"], old["metadata"]["resourceVersion"]))
 
     # -- faults and settings ---------------------------------------------
     def _add_rule(self, table, **kw):
@@ -1527,9 +1996,13 @@ class FakeApiServer:
         if res is None:
             raise ApiError(404, DEFAULT_MESSAGES[404], "NotFound", {"causes": [
                 {"reason": "UnexpectedServerResponse", "message": "404 page not found"}]})
+        method = h.command
+        if sub == "eviction" and res.kind == "Pod" and name is not None and ns is not None:
+            if method != "POST":
+                raise ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
+            return self._send(h, 201, self._evict(ns, name, self._json_body(h, body), query), entry=entry)
         if sub is not None and (sub != "status" or not res.has_status or name is None):
             raise ApiError(404, DEFAULT_MESSAGES[404], "NotFound")
-        method = h.command
         if name is None:
             if method == "GET" and is_watch:
                 return self._serve_watch(h, res, ns, None, query, entry)
@@ -1540,7 +2013,7 @@ class FakeApiServer:
                     raise ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
                 obj = self._json_body(h, body)
                 with self.store.lock:
-                    created = self._create(res, obj, ns, keep_status=not res.group)
+                    created = self._create(res, obj, ns, keep_status=not res.group, api=True)
                 return self._send(h, 201, created, entry=entry)
             if method == "DELETE":
                 return self._send(h, 200, self._delete_collection(res, ns, query), entry=entry)
@@ -1647,6 +2120,9 @@ class FakeApiServer:
                         if s.has_status:
                             out.append({"name": s.plural + "/status", "singularName": "", "namespaced": s.namespaced,
                                         "kind": s.kind, "verbs": ["get", "patch", "update"]})
+                        if s.kind == "Pod":
+                            out.append({"name": "pods/eviction", "singularName": "", "namespaced": True,
+                                        "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]})
                 return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": r.api_version,
                         "resources": out}
             if r.group and p == "/apis/" + r.group:

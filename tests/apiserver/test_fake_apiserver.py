@@ -9,6 +9,7 @@ Run: /usr/bin/python3 -m unittest discover -s tests/apiserver -p 'test_*.py'
 """
 
 import base64
+import datetime
 import http.client
 import json
 import os
@@ -174,6 +175,15 @@ class RawWatch:
                         pass
 
 
+def valid_event_v1(name, ns="ns1", **extra):
+    ev = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": name, "namespace": ns},
+          "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "gibson.zeroroot.ai/isolation-gate",
+          "reportingInstance": "isolation-gate-0", "action": "Reconcile", "reason": "Ready", "type": "Normal",
+          "note": "ok", "regarding": {"kind": "Component", "name": "c1", "namespace": ns}}
+    ev.update(extra)
+    return ev
+
+
 class Base(unittest.TestCase):
     server_kwargs = {}
 
@@ -271,10 +281,13 @@ class TestObjects(Base):
         self.assertEqual(self.exc_status(cm.exception)["details"]["name"], "missing")
         self.core.delete_node("n1")
         self.assertIsNone(self.server.get("nodes", "n1"))
-        # every resource of the table has a working path
+        # every resource of the table has a working path (with the least its validation accepts)
+        least = {"pods": {"spec": {"containers": [{"name": "c", "image": "i"}]}},
+                 "events": {"involvedObject": {"namespace": "ns1"}},
+                 "events.events.k8s.io": valid_event_v1("x")}
         for res in fake_apiserver.RESOURCES:
             base = res.prefix + ("/namespaces/ns1/" if res.namespaced else "/") + res.plural
-            st, _, body = self.raw("POST", base, {"metadata": {"name": "x"}})
+            st, _, body = self.raw("POST", base, dict(least.get(res.id, {}), metadata={"name": "x"}))
             self.assertEqual(st, 201, (base, body))
             self.assertEqual(body["kind"], res.kind)
             st, _, body = self.raw("GET", base + "/x")
@@ -783,6 +796,408 @@ class TestFaultsAndAuth(Base):
         self.server.come_back()
         self.assertEqual(self.server.port, port)
         self.assertEqual([n.metadata.name for n in self.core.list_node().items], ["while-away"])
+
+
+class TestPodsAndEviction(Base):
+    def pod(self, name, ns="default", labels=None, phase="Running", ready=True, **extra):
+        """A pod as the kubelet would have it (back door: status kept)."""
+        obj = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
+               "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox"}]},
+               "status": {"phase": phase,
+                          "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+        obj["metadata"].update(extra)
+        return self.server.create("pods", obj)
+
+    def pdb(self, name, selector, ns="default", allowed=1, current=3, desired=2, **status):
+        self.server.create("poddisruptionbudgets", {
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": ns},
+            "spec": {"minAvailable": desired, "selector": selector}})
+        st = {"disruptionsAllowed": allowed, "currentHealthy": current, "desiredHealthy": desired,
+              "expectedPods": current, "observedGeneration": 1}
+        st.update(status)
+        return self.server.patch("poddisruptionbudgets", name, {"status": st}, namespace=ns, subresource="status")
+
+    def evict(self, name, delete_options=None, ns="default", query="", body_name=None):
+        body = {"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": name if body_name is None else body_name, "namespace": ns}}
+        if delete_options is not None:
+            body["deleteOptions"] = delete_options
+        return self.raw("POST", "/api/v1/namespaces/%s/pods/%s/eviction%s" % (ns, name, query), body)
+
+    def test_pods_status_subresource_and_field_selectors(self):
+        pod = kclient.V1Pod(metadata=kclient.V1ObjectMeta(name="p1", labels={"app": "web"}),
+                            spec=kclient.V1PodSpec(containers=[kclient.V1Container(name="c", image="busybox")]),
+                            status=kclient.V1PodStatus(phase="Running"))
+        created = self.core.create_namespaced_pod("default", pod)
+        self.assertEqual((created.status.phase, created.status.qos_class), ("Pending", "BestEffort"))
+        st, _, body = self.raw("POST", "/api/v1/namespaces/default/pods", {"metadata": {"name": "bad"}, "spec": {}})
+        self.assertStatus(body, 422, "Invalid")
+        self.assertEqual(body["message"], 'Pod "bad" is invalid: spec.containers: Required value')
+        st, _, body = self.raw("POST", "/api/v1/namespaces/default/pods",
+                               {"metadata": {"name": "bad"}, "spec": {"containers": [{"name": "c"}]}})
+        self.assertEqual(body["details"]["causes"][0]["field"], "spec.containers[0].image")
+        # /status changes only status; the main resource keeps it
+        st, _, body = self.raw("PATCH", "/api/v1/namespaces/default/pods/p1/status",
+                               {"status": {"phase": "Running", "podIP": "10.0.0.1"}, "spec": {"nodeName": "n9"}},
+                               "application/merge-patch+json")
+        self.assertEqual((st, body["status"]["phase"], body["spec"].get("nodeName")), (200, "Running", None))
+        got = self.core.read_namespaced_pod("p1", "default")
+        got.status.phase = "Failed"
+        got.spec.containers[0].image = "busybox:2"           # image is one of the mutable fields
+        got = self.core.replace_namespaced_pod("p1", "default", got)
+        self.assertEqual((got.status.phase, got.spec.containers[0].image), ("Running", "busybox:2"))
+        st, _, body = self.raw("PATCH", "/api/v1/namespaces/default/pods/p1", {"spec": {"restartPolicy": "Never"}},
+                               "application/merge-patch+json")
+        self.assertStatus(body, 422, "Invalid")
+        self.assertTrue(body["message"].startswith('Pod "p1" is invalid: spec: Forbidden: pod updates may not'), body)
+        # field selectors (the back door may set spec.nodeName, as a binding would)
+        self.pod("p2", ns="ns2", phase="Succeeded")
+        self.server.patch("pods", "p1", {"spec": {"nodeName": "n2"}}, namespace="default")
+        names = lambda lst: [(p.metadata.namespace, p.metadata.name) for p in lst.items]  # noqa: E731
+        self.assertEqual(names(self.core.list_pod_for_all_namespaces(field_selector="spec.nodeName=n1")),
+                         [("ns2", "p2")])
+        self.assertEqual(names(self.core.list_pod_for_all_namespaces(field_selector="status.phase=Running")),
+                         [("default", "p1")])
+        self.assertEqual(names(self.core.list_pod_for_all_namespaces(field_selector="metadata.namespace=ns2")),
+                         [("ns2", "p2")])
+        self.assertEqual(names(self.core.list_pod_for_all_namespaces(field_selector="metadata.name=p1")),
+                         [("default", "p1")])
+        self.assertEqual(names(self.core.list_namespaced_pod("default", label_selector="app=web")),
+                         [("default", "p1")])
+        rv = self.server.resource_version()
+        self.server.patch("pods", "p2", {"status": {"phase": "Running"}}, namespace="ns2", subresource="status")
+        w = RawWatch(self.server, "/api/v1/pods?watch=1&fieldSelector=status.phase%%3DRunning&resourceVersion=%s"
+                     % rv, self.token, stop_after_events=1).run()
+        self.assertEqual([(e["type"], e["object"]["metadata"]["name"]) for e in w.events()], [("ADDED", "p2")])
+        st, _, body = self.raw("GET", "/api/v1")
+        self.assertIn(("pods/eviction", "Eviction", "policy"),
+                      [(r["name"], r["kind"], r.get("group")) for r in body["resources"]])
+
+    def test_eviction_without_a_budget(self):
+        self.pod("p1")
+        mark = self.server.request_mark()
+        self.core.create_namespaced_pod_eviction(
+            "p1", "default", kclient.V1Eviction(metadata=kclient.V1ObjectMeta(name="p1", namespace="default")))
+        self.assertIsNone(self.server.get("pods", "p1"))
+        self.assertEqual(self.server.evictions(), [["default", "p1"]])
+        self.assertEqual(len(self.server.requests(since=mark, method="POST", path="/pods/p1/eviction$", status=201)), 1)
+        self.pod("p2")
+        st, _, body = self.evict("p2")
+        self.assertEqual((st, body), (201, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                            "status": "Success", "code": 201}))
+        with self.assertRaises(ApiException) as cm:
+            self.core.read_namespaced_pod("p2", "default")
+        self.assertEqual(cm.exception.status, 404)
+        # errors
+        st, _, body = self.evict("gone")
+        self.assertStatus(body, 404, "NotFound")
+        self.assertEqual(body["message"], 'pods "gone" not found')
+        self.pod("p3")
+        st, _, body = self.evict("p3", body_name="other")
+        self.assertStatus(body, 400, "BadRequest")
+        self.assertEqual(body["message"], "name in URL does not match name in Eviction object")
+        st, _, body = self.raw("GET", "/api/v1/namespaces/default/pods/p3/eviction")
+        self.assertStatus(body, 405, "MethodNotAllowed")
+        # DeleteOptions preconditions, like DELETE
+        st, _, body = self.evict("p3", {"preconditions": {"uid": "not-the-uid"}})
+        self.assertStatus(body, 409, "Conflict")
+        st, _, body = self.evict("p3", {"preconditions": {"resourceVersion": "1"}})
+        self.assertStatus(body, 409, "Conflict")
+        self.assertIsNotNone(self.server.get("pods", "p3"))
+        p3 = self.server.get("pods", "p3")
+        st, _, body = self.evict("p3", {"preconditions": {"uid": p3["metadata"]["uid"],
+                                                          "resourceVersion": p3["metadata"]["resourceVersion"]}})
+        self.assertEqual(st, 201, body)
+        self.assertEqual(self.server.evictions(), [["default", "p1"], ["default", "p2"], ["default", "p3"]])
+        # dry run: answered, nothing changes
+        self.pod("p4")
+        rv = self.server.resource_version()
+        st, _, body = self.evict("p4", query="?dryRun=All")
+        self.assertEqual(st, 201, body)
+        st, _, body = self.evict("p4", {"dryRun": ["All"]})
+        self.assertEqual(st, 201, body)
+        self.assertEqual((self.server.resource_version(), len(self.server.evictions())), (rv, 3))
+        # a pod with finalizers: the DisruptionTarget condition, then deletionTimestamp; it stays
+        self.pod("p5", finalizers=["example.com/keep"])
+        st, _, body = self.evict("p5")
+        self.assertEqual(st, 201, body)
+        p5 = self.server.get("pods", "p5")
+        self.assertTrue(p5["metadata"]["deletionTimestamp"])
+        cond = [c for c in p5["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+        self.assertEqual([(c["status"], c["reason"], c["message"]) for c in cond],
+                         [("True", "EvictionByEvictionAPI", "Eviction API: evicting")])
+
+    def test_eviction_respects_the_disruption_budget(self):
+        policy = kclient.PolicyV1Api(self.api)
+        created = policy.create_namespaced_pod_disruption_budget("default", kclient.V1PodDisruptionBudget(
+            metadata=kclient.V1ObjectMeta(name="web"),
+            spec=kclient.V1PodDisruptionBudgetSpec(min_available=2, selector=kclient.V1LabelSelector(
+                match_labels={"app": "web"},
+                match_expressions=[kclient.V1LabelSelectorRequirement(key="tier", operator="In", values=["a"]),
+                                   kclient.V1LabelSelectorRequirement(key="canary", operator="DoesNotExist")])),
+            status=kclient.V1PodDisruptionBudgetStatus(disruptions_allowed=5, current_healthy=5,
+                                                       desired_healthy=0, expected_pods=5)))
+        self.assertEqual((created.status.disruptions_allowed, created.status.current_healthy), (0, 0))  # reset
+        got = policy.read_namespaced_pod_disruption_budget("web", "default")
+        got.status.disruptions_allowed, got.status.current_healthy = 1, 3
+        got.status.desired_healthy, got.status.expected_pods, got.status.observed_generation = 2, 3, 1
+        policy.replace_namespaced_pod_disruption_budget_status("web", "default", got)
+        for name in ("a", "b"):
+            self.pod(name, labels={"app": "web", "tier": "a"})
+        self.pod("canary", labels={"app": "web", "tier": "a", "canary": "1"})    # not selected
+        rv = self.server.resource_version()
+        st, _, body = self.evict("a")
+        self.assertEqual(st, 201, body)
+        pdb = self.server.get("poddisruptionbudgets", "web")
+        self.assertEqual(pdb["status"]["disruptionsAllowed"], 0)
+        self.assertIn("a", pdb["status"]["disruptedPods"])
+        self.assertEqual([(c["type"], c["status"], c["reason"]) for c in pdb["status"]["conditions"]],
+                         [("DisruptionAllowed", "False", "InsufficientPods")])
+        self.assertGreater(int(pdb["metadata"]["resourceVersion"]), int(rv))
+        w = RawWatch(self.server, "/apis/policy/v1/namespaces/default/poddisruptionbudgets?watch=1&resourceVersion=%s"
+                     % rv, self.token, stop_after_events=1).run()
+        self.assertEqual([(e["type"], e["object"]["status"]["disruptionsAllowed"]) for e in w.events()],
+                         [("MODIFIED", 0)])
+        # the budget is spent: 429, and the pod stays
+        st, hdrs, body = self.evict("b")
+        self.assertStatus(body, 429, "TooManyRequests")
+        self.assertEqual(body["message"], "Cannot evict pod as it would violate the pod's disruption budget.")
+        self.assertEqual(body["details"]["causes"], [{"reason": "DisruptionBudget", "message":
+                         "The disruption budget web needs 2 healthy pods and has 3 currently"}])
+        self.assertNotIn("retry-after", hdrs)
+        with self.assertRaises(ApiException) as cm:
+            self.core.create_namespaced_pod_eviction(
+                "b", "default", kclient.V1Eviction(metadata=kclient.V1ObjectMeta(name="b", namespace="default")))
+        self.assertEqual(cm.exception.status, 429)
+        self.assertIsNotNone(self.server.get("pods", "b"))
+        # not selected by the budget (DoesNotExist fails): evicted
+        self.assertEqual(self.evict("canary")[0], 201)
+        # terminal and pending pods are evicted without looking at budgets
+        self.pod("done", labels={"app": "web", "tier": "a"}, phase="Succeeded")
+        self.pod("waiting", labels={"app": "web", "tier": "a"}, phase="Pending")
+        self.assertEqual(self.evict("done")[0], 201)
+        self.assertEqual(self.evict("waiting")[0], 201)
+        # an unready pod while the budget is met: evicted without using the budget
+        self.server.patch("poddisruptionbudgets", "web", {"status": {"disruptionsAllowed": 0, "currentHealthy": 2}},
+                          subresource="status")
+        self.pod("sick", labels={"app": "web", "tier": "a"}, ready=False)
+        self.assertEqual(self.evict("sick")[0], 201)
+        self.assertEqual(self.server.get("poddisruptionbudgets", "web")["status"]["disruptionsAllowed"], 0)
+        self.assertEqual(self.server.evictions(), [["default", n] for n in ("a", "canary", "done", "waiting", "sick")])
+        # a spec change (main resource: status kept, generation 2) not yet observed by the disruption
+        # controller: 429 with Retry-After
+        self.server.patch("poddisruptionbudgets", "web", {"status": {"disruptionsAllowed": 1}}, subresource="status")
+        st, _, body = self.raw("PATCH", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web",
+                               {"spec": {"minAvailable": 1}, "status": {"disruptionsAllowed": 9}},
+                               "application/merge-patch+json")
+        self.assertEqual((body["metadata"]["generation"], body["status"]["disruptionsAllowed"]), (2, 1))
+        st, hdrs, body = self.evict("b")
+        self.assertStatus(body, 429, "TooManyRequests")
+        self.assertEqual((hdrs.get("retry-after"), body["details"]["retryAfterSeconds"]), ("10", 10))
+        self.assertIn("still being processed", body["details"]["causes"][0]["message"])
+        # negative: 403
+        self.server.patch("poddisruptionbudgets", "web", {"status": {"disruptionsAllowed": -1, "observedGeneration": 2}},
+                          subresource="status")
+        st, _, body = self.evict("b")
+        self.assertStatus(body, 403, "Forbidden")
+        # two budgets: 500, a Status without a reason
+        self.pdb("web-too", {"matchExpressions": [{"key": "app", "operator": "Exists"}]})
+        st, _, body = self.evict("b")
+        self.assertEqual((st, body["code"], body["status"], "reason" in body), (500, 500, "Failure", False))
+        self.assertEqual(body["message"],
+                         "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.")
+        self.assertIsNotNone(self.server.get("pods", "b"))
+        # budgets in other namespaces do not count; an empty selector selects every pod of its namespace
+        self.server.delete("poddisruptionbudgets", "web")
+        self.server.delete("poddisruptionbudgets", "web-too")
+        self.pdb("all", {}, ns="ns2", allowed=0)
+        self.assertEqual(self.evict("b")[0], 201)
+        self.pod("x", ns="ns2")
+        self.assertStatus(self.evict("x", ns="ns2")[2], 429, "TooManyRequests")
+
+    def test_label_selector_matching(self):
+        m = fake_apiserver.selector_matches
+        labels = {"app": "web", "tier": "a"}
+        self.assertFalse(m(None, labels))
+        self.assertTrue(m({}, labels))
+        self.assertTrue(m({"matchLabels": {"app": "web"}}, labels))
+        self.assertFalse(m({"matchLabels": {"app": "db"}}, labels))
+        exprs = lambda *e: {"matchExpressions": [dict(zip(("key", "operator", "values"), x)) for x in e]}  # noqa: E731
+        self.assertTrue(m(exprs(("tier", "In", ["a", "b"])), labels))
+        self.assertFalse(m(exprs(("tier", "In", ["b"])), labels))
+        self.assertFalse(m(exprs(("zone", "In", ["b"])), labels))
+        self.assertTrue(m(exprs(("tier", "NotIn", ["b"])), labels))
+        self.assertTrue(m(exprs(("zone", "NotIn", ["b"])), labels))
+        self.assertFalse(m(exprs(("tier", "NotIn", ["a"])), labels))
+        self.assertTrue(m(exprs(("app", "Exists", [])), labels))
+        self.assertFalse(m(exprs(("zone", "Exists", [])), labels))
+        self.assertTrue(m(exprs(("zone", "DoesNotExist", [])), labels))
+        self.assertFalse(m(exprs(("app", "DoesNotExist", [])), labels))
+        self.assertFalse(m(exprs(("app", "Bogus", [])), labels))          # invalid: matches nothing
+        self.assertFalse(m(exprs(("app", "In", [])), labels))
+
+
+class TestOperatorResources(Base):
+    """Leases, TLS secrets, both Event APIs and webhook configurations: create, get, PUT with a stale
+    resourceVersion, merge and JSON patch, watch by name; and the validation the real server does."""
+
+    CASES = [
+        ("/apis/coordination.k8s.io/v1/namespaces/ns1/leases",
+         {"spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}}),
+        ("/api/v1/namespaces/ns1/secrets",
+         {"type": "kubernetes.io/tls", "data": {"tls.crt": base64.b64encode(b"CERT").decode(),
+                                                "tls.key": base64.b64encode(b"KEY").decode()}}),
+        ("/api/v1/namespaces/ns1/events",
+         {"involvedObject": {"kind": "Component", "name": "c1", "namespace": "ns1"}, "reason": "Ready",
+          "message": "ok", "type": "Normal", "count": 1, "source": {"component": "isolation-gate"}}),
+        ("/apis/events.k8s.io/v1/namespaces/ns1/events", {k: v for k, v in valid_event_v1("x").items()
+                                                         if k not in ("metadata", "apiVersion", "kind")}),
+        ("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+         {"webhooks": [{"name": "pods.isolation-gate.zeroroot.ai", "sideEffects": "None",
+                        "admissionReviewVersions": ["v1"], "clientConfig": {"caBundle": "Q0E="}}]}),
+        ("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+         {"webhooks": [{"name": "pods.isolation-gate.zeroroot.ai", "sideEffects": "None",
+                        "admissionReviewVersions": ["v1"], "clientConfig": {"caBundle": "Q0E="}}]}),
+    ]
+
+    def test_create_get_put_conflict_patches_and_watch_by_name(self):
+        for base, fields in self.CASES:
+            with self.subTest(base=base):
+                rv0 = self.server.resource_version()
+                for name in ("one", "other"):
+                    st, _, body = self.raw("POST", base, dict(fields, metadata={"name": name}))
+                    self.assertEqual(st, 201, body)
+                st, _, obj = self.raw("GET", base + "/one")
+                self.assertEqual((st, obj["metadata"]["name"]), (200, "one"))
+                stale = json.loads(json.dumps(obj))
+                obj["metadata"]["labels"] = {"v": "1"}
+                st, _, obj = self.raw("PUT", base + "/one", obj)
+                self.assertEqual((st, obj["metadata"]["labels"]), (200, {"v": "1"}))
+                stale["metadata"]["labels"] = {"v": "stale"}
+                st, _, body = self.raw("PUT", base + "/one", stale)
+                self.assertStatus(body, 409, "Conflict")
+                st, _, obj = self.raw("PATCH", base + "/one", {"metadata": {"annotations": {"a": "1"}}},
+                                      "application/merge-patch+json")
+                self.assertEqual((st, obj["metadata"]["annotations"], obj["metadata"]["labels"]),
+                                 (200, {"a": "1"}, {"v": "1"}))
+                st, _, obj = self.raw("PATCH", base + "/one",
+                                      [{"op": "test", "path": "/metadata/labels/v", "value": "1"},
+                                       {"op": "replace", "path": "/metadata/labels/v", "value": "2"}],
+                                      "application/json-patch+json")
+                self.assertEqual((st, obj["metadata"]["labels"]), (200, {"v": "2"}))
+                st, _, body = self.raw("PATCH", base + "/one", [{"op": "test", "path": "/metadata/labels/v",
+                                                                 "value": "1"}], "application/json-patch+json")
+                self.assertStatus(body, 422, "Invalid")
+                w = RawWatch(self.server, "%s?watch=1&fieldSelector=metadata.name%%3Done&resourceVersion=%s"
+                             % (base, rv0), self.token, stop_after_events=4).run()
+                self.assertEqual([(e["type"], e["object"]["metadata"]["name"]) for e in w.events()],
+                                 [("ADDED", "one")] + [("MODIFIED", "one")] * 3)
+                self.assertEqual(w.events()[-1]["object"]["metadata"]["resourceVersion"],
+                                 obj["metadata"]["resourceVersion"])
+
+    def test_lease_with_the_coordination_client(self):
+        coord = kclient.CoordinationV1Api(self.api)
+        lease = coord.create_namespaced_lease("ns1", kclient.V1Lease(
+            metadata=kclient.V1ObjectMeta(name="isolation-gate-leader"),
+            spec=kclient.V1LeaseSpec(holder_identity="pod-a", lease_duration_seconds=15)))
+        got = coord.read_namespaced_lease("isolation-gate-leader", "ns1")
+        self.assertEqual(got.spec.holder_identity, "pod-a")
+        got.spec.holder_identity = "pod-b"
+        renewed = coord.replace_namespaced_lease("isolation-gate-leader", "ns1", got)
+        self.assertEqual(renewed.spec.holder_identity, "pod-b")
+        lease.spec.holder_identity = "pod-c"           # carries the creation's resourceVersion
+        with self.assertRaises(ApiException) as cm:
+            coord.replace_namespaced_lease("isolation-gate-leader", "ns1", lease)
+        self.assertEqual(cm.exception.status, 409)
+        self.assertStatus(self.exc_status(cm.exception), 409, "Conflict")
+        self.assertEqual(coord.read_namespaced_lease("isolation-gate-leader", "ns1").spec.holder_identity, "pod-b")
+        names = [item.metadata.name for item in coord.list_namespaced_lease(
+            "ns1", field_selector="metadata.name=isolation-gate-leader").items]
+        self.assertEqual(names, ["isolation-gate-leader"])
+
+    def test_secret_validation(self):
+        base = "/api/v1/namespaces/ns1/secrets"
+        st, _, body = self.raw("POST", base, {"metadata": {"name": "plain"}, "data": {"k": "dg=="}})
+        self.assertEqual((st, body["type"]), (201, "Opaque"))                 # defaulted
+        st, _, body = self.raw("POST", base, {"metadata": {"name": "tls"}, "type": "kubernetes.io/tls",
+                                              "data": {"tls.crt": "Q0VSVA=="}})
+        self.assertStatus(body, 422, "Invalid")
+        self.assertEqual(body["message"], 'Secret "tls" is invalid: data[tls.key]: Required value')
+        st, _, body = self.raw("POST", base, {"metadata": {"name": "tls"}, "type": "kubernetes.io/tls",
+                                              "data": {"tls.crt": "not base64!", "tls.key": "S0VZ"}})
+        self.assertStatus(body, 400, "BadRequest")
+        self.assertIn("illegal base64 data at input byte 3", body["message"])
+        st, _, body = self.raw("POST", base, {"metadata": {"name": "tls"}, "type": "kubernetes.io/tls",
+                                              "stringData": {"tls.crt": "CERT", "tls.key": "KEY"}})
+        self.assertEqual((st, body["data"]["tls.key"]), (201, "S0VZ"))
+        body["type"] = "Opaque"
+        st, _, body = self.raw("PUT", base + "/tls", body)
+        self.assertStatus(body, 422, "Invalid")
+        self.assertEqual(body["details"]["causes"][0]["field"], "type")
+        st, _, body = self.raw("PATCH", base + "/tls", {"data": {"tls.key": None}}, "application/merge-patch+json")
+        self.assertStatus(body, 422, "Invalid")
+        secret = self.core.read_namespaced_secret("tls", "ns1")
+        self.assertEqual(base64.b64decode(secret.data["tls.crt"]), b"CERT")
+
+    def test_event_validation_both_groups(self):
+        events = kclient.EventsV1Api(self.api)
+        made = events.create_namespaced_event("ns1", kclient.EventsV1Event(
+            metadata=kclient.V1ObjectMeta(name="e1"), event_time=datetime.datetime.now(datetime.timezone.utc),
+            reporting_controller="gibson.zeroroot.ai/isolation-gate", reporting_instance="isolation-gate-0",
+            action="Reconcile", reason="Ready", type="Normal", note="ok",
+            regarding=kclient.V1ObjectReference(kind="Component", name="c1", namespace="ns1")))
+        self.assertEqual(made.reporting_controller, "gibson.zeroroot.ai/isolation-gate")
+        base = "/apis/events.k8s.io/v1/namespaces/ns1/events"
+        for missing in ("eventTime", "reportingController", "reportingInstance", "action", "reason"):
+            with self.subTest(missing=missing):
+                ev = valid_event_v1("e2")
+                del ev[missing]
+                st, _, body = self.raw("POST", base, ev)
+                self.assertStatus(body, 422, "Invalid")
+                self.assertTrue(body["message"].startswith('Event.events.k8s.io "e2" is invalid: '), body)
+                self.assertIn(missing, [c["field"] for c in body["details"]["causes"]])
+                self.assertIn("%s: Required value" % missing, body["message"])
+        st, _, body = self.raw("POST", base, valid_event_v1("e2", type="Info"))
+        self.assertEqual(body["details"]["causes"][0]["field"], "type")
+        st, _, body = self.raw("POST", base, valid_event_v1("e2", deprecatedCount=3))
+        self.assertEqual(body["details"]["causes"][0]["field"], "deprecatedCount")
+        ev = valid_event_v1("e2")
+        del ev["metadata"]["name"]
+        st, _, body = self.raw("POST", base, ev)
+        self.assertStatus(body, 422, "Invalid")
+        self.assertEqual(body["details"]["causes"][0]["field"], "metadata.name")
+        ev["metadata"]["generateName"] = "ig-"
+        st, _, body = self.raw("POST", base, ev)
+        self.assertEqual(st, 201, body)
+        self.assertTrue(body["metadata"]["name"].startswith("ig-"))
+        # updates: the series may change, what happened may not
+        st, _, body = self.raw("PATCH", base + "/e1", {"series": {"count": 2, "lastObservedTime":
+                                                                  "2026-01-01T00:01:00.000000Z"}},
+                               "application/merge-patch+json")
+        self.assertEqual((st, body["series"]["count"]), (200, 2))
+        st, _, body = self.raw("PATCH", base + "/e1", {"action": "Other"}, "application/merge-patch+json")
+        self.assertStatus(body, 422, "Invalid")
+        self.assertEqual(body["message"], 'Event.events.k8s.io "e1" is invalid: action: Invalid value: "Other": '
+                         'field is immutable')
+        # core/v1: the involved object's namespace must be the event's; a new-style event needs the rest
+        core = "/api/v1/namespaces/ns1/events"
+        st, _, body = self.raw("POST", core, {"metadata": {"name": "c1"}, "involvedObject": {"namespace": "ns2"}})
+        self.assertStatus(body, 422, "Invalid")
+        self.assertEqual(body["message"], 'Event "c1" is invalid: involvedObject.namespace: Invalid value: "ns2": '
+                         'does not match event.namespace')
+        st, _, body = self.raw("POST", core, {"metadata": {"name": "c1"}, "involvedObject": {"namespace": "ns1"},
+                                              "eventTime": "2026-01-01T00:00:00.000000Z", "reason": "Ready"})
+        self.assertStatus(body, 422, "Invalid")
+        fields = [c["field"] for c in body["details"]["causes"]]
+        self.assertEqual([f for f in fields if f != "source"], ["reportingInstance", "action"])
+        self.assertIn("source", fields)
+        made = self.core.create_namespaced_event("ns1", kclient.CoreV1Event(
+            metadata=kclient.V1ObjectMeta(name="c2"), reason="Ready", message="ok", type="Normal",
+            involved_object=kclient.V1ObjectReference(kind="Component", name="c1", namespace="ns1")))
+        self.assertEqual(made.involved_object.name, "c1")
+        st, _, body = self.raw("POST", core, {"metadata": {}, "involvedObject": {"namespace": "ns1"}})
+        self.assertEqual(body["details"]["causes"][0]["field"], "metadata.name")
 
 
 class TestControlAndCommandLine(unittest.TestCase):
