@@ -1,0 +1,189 @@
+// The Component status loop (src/controller/status_writer.h) against an
+// in-memory API: one write per change, none when nothing changed, retries,
+// and no write while not ready or after stop().
+#include "controller/status_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "admission/context.h"
+#include "controller/cluster.h"
+
+namespace ig::controller {
+namespace {
+
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+
+kube::ApiError refused() { return kube::ApiError{"not in this test", 501, {}, {}}; }
+
+// Records status patches; answers them from a script (default: success).
+class PatchRecorder final : public kube::Client {
+ public:
+  kube::ApiResult<json> get(std::string_view, std::chrono::milliseconds) override { return refused(); }
+  kube::ApiResult<kube::ListPage> list(std::string_view, const kube::ListOptions&) override {
+    return refused();
+  }
+  kube::ApiResult<std::unique_ptr<kube::WatchStream>> watch(std::string_view, const kube::WatchOptions&) override {
+    return refused();
+  }
+  kube::ApiResult<json> create(std::string_view, const json&) override { return refused(); }
+  kube::ApiResult<json> update(std::string_view, const json&, std::chrono::milliseconds) override {
+    return refused();
+  }
+  kube::ApiResult<json> patch(std::string_view path, kube::PatchType type, const json& body) override {
+    std::lock_guard lock(mu_);
+    EXPECT_EQ(type, kube::PatchType::Merge);
+    patches.push_back({std::string(path), body});
+    cv_.notify_all();
+    if (!answers.empty()) {
+      int code = answers.front();
+      answers.pop_front();
+      if (code != 200) return kube::ApiError{"PATCH " + std::string(path) + ": " + std::to_string(code), code, {}, {}};
+    }
+    return body;
+  }
+  std::size_t count() {
+    std::lock_guard lock(mu_);
+    return patches.size();
+  }
+  bool wait_for(std::size_t n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, 10s, [&] { return patches.size() >= n; });
+  }
+  json last_status() {
+    std::lock_guard lock(mu_);
+    return patches.back().second["status"];
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::pair<std::string, json>> patches;
+  std::deque<int> answers;
+};
+
+class Sandbox final : public admission::SandboxView {
+ public:
+  policy::SandboxAvailability availability() const noexcept override { return a.load(); }
+  std::string describe() const override { return "test"; }
+  std::atomic<policy::SandboxAvailability> a{policy::SandboxAvailability::Available};
+};
+
+json component(const std::string& name, const std::string& trust, json status = nullptr) {
+  json c = {{"apiVersion", "gibson.zeroroot.ai/v1alpha1"},
+            {"kind", "Component"},
+            {"metadata", {{"name", name}, {"namespace", "team-a"}, {"uid", "u-" + name}, {"generation", 1}}},
+            {"spec", {{"kind", "tool"}, {"policy", {{"content_trust", trust}}}}}};
+  if (!status.is_null()) c["status"] = status;
+  return c;
+}
+
+struct Fixture {
+  PatchRecorder api;
+  Sandbox sandbox;
+  kube::Store<ComponentRecord> store{decode_component_record};
+  std::atomic<bool> ready{true};
+  std::unique_ptr<StatusWriter> writer;
+
+  explicit Fixture(const std::vector<json>& components) {
+    store.begin_replace();
+    for (const auto& c : components) store.add_listed(c);
+    store.end_replace("1");
+    StatusWriterOptions o;
+    o.runtime_class = "kata-fc";
+    o.ready = [this] { return ready.load(); };
+    o.now = [] { return std::time_t{1'790'000'000}; };
+    o.retry_initial = 1ms;
+    o.retry_max = 5ms;
+    writer = std::make_unique<StatusWriter>(api, store, sandbox, std::move(o));
+  }
+  // Waits (bounded) until the writer has looked at `n` keys in all.
+  bool processed(std::uint64_t n) {
+    for (int i = 0; i < 1000; ++i) {
+      auto s = writer->stats();
+      if (s.writes + s.unchanged + s.errors >= n && s.queued == 0) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+  // What the watch would bring back after our write.
+  void echo_last_write(const std::string& name, const std::string& trust) {
+    store.apply(kube::WatchEvent::Type::Modified, component(name, trust, api.last_status()));
+  }
+};
+
+TEST(StatusWriter, WritesEachComponentOnceThenNothingWhenNothingChanged) {
+  Fixture f(std::vector<json>{component("a", "untrusted"), component("b", "trusted")});
+  f.writer->start();
+  ASSERT_TRUE(f.api.wait_for(2));
+  ASSERT_TRUE(f.processed(2));
+  EXPECT_EQ(f.api.patches[0].first.find("/apis/gibson.zeroroot.ai/v1alpha1/namespaces/team-a/components/"), 0u);
+  EXPECT_NE(f.api.patches[0].first.find("/status"), std::string::npos);
+  // Enqueued again before the watch shows the write: nothing new.
+  f.writer->enqueue("team-a/a");
+  f.writer->enqueue_all();  // "a" may be merged with the one queued above
+  ASSERT_TRUE(f.processed(4));
+  EXPECT_EQ(f.api.count(), 2u);
+  // The watch shows it; still nothing.
+  const auto s = f.writer->stats();
+  f.echo_last_write("b", "trusted");
+  f.writer->enqueue("team-a/b");
+  ASSERT_TRUE(f.processed(s.writes + s.unchanged + s.errors + 1));
+  EXPECT_EQ(f.api.count(), 2u);
+  EXPECT_EQ(f.writer->stats().writes, 2u);
+}
+
+TEST(StatusWriter, AFlipRewritesWhatChangedAndNullsTheRuntimeClass) {
+  Fixture f(std::vector<json>{component("a", "untrusted")});
+  f.writer->start();
+  ASSERT_TRUE(f.api.wait_for(1));
+  EXPECT_EQ(f.api.last_status()["isolation"], "RequireSetec");
+  f.echo_last_write("a", "untrusted");
+  f.sandbox.a = policy::SandboxAvailability::Unavailable;
+  f.writer->enqueue_all();
+  ASSERT_TRUE(f.api.wait_for(2));
+  EXPECT_EQ(f.api.last_status()["isolation"], "Deny");
+  EXPECT_TRUE(f.api.last_status()["runtimeClassName"].is_null());
+}
+
+TEST(StatusWriter, NothingIsWrittenBeforeReadyOrAfterStop) {
+  Fixture f(std::vector<json>{component("a", "untrusted")});
+  f.ready = false;
+  f.writer->start();
+  f.writer->enqueue("team-a/a");
+  // Not ready: the writer waits; stop it and start again with ready.
+  f.writer->stop();
+  EXPECT_EQ(f.api.count(), 0u);
+  f.writer->enqueue("team-a/a");  // after stop: ignored
+  EXPECT_EQ(f.writer->stats().queued, 0u);
+  f.ready = true;
+  f.writer->start();
+  ASSERT_TRUE(f.api.wait_for(1));
+  f.writer->stop();
+  EXPECT_EQ(f.api.count(), 1u);
+}
+
+TEST(StatusWriter, FailuresAreRetriedAndAVanishedComponentIsDropped) {
+  Fixture f(std::vector<json>{component("a", "untrusted"), component("gone", "trusted")});
+  f.api.answers = {500, 503};  // "a" (or "gone") fails twice, then succeeds
+  f.writer->start();
+  ASSERT_TRUE(f.api.wait_for(4));
+  ASSERT_TRUE(f.processed(4));
+  EXPECT_EQ(f.writer->stats().errors, 2u);
+  EXPECT_EQ(f.writer->stats().writes, 2u);
+  // 404: not retried.
+  f.api.answers = {404};
+  f.sandbox.a = policy::SandboxAvailability::Unavailable;
+  f.writer->enqueue("team-a/a");
+  ASSERT_TRUE(f.api.wait_for(5));
+  ASSERT_TRUE(f.processed(5));
+  EXPECT_EQ(f.api.count(), 5u);
+}
+
+}  // namespace
+}  // namespace ig::controller
