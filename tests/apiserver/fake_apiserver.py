@@ -17,6 +17,8 @@ conventions' Status object):
   410 ERROR event for an expired resourceVersion, timeoutSeconds;
 - GET, CREATE, UPDATE (optimistic concurrency), PATCH (merge patch RFC 7386, JSON
   patch RFC 6902), DELETE, the status subresource, generation;
+- the API server's validation of pods, secrets and both Event APIs, and the
+  pods/eviction subresource with PodDisruptionBudgets (eviction.go semantics);
 - faults: answers with a given status for matching requests, delays, watch
   events split at awkward byte boundaries, dropped watch connections, the server
   going away and coming back on the same port; a request log; watch counts.
