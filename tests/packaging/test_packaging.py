@@ -17,8 +17,11 @@ import filecmp
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 try:
     import yaml
@@ -29,6 +32,9 @@ try:
     import jsonschema
 except ImportError:
     jsonschema = None
+
+if yaml is not None:
+    import crd_schema
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CHART = os.path.join(ROOT, "charts", "isolation-gate")
@@ -166,12 +172,21 @@ class CrdTest(unittest.TestCase):
         self.assertEqual(v["subresources"], {"status": {}})
 
     def test_printer_columns(self):
-        cols = {c["name"]: c for c in self.version["additionalPrinterColumns"]}
-        self.assertEqual(cols["Kind"]["jsonPath"], ".spec.kind")
-        self.assertEqual(cols["Trust"]["jsonPath"], ".spec.policy.content_trust")
-        self.assertEqual(cols["Isolation"]["jsonPath"], ".status.isolation")
-        self.assertEqual(cols["Age"]["jsonPath"], ".metadata.creationTimestamp")
-        self.assertEqual(cols["Age"]["type"], "date")
+        columns = self.version["additionalPrinterColumns"]
+        # What `kubectl get components` shows, in order (priority 0).
+        self.assertEqual(
+            [(c["name"], c["type"], c["jsonPath"]) for c in columns if c.get("priority", 0) == 0],
+            [("Kind", "string", ".spec.kind"),
+             ("Trust", "string", ".status.contentTrust"),
+             ("Isolation", "string", ".status.isolation"),
+             ("Drifted", "string", '.status.conditions[?(@.type=="Drifted")].status'),
+             ("Age", "date", ".metadata.creationTimestamp")])
+        # -o wide adds only the RuntimeClass.
+        self.assertEqual(
+            [(c["name"], c["jsonPath"]) for c in columns if c.get("priority", 0) != 0],
+            [("RuntimeClass", ".status.runtimeClassName")])
+        for c in columns:
+            self.assertIn(c["type"], ("string", "integer", "number", "boolean", "date"))
 
     def test_content_trust_field(self):
         ct = self.schema["properties"]["spec"]["properties"]["policy"]["properties"]["content_trust"]
@@ -185,24 +200,56 @@ class CrdTest(unittest.TestCase):
         self.assertIn("backward compatibility", desc)
         self.assertIn("warns", desc)
 
+    def test_status_subresource(self):
+        # The status is written through /status only (the spec's generation is
+        # not bumped by it, and writers of spec cannot set it).
+        self.assertEqual(self.version["subresources"], {"status": {}})
+        self.assertEqual(self.schema["properties"]["status"]["type"], "object")
+        self.assertNotIn("status", self.schema.get("required", []))
+
     def test_status_fields(self):
-        st = self.schema["properties"]["status"]["properties"]
-        self.assertEqual(st["observedGeneration"]["type"], "integer")
-        self.assertEqual(st["observedGeneration"]["format"], "int64")
-        self.assertEqual(st["contentTrust"]["type"], "string")
-        self.assertEqual(st["trustDeclared"]["type"], "boolean")
-        self.assertEqual(st["isolation"]["enum"], ["RequireSetec", "AllowInProcess", "Deny"])
-        self.assertEqual(st["runtimeClassName"]["type"], "string")
-        cond = st["conditions"]
-        self.assertEqual(cond["x-kubernetes-list-type"], "map")
-        self.assertEqual(cond["x-kubernetes-list-map-keys"], ["type"])
-        item = cond["items"]
-        self.assertEqual(set(item["properties"]),
-                         {"type", "status", "observedGeneration", "lastTransitionTime",
-                          "reason", "message"})
-        self.assertEqual(set(item["required"]),
-                         {"type", "status", "lastTransitionTime", "reason", "message"})
-        self.assertEqual(item["properties"]["lastTransitionTime"]["format"], "date-time")
+        def strip(node):
+            # The schema without descriptions: what the API server enforces.
+            if isinstance(node, dict):
+                return {k: strip(v) for k, v in node.items() if k != "description"}
+            if isinstance(node, list):
+                return [strip(v) for v in node]
+            return node
+
+        st = strip(self.schema["properties"]["status"])
+        self.assertEqual(set(st), {"type", "properties"})
+        props = st["properties"]
+        self.assertEqual(set(props), {"observedGeneration", "contentTrust", "trustDeclared", "isolation",
+                                      "runtimeClassName", "driftedPods", "conditions"})
+        self.assertEqual(props["observedGeneration"], {"type": "integer", "format": "int64", "minimum": 0})
+        self.assertEqual(props["contentTrust"], {"type": "string", "enum": ["trusted", "untrusted"]})
+        self.assertEqual(props["trustDeclared"], {"type": "boolean"})
+        self.assertEqual(props["isolation"],
+                         {"type": "string", "enum": ["RequireSetec", "AllowInProcess", "Deny"]})
+        self.assertEqual(props["runtimeClassName"], {"type": "string"})
+        self.assertEqual(props["driftedPods"], {"type": "integer", "format": "int32", "minimum": 0})
+        # metav1.Condition exactly as Kubernetes generates it for CRDs.
+        self.assertEqual(props["conditions"], {
+            "type": "array",
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["type"],
+            "items": {
+                "type": "object",
+                "required": ["type", "status", "lastTransitionTime", "reason", "message"],
+                "properties": {
+                    "type": {
+                        "type": "string", "maxLength": 316,
+                        "pattern": r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                                   r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"},
+                    "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+                    "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+                    "lastTransitionTime": {"type": "string", "format": "date-time"},
+                    "reason": {"type": "string", "minLength": 1, "maxLength": 1024,
+                               "pattern": "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"},
+                    "message": {"type": "string", "maxLength": 32768},
+                },
+            },
+        })
 
     def test_schema_is_structural(self):
         """The API server's structural-schema rules that can be checked offline:
@@ -325,6 +372,133 @@ class CrdTest(unittest.TestCase):
         with open(os.path.join(MANIFESTS, "crds.yaml")) as f:
             docs = load_all(f.read())
         self.assertEqual(docs, [self.crd])
+
+
+# The status the operator writes for an untrusted Component denied for want of
+# the sandbox, with one drifted pod (issue 9).
+SAMPLE_STATUS = {
+    "observedGeneration": 2, "contentTrust": "untrusted", "trustDeclared": True,
+    "isolation": "Deny", "driftedPods": 1,
+    "conditions": [
+        {"type": "Admitted", "status": "False", "observedGeneration": 2,
+         "lastTransitionTime": "2026-12-02T21:00:00Z", "reason": "SandboxUnavailable", "message": "..."},
+        {"type": "TrustDeclared", "status": "True", "observedGeneration": 2,
+         "lastTransitionTime": "2026-12-02T21:00:00Z", "reason": "Declared", "message": "..."},
+        {"type": "Drifted", "status": "True", "observedGeneration": 2,
+         "lastTransitionTime": "2026-12-02T21:00:00Z", "reason": "PodsDrifted", "message": "..."},
+    ],
+}
+
+
+@unittest.skipIf(yaml is None, "python3-yaml not installed")
+class CrdStatusCheckerTest(unittest.TestCase):
+    """crd_schema.validate_against_crd_status: the sample status is valid, and
+    each kind of mistake an operator could write is reported at its path."""
+
+    def errors_with(self, change):
+        status = copy.deepcopy(SAMPLE_STATUS)
+        change(status)
+        return crd_schema.validate_against_crd_status(status)
+
+    def assert_rejected(self, change, path, needle):
+        errors = self.errors_with(change)
+        self.assertTrue(any(e.startswith(path + ":") and needle in e for e in errors),
+                        "expected an error at %s with %r, got %r" % (path, needle, errors))
+
+    def test_sample_status_is_valid(self):
+        self.assertEqual(crd_schema.validate_against_crd_status(SAMPLE_STATUS), [])
+
+    def test_other_valid_statuses(self):
+        for status in [
+                {},
+                {"observedGeneration": 0, "contentTrust": "trusted", "trustDeclared": False,
+                 "isolation": "AllowInProcess", "driftedPods": 0, "conditions": []},
+                {"isolation": "RequireSetec", "runtimeClassName": "kata-fc",
+                 "conditions": [{"type": "example.com/Ready", "status": "Unknown",
+                                 "lastTransitionTime": "2026-12-02T21:00:00.123+01:00",
+                                 "reason": "A", "message": ""}]}]:
+            with self.subTest(status=status):
+                self.assertEqual(crd_schema.validate_against_crd_status(status), [])
+
+    def set(self, key, value):
+        def change(status):
+            status[key] = value
+        return change
+
+    def set_condition(self, key, value, index=0):
+        def change(status):
+            status["conditions"][index][key] = value
+        return change
+
+    def drop_condition_field(self, key):
+        def change(status):
+            del status["conditions"][1][key]
+        return change
+
+    def test_types(self):
+        self.assert_rejected(self.set("observedGeneration", "2"), "status.observedGeneration", "type integer")
+        self.assert_rejected(self.set("observedGeneration", 2.5), "status.observedGeneration", "type integer")
+        self.assert_rejected(self.set("driftedPods", True), "status.driftedPods", "type integer")
+        self.assert_rejected(self.set("trustDeclared", "true"), "status.trustDeclared", "type boolean")
+        self.assert_rejected(self.set("runtimeClassName", None), "status.runtimeClassName", "type string")
+        self.assert_rejected(self.set("conditions", {}), "status.conditions", "type array")
+
+    def test_enums(self):
+        self.assert_rejected(self.set("contentTrust", ""), "status.contentTrust", "not one of")
+        self.assert_rejected(self.set("isolation", "deny"), "status.isolation", "not one of")
+        self.assert_rejected(self.set_condition("status", "true"), "status.conditions[0].status", "not one of")
+
+    def test_minimum_and_format_ranges(self):
+        self.assert_rejected(self.set("driftedPods", -1), "status.driftedPods", "minimum")
+        self.assert_rejected(self.set("driftedPods", 2 ** 31), "status.driftedPods", "int32")
+        self.assert_rejected(self.set("observedGeneration", -1), "status.observedGeneration", "minimum")
+        self.assert_rejected(self.set_condition("observedGeneration", -2),
+                             "status.conditions[0].observedGeneration", "minimum")
+
+    def test_required(self):
+        for key in ("type", "status", "lastTransitionTime", "reason", "message"):
+            with self.subTest(field=key):
+                self.assert_rejected(self.drop_condition_field(key), "status.conditions[1]",
+                                     "required field " + key)
+        self.assertEqual(self.errors_with(self.drop_condition_field("observedGeneration")), [])
+
+    def test_patterns_and_lengths(self):
+        self.assert_rejected(self.set_condition("reason", "Sandbox Unavailable"),
+                             "status.conditions[0].reason", "does not match")
+        self.assert_rejected(self.set_condition("reason", "1Reason"), "status.conditions[0].reason",
+                             "does not match")
+        self.assert_rejected(self.set_condition("reason", "Reason_:"), "status.conditions[0].reason",
+                             "does not match")
+        self.assert_rejected(self.set_condition("reason", "Reason\n"), "status.conditions[0].reason",
+                             "does not match")
+        self.assert_rejected(self.set_condition("reason", ""), "status.conditions[0].reason", "shorter")
+        self.assert_rejected(self.set_condition("reason", "R" * 1025), "status.conditions[0].reason", "longer")
+        self.assertEqual(self.errors_with(self.set_condition("reason", "R" * 1024)), [])
+        self.assertEqual(self.errors_with(self.set_condition("reason", "Pods,Drifted:Now_")), [])
+        self.assert_rejected(self.set_condition("message", "m" * 32769), "status.conditions[0].message", "longer")
+        self.assertEqual(self.errors_with(self.set_condition("message", "\u00e9" * 32768)), [])
+        self.assert_rejected(self.set_condition("type", "Not A Type"), "status.conditions[0].type",
+                             "does not match")
+
+    def test_date_time(self):
+        for bad in ("2026-12-02 21:00", "2026-12-02T21:00:00", "2026-13-02T21:00:00Z",
+                    "2026-02-30T21:00:00Z", "yesterday", "2026-12-02T21:00:00Z\n"):
+            with self.subTest(value=bad):
+                self.assert_rejected(self.set_condition("lastTransitionTime", bad, 2),
+                                     "status.conditions[2].lastTransitionTime", "date-time")
+
+    def test_unknown_fields_and_duplicate_condition_types(self):
+        self.assert_rejected(self.set("drifted", 1), "status.drifted", "unknown field")
+        self.assert_rejected(self.set_condition("lastProbeTime", "2026-12-02T21:00:00Z"),
+                             "status.conditions[0].lastProbeTime", "unknown field")
+
+        def duplicate(status):
+            status["conditions"].append(copy.deepcopy(status["conditions"][0]))
+        self.assert_rejected(duplicate, "status.conditions[3]", "duplicate entry for type='Admitted'")
+
+    def test_checker_reads_this_crd(self):
+        self.assertEqual(crd_schema.status_schema(), load_crd()["spec"]["versions"][0]["schema"]
+                         ["openAPIV3Schema"]["properties"]["status"])
 
 
 # --------------------------------------------------------------------------
@@ -456,10 +630,17 @@ class ChartTest(unittest.TestCase):
         self.assertEqual(c["args"], [
             "serve", "--namespace=" + NAMESPACE, "--service-name=isolation-gate",
             "--webhook-config-name=isolation-gate", "--tls-secret=isolation-gate-tls",
-            "--cert-mode=self-managed", "--lease-name=isolation-gate-leader",
-            "--runtime-class=kata-fc", "--listen=0.0.0.0:8443", "--metrics-listen=0.0.0.0:8080"])
+            "--cert-mode=self-managed", "--cert-validity=8760h", "--ca-validity=87600h",
+            "--lease-name=isolation-gate-leader", "--lease-duration=15s", "--renew-deadline=10s",
+            "--retry-period=2s", "--runtime-class=kata-fc", "--listen=0.0.0.0:8443",
+            "--metrics-listen=0.0.0.0:8080"])
         env = {e["name"]: e for e in c["env"]}
         self.assertEqual(env["GIBSON_UNTRUSTED_EXEC"]["value"], "setec-only")
+        # The Lease holder identity and the namespace, from the downward API.
+        self.assertEqual(env["POD_NAME"], {"name": "POD_NAME", "valueFrom": {
+            "fieldRef": {"fieldPath": "metadata.name"}}})
+        self.assertEqual(env["POD_NAMESPACE"], {"name": "POD_NAMESPACE", "valueFrom": {
+            "fieldRef": {"fieldPath": "metadata.namespace"}}})
         sc = c["securityContext"]
         self.assertTrue(sc["runAsNonRoot"])
         self.assertEqual(sc["runAsUser"], 65532)
@@ -499,46 +680,124 @@ class ChartTest(unittest.TestCase):
         self.assertEqual(np["spec"]["ingress"][1]["from"], [{"podSelector": {"matchLabels": {"app": "prom"}}}])
         self.assertEqual(by_kind(render("--set", "networkPolicy.enabled=false"), "NetworkPolicy"), [])
 
-    def test_rbac(self):
-        def allowed(role, group, resource, verb, name=None):
-            for r in role["rules"]:
-                if group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"]:
-                    if "resourceNames" not in r or name in r["resourceNames"]:
-                        return True
-            return False
+    # The RBAC rules, exactly (issue 9: the minimum). create cannot be limited
+    # by resourceNames; list/watch with fieldSelector metadata.name=<name> are
+    # authorized by resourceNames, which is how the binary lists and watches
+    # its Secret and webhook configurations.
+    CLUSTER_RULES = [
+        {"apiGroups": ["gibson.zeroroot.ai"], "resources": ["components"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["gibson.zeroroot.ai"], "resources": ["components/status"], "verbs": ["patch", "update"]},
+        {"apiGroups": ["node.k8s.io"], "resources": ["runtimeclasses"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
+    ]
+    EVICTION_RULE = {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]}
+    WEBHOOK_CONFIG_RULE = {
+        "apiGroups": ["admissionregistration.k8s.io"],
+        "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+        "resourceNames": ["isolation-gate"], "verbs": ["get", "list", "watch", "patch"]}
+    LEASE_RULES = [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+         "resourceNames": ["isolation-gate-leader"], "verbs": ["get", "update"]},
+    ]
+    SECRET_RULES = [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["isolation-gate-tls"],
+         "verbs": ["get", "list", "watch", "update"]},
+    ]
+    WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection", "*", "escalate", "bind",
+                   "impersonate", "approve", "sign"}
 
-        cr = one(self.docs, "ClusterRole")
-        for group, resource, verbs in [
-                ("gibson.zeroroot.ai", "components", ["get", "list", "watch"]),
-                ("gibson.zeroroot.ai", "components/status", ["update", "patch"]),
-                ("", "pods", ["get", "list", "watch"]),
-                ("", "pods/eviction", ["create"]),
-                ("node.k8s.io", "runtimeclasses", ["get", "list", "watch"]),
-                ("", "nodes", ["get", "list", "watch"]),
-                ("", "events", ["create", "patch"]),
-                ("events.k8s.io", "events", ["create", "patch"])]:
-            for verb in verbs:
-                self.assertTrue(allowed(cr, group, resource, verb), (group, resource, verb))
-        for res in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
-            for verb in ("get", "update", "patch"):
-                self.assertTrue(allowed(cr, "admissionregistration.k8s.io", res, verb, "isolation-gate"))
-                self.assertFalse(allowed(cr, "admissionregistration.k8s.io", res, verb, "someone-else"))
-        # Nothing cluster-wide may touch secrets or delete anything.
-        for r in cr["rules"]:
-            self.assertNotIn("secrets", r["resources"])
-            self.assertNotIn("delete", r["verbs"])
-            self.assertNotIn("*", r["verbs"])
-        role = one(self.docs, "Role")
-        for verb in ("get", "update"):
-            self.assertTrue(allowed(role, "coordination.k8s.io", "leases", verb, "isolation-gate-leader"))
-            self.assertTrue(allowed(role, "", "secrets", verb, "isolation-gate-tls"))
-            self.assertFalse(allowed(role, "", "secrets", verb, "other-secret"))
-        self.assertTrue(allowed(role, "", "secrets", "create"))
+    FILES_MODE = ["--set", "tls.certMode=files", "--set",
+                  "tls.caBundle=" + base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()]
+
+    def rbac_modes(self):
+        """(mode, helm args, ClusterRole rules, Role rules) for every cert mode x evictDrifted."""
+        for mode, args, self_managed in [("self-managed", [], True),
+                                         ("files", self.FILES_MODE, False),
+                                         ("cert-manager", ["--set", "certManager.enabled=true"], False)]:
+            for evict in (False, True):
+                cluster = list(self.CLUSTER_RULES)
+                if evict:
+                    cluster.append(self.EVICTION_RULE)
+                if self_managed:
+                    cluster.append(self.WEBHOOK_CONFIG_RULE)
+                role = list(self.LEASE_RULES) + (list(self.SECRET_RULES) if self_managed else [])
+                yield ("%s evictDrifted=%s" % (mode, evict),
+                       args + (["--set", "evictDrifted=true"] if evict else []), cluster, role)
+
+    def test_rbac_rules_exactly(self):
+        for mode, args, cluster_rules, role_rules in self.rbac_modes():
+            with self.subTest(mode=mode):
+                docs = render(*args)
+                self.assertEqual(one(docs, "ClusterRole")["rules"], cluster_rules)
+                role = one(docs, "Role")
+                self.assertEqual(role["metadata"]["namespace"], NAMESPACE)
+                self.assertEqual(role["rules"], role_rules)
+
+    def test_rbac_nothing_else_writes_cluster_wide(self):
+        # Cluster-wide writes without a name: only Component status, Events and
+        # (opt-in) evictions. Everything else the ClusterRole writes is named.
+        allowed_unnamed = {("gibson.zeroroot.ai", "components/status"), ("events.k8s.io", "events"),
+                           ("", "pods/eviction")}
+        for mode, args, _, _ in self.rbac_modes():
+            with self.subTest(mode=mode):
+                docs = render(*args)
+                for r in one(docs, "ClusterRole")["rules"]:
+                    self.assertNotIn("*", r["verbs"])
+                    self.assertNotIn("*", r["resources"])
+                    self.assertNotIn("*", r["apiGroups"])
+                    self.assertNotIn("nonResourceURLs", r)
+                    self.assertNotIn("secrets", r["resources"])
+                    self.assertNotIn("delete", r["verbs"])
+                    if set(r["verbs"]) & self.WRITE_VERBS and "resourceNames" not in r:
+                        for g in r["apiGroups"]:
+                            for res in r["resources"]:
+                                self.assertIn((g, res), allowed_unnamed, r)
+                # The only other cluster-scoped grant is the binding of this role.
+                self.assertEqual(by_kind(docs, "ClusterRole")[0]["metadata"]["name"], "isolation-gate")
+                self.assertEqual(len(by_kind(docs, "ClusterRoleBinding")), 1)
+
+    def test_rbac_eviction_only_with_evict_drifted(self):
+        def grants_eviction(docs):
+            return any("pods/eviction" in r["resources"]
+                       for kind in ("ClusterRole", "Role") for d in by_kind(docs, kind) for r in d["rules"])
+        self.assertFalse(grants_eviction(self.docs))
+        self.assertFalse(grants_eviction(render("--set", "evictDrifted=false")))
+        self.assertTrue(grants_eviction(render("--set", "evictDrifted=true")))
+
+    def test_rbac_follows_names(self):
+        docs = render("--set", "fullnameOverride=gate", "--set", "leaderElection.leaseName=gate-lock",
+                      "--set", "tls.secretName=gate-certs")
+        cluster = one(docs, "ClusterRole")["rules"]
+        self.assertEqual(cluster[-1]["resourceNames"], ["gate"])
+        self.assertEqual(one(docs, "MutatingWebhookConfiguration")["metadata"]["name"], "gate")
+        role = one(docs, "Role")["rules"]
+        self.assertEqual(role[1]["resourceNames"], ["gate-lock"])
+        self.assertEqual(role[3]["resourceNames"], ["gate-certs"])
+        c = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+        self.assertIn("--webhook-config-name=gate", c["args"])
+        self.assertIn("--lease-name=gate-lock", c["args"])
+        self.assertIn("--tls-secret=gate-certs", c["args"])
+
+    def test_rbac_bindings(self):
         binding = one(self.docs, "ClusterRoleBinding")
+        self.assertEqual(binding["roleRef"], {"apiGroup": "rbac.authorization.k8s.io",
+                                              "kind": "ClusterRole", "name": "isolation-gate"})
         self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": "isolation-gate",
                                                 "namespace": NAMESPACE}])
+        rb = one(self.docs, "RoleBinding")
+        self.assertEqual(rb["metadata"]["namespace"], NAMESPACE)
+        self.assertEqual(rb["roleRef"], {"apiGroup": "rbac.authorization.k8s.io",
+                                         "kind": "Role", "name": "isolation-gate"})
+        self.assertEqual(rb["subjects"], binding["subjects"])
         sa = one(self.docs, "ServiceAccount")
         self.assertTrue(sa["automountServiceAccountToken"])
+        docs = render("--set", "rbac.create=false")
+        for kind in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"):
+            self.assertEqual(by_kind(docs, kind), [])
 
     def test_values_flow(self):
         docs = render("--set", "untrustedExec=customer-isolation", "--set", "replicas=5",
@@ -551,10 +810,38 @@ class ChartTest(unittest.TestCase):
                          "customer-isolation")
         self.assertIn("--runtime-class=my-sandbox", c["args"])
         self.assertIn("--evict-drifted", c["args"])
+        self.assertEqual(c["args"][c["args"].index("--evict-drifted") + 1], "--evict-rate=10")
         for _, w in self.webhooks(docs).values():
             self.assertEqual(w["timeoutSeconds"], 3)
         sel = self.webhooks(docs)["pods.mutate.gibson.zeroroot.ai"][1]["namespaceSelector"]
         self.assertIn("infra", sel["matchExpressions"][1]["values"])
+
+    def test_operator_values_flow(self):
+        args = one(self.docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+        self.assertFalse([a for a in args if a.startswith("--evict")])
+        docs = render("--set", "leaderElection.leaseDuration=30s", "--set", "leaderElection.renewDeadline=20s",
+                      "--set", "leaderElection.retryPeriod=4s", "--set", "evictDrifted=true",
+                      "--set-json", "evictRate=2.5", "--set", "tls.certValidity=720h",
+                      "--set", "tls.caValidity=43800h")
+        args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+        for flag in ("--lease-duration=30s", "--renew-deadline=20s", "--retry-period=4s",
+                     "--evict-drifted", "--evict-rate=2.5", "--cert-validity=720h", "--ca-validity=43800h"):
+            self.assertEqual(args.count(flag), 1, flag)
+        # Certificate lifetimes are for self-managed mode only.
+        for extra in (self.FILES_MODE, ["--set", "certManager.enabled=true"]):
+            args = one(render(*extra), "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+            self.assertFalse([a for a in args if a.startswith(("--cert-validity", "--ca-validity"))], extra)
+            self.assertIn("--lease-duration=15s", args)
+
+    def test_values_defaults(self):
+        with open(os.path.join(CHART, "values.yaml")) as f:
+            values = yaml.safe_load(f)
+        self.assertEqual(values["leaderElection"], {
+            "leaseName": "isolation-gate-leader", "leaseDuration": "15s", "renewDeadline": "10s",
+            "retryPeriod": "2s"})
+        self.assertIs(values["evictDrifted"], False)
+        self.assertEqual(values["evictRate"], 10)
+        self.assertEqual((values["tls"]["certValidity"], values["tls"]["caValidity"]), ("8760h", "87600h"))
 
     def test_schema_rejects_bad_values(self):
         for args, needle in [
@@ -567,7 +854,16 @@ class ChartTest(unittest.TestCase):
                 (["--set", "tls.certMode=cert-manager"], "certMode"),
                 (["--set", "tls.certMode=files"], "caBundle"),
                 (["--set", "image.pullPolicy=Sometimes"], "pullPolicy"),
-                (["--set", "replicaCount=3"], "replicaCount")]:
+                (["--set", "replicaCount=3"], "replicaCount"),
+                (["--set", "evictRate=0"], "evictRate"),
+                (["--set", "evictRate=10001"], "evictRate"),
+                (["--set", "evictRate=fast"], "evictRate"),
+                (["--set", "leaderElection.leaseDuration=15"], "leaseDuration"),
+                (["--set", "leaderElection.renewDeadline=10 s"], "renewDeadline"),
+                (["--set", "leaderElection.retryPeriod=-2s"], "retryPeriod"),
+                (["--set", "leaderElection.leaseTime=15s"], "leaseTime"),
+                (["--set", "tls.certValidity=1y"], "certValidity"),
+                (["--set", "tls.caValidity="], "caValidity")]:
             with self.subTest(args=args):
                 proc = helm_template(*args, check=False)
                 self.assertNotEqual(proc.returncode, 0, "accepted %s" % args)
@@ -590,9 +886,12 @@ class ChartTest(unittest.TestCase):
         self.assertIn("--tls-key=/etc/isolation-gate/tls/tls.key", c["args"])
         vols = {v["name"]: v for v in pod["volumes"]}
         self.assertEqual(vols["tls"]["secret"]["secretName"], "isolation-gate-tls")
-        # No Secret access needed when the certificate is mounted.
+        # No Secret access and no webhook configuration writes when the
+        # certificate is mounted.
         for r in one(docs, "Role")["rules"]:
             self.assertNotIn("secrets", r["resources"])
+        for r in one(docs, "ClusterRole")["rules"]:
+            self.assertNotIn("admissionregistration.k8s.io", r["apiGroups"])
 
     def test_cert_manager_mode(self):
         docs = render("--set", "certManager.enabled=true")
@@ -609,6 +908,10 @@ class ChartTest(unittest.TestCase):
                 self.assertNotIn("caBundle", w["clientConfig"])
         c = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
         self.assertIn("--cert-mode=files", c["args"])
+        for r in one(docs, "Role")["rules"]:
+            self.assertNotIn("secrets", r["resources"])
+        for r in one(docs, "ClusterRole")["rules"]:
+            self.assertNotIn("admissionregistration.k8s.io", r["apiGroups"])
         docs = render("--set", "certManager.enabled=true",
                       "--set", "certManager.issuerRef.name=corp-ca",
                       "--set", "certManager.issuerRef.kind=ClusterIssuer")
