@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "controller/drift.h"
 
 namespace ig::controller {
 namespace {
@@ -163,6 +164,36 @@ TEST(ComponentStatus, TimesRoundTripAndBadOnesReadAsZero) {
   for (const char* bad : {"", "yesterday", "2026-12-02 21:00:00Z", "2026-12-02T21:00:00", "2026-12-02T21:00:00Zjunk"}) {
     EXPECT_EQ(parse_time(bad), 0) << bad;
   }
+}
+
+TEST(DriftRule, LessSafeOnlyWhenThePodIsOutsideTheSandboxThatTheGateNowRequiresOrDenies) {
+  EXPECT_EQ(classify_drift(Decision::RequireSetec, true), Drift::None);
+  EXPECT_EQ(classify_drift(Decision::RequireSetec, false), Drift::LessSafe);
+  EXPECT_EQ(classify_drift(Decision::Deny, false), Drift::LessSafe);
+  EXPECT_EQ(classify_drift(Decision::Deny, true), Drift::Elsewhere);
+  EXPECT_EQ(classify_drift(Decision::AllowInProcess, true), Drift::Elsewhere);
+  EXPECT_EQ(classify_drift(Decision::AllowInProcess, false), Drift::None);
+}
+
+TEST(DriftRule, APodKeepsOnlyWhatTheAuditReads) {
+  json pod = {{"metadata",
+               {{"name", "p"},
+                {"namespace", "team-a"},
+                {"uid", "u"},
+                {"labels", {{"gibson.zeroroot.ai/component", "c"}}}}},
+              {"spec", {{"runtimeClassName", "kata-fc"}, {"containers", json::array()}}},
+              {"status", {{"phase", "Running"}}}};
+  auto p = decode_pod_placement(pod);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->component, "c");
+  EXPECT_EQ(p->runtime_class, "kata-fc");
+  EXPECT_TRUE(p->running);
+  pod["status"]["phase"] = "Succeeded";
+  EXPECT_FALSE(decode_pod_placement(pod)->running);
+  pod["status"]["phase"] = "Running";
+  pod["metadata"]["deletionTimestamp"] = "2026-12-02T21:00:00Z";
+  EXPECT_FALSE(decode_pod_placement(pod)->running);
+  EXPECT_FALSE(decode_pod_placement(json::array()).ok());
 }
 
 }  // namespace

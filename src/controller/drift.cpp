@@ -1,0 +1,327 @@
+#include "controller/drift.h"
+
+#include <algorithm>
+
+#include "base/quote.h"
+#include "model/pod.h"
+
+namespace ig::controller {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+using policy::Decision;
+
+std::string string_at(const json& object, std::string_view key) {
+  auto f = object.find(key);
+  return f != object.end() && f->is_string() ? f->get<std::string>() : std::string();
+}
+
+std::string_view drift_phrase(Drift d, policy::Decision decision) {
+  if (d == Drift::Elsewhere) return "runs on the sandbox, but the gate now places the Component's pods elsewhere";
+  return decision == Decision::Deny ? "runs outside the sandbox, but the gate now denies the Component's pods"
+                                    : "runs outside the sandbox, but the gate now requires the setec sandbox";
+}
+
+}  // namespace
+
+Drift classify_drift(Decision decision, bool on_sandbox) noexcept {
+  switch (decision) {
+    case Decision::RequireSetec: return on_sandbox ? Drift::None : Drift::LessSafe;
+    case Decision::AllowInProcess: return on_sandbox ? Drift::Elsewhere : Drift::None;
+    case Decision::Deny:
+    default: return on_sandbox ? Drift::Elsewhere : Drift::LessSafe;
+  }
+}
+
+Result<PodPlacement> decode_pod_placement(const json& pod) {
+  if (!pod.is_object()) return fail("a pod is not an object");
+  auto meta = pod.find("metadata");
+  if (meta == pod.end() || !meta->is_object()) return fail("a pod without metadata");
+  PodPlacement p;
+  p.namespace_ = string_at(*meta, "namespace");
+  p.name = string_at(*meta, "name");
+  p.uid = string_at(*meta, "uid");
+  if (auto labels = meta->find("labels"); labels != meta->end() && labels->is_object()) {
+    p.component = string_at(*labels, model::kComponentLabel);
+  }
+  if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
+    p.runtime_class = string_at(*spec, "runtimeClassName");
+  }
+  std::string phase;
+  if (auto status = pod.find("status"); status != pod.end() && status->is_object()) {
+    phase = string_at(*status, "phase");
+  }
+  const bool deleting = meta->contains("deletionTimestamp") && !(*meta)["deletionTimestamp"].is_null();
+  p.running = phase != "Succeeded" && phase != "Failed" && !deleting;
+  return p;
+}
+
+DriftAudit::DriftAudit(kube::Client& client, const kube::Store<ComponentRecord>& components,
+                       const admission::SandboxView& sandbox, kube::EventRecorder* events,
+                       DriftOptions options)
+    : client_(client),
+      components_(components),
+      sandbox_(sandbox),
+      events_(events),
+      options_(std::move(options)),
+      evict_limiter_(options_.evict_per_minute / 60.0, 1),
+      pods_(decode_pod_placement, [this](std::string_view) { mark_dirty(); }) {}
+
+DriftAudit::~DriftAudit() { stop(); }
+
+void DriftAudit::start() {
+  std::lock_guard lock(mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  dirty_ = true;
+  audited_.store(false, std::memory_order_release);
+  kube::ReflectorOptions o;
+  o.name = "pods";
+  o.path = kube::collection_path(kPods);
+  o.label_selector = std::string(model::kComponentLabel);
+  o.page_size = options_.page_size;
+  o.watch_timeout = options_.watch_timeout;
+  o.backoff = options_.backoff;
+  o.log = options_.log;
+  reflector_ = std::make_unique<kube::Reflector>(client_, pods_, std::move(o));
+  reflector_->start();
+  thread_ = std::thread([this] { run(); });
+}
+
+void DriftAudit::stop() noexcept {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (reflector_) reflector_->stop();
+  if (thread_.joinable()) thread_.join();
+  audited_.store(false, std::memory_order_release);
+}
+
+void DriftAudit::mark_dirty() noexcept {
+  {
+    std::lock_guard lock(mu_);
+    dirty_ = true;
+  }
+  cv_.notify_one();
+}
+
+std::size_t DriftAudit::drifted(std::string_view component_key) const {
+  std::lock_guard lock(mu_);
+  auto it = counts_.find(component_key);
+  return it == counts_.end() ? 0 : it->second;
+}
+
+DriftStats DriftAudit::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+std::optional<CacheView> DriftAudit::cache_view() const {
+  std::lock_guard lock(mu_);
+  if (stopping_ || !reflector_) return std::nullopt;
+  return CacheView{"pods", reflector_.get(), pods_.size(), pods_.synced(), pods_.decode_errors()};
+}
+
+void DriftAudit::run() {
+  auto last_pass = Clock::now() - options_.resync;
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    if (!pods_.synced()) {
+      cv_.wait_for(lock, std::chrono::milliseconds(100));
+      continue;
+    }
+    const auto now = Clock::now();
+    const auto pass_due = last_pass + (dirty_ ? options_.min_interval : options_.resync);
+    auto evict_at = Clock::time_point::max();
+    if (options_.evict) {
+      for (const auto& [key, after] : evict_after_) evict_at = std::min(evict_at, after);
+      evict_at = std::max(evict_at, next_evict_try_);
+    }
+    if (now >= pass_due) {
+      dirty_ = false;
+      lock.unlock();
+      pass();
+      last_pass = Clock::now();
+      lock.lock();
+      continue;
+    }
+    if (now >= evict_at) {
+      lock.unlock();
+      evict_due();
+      lock.lock();
+      continue;
+    }
+    cv_.wait_until(lock, std::min(pass_due, evict_at));
+  }
+}
+
+void DriftAudit::pass() {
+  const auto sandbox = sandbox_.availability();
+  std::map<std::string, std::size_t, std::less<>> counts;
+  std::map<std::string, DriftedPod> drifted;
+  struct Fresh {
+    PodPlacement pod;
+    std::shared_ptr<const ComponentRecord> record;
+    Drift drift;
+    Decision decision;
+  };
+  std::vector<Fresh> fresh;
+  for (const auto& pod : pods_.snapshot()) {
+    if (!pod->running || pod->component.empty()) continue;
+    const std::string component_key = kube::object_key(pod->namespace_, pod->component);
+    auto record = components_.find(component_key);
+    if (!record) continue;  // not a known Component: the admission rules' business
+    const Decision decision = policy::decide(sandbox, record->component.trust.trust, options_.shape);
+    const Drift d = classify_drift(decision, pod->runtime_class == options_.runtime_class);
+    if (d == Drift::None) continue;
+    const std::string pod_key = kube::object_key(pod->namespace_, pod->name);
+    ++counts[component_key];
+    drifted[pod_key] = {component_key, pod->uid, d};
+    fresh.push_back({*pod, record, d, decision});
+  }
+  std::vector<std::string> changed;
+  std::vector<Fresh> newly;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, n] : counts) {
+      auto old = counts_.find(key);
+      if (old == counts_.end() || old->second != n) changed.push_back(key);
+    }
+    for (const auto& [key, n] : counts_) {
+      if (!counts.count(key)) changed.push_back(key);
+    }
+    for (auto& f : fresh) {
+      const std::string pod_key = kube::object_key(f.pod.namespace_, f.pod.name);
+      auto old = drifted_pods_.find(pod_key);
+      if (old == drifted_pods_.end() || old->second.drift != f.drift || old->second.uid != f.pod.uid) {
+        newly.push_back(f);
+      }
+    }
+    for (auto it = evict_after_.begin(); it != evict_after_.end();) {
+      auto now_drifted = drifted.find(it->first);
+      it = now_drifted == drifted.end() || now_drifted->second.drift != Drift::LessSafe ? evict_after_.erase(it)
+                                                                                        : std::next(it);
+    }
+    for (const auto& [key, d] : drifted) {
+      if (d.drift == Drift::LessSafe && !evict_after_.count(key)) evict_after_[key] = Clock::now();
+    }
+    counts_ = std::move(counts);
+    drifted_pods_ = std::move(drifted);
+    ++stats_.passes;
+  }
+  audited_.store(true, std::memory_order_release);
+  for (const auto& f : newly) {
+    const std::string note = "pod " + quote(f.pod.name) + " " + std::string(drift_phrase(f.drift, f.decision)) +
+                             " (" + std::string(policy::to_string(f.decision)) + ", RuntimeClass " +
+                             (f.pod.runtime_class.empty() ? std::string("none") : quote(f.pod.runtime_class)) +
+                             ")" +
+                             (f.drift == Drift::LessSafe
+                                  ? (options_.evict ? "; it will be evicted" : "; recreate it, or run with --evict-drifted")
+                                  : "; it is safe where it is and is not evicted");
+    record_event(*f.record, "PodDrifted", "Audit", note);
+    if (options_.log) options_.log("warn", "drift: Component " + kube::object_key(f.pod.namespace_, f.pod.component) + ": " + note);
+  }
+  for (const auto& key : changed) {
+    if (options_.on_count_change) options_.on_count_change(key);
+  }
+}
+
+void DriftAudit::evict_due() {
+  for (;;) {
+    std::string pod_key, uid, component_key;
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+      const auto now = Clock::now();
+      auto it = std::find_if(evict_after_.begin(), evict_after_.end(),
+                             [now](const auto& e) { return e.second <= now; });
+      if (it == evict_after_.end()) return;
+      if (!evict_limiter_.try_acquire()) {  // --evict-rate: wait for the next token
+        next_evict_try_ = now + std::chrono::milliseconds(
+                                    static_cast<long>(60'000.0 / std::max(options_.evict_per_minute, 0.001)));
+        return;
+      }
+      pod_key = it->first;
+      auto d = drifted_pods_.find(pod_key);
+      if (d == drifted_pods_.end() || d->second.drift != Drift::LessSafe) {
+        evict_after_.erase(it);
+        continue;
+      }
+      uid = d->second.uid;
+      component_key = d->second.component_key;
+      it->second = now + options_.evict_retry;  // a failure retries after this
+    }
+    const auto slash = pod_key.find('/');
+    PodPlacement pod;
+    pod.namespace_ = pod_key.substr(0, slash);
+    pod.name = pod_key.substr(slash + 1);
+    pod.uid = uid;
+    json eviction = {{"apiVersion", "policy/v1"},
+                     {"kind", "Eviction"},
+                     {"metadata", {{"name", pod.name}, {"namespace", pod.namespace_}}}};
+    if (!uid.empty()) eviction["deleteOptions"] = {{"preconditions", {{"uid", uid}}}};
+    auto result = client_.create(kube::object_path(kPods, pod.namespace_, pod.name, "eviction"), eviction);
+    if (result) {
+      {
+        std::lock_guard lock(mu_);
+        ++stats_.evicted;
+        evict_after_.erase(pod_key);
+      }
+      if (auto record = components_.find(component_key)) {
+        record_event(*record, "Evicted", "Evict",
+                     "evicted pod " + quote(pod.name) +
+                         ": its placement was less safe than the gate decides now (--evict-drifted)");
+      }
+      if (options_.log) options_.log("warn", "evicted drifted pod " + pod_key);
+      continue;
+    }
+    const kube::ApiError& e = result.failure();
+    std::lock_guard lock(mu_);
+    if (e.not_found()) {
+      evict_after_.erase(pod_key);
+    } else if (e.code == 429) {
+      ++stats_.eviction_blocked;
+      if (e.retry_after.count() > 0) evict_after_[pod_key] = Clock::now() + e.retry_after;
+      if (options_.log) options_.log("info", "eviction of " + pod_key + " refused for now (retried): " + e.message);
+    } else {
+      ++stats_.eviction_failed;
+      if (options_.log) options_.log("warn", "cannot evict " + pod_key + " (retried): " + e.message);
+    }
+  }
+}
+
+void DriftAudit::record_event(const ComponentRecord& record, std::string reason,
+                              std::string action, std::string note) {
+  if (!events_) return;
+  kube::EventSpec spec;
+  spec.regarding = {std::string(model::kComponentKind), std::string(model::kComponentApiVersion),
+                    record.component.namespace_, record.component.name, record.uid};
+  spec.type = "Warning";
+  spec.reason = std::move(reason);
+  spec.action = std::move(action);
+  spec.note = std::move(note);
+  events_->record(std::move(spec));
+}
+
+void DriftAudit::write_metrics(prometheus::TextWriter& out) const {
+  using prometheus::Type;
+  std::lock_guard lock(mu_);
+  out.family("isolation_gate_drifted_pods", Type::Gauge,
+             "Running pods placed against the gate's decision now, by Component (leader only).");
+  for (const auto& [key, n] : counts_) {
+    const auto slash = key.find('/');
+    out.sample("isolation_gate_drifted_pods",
+               {{"namespace", std::string_view(key).substr(0, slash)},
+                {"component", std::string_view(key).substr(slash + 1)}},
+               std::uint64_t{n});
+  }
+  out.family("isolation_gate_evictions_total", Type::Counter, "Evictions of drifted pods, by result.");
+  out.sample("isolation_gate_evictions_total", {{"result", "evicted"}}, stats_.evicted);
+  out.sample("isolation_gate_evictions_total", {{"result", "blocked"}}, stats_.eviction_blocked);
+  out.sample("isolation_gate_evictions_total", {{"result", "failed"}}, stats_.eviction_failed);
+}
+
+}  // namespace ig::controller

@@ -1,0 +1,107 @@
+#include "controller/operator.h"
+
+#include "base/quote.h"
+
+namespace ig::controller {
+
+StatusWriterOptions Operator::status_options(OperatorOptions& o) {
+  StatusWriterOptions s = std::move(o.status);
+  s.runtime_class = cluster_.options().runtime_class;
+  s.shape = cluster_.options().shape;
+  s.drifted_pods = [this](std::string_view key) { return drift_.drifted(key); };
+  s.ready = [this] { return drift_.synced(); };
+  if (!s.log) s.log = o.log;
+  return s;
+}
+
+DriftOptions Operator::drift_options(OperatorOptions& o) {
+  DriftOptions d = std::move(o.drift);
+  d.runtime_class = cluster_.options().runtime_class;
+  d.shape = cluster_.options().shape;
+  d.evict = o.evict;
+  d.evict_per_minute = o.evict_per_minute;
+  d.on_count_change = [this](std::string_view key) { status_.enqueue(key); };
+  if (!d.log) d.log = o.log;
+  return d;
+}
+
+Operator::Operator(kube::Client& client, Cluster& cluster, kube::EventRecorder* events,
+                   OperatorOptions options)
+    : cluster_(cluster),
+      events_(events),
+      log_(options.log),
+      status_(client, cluster.component_records(), cluster.sandbox(), status_options(options)),
+      drift_(client, cluster.component_records(), cluster.sandbox(), events, drift_options(options)) {
+  cluster_.set_listener(this);
+}
+
+Operator::~Operator() {
+  stop_leading();
+  cluster_.set_listener(nullptr);
+}
+
+void Operator::start_leading() {
+  if (leading_.exchange(true, std::memory_order_acq_rel)) return;
+  if (log_) log_("info", "leading: starting the status, drift and eviction loops");
+  drift_.start();
+  status_.start();
+}
+
+void Operator::stop_leading() noexcept {
+  if (!leading_.exchange(false, std::memory_order_acq_rel)) return;
+  status_.stop();
+  drift_.stop();
+  if (log_) log_("info", "not leading: the status, drift and eviction loops stopped");
+}
+
+void Operator::component_changed(std::string_view key) {
+  if (!leading()) return;
+  status_.enqueue(key);  // "" (a relist): every key
+  drift_.mark_dirty();
+}
+
+void Operator::sandbox_changed() {
+  if (!leading()) return;
+  status_.enqueue_all();
+  drift_.mark_dirty();
+}
+
+void Operator::record_denial(const admission::DenialNotice& d) noexcept {
+  if (!events_) return;
+  try {
+    kube::EventSpec spec;
+    std::shared_ptr<const ComponentRecord> record;
+    if (!d.component.empty()) record = cluster_.component_records().find(kube::object_key(d.namespace_, d.component));
+    if (record) {
+      spec.regarding = {std::string(model::kComponentKind), std::string(model::kComponentApiVersion),
+                        std::string(d.namespace_), std::string(d.component), record->uid};
+    } else {
+      spec.regarding = {"Namespace", "v1", "", std::string(d.namespace_), ""};
+    }
+    spec.type = "Warning";
+    spec.reason = std::string(admission::to_string(d.reason));
+    spec.action = "Admit";
+    spec.note = std::string(d.kind) + (d.name.empty() ? "" : " " + quote(d.name)) + " denied by " +
+                std::string(d.endpoint) + ": " + std::string(d.message);
+    events_->record(std::move(spec));
+  } catch (...) {
+    // Never let an Event disturb an answer.
+  }
+}
+
+void Operator::write_metrics(prometheus::TextWriter& out) const {
+  using prometheus::Type;
+  out.family("isolation_gate_leader", Type::Gauge, "1 while this replica leads (runs the writing loops).");
+  out.sample("isolation_gate_leader", {}, std::uint64_t{leading() ? 1u : 0u});
+  const StatusWriterStats s = status_.stats();
+  out.family("isolation_gate_status_writes_total", Type::Counter,
+             "Component status checks by result: written, unchanged (no write), error.");
+  out.sample("isolation_gate_status_writes_total", {{"result", "written"}}, s.writes);
+  out.sample("isolation_gate_status_writes_total", {{"result", "unchanged"}}, s.unchanged);
+  out.sample("isolation_gate_status_writes_total", {{"result", "error"}}, s.errors);
+  out.family("isolation_gate_status_queue", Type::Gauge, "Components waiting for a status check.");
+  out.sample("isolation_gate_status_queue", {}, std::uint64_t{s.queued});
+  drift_.write_metrics(out);
+}
+
+}  // namespace ig::controller

@@ -1,0 +1,78 @@
+// The operator: the loops that write to the API (docs/operations.md,
+// "Loops"), started and stopped with leadership, plus the Events every
+// replica records for its own denials.
+//
+//   Cluster (every replica: caches) --listener--> Operator
+//     leader: StatusWriter (Component status)  <- Component/sandbox changes, drift counts
+//             DriftAudit   (pods cache, drift, opt-in eviction) <- the same
+//   Webhook denial (every replica) --record_denial--> kube::EventRecorder
+//
+// Contract:
+//  - start_leading()/stop_leading() are the leader-election callbacks:
+//    start_leading() returns at once (the loops run on their threads);
+//    stop_leading() returns when no loop can start a write any more (a write
+//    in flight ends within the client's request timeout). Both may be
+//    called for term after term.
+//  - The ClusterListener methods only enqueue work (reflector threads).
+//  - record_denial() never blocks and never does I/O (the webhook's request
+//    thread): it builds one Warning Event regarding the Component the denial
+//    names when the cache has it, else the namespace, with the denial's
+//    reason and message, and queues it on the recorder (deduplicated and
+//    rate-limited there).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+
+#include "admission/webhook.h"
+#include "base/prometheus.h"
+#include "controller/cluster.h"
+#include "controller/drift.h"
+#include "controller/status_writer.h"
+#include "kube/event_recorder.h"
+
+namespace ig::controller {
+
+struct OperatorOptions {
+  bool evict = false;                 // --evict-drifted
+  double evict_per_minute = 10;       // --evict-rate
+  DriftOptions drift;                 // tests: intervals; runtime class, shape and eviction come from above
+  StatusWriterOptions status;         // tests: clock, retry; runtime class and shape come from the cluster
+  std::function<void(std::string_view level, std::string_view message)> log;
+};
+
+class Operator final : public ClusterListener {
+ public:
+  // `events` may be null. Not owned; both outlive this. Sets itself as the
+  // cluster's listener (before the cluster starts).
+  Operator(kube::Client& client, Cluster& cluster, kube::EventRecorder* events, OperatorOptions options);
+  ~Operator() override;
+
+  void start_leading();
+  void stop_leading() noexcept;
+  bool leading() const noexcept { return leading_.load(std::memory_order_acquire); }
+
+  void component_changed(std::string_view key) override;
+  void sandbox_changed() override;
+
+  void record_denial(const admission::DenialNotice& denial) noexcept;
+
+  StatusWriterStats status_stats() const { return status_.stats(); }
+  const DriftAudit& drift() const noexcept { return drift_; }
+  std::optional<CacheView> pod_cache() const { return drift_.cache_view(); }
+  void write_metrics(prometheus::TextWriter& out) const;
+
+ private:
+  StatusWriterOptions status_options(OperatorOptions& o);
+  DriftOptions drift_options(OperatorOptions& o);
+
+  Cluster& cluster_;
+  kube::EventRecorder* events_;
+  std::function<void(std::string_view, std::string_view)> log_;
+  std::atomic<bool> leading_{false};
+  StatusWriter status_;  // its drift counts come from drift_, built next (read only once started)
+  DriftAudit drift_;
+};
+
+}  // namespace ig::controller
