@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
 
 #include <cerrno>
@@ -126,14 +127,23 @@ Result<void> set_random_serial(X509* cert) {
   return {};
 }
 
-Result<void> set_validity(X509* cert, std::chrono::seconds validity) {
+using TimePoint = std::chrono::system_clock::time_point;
+
+Result<void> set_validity(X509* cert, std::chrono::seconds validity, TimePoint issued_at) {
   if (validity.count() <= 0) return fail("certificate validity must be positive");
   if (validity.count() > static_cast<long long>(LONG_MAX) / 2)
     return fail("certificate validity is too long");
-  if (!X509_gmtime_adj(X509_getm_notBefore(cert), -5 * 60) ||
-      !X509_gmtime_adj(X509_getm_notAfter(cert), static_cast<long>(validity.count())))
+  time_t at = std::chrono::system_clock::to_time_t(issued_at);
+  if (!X509_time_adj_ex(X509_getm_notBefore(cert), 0, -static_cast<long>(kNotBeforeBackdate.count()), &at) ||
+      !X509_time_adj_ex(X509_getm_notAfter(cert), 0, static_cast<long>(validity.count()), &at))
     return ssl_error("setting certificate validity");
   return {};
+}
+
+Result<TimePoint> asn1_time_point(const ASN1_TIME* t, const char* what) {
+  std::tm tm{};
+  if (ASN1_TIME_to_tm(t, &tm) != 1) return ssl_error(std::string("decoding ") + what);
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
 }
 
 Result<void> set_common_name(X509* cert, std::string_view cn, bool self_issued) {
@@ -204,15 +214,18 @@ Result<void> add_subject_alt_names(X509* cert, const std::vector<std::string>& d
   return {};
 }
 
-Result<X509Ptr> make_ca(EVP_PKEY* ca_key, std::chrono::seconds validity) {
+Result<X509Ptr> sign_ca(EVP_PKEY* ca_key, std::string_view common_name, std::chrono::seconds validity,
+                        TimePoint issued_at) {
+  if (common_name.empty() || common_name.size() > 64)
+    return fail("a CA common name must have 1 to 64 characters");
   X509Ptr ca(X509_new());
   if (!ca || X509_set_version(ca.get(), X509_VERSION_3) != 1)
     return ssl_error("allocating CA certificate");
   X509* c = ca.get();
   auto built = all_of({
       [&] { return set_random_serial(c); },
-      [&] { return set_validity(c, validity); },
-      [&] { return set_common_name(c, "isolation-gate-ca", true); },
+      [&] { return set_validity(c, validity, issued_at); },
+      [&] { return set_common_name(c, common_name, true); },
       [&]() -> Result<void> {
         if (X509_set_pubkey(c, ca_key) != 1) return ssl_error("setting CA public key");
         return {};
@@ -229,7 +242,7 @@ Result<X509Ptr> make_ca(EVP_PKEY* ca_key, std::chrono::seconds validity) {
 // Signs a leaf for the names with ca/ca_key; fills cert_pem and key_pem.
 Result<void> make_leaf(X509* ca, EVP_PKEY* ca_key, const std::vector<std::string>& dns_names,
                        const std::vector<std::string>& ip_addresses, std::chrono::seconds validity,
-                       CertificateBundle& out) {
+                       TimePoint issued_at, CertificateBundle& out) {
   if (dns_names.empty() && ip_addresses.empty())
     return fail("a serving certificate needs at least one DNS name or IP address (SAN)");
   auto key = make_p256_key();
@@ -243,7 +256,7 @@ Result<void> make_leaf(X509* ca, EVP_PKEY* ca_key, const std::vector<std::string
   X509* l = leaf.get();
   auto built = all_of({
       [&] { return set_random_serial(l); },
-      [&] { return set_validity(l, validity); },
+      [&] { return set_validity(l, validity, issued_at); },
       [&] { return set_common_name(l, cn, false); },
       [&]() -> Result<void> {
         if (X509_set_issuer_name(l, X509_get_subject_name(ca)) != 1 ||
@@ -277,10 +290,11 @@ Result<CertificateBundle> make_serving_chain(const std::vector<std::string>& dns
   ERR_clear_error();
   auto ca_key = make_p256_key();
   if (!ca_key) return fail(ca_key.error());
-  auto ca = make_ca(ca_key->get(), validity);
+  const TimePoint now = std::chrono::system_clock::now();
+  auto ca = sign_ca(ca_key->get(), "isolation-gate-ca", validity, now);
   if (!ca) return fail(ca.error());
   CertificateBundle bundle;
-  if (auto leaf = make_leaf(ca->get(), ca_key->get(), dns_names, ip_addresses, validity, bundle); !leaf)
+  if (auto leaf = make_leaf(ca->get(), ca_key->get(), dns_names, ip_addresses, validity, now, bundle); !leaf)
     return fail(leaf.error());
   auto ca_pem = cert_to_pem(ca->get());
   if (!ca_pem) return fail(ca_pem.error());
@@ -296,6 +310,16 @@ Result<CertificateBundle> make_serving_certificate(const std::string& ca_cert_pe
                                                    const std::vector<std::string>& dns_names,
                                                    const std::vector<std::string>& ip_addresses,
                                                    std::chrono::seconds validity) {
+  return make_serving_certificate(ca_cert_pem, ca_key_pem, dns_names, ip_addresses, validity,
+                                  std::chrono::system_clock::now());
+}
+
+Result<CertificateBundle> make_serving_certificate(const std::string& ca_cert_pem,
+                                                   const std::string& ca_key_pem,
+                                                   const std::vector<std::string>& dns_names,
+                                                   const std::vector<std::string>& ip_addresses,
+                                                   std::chrono::seconds validity,
+                                                   TimePoint issued_at) {
   ERR_clear_error();
   auto ca = cert_from_pem(ca_cert_pem);
   if (!ca) return fail(ca.error());
@@ -304,11 +328,113 @@ Result<CertificateBundle> make_serving_certificate(const std::string& ca_cert_pe
   if (X509_check_private_key(ca->get(), ca_key->get()) != 1)
     return ssl_error("the CA key does not match the CA certificate");
   CertificateBundle bundle;
-  if (auto leaf = make_leaf(ca->get(), ca_key->get(), dns_names, ip_addresses, validity, bundle); !leaf)
+  if (auto leaf = make_leaf(ca->get(), ca_key->get(), dns_names, ip_addresses, validity, issued_at,
+                            bundle);
+      !leaf)
     return fail(leaf.error());
   bundle.ca_cert_pem = ca_cert_pem;
   bundle.ca_key_pem = ca_key_pem;
   return bundle;
+}
+
+Result<CaMaterial> make_ca(std::string_view common_name, std::chrono::seconds validity,
+                           std::optional<TimePoint> issued_at) {
+  ERR_clear_error();
+  auto key = make_p256_key();
+  if (!key) return fail(key.error());
+  auto ca = sign_ca(key->get(), common_name, validity,
+                    issued_at.value_or(std::chrono::system_clock::now()));
+  if (!ca) return fail(ca.error());
+  auto cert_pem = cert_to_pem(ca->get());
+  if (!cert_pem) return fail(cert_pem.error());
+  auto key_pem = key_to_pem(key->get());
+  if (!key_pem) return fail(key_pem.error());
+  return CaMaterial{std::move(*cert_pem), std::move(*key_pem)};
+}
+
+Result<std::vector<CertificateInfo>> read_certificate_bundle(const std::string& pem) {
+  static constexpr std::string_view kBegin = "-----BEGIN CERTIFICATE-----";
+  static constexpr std::string_view kEnd = "-----END CERTIFICATE-----";
+  ERR_clear_error();
+  std::vector<CertificateInfo> out;
+  std::size_t at = 0;
+  while ((at = pem.find(kBegin, at)) != std::string::npos) {
+    const std::size_t end = pem.find(kEnd, at);
+    if (end == std::string::npos)
+      return fail("certificate " + std::to_string(out.size() + 1) + " of the bundle has no END line");
+    const std::string block = pem.substr(at, end + kEnd.size() - at) + "\n";
+    at = end + kEnd.size();
+    auto cert = cert_from_pem(block);
+    if (!cert) return fail("certificate " + std::to_string(out.size() + 1) + " of the bundle: " + cert.error());
+    CertificateInfo info;
+    auto encoded = cert_to_pem(cert->get());
+    if (!encoded) return fail(encoded.error());
+    info.pem = std::move(*encoded);
+    if (BioPtr bio(BIO_new(BIO_s_mem()));
+        bio && X509_NAME_print_ex(bio.get(), X509_get_subject_name(cert->get()), 0,
+                                  XN_FLAG_ONELINE & ~ASN1_STRFLGS_ESC_MSB) >= 0) {
+      char* data = nullptr;
+      const long len = BIO_get_mem_data(bio.get(), &data);
+      info.subject.assign(data, static_cast<std::size_t>(len));
+    }
+    auto serial = certificate_serial_hex(info.pem);
+    if (!serial) return fail(serial.error());
+    info.serial_hex = std::move(*serial);
+    auto nb = asn1_time_point(X509_get0_notBefore(cert->get()), "notBefore");
+    if (!nb) return fail(nb.error());
+    auto na = asn1_time_point(X509_get0_notAfter(cert->get()), "notAfter");
+    if (!na) return fail(na.error());
+    info.not_before = *nb;
+    info.not_after = *na;
+    info.is_ca = X509_check_ca(cert->get()) == 1;
+    out.push_back(std::move(info));
+  }
+  if (out.empty()) return fail("the bundle holds no PEM certificate");
+  ERR_clear_error();
+  return out;
+}
+
+Result<void> verifies(const std::string& leaf_pem, const std::string& ca_bundle_pem,
+                      std::string_view dns_name, TimePoint at_time) {
+  ERR_clear_error();
+  auto leaf = cert_from_pem(leaf_pem);
+  if (!leaf) return fail("the serving certificate: " + leaf.error());
+  auto cas = read_certificate_bundle(ca_bundle_pem);
+  if (!cas) return fail("the CA bundle: " + cas.error());
+  std::unique_ptr<X509_STORE, Deleter<X509_STORE_free>> store(X509_STORE_new());
+  std::unique_ptr<X509_STORE_CTX, Deleter<X509_STORE_CTX_free>> ctx(X509_STORE_CTX_new());
+  if (!store || !ctx) return ssl_error("allocating a certificate store");
+  for (const auto& ca : *cas) {
+    auto c = cert_from_pem(ca.pem);
+    if (!c || X509_STORE_add_cert(store.get(), c->get()) != 1) return ssl_error("adding a CA to the store");
+  }
+  if (X509_STORE_CTX_init(ctx.get(), store.get(), leaf->get(), nullptr) != 1)
+    return ssl_error("initialising verification");
+  X509_VERIFY_PARAM* param = X509_STORE_CTX_get0_param(ctx.get());
+  X509_VERIFY_PARAM_set_time(param, std::chrono::system_clock::to_time_t(at_time));
+  X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_SSL_SERVER);
+  if (X509_VERIFY_PARAM_set1_host(param, dns_name.data(), dns_name.size()) != 1)
+    return ssl_error("setting the host name to verify");
+  if (X509_verify_cert(ctx.get()) != 1) {
+    const int err = X509_STORE_CTX_get_error(ctx.get());
+    ERR_clear_error();
+    return fail("the serving certificate does not verify for " + quote(dns_name) + ": " +
+                X509_verify_cert_error_string(err));
+  }
+  return {};
+}
+
+Result<void> key_matches_certificate(const std::string& cert_pem, const std::string& key_pem) {
+  ERR_clear_error();
+  auto cert = cert_from_pem(cert_pem);
+  if (!cert) return fail(cert.error());
+  auto key = key_from_pem(key_pem);
+  if (!key) return fail(key.error());
+  if (X509_check_private_key(cert->get(), key->get()) != 1) {
+    ERR_clear_error();
+    return fail("the private key does not match the certificate");
+  }
+  return {};
 }
 
 Result<std::chrono::system_clock::time_point> certificate_not_after(const std::string& pem) {
