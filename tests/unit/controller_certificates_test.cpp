@@ -492,6 +492,29 @@ TEST_F(SelfManagedCertificatesTest, CaRotationKeepsEveryServedLeafVerifiableAtEv
   EXPECT_EQ(certs->stats().ca_rotations, 1u);
 }
 
+TEST_F(SelfManagedCertificatesTest, AFewSecondsLifetimeIsRenewedOnTheRealClock) {
+  // No fake clock and the default 5 s re-check: the renewal (2 s into a 3 s
+  // lifetime) must come from the schedule, not from the poll.
+  add_configs();
+  auto o = options();
+  o.clock = {};
+  o.recheck_interval = std::chrono::seconds(5);
+  o.cert_validity = 3s;
+  o.ca_validity = 600s;
+  auto certs = make(o);
+  certs->start();
+  certs->start_leading();
+  ASSERT_TRUE(api.wait_for([&] { return published_locked(); }));
+  const std::string first = field(secret(), "tls.crt");
+  ASSERT_TRUE(api.wait_for([&] {
+    auto s = api.find_locked(kSecretsPath, kSecret);
+    return s && unb64((*s)["data"]["tls.crt"]) != first;
+  }));
+  const std::string renewed = field(secret(), "tls.crt");
+  expect_verifies_for_all_names(renewed, field(secret(), "ca.crt"), std::chrono::system_clock::now());
+  ASSERT_TRUE(eventually([&] { return serving->certificate_pem() == renewed; }));
+}
+
 TEST_F(SelfManagedCertificatesTest, AnEditedCaBundleIsRestored) {
   add_configs();
   auto certs = make(options());
