@@ -394,10 +394,9 @@ void SelfManagedCertificates::on_secret_changed() {
     }
   }
   if (crt.empty() || key.empty()) return;
-  if (serving_.certificate_pem() == crt && loaded()) return;
   {
     std::lock_guard lock(state_mu_);
-    if (last_tried_pair_ == crt + key) return;  // reported once
+    if (last_tried_pair_ == crt + key) return;  // served already, or reported once
     last_tried_pair_ = crt + key;
   }
   if (auto replaced = serving_.replace_pem(crt, key); !replaced) {
@@ -486,6 +485,10 @@ void SelfManagedCertificates::leader_loop() {
     } catch (const std::exception& e) {  // allocation failure, a malformed object
       note_error(std::string("certificates: leader pass failed: ") + e.what());
       next = now() + options_.recheck_interval;
+    }
+    {
+      std::lock_guard lock(state_mu_);
+      ++stats_.leader_passes;
     }
     auto delay = std::chrono::duration_cast<std::chrono::milliseconds>(next - now());
     delay = std::clamp(delay, std::chrono::milliseconds(0), options_.recheck_interval);
@@ -614,7 +617,8 @@ TimePoint SelfManagedCertificates::leader_pass() {
     } else {
       json body = *working_secret_;
       if (!body.contains("data") || !body["data"].is_object()) body["data"] = json::object();
-      for (auto& [k, v] : secret_data(*plan).items()) body["data"][k] = v;
+      const json data = secret_data(*plan);
+      for (const auto& [k, v] : data.items()) body["data"][k] = v;
       written = client_.update(secret_path, body, options_.request_timeout);
     }
     if (!written) {

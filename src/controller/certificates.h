@@ -110,6 +110,7 @@ struct CertificateStats {
   std::uint64_t secret_writes = 0;   // Secret creates and updates that succeeded
   std::uint64_t reloads = 0;         // serving certificates taken from the Secret
   std::uint64_t errors = 0;
+  std::uint64_t leader_passes = 0;   // leader passes completed (tests wait on it)
 };
 
 class SelfManagedCertificates {
@@ -175,7 +176,7 @@ class SelfManagedCertificates {
   mutable std::mutex state_mu_;  // guards the fields below up to leader_*
   CertificateStats stats_;
   std::string last_error_;
-  std::string last_tried_pair_;  // tls.crt + tls.key last handed to replace_pem
+  std::string last_tried_pair_;  // tls.crt + tls.key last handed to replace_pem (served if it loaded)
   std::optional<std::chrono::system_clock::time_point> ca_not_after_;
 
   std::mutex lifecycle_mu_;  // serialises start/stop/start_leading/stop_leading

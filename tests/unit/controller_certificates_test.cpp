@@ -1,0 +1,625 @@
+// Self-managed webhook certificates (src/controller/certificates.h) over an
+// in-memory API holding the Secret and both webhook configurations: GET,
+// create, conditional update (409 on a stale resourceVersion, and injected
+// conflicts), JSON and merge PATCH, list/watch with a field selector. Time is
+// a fake clock; every wait is bounded and on a condition.
+#include "controller/certificates.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+
+#include "admission/review.h"
+#include "kube/tls_material.h"
+#include "tls/certificates.h"
+
+namespace ig::controller {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+using TimePoint = std::chrono::system_clock::time_point;
+
+constexpr const char* kNs = "gate-ns";
+constexpr const char* kSecret = "gate-tls";
+constexpr const char* kConfig = "isolation-gate";
+constexpr const char* kService = "gate-svc";
+
+std::string b64(const std::string& s) { return admission::base64_encode(s); }
+std::string unb64(const json& v) {
+  if (!v.is_string()) return {};
+  auto d = kube::decode_base64(v.get<std::string>(), "test");
+  return d ? *d : std::string{};
+}
+
+class FakeClock {
+ public:
+  FakeClock() : now_(std::chrono::system_clock::now()) {}
+  TimePoint now() const {
+    std::lock_guard lock(mu_);
+    return now_;
+  }
+  void advance(std::chrono::seconds d) {
+    std::lock_guard lock(mu_);
+    now_ += d;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  TimePoint now_;
+};
+
+class PushStream final : public kube::WatchStream {
+ public:
+  explicit PushStream(std::string name) : name(std::move(name)) {}
+  kube::ApiResult<std::optional<kube::WatchEvent>> next() override {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return stopped_ || !events_.empty(); });
+    if (stopped_) return std::optional<kube::WatchEvent>{};
+    auto e = events_.front();
+    events_.pop_front();
+    return std::optional<kube::WatchEvent>(std::move(e));
+  }
+  void stop() noexcept override {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    cv_.notify_all();
+  }
+  void push(kube::WatchEvent e) {
+    std::lock_guard lock(mu_);
+    events_.push_back(std::move(e));
+    cv_.notify_all();
+  }
+  const std::string name;  // the field selector's metadata.name
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<kube::WatchEvent> events_;
+  bool stopped_ = false;
+};
+
+// What the reflector owns; the API keeps the stream alive after the
+// reflector lets it go (it may still push to it).
+class StreamHandle final : public kube::WatchStream {
+ public:
+  explicit StreamHandle(std::shared_ptr<PushStream> s) : s_(std::move(s)) {}
+  kube::ApiResult<std::optional<kube::WatchEvent>> next() override { return s_->next(); }
+  void stop() noexcept override { s_->stop(); }
+
+ private:
+  std::shared_ptr<PushStream> s_;
+};
+
+// Objects by collection path and name; every change goes to the open watches.
+class FakeApi final : public kube::Client {
+ public:
+  // Runs under the API's lock after every change (the invariant checks).
+  std::function<void(FakeApi&)> on_change;
+  int conflicts_to_inject = 0;  // the next N Secret updates: someone else wrote first
+  std::map<std::string, int> writes;  // "create secrets", "update secrets", "patch ..." -> count
+
+  static std::string split_collection(std::string_view path, std::string* name) {
+    const auto slash = path.rfind('/');
+    *name = std::string(path.substr(slash + 1));
+    return std::string(path.substr(0, slash));
+  }
+
+  kube::ApiResult<json> get(std::string_view path, std::chrono::milliseconds) override {
+    std::lock_guard lock(mu_);
+    std::string name;
+    const auto coll = split_collection(path, &name);
+    auto it = objects_[coll].find(name);
+    if (it == objects_[coll].end()) return error(404, "GET", path);
+    return it->second;
+  }
+  kube::ApiResult<kube::ListPage> list(std::string_view path, const kube::ListOptions& o) override {
+    std::lock_guard lock(mu_);
+    kube::ListPage page;
+    const std::string want = selected_name(o.field_selector);
+    for (const auto& [name, obj] : objects_[std::string(path)])
+      if (want.empty() || want == name) page.items.push_back(obj);
+    page.resource_version = std::to_string(rv_);
+    return page;
+  }
+  kube::ApiResult<std::unique_ptr<kube::WatchStream>> watch(std::string_view path,
+                                                            const kube::WatchOptions& o) override {
+    auto stream = std::make_shared<PushStream>(selected_name(o.field_selector));
+    std::lock_guard lock(mu_);
+    streams_[std::string(path)].push_back(stream);
+    return std::unique_ptr<kube::WatchStream>(std::make_unique<StreamHandle>(stream));
+  }
+  kube::ApiResult<json> create(std::string_view path, const json& body) override {
+    std::lock_guard lock(mu_);
+    ++writes["create " + last_segment(path)];
+    const std::string name = body["metadata"]["name"];
+    if (objects_[std::string(path)].count(name)) return error(409, "POST", path);
+    return store(std::string(path), body, kube::WatchEvent::Type::Added);
+  }
+  kube::ApiResult<json> update(std::string_view path, const json& body, std::chrono::milliseconds) override {
+    std::lock_guard lock(mu_);
+    std::string name;
+    const auto coll = split_collection(path, &name);
+    ++writes["update " + last_segment(coll)];
+    auto it = objects_[coll].find(name);
+    if (it == objects_[coll].end()) return error(404, "PUT", path);
+    if (conflicts_to_inject > 0) {
+      --conflicts_to_inject;
+      json other = it->second;
+      other["metadata"]["annotations"]["someone/else"] = std::to_string(rv_);
+      store(coll, other, kube::WatchEvent::Type::Modified);
+      return error(409, "PUT", path);
+    }
+    const auto& rv = body["metadata"]["resourceVersion"];
+    if (rv.is_string() && rv != it->second["metadata"]["resourceVersion"]) return error(409, "PUT", path);
+    return store(coll, body, kube::WatchEvent::Type::Modified);
+  }
+  kube::ApiResult<json> patch(std::string_view path, kube::PatchType type, const json& body) override {
+    std::lock_guard lock(mu_);
+    std::string name;
+    const auto coll = split_collection(path, &name);
+    ++writes["patch " + last_segment(coll)];
+    auto it = objects_[coll].find(name);
+    if (it == objects_[coll].end()) return error(404, "PATCH", path);
+    json patched = it->second;
+    try {
+      if (type == kube::PatchType::Json) {
+        patched = patched.patch(body);
+      } else {
+        patched.merge_patch(body);
+      }
+    } catch (const std::exception& e) {
+      return error(422, "PATCH", path);
+    }
+    return store(coll, patched, kube::WatchEvent::Type::Modified);
+  }
+
+  // Test-side access.
+  void put(const std::string& coll, json obj) {
+    std::lock_guard lock(mu_);
+    store(coll, std::move(obj), kube::WatchEvent::Type::Added);
+  }
+  std::optional<json> find(const std::string& coll, const std::string& name) {
+    std::lock_guard lock(mu_);
+    return find_locked(coll, name);
+  }
+  std::optional<json> find_locked(const std::string& coll, const std::string& name) {
+    auto it = objects_[coll].find(name);
+    if (it == objects_[coll].end()) return std::nullopt;
+    return it->second;
+  }
+  int write_count(const std::string& key) {
+    std::lock_guard lock(mu_);
+    return writes[key];
+  }
+  // Waits (bounded) until pred() holds under the lock.
+  bool wait_for(const std::function<bool()>& pred, std::chrono::seconds limit = 20s) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, limit, pred);
+  }
+  void notify() { cv_.notify_all(); }
+
+ private:
+  static std::string last_segment(std::string_view path) {
+    return std::string(path.substr(path.rfind('/') + 1));
+  }
+  static std::string selected_name(const std::string& selector) {
+    const std::string prefix = "metadata.name=";
+    return selector.rfind(prefix, 0) == 0 ? selector.substr(prefix.size()) : std::string{};
+  }
+  kube::ApiError error(int code, std::string_view verb, std::string_view path) {
+    kube::ApiError e;
+    e.code = code;
+    e.message = std::string(verb) + " " + std::string(path) + ": " + std::to_string(code);
+    return e;
+  }
+  json store(const std::string& coll, json obj, kube::WatchEvent::Type type) {
+    obj["metadata"]["resourceVersion"] = std::to_string(++rv_);
+    const std::string name = obj["metadata"]["name"];
+    objects_[coll][name] = obj;
+    for (auto& s : streams_[coll])
+      if (s->name.empty() || s->name == name) s->push({type, obj});
+    if (on_change) on_change(*this);
+    cv_.notify_all();
+    return obj;
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::uint64_t rv_ = 100;
+  std::map<std::string, std::map<std::string, json>> objects_;
+  std::map<std::string, std::vector<std::shared_ptr<PushStream>>> streams_;
+};
+
+const std::string kSecretsPath = kube::collection_path(kSecrets, kNs);
+const std::string kMutatingPath = kube::collection_path(kMutatingWebhookConfigurations);
+const std::string kValidatingPath = kube::collection_path(kValidatingWebhookConfigurations);
+
+json webhook_config(const char* kind, std::vector<std::string> hooks) {
+  json c = {{"apiVersion", "admissionregistration.k8s.io/v1"},
+            {"kind", kind},
+            {"metadata", {{"name", kConfig}}},
+            {"webhooks", json::array()}};
+  for (const auto& h : hooks)
+    c["webhooks"].push_back({{"name", h}, {"clientConfig", {{"service", {{"name", kService}, {"namespace", kNs}}}}}});
+  return c;
+}
+
+std::vector<std::string> ca_bundles(const std::optional<json>& config) {
+  std::vector<std::string> out;
+  if (!config) return out;
+  for (const auto& w : (*config)["webhooks"]) out.push_back(w["clientConfig"].value("caBundle", std::string{}));
+  return out;
+}
+
+struct SelfManagedCertificatesTest : ::testing::Test {
+  FakeApi api;
+  FakeClock clock;
+  std::unique_ptr<tls::ReloadingTlsContext> serving;
+  std::string throwaway_pem;
+  const std::vector<std::string> names = config::service_dns_names(kService, kNs);
+
+  void SetUp() override {
+    auto chain = tls::make_serving_chain({"localhost"}, {}, 1h);
+    ASSERT_TRUE(chain);
+    throwaway_pem = chain->cert_pem;
+    auto ctx = tls::ReloadingTlsContext::from_pem(chain->cert_pem, chain->key_pem, {});
+    ASSERT_TRUE(ctx);
+    serving = std::move(*ctx);
+  }
+  void add_configs() {
+    api.put(kMutatingPath, webhook_config("MutatingWebhookConfiguration", {"mutate.pods", "mutate.other"}));
+    api.put(kValidatingPath, webhook_config("ValidatingWebhookConfiguration",
+                                            {"validate.pods", "validate.workloads", "validate.components"}));
+  }
+  CertificateOptions options() {
+    CertificateOptions o;
+    o.ns = kNs;
+    o.secret_name = kSecret;
+    o.webhook_config_name = kConfig;
+    o.service_name = kService;
+    o.recheck_interval = 20ms;
+    o.backoff.initial = 5ms;
+    o.backoff.max = 20ms;
+    o.clock = [this] { return clock.now(); };
+    return o;
+  }
+  std::unique_ptr<SelfManagedCertificates> make(CertificateOptions o) {
+    return std::make_unique<SelfManagedCertificates>(api, *serving, std::move(o));
+  }
+  std::optional<json> secret() { return api.find(kSecretsPath, kSecret); }
+  static std::string field(const std::optional<json>& s, const char* key) {
+    if (!s || !s->contains("data") || !(*s)["data"].contains(key)) return {};
+    return unb64((*s)["data"][key]);
+  }
+  // The Secret exists and every webhook of both configurations carries its ca.crt.
+  bool published_locked() {
+    auto s = api.find_locked(kSecretsPath, kSecret);
+    if (!s) return false;
+    const std::string want = (*s)["data"].value("ca.crt", std::string{});
+    if (want.empty()) return false;
+    for (const auto* path : {&kMutatingPath, &kValidatingPath})
+      for (const auto& b : ca_bundles(api.find_locked(*path, kConfig)))
+        if (b != want) return false;
+    return true;
+  }
+  // Bounded wait for a condition that needs no API lock.
+  static bool eventually(const std::function<bool()>& pred, std::chrono::seconds limit = 20s) {
+    std::mutex m;
+    std::condition_variable cv;
+    std::unique_lock lock(m);
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!pred()) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      cv.wait_for(lock, 5ms);
+    }
+    return true;
+  }
+  // Waits until the leader has finished `n` more passes (each started after this call).
+  static bool passes(SelfManagedCertificates& c, std::uint64_t n) {
+    const auto start = c.stats().leader_passes;
+    return eventually([&] { return c.stats().leader_passes >= start + n; });
+  }
+  void expect_verifies_for_all_names(const std::string& leaf, const std::string& bundle, TimePoint at) {
+    for (const auto& n : names) {
+      auto v = tls::verifies(leaf, bundle, n, at);
+      EXPECT_TRUE(v) << n << ": " << (v ? "" : v.error());
+    }
+  }
+};
+
+TEST_F(SelfManagedCertificatesTest, BootstrapCreatesTheSecretAndFillsEveryCaBundle) {
+  add_configs();
+  auto certs = make(options());
+  certs->start();
+  EXPECT_FALSE(certs->loaded());
+  certs->start_leading();
+  ASSERT_TRUE(api.wait_for([&] { return published_locked(); }));
+  ASSERT_TRUE(eventually([&] { return certs->loaded(); }));
+
+  const auto s = secret();
+  ASSERT_TRUE(s);
+  EXPECT_EQ((*s)["type"], "kubernetes.io/tls");
+  const std::string crt = field(s, "tls.crt"), key = field(s, "tls.key"), ca = field(s, "ca.crt"),
+                    ca_key = field(s, "ca.key");
+  ASSERT_FALSE(crt.empty());
+  EXPECT_TRUE(tls::key_matches_certificate(crt, key));
+  EXPECT_TRUE(tls::key_matches_certificate(ca, ca_key));
+  expect_verifies_for_all_names(crt, ca, clock.now());
+  EXPECT_EQ(api.write_count("create secrets"), 1);
+  // Every webhook of both configurations: 2 + 3.
+  EXPECT_EQ(ca_bundles(api.find(kMutatingPath, kConfig)).size(), 2u);
+  EXPECT_EQ(ca_bundles(api.find(kValidatingPath, kConfig)).size(), 3u);
+  // Counted just after the patch answers: wait for the count, then check it.
+  ASSERT_TRUE(eventually([&] { return certs->stats().bundle_repairs >= 5; }));
+  EXPECT_EQ(certs->stats().bundle_repairs, 5u);
+  EXPECT_EQ(serving->certificate_pem(), crt);
+
+  std::string text;
+  prometheus::TextWriter w(text);
+  certs->write_metrics(w);
+  EXPECT_NE(text.find("isolation_gate_certificate_expiry_seconds{certificate=\"serving\"}"), std::string::npos);
+  EXPECT_NE(text.find("isolation_gate_certificate_expiry_seconds{certificate=\"ca\"}"), std::string::npos);
+  EXPECT_NE(text.find("isolation_gate_certificate_rotations_total{certificate=\"serving\"} 0"), std::string::npos);
+  EXPECT_NE(text.find("isolation_gate_ca_bundle_repairs_total 5"), std::string::npos) << text;
+  certs->stop();
+  EXPECT_FALSE(certs->leading());
+}
+
+TEST_F(SelfManagedCertificatesTest, ANewLeaderKeepsAValidSecret) {
+  add_configs();
+  {
+    auto first = make(options());
+    first->start();
+    first->start_leading();
+    ASSERT_TRUE(api.wait_for([&] { return published_locked(); }));
+    first->stop();
+  }
+  const auto before = secret();
+  auto second = make(options());
+  second->start();
+  second->start_leading();
+  ASSERT_TRUE(eventually([&] { return second->loaded(); }));
+  // Edit a caBundle away: its repair proves the new leader has made whole passes.
+  ASSERT_TRUE(api.patch(kube::object_path(kValidatingWebhookConfigurations, "", kConfig), kube::PatchType::Json,
+                        json::parse(R"([{"op":"replace","path":"/webhooks/1/clientConfig/caBundle","value":""}])")));
+  ASSERT_TRUE(api.wait_for([&] { return published_locked(); }));
+  ASSERT_TRUE(passes(*second, 2));
+  const auto after = secret();
+  EXPECT_EQ((*after)["metadata"]["resourceVersion"], (*before)["metadata"]["resourceVersion"]);
+  EXPECT_EQ(api.write_count("create secrets"), 1);
+  EXPECT_EQ(api.write_count("update secrets"), 0);
+  EXPECT_EQ(serving->certificate_pem(), field(after, "tls.crt"));
+}
+
+TEST_F(SelfManagedCertificatesTest, ServingCertificateIsRenewedAtTwoThirdsOfItsLifetime) {
+  add_configs();
+  auto o = options();
+  o.cert_validity = 30s;
+  o.ca_validity = 3000s;
+  auto certs = make(o);
+  certs->start();
+  certs->start_leading();
+  ASSERT_TRUE(api.wait_for([&] { return published_locked(); }));
+  const std::string first_leaf = field(secret(), "tls.crt");
+  const std::string ca = field(secret(), "ca.crt");
+  auto leaf_info = tls::read_certificate_bundle(first_leaf);
+  ASSERT_TRUE(leaf_info);
+  EXPECT_EQ(leaf_info->front().not_after, std::chrono::floor<std::chrono::seconds>(clock.now()) + 30s);
+
+  clock.advance(19s);  // before two thirds (20 s): kept
+  ASSERT_TRUE(passes(*certs, 3));
+  EXPECT_EQ(field(secret(), "tls.crt"), first_leaf);
+
+  clock.advance(2s);  // past two thirds
+  ASSERT_TRUE(api.wait_for([&] {
+    auto s = api.find_locked(kSecretsPath, kSecret);
+    return s && unb64((*s)["data"]["tls.crt"]) != first_leaf;
+  }));
+  const std::string renewed = field(secret(), "tls.crt");
+  EXPECT_EQ(field(secret(), "ca.crt"), ca);  // signed by the same CA
+  expect_verifies_for_all_names(renewed, ca, clock.now());
+  EXPECT_EQ(certs->stats().leaf_rotations, 1u);
+  EXPECT_EQ(certs->stats().ca_rotations, 0u);
+  ASSERT_TRUE(eventually([&] { return serving->certificate_pem() == renewed; }));
+}
+
+TEST_F(SelfManagedCertificatesTest, CaRotationKeepsEveryServedLeafVerifiableAtEveryStep) {
+  add_configs();
+  std::vector<std::string> violations;
+  std::size_t most_cas = 0;
+  std::vector<std::string> leaves_seen;
+  api.on_change = [&](FakeApi& a) {
+    auto s = a.find_locked(kSecretsPath, kSecret);
+    if (!s) return;
+    const std::string leaf = unb64((*s)["data"]["tls.crt"]);
+    const std::string ca = unb64((*s)["data"]["ca.crt"]);
+    if (auto cas = tls::read_certificate_bundle(ca); cas) most_cas = std::max(most_cas, cas->size());
+    if (leaves_seen.empty() || leaves_seen.back() != leaf) leaves_seen.push_back(leaf);
+    // What the API server trusts (every non-empty caBundle) must verify
+    // what the Secret says to serve, and what this replica serves now.
+    const std::string served = serving->certificate_pem();
+    for (const auto* path : {&kMutatingPath, &kValidatingPath}) {
+      for (const auto& bundle_b64 : ca_bundles(a.find_locked(*path, kConfig))) {
+        if (bundle_b64.empty()) continue;  // bootstrap: nothing published yet
+        const std::string bundle = unb64(bundle_b64);
+        for (const std::string* cert : {&leaf, &served}) {
+          if (*cert == throwaway_pem) continue;
+          if (auto v = tls::verifies(*cert, bundle, names.back(), clock.now()); !v)
+            violations.push_back(*path + ": " + v.error());
+        }
+      }
+    }
+  };
+  api.conflicts_to_inject = 2;
+  auto o = options();
+  o.ca_validity = 90s;
+  o.cert_validity = 60s;
+  o.rotation_grace = 3s;  // capped at 6 s (a tenth of 60 s): 3 s
+  auto certs = make(o);
+  certs->start();
+  certs->start_leading();
+  ASSERT_TRUE(api.wait_for([&] { return published_locked(); }));
+  const std::string first_ca = field(secret(), "ca.crt");
+
+  // Step the clock a second at a time, letting the leader finish passes in
+  // between, until the old CA has been rotated out.
+  bool rotated_out = false;
+  for (int step = 0; step < 200 && !rotated_out; ++step) {
+    clock.advance(1s);
+    ASSERT_TRUE(passes(*certs, 2));
+    ASSERT_TRUE(eventually([&] { return serving->certificate_pem() == field(secret(), "tls.crt"); }));
+    const std::string ca = field(secret(), "ca.crt");
+    auto cas = tls::read_certificate_bundle(ca);
+    ASSERT_TRUE(cas);
+    rotated_out = certs->stats().ca_rotations >= 1 && cas->size() == 1 && ca != first_ca;
+  }
+  ASSERT_TRUE(rotated_out);
+  ASSERT_TRUE(api.wait_for([&] { return published_locked() && api.conflicts_to_inject == 0; }));
+  certs->stop();  // the hook's records are read below without the API's lock
+  EXPECT_TRUE(violations.empty()) << violations.size() << " violations, first: " << violations.front();
+  EXPECT_EQ(most_cas, 2u);  // old + new were published together
+  const std::string new_ca = field(secret(), "ca.crt");
+  const std::string leaf = field(secret(), "tls.crt");
+  expect_verifies_for_all_names(leaf, new_ca, clock.now());
+  EXPECT_FALSE(tls::verifies(leaf, first_ca, names.front(), clock.now()));
+  EXPECT_TRUE(tls::key_matches_certificate(new_ca, field(secret(), "ca.key")));
+  EXPECT_GE(leaves_seen.size(), 3u);  // first, renewed, switched to the new CA
+  EXPECT_EQ(certs->stats().ca_rotations, 1u);
+}
+
+TEST_F(SelfManagedCertificatesTest, AFewSecondsLifetimeIsRenewedOnTheRealClock) {
+  // No fake clock and the default 5 s re-check: the renewal (2 s into a 3 s
+  // lifetime) must come from the schedule, not from the poll.
+  add_configs();
+  auto o = options();
+  o.clock = {};
+  o.recheck_interval = std::chrono::seconds(5);
+  o.cert_validity = 3s;
+  o.ca_validity = 600s;
+  auto certs = make(o);
+  certs->start();
+  certs->start_leading();
+  ASSERT_TRUE(api.wait_for([&] { return published_locked(); }));
+  const std::string first = field(secret(), "tls.crt");
+  ASSERT_TRUE(api.wait_for([&] {
+    auto s = api.find_locked(kSecretsPath, kSecret);
+    return s && unb64((*s)["data"]["tls.crt"]) != first;
+  }));
+  const std::string renewed = field(secret(), "tls.crt");
+  expect_verifies_for_all_names(renewed, field(secret(), "ca.crt"), std::chrono::system_clock::now());
+  ASSERT_TRUE(eventually([&] { return serving->certificate_pem() == renewed; }));
+}
+
+TEST_F(SelfManagedCertificatesTest, AnEditedCaBundleIsRestored) {
+  add_configs();
+  auto certs = make(options());
+  certs->start();
+  certs->start_leading();
+  ASSERT_TRUE(api.wait_for([&] { return published_locked(); }));
+  const auto repairs = certs->stats().bundle_repairs;
+  ASSERT_TRUE(api.patch(kube::object_path(kMutatingWebhookConfigurations, "", kConfig), kube::PatchType::Merge,
+                        json::parse(R"({"webhooks":[{"name":"mutate.pods","clientConfig":{"caBundle":"Zm9v"}},
+                                                     {"name":"mutate.other","clientConfig":{}}]})")));
+  ASSERT_TRUE(api.wait_for([&] { return published_locked(); }));
+  ASSERT_TRUE(eventually([&] { return certs->stats().bundle_repairs >= repairs + 2; }));
+  EXPECT_EQ(certs->stats().bundle_repairs, repairs + 2);
+  std::string text;
+  prometheus::TextWriter w(text);
+  certs->write_metrics(w);
+  EXPECT_NE(text.find("isolation_gate_ca_bundle_repairs_total " + std::to_string(repairs + 2)), std::string::npos);
+}
+
+TEST_F(SelfManagedCertificatesTest, AMissingConfigurationIsWaitedForThenFilled) {
+  api.put(kValidatingPath, webhook_config("ValidatingWebhookConfiguration", {"validate.pods"}));
+  std::mutex log_mu;
+  int waiting_logs = 0;
+  auto o = options();
+  o.log = [&](std::string_view, std::string_view m) {
+    if (m.find("waiting for the MutatingWebhookConfiguration") != std::string_view::npos) {
+      std::lock_guard lock(log_mu);
+      ++waiting_logs;
+    }
+  };
+  auto certs = make(o);
+  certs->start();
+  certs->start_leading();
+  ASSERT_TRUE(api.wait_for([&] { return published_locked(); }));
+  ASSERT_TRUE(passes(*certs, 5));
+  {
+    std::lock_guard lock(log_mu);
+    EXPECT_EQ(waiting_logs, 1);
+  }
+  EXPECT_EQ(certs->stats().errors, 0u) << certs->last_error();
+  api.put(kMutatingPath, webhook_config("MutatingWebhookConfiguration", {"mutate.pods"}));
+  ASSERT_TRUE(api.wait_for([&] {
+    auto b = ca_bundles(api.find_locked(kMutatingPath, kConfig));
+    return !b.empty() && !b[0].empty() && published_locked();
+  }));
+}
+
+TEST_F(SelfManagedCertificatesTest, ANonLeaderHotReloadsTheSecretsCertificate) {
+  add_configs();
+  auto chain = tls::make_serving_chain(names, {}, 1h);
+  ASSERT_TRUE(chain);
+  auto secret_of = [](const tls::CertificateBundle& b) {
+    return json{{"apiVersion", "v1"},
+                {"kind", "Secret"},
+                {"metadata", {{"name", kSecret}, {"namespace", kNs}}},
+                {"type", "kubernetes.io/tls"},
+                {"data",
+                 {{"tls.crt", b64(b.cert_pem)},
+                  {"tls.key", b64(b.key_pem)},
+                  {"ca.crt", b64(b.ca_cert_pem)},
+                  {"ca.key", b64(b.ca_key_pem)}}}};
+  };
+  api.put(kSecretsPath, secret_of(*chain));
+  // Another Secret in the namespace is not looked at.
+  api.put(kSecretsPath, json{{"metadata", {{"name", "other"}, {"namespace", kNs}}}, {"data", json::object()}});
+  auto certs = make(options());
+  certs->start();
+  ASSERT_TRUE(eventually([&] { return certs->loaded(); }));
+  EXPECT_EQ(serving->certificate_pem(), chain->cert_pem);
+  const auto reloads = serving->reload_count();
+
+  auto renewed = tls::make_serving_certificate(chain->ca_cert_pem, chain->ca_key_pem, names, {}, 1h);
+  ASSERT_TRUE(renewed);
+  api.put(kSecretsPath, secret_of(*renewed));
+  ASSERT_TRUE(eventually([&] { return serving->certificate_pem() == renewed->cert_pem; }));
+  EXPECT_EQ(serving->reload_count(), reloads + 1);
+
+  // A pair that does not match keeps the current certificate.
+  auto broken = *renewed;
+  broken.key_pem = chain->key_pem;
+  api.put(kSecretsPath, secret_of(broken));
+  ASSERT_TRUE(eventually([&] { return certs->stats().errors >= 1; }));
+  EXPECT_EQ(serving->certificate_pem(), renewed->cert_pem);
+  EXPECT_FALSE(certs->leading());
+  EXPECT_EQ(api.write_count("update secrets"), 0);
+  EXPECT_EQ(api.write_count("patch mutatingwebhookconfigurations"), 0);
+  EXPECT_EQ(certs->stats().leader_passes, 0u);
+  certs->stop();
+}
+
+TEST_F(SelfManagedCertificatesTest, StopLeadingJoinsAndLeadingAgainResumes) {
+  add_configs();
+  auto certs = make(options());
+  certs->start();
+  certs->start_leading();
+  ASSERT_TRUE(api.wait_for([&] { return published_locked(); }));
+  certs->stop_leading();
+  EXPECT_FALSE(certs->leading());
+  const auto passes_after_stop = certs->stats().leader_passes;
+  EXPECT_TRUE(certs->loaded());  // still serving: only the writes stopped
+  certs->start_leading();
+  ASSERT_TRUE(passes(*certs, 2));
+  EXPECT_GT(certs->stats().leader_passes, passes_after_stop);
+  EXPECT_EQ(api.write_count("create secrets"), 1);
+}
+
+}  // namespace
+}  // namespace ig::controller
