@@ -589,10 +589,10 @@ TimePoint SelfManagedCertificates::leader_pass() {
       // confirmation); an empty ca.crt is never published.
       if (!in.ca_crt->empty()) sync_bundles(admission::base64_encode(*in.ca_crt));
     }
-    const std::optional<TimePoint> confirmed =
-        in.exists && confirmed_bundle_ == admission::base64_encode(in.ca_crt.value_or(""))
-            ? confirmed_since_
-            : std::nullopt;
+    std::optional<TimePoint> confirmed;  // (a ?: here makes GCC 12 -O2 warn maybe-uninitialized)
+    if (in.exists && confirmed_bundle_ == admission::base64_encode(in.ca_crt.value_or(""))) {
+      confirmed = confirmed_since_;
+    }
     auto plan = plan_secret(in, now(), confirmed, grace, options_, dns_names_);
     if (!plan) {
       note_error("certificates: " + plan.error());

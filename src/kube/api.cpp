@@ -1,5 +1,8 @@
 #include "kube/api.h"
 
+#include <cstdio>
+#include <ctime>
+
 namespace ig::kube {
 namespace {
 
@@ -45,6 +48,24 @@ std::string object_path(const Resource& r, std::string_view ns, std::string_view
   out.append("/").append(escape_segment(name));
   if (!subresource.empty()) out.append("/").append(escape_segment(subresource));
   return out;
+}
+
+std::string format_micro_time(std::chrono::system_clock::time_point t) {
+  using namespace std::chrono;
+  const auto us = duration_cast<microseconds>(t.time_since_epoch()).count();
+  long long secs = us / 1'000'000;
+  long long frac = us % 1'000'000;
+  if (frac < 0) {
+    frac += 1'000'000;
+    secs -= 1;
+  }
+  const std::time_t tt = static_cast<std::time_t>(secs);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+  return buf;
 }
 
 }  // namespace ig::kube

@@ -63,6 +63,10 @@ std::string collection_path(const Resource& r, std::string_view ns = {});
 std::string object_path(const Resource& r, std::string_view ns, std::string_view name,
                         std::string_view subresource = {});
 
+// A metav1.MicroTime: RFC 3339 in UTC with microseconds,
+// "2026-12-02T21:00:00.123456Z" (Lease renewTime, Event eventTime).
+std::string format_micro_time(std::chrono::system_clock::time_point t);
+
 // RFC 3986 percent-encoding of everything but the unreserved characters
 // (A-Z a-z 0-9 - . _ ~): for query values and path segments.
 std::string percent_encode(std::string_view s);

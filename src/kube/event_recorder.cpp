@@ -90,23 +90,6 @@ json reference_json(const ObjectReference& r) {
 
 }  // namespace
 
-std::string format_micro_time(std::chrono::system_clock::time_point t) {
-  using namespace std::chrono;
-  const auto us = duration_cast<microseconds>(t.time_since_epoch()).count();
-  long long secs = us / 1'000'000;
-  long long frac = us % 1'000'000;
-  if (frac < 0) {
-    frac += 1'000'000;
-    secs -= 1;
-  }
-  const std::time_t tt = static_cast<std::time_t>(secs);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
-  return buf;
-}
 
 std::shared_ptr<EventClock> EventClock::real() {
   static const std::shared_ptr<EventClock> kClock = std::make_shared<RealEventClock>();

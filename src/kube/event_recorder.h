@@ -136,8 +136,6 @@ struct EventRecorderStats {
   std::uint64_t series = 0;                // keys in the dedup cache now (gauge)
 };
 
-// "2024-05-01T12:03:04.123456Z"
-std::string format_micro_time(std::chrono::system_clock::time_point t);
 
 // The Resource of events.k8s.io/v1 Events.
 inline constexpr Resource kEventsV1{"events.k8s.io", "v1", "events", "Event", true};
