@@ -101,7 +101,7 @@ std::shared_ptr<EventClock> EventClock::real() {
 struct EventRecorder::State {
   struct Series {
     std::string object_key;
-    EventSpec spec;                 // the latest occurrence (its note is the Event's note)
+    EventSpec spec;                 // the latest occurrence's (a new Event takes its note)
     std::string event_namespace;
     std::string event_name;         // of the live Event, or of the one to create
     WallTime event_time{};          // the first occurrence
@@ -151,6 +151,8 @@ EventRecorder::EventRecorder(Client& client, EventRecorderOptions options)
       options_(std::move(options)),
       clock_(options_.clock ? options_.clock : EventClock::real()),
       state_(std::make_unique<State>()) {
+  if (options_.reporting_instance.size() > kMaxEventField)
+    options_.reporting_instance = cut_utf8(options_.reporting_instance, kMaxEventField);
   options_.queue_capacity = std::max<std::size_t>(1, options_.queue_capacity);
   options_.object_burst = std::max(1, options_.object_burst);
   options_.global_burst = std::max(1, options_.global_burst);
@@ -167,6 +169,7 @@ EventRecorder::~EventRecorder() { stop(); }
 bool EventRecorder::record(EventSpec spec) noexcept {
   try {
     const bool valid = !spec.regarding.name.empty() && !spec.reason.empty() && !spec.action.empty() &&
+                       spec.reason.size() <= kMaxEventField && spec.action.size() <= kMaxEventField &&
                        (spec.type == "Normal" || spec.type == "Warning");
     if (!valid) {
       std::lock_guard lock(mu_);
@@ -418,9 +421,10 @@ void EventRecorder::run() {
         } else {
           verb = "PATCH";
           path = object_path(kEventsV1, x.event_namespace, x.event_name);
+          // series only: every other field of an events.k8s.io/v1 Event is
+          // immutable (ValidateEventUpdate; the note included).
           const json patch = {
-              {"series", {{"count", count}, {"lastObservedTime", format_micro_time(x.last_observed)}}},
-              {"note", x.spec.note}};
+              {"series", {{"count", count}, {"lastObservedTime", format_micro_time(x.last_observed)}}}};
           r = client_.patch(path, PatchType::Merge, patch);
         }
       } catch (const std::exception& e) {

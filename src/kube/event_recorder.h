@@ -12,10 +12,15 @@
 //                           object's, "default" for cluster-scoped objects, as
 //                           client-go's events library does)
 //        repeats            merge PATCH of THAT Event: series {count,
-//                           lastObservedTime} and the latest note (count counts
-//                           the occurrences: 2 on the first repeat)
+//                           lastObservedTime} only (count counts the
+//                           occurrences: 2 on the first repeat). The note
+//                           stays the first occurrence's: the API server holds
+//                           every other field of an events.k8s.io/v1 Event
+//                           immutable (ValidateEventUpdate), as client-go's
+//                           series patch knows.
 //        PATCH 404          the Event was garbage collected or deleted: a new
-//                           Event is created, carrying the series so far
+//                           Event is created (new name, the latest note),
+//                           carrying the series so far
 //        idle past the window, or evicted by the LRU cap: forgotten; a later
 //                           occurrence starts a new Event
 //     -> rate limits: each write needs a token from the regarding object's
@@ -81,10 +86,13 @@ struct EventSpec {
   std::string type;    // "Normal" or "Warning" (anything else is refused)
   std::string reason;  // CamelCase, at most 128 bytes (the API server's limit); required
   std::string action;  // "Admit", "Evict"; at most 128 bytes; required
-  std::string note;    // the message; cut at 1 KiB on a UTF-8 boundary
+  // The message; cut at 1 KiB on a UTF-8 boundary. Repeats do not change the
+  // Event's note (immutable); an Event created anew takes the latest.
+  std::string note;
 };
 
 inline constexpr std::size_t kMaxEventNote = 1024;
+inline constexpr std::size_t kMaxEventField = 128;  // reason, action, reportingInstance
 
 // Monotonic time for buckets and windows, wall time for the Event's fields.
 class EventClock {
@@ -98,7 +106,7 @@ class EventClock {
 
 struct EventRecorderOptions {
   std::string reporting_controller;  // "isolation-gate"
-  std::string reporting_instance;    // the caller's identity (pod name); at most 128 bytes
+  std::string reporting_instance;    // the caller's identity (pod name); cut at 128 bytes
   std::size_t queue_capacity = 1000; // client-go's maxQueuedEvents
   // Per regarding object (client-go's spam filter defaults).
   int object_burst = 25;
@@ -126,7 +134,8 @@ struct EventRecorderStats {
   std::uint64_t recreated = 0;             // of which: after a series PATCH answered 404
   std::uint64_t series_updates = 0;        // series PATCHes that succeeded
   std::uint64_t dropped_queue_full = 0;    // record() refused: the queue was full
-  std::uint64_t dropped_invalid = 0;       // record() refused: no name/reason/action, bad type
+  std::uint64_t dropped_invalid = 0;       // record() refused: no name/reason/action, reason or
+                                           // action over 128 bytes, type not Normal/Warning
   std::uint64_t dropped_stopped = 0;       // record() after stop()
   std::uint64_t dropped_rate_limited = 0;  // occurrences never written: evicted while
                                            // pending, or still pending when stop() ended

@@ -1,0 +1,958 @@
+// The Event recorder (kube/event_recorder.h): against an in-memory
+// kube::Client (events stored by path, merge patches applied, failures
+// scripted, calls counted) with a fake clock, and against the test API server
+// (tests/apiserver/fake_apiserver.py) over HTTPS through kube::HttpClient.
+//
+// Covered: one occurrence -> one Event with every field; repeats -> one Event
+// whose series.count counts them; distinct keys -> distinct Events; cluster-
+// scoped objects -> "default"; the note cut at 1 KiB; the per-object and the
+// global token buckets (writes bounded, counts kept true, a token later
+// writes the pending count); the queue bound (record() refuses, counts, never
+// blocks, also from 4 threads at once); 404 on the series patch -> a new
+// Event; stop() flushes pending counts; retriable errors retried, others
+// dropped and logged once; the dedup window and the LRU cap.
+//
+// Every wait is bounded and on a condition (calls made, stats reached,
+// flush()); nothing asserts on elapsed time.
+#include "kube/event_recorder.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kube/http_client.h"
+#include "tls/certificates.h"
+
+extern char** environ;
+
+namespace ig::kube {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// --- a fake clock ------------------------------------------------------------------
+
+class FakeClock final : public EventClock {
+ public:
+  std::chrono::steady_clock::time_point now() override {
+    std::lock_guard lock(mu_);
+    return steady_;
+  }
+  std::chrono::system_clock::time_point wall() override {
+    std::lock_guard lock(mu_);
+    return wall_;
+  }
+  void advance(std::chrono::microseconds d) {
+    std::lock_guard lock(mu_);
+    steady_ += d;
+    wall_ += d;
+  }
+
+ private:
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point steady_{std::chrono::hours(1000)};
+  // 2024-05-01T12:03:04.123456Z
+  std::chrono::system_clock::time_point wall_{std::chrono::seconds(1714564984) + std::chrono::microseconds(123456)};
+};
+
+// --- an in-memory API for events -----------------------------------------------------
+
+class MemoryEvents final : public Client {
+ public:
+  struct Call {
+    std::string verb;
+    std::string path;
+    json body;
+  };
+
+  ApiResult<json> get(std::string_view, std::chrono::milliseconds) override { return error(501, "NotImplemented"); }
+  ApiResult<ListPage> list(std::string_view, const ListOptions&) override { return error(501, "NotImplemented"); }
+  ApiResult<std::unique_ptr<WatchStream>> watch(std::string_view, const WatchOptions&) override {
+    return error(501, "NotImplemented");
+  }
+  ApiResult<json> update(std::string_view, const json&, std::chrono::milliseconds) override {
+    return error(501, "NotImplemented");
+  }
+
+  ApiResult<json> create(std::string_view path, const json& body) override {
+    std::unique_lock lock(mu_);
+    enter(lock, "POST", path, body);
+    if (auto f = fault("POST")) return *f;
+    const std::string key = std::string(path) + "/" + body["metadata"]["name"].get<std::string>();
+    if (events_.count(key)) return error(409, "AlreadyExists");
+    events_[key] = body;
+    return body;
+  }
+
+  ApiResult<json> patch(std::string_view path, PatchType type, const json& body) override {
+    std::unique_lock lock(mu_);
+    enter(lock, "PATCH", path, body);
+    if (auto f = fault("PATCH")) return *f;
+    if (type != PatchType::Merge) return error(415, "UnsupportedMediaType");
+    auto it = events_.find(std::string(path));
+    if (it == events_.end()) return error(404, "NotFound");
+    it->second.merge_patch(body);
+    return it->second;
+  }
+
+  // The next call of `verb` answers `code` (once per call to this).
+  void fail_next(const std::string& verb, int code, const std::string& reason) {
+    std::lock_guard lock(mu_);
+    faults_.push_back({verb, code, reason});
+  }
+  // While closed, calls wait inside the client (the worker is busy).
+  void close_gate() {
+    std::lock_guard lock(mu_);
+    gate_closed_ = true;
+  }
+  void open_gate() {
+    {
+      std::lock_guard lock(mu_);
+      gate_closed_ = false;
+    }
+    cv_.notify_all();
+  }
+  void erase_all() {
+    std::lock_guard lock(mu_);
+    events_.clear();
+  }
+
+  bool wait_calls(std::size_t n, std::chrono::milliseconds bound = 10s) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, bound, [&] { return calls_.size() >= n; });
+  }
+  std::vector<Call> calls() {
+    std::lock_guard lock(mu_);
+    return calls_;
+  }
+  std::vector<json> events() {
+    std::lock_guard lock(mu_);
+    std::vector<json> out;
+    for (const auto& [_, e] : events_) out.push_back(e);
+    return out;
+  }
+  std::map<std::string, json> events_by_path() {
+    std::lock_guard lock(mu_);
+    return events_;
+  }
+
+ private:
+  struct Fault {
+    std::string verb;
+    int code;
+    std::string reason;
+  };
+
+  void enter(std::unique_lock<std::mutex>& lock, const char* verb, std::string_view path, const json& body) {
+    calls_.push_back({verb, std::string(path), body});
+    cv_.notify_all();
+    cv_.wait_for(lock, 20s, [&] { return !gate_closed_; });
+  }
+  std::optional<ApiError> fault(const std::string& verb) {
+    for (auto it = faults_.begin(); it != faults_.end(); ++it) {
+      if (it->verb != verb) continue;
+      ApiError e = error(it->code, it->reason);
+      faults_.erase(it);
+      return e;
+    }
+    return std::nullopt;
+  }
+  static ApiError error(int code, const std::string& reason) {
+    return ApiError{"memory: " + std::to_string(code) + " " + reason + ": injected", code, reason, {}};
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, json> events_;  // object path -> Event
+  std::vector<Call> calls_;
+  std::deque<Fault> faults_;
+  bool gate_closed_ = false;
+};
+
+// --- helpers ------------------------------------------------------------------------------
+
+EventSpec spec(std::string name, std::string reason = "PodDenied", std::string ns = "team-a",
+               std::string action = "Admit", std::string type = "Warning") {
+  EventSpec s;
+  std::string uid = "uid-" + name;
+  s.regarding = {"ReplicaSet", "apps/v1", std::move(ns), std::move(name), std::move(uid)};
+  s.type = std::move(type);
+  s.reason = std::move(reason);
+  s.action = std::move(action);
+  s.note = "denied: untrusted content without a sandbox";
+  return s;
+}
+
+struct Fixture {
+  MemoryEvents api;
+  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
+  std::mutex log_mu;
+  std::vector<std::string> logs;
+
+  EventRecorderOptions options() {
+    EventRecorderOptions o;
+    o.reporting_controller = "isolation-gate";
+    o.reporting_instance = "isolation-gate-7d9f-abcde";
+    o.global_qps = 0;  // unlimited unless a test sets it
+    o.retry_initial = 1ms;
+    o.retry_max = 4ms;
+    o.clock = clock;
+    o.log = [this](std::string_view level, std::string_view message) {
+      std::lock_guard lock(log_mu);
+      logs.push_back(std::string(level) + ": " + std::string(message));
+    };
+    return o;
+  }
+  std::vector<std::string> log_lines() {
+    std::lock_guard lock(log_mu);
+    return logs;
+  }
+};
+
+// A bounded wait for a condition on the recorder's stats.
+template <typename Pred>
+bool wait_stats(EventRecorder& r, Pred pred, std::chrono::milliseconds bound = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (!pred(r.stats())) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+std::size_t count_verb(const std::vector<MemoryEvents::Call>& calls, const std::string& verb) {
+  std::size_t n = 0;
+  for (const auto& c : calls) n += c.verb == verb;
+  return n;
+}
+
+// --- tests ------------------------------------------------------------------------------------
+
+TEST(KubeEventRecorder, MicroTimeIsRfc3339WithMicroseconds) {
+  EXPECT_EQ(format_micro_time(std::chrono::system_clock::time_point(std::chrono::seconds(1714564984) +
+                                                                    std::chrono::microseconds(123456))),
+            "2024-05-01T12:03:04.123456Z");
+  EXPECT_EQ(format_micro_time(std::chrono::system_clock::time_point(std::chrono::seconds(0))),
+            "1970-01-01T00:00:00.000000Z");
+}
+
+TEST(KubeEventRecorder, OneOccurrenceCreatesOneEventWithEveryField) {
+  Fixture f;
+  EventRecorder r(f.api, f.options());
+  r.start();
+  ASSERT_TRUE(r.record(spec("web")));
+  ASSERT_TRUE(r.flush(10s));
+  const auto calls = f.api.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].verb, "POST");
+  EXPECT_EQ(calls[0].path, "/apis/events.k8s.io/v1/namespaces/team-a/events");
+  const json& ev = calls[0].body;
+  EXPECT_EQ(ev["apiVersion"], "events.k8s.io/v1");
+  EXPECT_EQ(ev["kind"], "Event");
+  EXPECT_TRUE(std::regex_match(ev["metadata"]["name"].get<std::string>(), std::regex("web\\.[0-9a-f]{16}")))
+      << ev.dump();
+  EXPECT_EQ(ev["metadata"]["namespace"], "team-a");
+  EXPECT_EQ(ev["eventTime"], "2024-05-01T12:03:04.123456Z");
+  EXPECT_EQ(ev["reportingController"], "isolation-gate");
+  EXPECT_EQ(ev["reportingInstance"], "isolation-gate-7d9f-abcde");
+  EXPECT_EQ(ev["action"], "Admit");
+  EXPECT_EQ(ev["reason"], "PodDenied");
+  EXPECT_EQ(ev["note"], "denied: untrusted content without a sandbox");
+  EXPECT_EQ(ev["type"], "Warning");
+  EXPECT_EQ(ev["regarding"], (json{{"kind", "ReplicaSet"},
+                                   {"apiVersion", "apps/v1"},
+                                   {"namespace", "team-a"},
+                                   {"name", "web"},
+                                   {"uid", "uid-web"}}));
+  EXPECT_FALSE(ev.contains("series"));
+  const auto st = r.stats();
+  EXPECT_EQ(st.recorded, 1u);
+  EXPECT_EQ(st.created, 1u);
+  EXPECT_EQ(st.series_updates, 0u);
+  EXPECT_EQ(st.pending, 0u);
+  EXPECT_EQ(st.series, 1u);
+}
+
+TEST(KubeEventRecorder, RepeatsUpdateThatEventsSeries) {
+  Fixture f;
+  EventRecorder r(f.api, f.options());
+  r.start();
+  ASSERT_TRUE(r.record(spec("web")));
+  ASSERT_TRUE(r.flush(10s));
+  for (int i = 1; i <= 5; ++i) {
+    f.clock->advance(1s);
+    EventSpec s = spec("web");
+    s.note = "denied, occurrence " + std::to_string(i + 1);
+    ASSERT_TRUE(r.record(s));
+  }
+  ASSERT_TRUE(r.flush(10s));
+  const auto events = f.api.events();
+  ASSERT_EQ(events.size(), 1u);
+  const json& ev = events[0];
+  EXPECT_EQ(ev["series"]["count"], 6);
+  EXPECT_EQ(ev["series"]["lastObservedTime"], "2024-05-01T12:03:09.123456Z");
+  EXPECT_EQ(ev["eventTime"], "2024-05-01T12:03:04.123456Z");
+  EXPECT_EQ(ev["note"], "denied: untrusted content without a sandbox");  // immutable: the first one's
+  const auto calls = f.api.calls();
+  EXPECT_EQ(count_verb(calls, "POST"), 1u);
+  const std::string event_path = calls[0].path + "/" + ev["metadata"]["name"].get<std::string>();
+  for (std::size_t i = 1; i < calls.size(); ++i) {
+    EXPECT_EQ(calls[i].verb, "PATCH");
+    EXPECT_EQ(calls[i].path, event_path);
+    EXPECT_EQ(calls[i].body.size(), 1u) << calls[i].body.dump();  // series only: the rest is immutable
+    EXPECT_TRUE(calls[i].body.contains("series"));
+  }
+  const auto st = r.stats();
+  EXPECT_EQ(st.recorded, 6u);
+  EXPECT_EQ(st.created, 1u);
+  EXPECT_EQ(st.series_updates, calls.size() - 1);
+  EXPECT_EQ(st.dropped_rate_limited, 0u);
+}
+
+TEST(KubeEventRecorder, FirstRepeatCountsTwo) {
+  Fixture f;
+  EventRecorder r(f.api, f.options());
+  r.start();
+  ASSERT_TRUE(r.record(spec("web")));
+  ASSERT_TRUE(r.flush(10s));
+  ASSERT_TRUE(r.record(spec("web")));
+  ASSERT_TRUE(r.flush(10s));
+  const auto calls = f.api.calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[1].verb, "PATCH");
+  EXPECT_EQ(calls[1].body["series"]["count"], 2);
+}
+
+TEST(KubeEventRecorder, DistinctKeysMakeDistinctEvents) {
+  Fixture f;
+  EventRecorder r(f.api, f.options());
+  r.start();
+  ASSERT_TRUE(r.record(spec("web", "PodDenied")));
+  ASSERT_TRUE(r.record(spec("web", "SandboxRequired")));
+  ASSERT_TRUE(r.record(spec("web", "PodDenied", "team-a", "Evict")));
+  ASSERT_TRUE(r.record(spec("web", "PodDenied", "team-a", "Admit", "Normal")));
+  ASSERT_TRUE(r.record(spec("api", "PodDenied")));
+  ASSERT_TRUE(r.record(spec("web", "PodDenied", "team-b")));
+  ASSERT_TRUE(r.record(spec("web", "PodDenied")));  // a repeat of the first
+  ASSERT_TRUE(r.flush(10s));
+  const auto events = f.api.events();
+  ASSERT_EQ(events.size(), 6u);
+  int with_series = 0;
+  for (const json& e : events) with_series += e.contains("series");
+  EXPECT_EQ(with_series, 1);
+  EXPECT_EQ(r.stats().created, 6u);
+}
+
+TEST(KubeEventRecorder, ClusterScopedObjectsGoToTheDefaultNamespace) {
+  Fixture f;
+  EventRecorder r(f.api, f.options());
+  r.start();
+  EventSpec s = spec("team-a", "NamespaceNotEnforced", "");
+  s.regarding.kind = "Namespace";
+  s.regarding.api_version = "v1";
+  ASSERT_TRUE(r.record(s));
+  ASSERT_TRUE(r.flush(10s));
+  const auto calls = f.api.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].path, "/apis/events.k8s.io/v1/namespaces/default/events");
+  EXPECT_EQ(calls[0].body["metadata"]["namespace"], "default");
+  EXPECT_FALSE(calls[0].body["regarding"].contains("namespace"));
+  EXPECT_EQ(calls[0].body["regarding"]["kind"], "Namespace");
+}
+
+TEST(KubeEventRecorder, NamesThatCannotPrefixAnEventNameGetARandomOne) {
+  Fixture f;
+  EventRecorder r(f.api, f.options());
+  r.start();
+  EventSpec s = spec("system:controller:thing");  // valid for RBAC objects, not for an Event name
+  ASSERT_TRUE(r.record(s));
+  ASSERT_TRUE(r.flush(10s));
+  const auto calls = f.api.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_TRUE(std::regex_match(calls[0].body["metadata"]["name"].get<std::string>(), std::regex("[0-9a-f]{32}")));
+  EXPECT_EQ(calls[0].body["regarding"]["name"], "system:controller:thing");
+}
+
+TEST(KubeEventRecorder, NoteIsCutAtOneKibOnAUtf8Boundary) {
+  Fixture f;
+  EventRecorder r(f.api, f.options());
+  r.start();
+  EventSpec s = spec("web");
+  s.note.clear();
+  for (int i = 0; i < 1000; ++i) s.note += "\xc3\xa9";  // é, 2 bytes
+  ASSERT_TRUE(r.record(s));
+  ASSERT_TRUE(r.flush(10s));
+  const auto calls = f.api.calls();
+  ASSERT_EQ(calls.size(), 1u);
+  const std::string note = calls[0].body["note"];
+  EXPECT_LE(note.size(), kMaxEventNote);
+  EXPECT_GE(note.size(), kMaxEventNote - 4);
+  ASSERT_GE(note.size(), 3u);
+  EXPECT_EQ(note.substr(note.size() - 3), "...");
+  const std::string body = note.substr(0, note.size() - 3);
+  EXPECT_EQ(body.size() % 2, 0u);  // whole characters only
+  EXPECT_EQ(calls[0].body.dump().find("\\u"), std::string::npos);
+}
+
+TEST(KubeEventRecorder, InvalidSpecsAreRefusedAndCounted) {
+  Fixture f;
+  EventRecorder r(f.api, f.options());
+  EventSpec no_name = spec("");
+  EventSpec no_reason = spec("web", "");
+  EventSpec no_action = spec("web", "PodDenied", "team-a", "");
+  EventSpec bad_type = spec("web", "PodDenied", "team-a", "Admit", "Error");
+  EventSpec long_reason = spec("web", std::string(129, 'R'));
+  EXPECT_FALSE(r.record(no_name));
+  EXPECT_FALSE(r.record(no_reason));
+  EXPECT_FALSE(r.record(no_action));
+  EXPECT_FALSE(r.record(bad_type));
+  EXPECT_FALSE(r.record(long_reason));
+  EXPECT_EQ(r.stats().dropped_invalid, 5u);
+  EXPECT_EQ(r.stats().recorded, 0u);
+}
+
+TEST(KubeEventRecorder, PerObjectBucketHoldsBackWritesAndATokenLaterWritesThePendingCount) {
+  Fixture f;
+  EventRecorderOptions o = f.options();
+  o.object_burst = 3;
+  o.object_refill = 5min;
+  EventRecorder r(f.api, o);
+  r.start();
+  for (std::size_t i = 1; i <= 3; ++i) {
+    ASSERT_TRUE(r.record(spec("web")));
+    ASSERT_TRUE(f.api.wait_calls(i));
+  }
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(r.record(spec("web")));
+  // The worker has seen all ten and holds them: no token for this object.
+  ASSERT_TRUE(wait_stats(r, [](const EventRecorderStats& s) { return s.pending == 10; }));
+  EXPECT_EQ(f.api.calls().size(), 3u);
+  EXPECT_EQ(r.stats().dropped_rate_limited, 0u);
+
+  // Another object is not held back by this one's bucket.
+  ASSERT_TRUE(r.record(spec("api")));
+  ASSERT_TRUE(f.api.wait_calls(4));
+  EXPECT_EQ(f.api.calls()[3].body["regarding"]["name"], "api");
+
+  f.clock->advance(5min);
+  r.wake();
+  ASSERT_TRUE(f.api.wait_calls(5));
+  const auto calls = f.api.calls();
+  EXPECT_EQ(calls[4].verb, "PATCH");
+  EXPECT_EQ(calls[4].body["series"]["count"], 13);
+  ASSERT_TRUE(wait_stats(r, [](const EventRecorderStats& s) { return s.pending == 0; }));
+  EXPECT_EQ(r.stats().dropped_rate_limited, 0u);
+}
+
+TEST(KubeEventRecorder, ABurstOfAThousandMakesAFewWritesAndTheRightCount) {
+  Fixture f;
+  EventRecorder r(f.api, f.options());  // burst 25, one token per 5 minutes
+  r.start();
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(r.record(spec("crashloop")));
+  ASSERT_TRUE(r.flush(10s));
+  const auto calls = f.api.calls();
+  EXPECT_LE(calls.size(), 25u + 2u);
+  EXPECT_EQ(count_verb(calls, "POST"), 1u);
+  const auto events = f.api.events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["series"]["count"], 1000);
+  const auto st = r.stats();
+  EXPECT_EQ(st.recorded, 1000u);
+  EXPECT_EQ(st.dropped_rate_limited, 0u);
+  EXPECT_EQ(st.created + st.series_updates, calls.size());
+}
+
+TEST(KubeEventRecorder, GlobalBucketBoundsAllWrites) {
+  Fixture f;
+  EventRecorderOptions o = f.options();
+  o.global_qps = 1;
+  o.global_burst = 3;
+  EventRecorder r(f.api, o);
+  r.start();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(r.record(spec("obj-" + std::to_string(i))));
+  ASSERT_TRUE(wait_stats(r, [](const EventRecorderStats& s) { return s.created == 3 && s.pending == 7; }));
+  EXPECT_EQ(f.api.calls().size(), 3u);
+  f.clock->advance(1s);
+  r.wake();
+  ASSERT_TRUE(wait_stats(r, [](const EventRecorderStats& s) { return s.created == 4 && s.pending == 6; }));
+  EXPECT_EQ(f.api.calls().size(), 4u);
+  for (std::uint64_t created = 5; created <= 10; ++created) {  // one a second
+    f.clock->advance(1s);
+    r.wake();
+    ASSERT_TRUE(wait_stats(r, [&](const EventRecorderStats& s) { return s.created == created; }));
+  }
+  EXPECT_EQ(f.api.calls().size(), 10u);
+  EXPECT_EQ(r.stats().pending, 0u);
+}
+
+TEST(KubeEventRecorder, FullQueueRefusesAndCounts) {
+  Fixture f;
+  EventRecorderOptions o = f.options();
+  o.queue_capacity = 100;
+  EventRecorder r(f.api, o);  // not started: nothing drains the queue
+  int accepted = 0, refused = 0;
+  for (int i = 0; i < 150; ++i) (r.record(spec("web")) ? accepted : refused)++;
+  EXPECT_EQ(accepted, 100);
+  EXPECT_EQ(refused, 50);
+  EXPECT_EQ(r.stats().dropped_queue_full, 50u);
+  EXPECT_EQ(r.stats().recorded, 100u);
+  r.start();  // what was queued before start() is written
+  ASSERT_TRUE(r.flush(10s));
+  const auto events = f.api.events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["series"]["count"], 100);
+  bool logged = false;
+  for (const auto& l : f.log_lines()) logged |= l.find("queue is full") != std::string::npos;
+  EXPECT_TRUE(logged);
+}
+
+TEST(KubeEventRecorder, RecordNeverBlocksFromFourThreadsWhileTheApiHangs) {
+  Fixture f;
+  EventRecorderOptions o = f.options();
+  o.queue_capacity = 1000;
+  o.stop_flush = 100ms;
+  EventRecorder r(f.api, o);
+  r.start();
+  f.api.close_gate();
+  ASSERT_TRUE(r.record(spec("first")));
+  ASSERT_TRUE(f.api.wait_calls(1));  // the worker is inside the client, stuck
+  std::atomic<std::uint64_t> accepted{0}, refused{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25'000; ++i) {
+        if (r.record(spec("obj-" + std::to_string(t) + "-" + std::to_string(i % 50))))
+          ++accepted;
+        else
+          ++refused;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();  // they all returned while the API hangs
+  EXPECT_EQ(accepted + refused, 100'000u);
+  EXPECT_EQ(accepted.load(), 1000u);  // exactly the queue
+  const auto st = r.stats();
+  EXPECT_EQ(st.recorded, 1u + accepted.load());
+  EXPECT_EQ(st.dropped_queue_full, refused.load());
+  f.api.open_gate();
+  r.stop();
+  EXPECT_FALSE(r.record(spec("late")));
+  EXPECT_EQ(r.stats().dropped_stopped, 1u);
+}
+
+TEST(KubeEventRecorder, SeriesPatchNotFoundCreatesANewEvent) {
+  Fixture f;
+  EventRecorder r(f.api, f.options());
+  r.start();
+  ASSERT_TRUE(r.record(spec("web")));
+  ASSERT_TRUE(r.flush(10s));
+  const std::string first = f.api.events().at(0)["metadata"]["name"];
+  f.api.erase_all();  // garbage collected (the events TTL)
+  EventSpec again = spec("web");
+  again.note = "denied again";
+  ASSERT_TRUE(r.record(again));
+  ASSERT_TRUE(r.flush(10s));
+  const auto calls = f.api.calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[1].verb, "PATCH");
+  EXPECT_EQ(calls[2].verb, "POST");
+  const auto events = f.api.events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_NE(events[0]["metadata"]["name"], first);
+  EXPECT_EQ(events[0]["series"]["count"], 2);  // the series goes on
+  EXPECT_EQ(events[0]["note"], "denied again");  // a new Event takes the latest note
+  const auto st = r.stats();
+  EXPECT_EQ(st.created, 2u);
+  EXPECT_EQ(st.recreated, 1u);
+  EXPECT_EQ(st.send_errors, 0u);
+  // Repeats now patch the new Event.
+  ASSERT_TRUE(r.record(spec("web")));
+  ASSERT_TRUE(r.flush(10s));
+  EXPECT_EQ(f.api.events().at(0)["series"]["count"], 3);
+  EXPECT_EQ(f.api.calls().back().verb, "PATCH");
+}
+
+TEST(KubeEventRecorder, StopFlushesPendingCounts) {
+  Fixture f;
+  EventRecorderOptions o = f.options();
+  o.object_burst = 1;
+  EventRecorder r(f.api, o);
+  r.start();
+  ASSERT_TRUE(r.record(spec("web")));
+  ASSERT_TRUE(f.api.wait_calls(1));
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(r.record(spec("web")));
+  ASSERT_TRUE(wait_stats(r, [](const EventRecorderStats& s) { return s.pending == 5; }));
+  r.stop();
+  const auto events = f.api.events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["series"]["count"], 6);
+  const auto st = r.stats();
+  EXPECT_EQ(st.pending, 0u);
+  EXPECT_EQ(st.dropped_rate_limited, 0u);
+  EXPECT_EQ(st.series_updates, 1u);
+}
+
+TEST(KubeEventRecorder, StopCountsWhatItCouldNotWrite) {
+  Fixture f;
+  EventRecorderOptions o = f.options();
+  o.global_qps = 1;
+  o.global_burst = 1;  // the fake clock never refills it
+  o.stop_flush = 50ms;
+  EventRecorder r(f.api, o);
+  r.start();
+  ASSERT_TRUE(r.record(spec("a")));
+  ASSERT_TRUE(f.api.wait_calls(1));
+  ASSERT_TRUE(r.record(spec("b")));
+  ASSERT_TRUE(r.record(spec("b")));
+  ASSERT_TRUE(wait_stats(r, [](const EventRecorderStats& s) { return s.pending == 2; }));
+  r.stop();
+  EXPECT_EQ(f.api.calls().size(), 1u);
+  EXPECT_EQ(r.stats().dropped_rate_limited, 2u);
+}
+
+TEST(KubeEventRecorder, RetriableErrorsAreRetried) {
+  Fixture f;
+  EventRecorder r(f.api, f.options());
+  f.api.fail_next("POST", 503, "ServiceUnavailable");
+  f.api.fail_next("POST", 0, "");  // no answer
+  r.start();
+  ASSERT_TRUE(r.record(spec("web")));
+  ASSERT_TRUE(r.flush(10s));
+  EXPECT_EQ(f.api.calls().size(), 3u);
+  EXPECT_EQ(f.api.events().size(), 1u);
+  const auto st = r.stats();
+  EXPECT_EQ(st.retries, 2u);
+  EXPECT_EQ(st.created, 1u);
+  EXPECT_EQ(st.send_errors, 0u);
+}
+
+TEST(KubeEventRecorder, RetriesSpentDropTheWriteAndCountIt) {
+  Fixture f;
+  EventRecorderOptions o = f.options();
+  o.max_attempts = 3;
+  EventRecorder r(f.api, o);
+  for (int i = 0; i < 3; ++i) f.api.fail_next("PATCH", 500, "InternalError");
+  r.start();
+  ASSERT_TRUE(r.record(spec("web")));
+  ASSERT_TRUE(r.flush(10s));
+  ASSERT_TRUE(r.record(spec("web")));
+  ASSERT_TRUE(r.flush(10s));
+  EXPECT_EQ(f.api.calls().size(), 4u);  // POST, then PATCH three times
+  auto st = r.stats();
+  EXPECT_EQ(st.retries, 2u);
+  EXPECT_EQ(st.send_errors, 1u);
+  EXPECT_EQ(st.pending, 0u);
+  // The Event is still live: the next repeat patches it with the true count.
+  ASSERT_TRUE(r.record(spec("web")));
+  ASSERT_TRUE(r.flush(10s));
+  EXPECT_EQ(f.api.events().at(0)["series"]["count"], 3);
+}
+
+TEST(KubeEventRecorder, OtherErrorsAreDroppedAndLoggedOnce) {
+  Fixture f;
+  EventRecorder r(f.api, f.options());
+  f.api.fail_next("POST", 403, "Forbidden");
+  f.api.fail_next("POST", 403, "Forbidden");
+  r.start();
+  ASSERT_TRUE(r.record(spec("a")));
+  ASSERT_TRUE(r.record(spec("b")));
+  ASSERT_TRUE(r.flush(10s));
+  EXPECT_EQ(f.api.calls().size(), 2u);  // not retried
+  EXPECT_EQ(r.stats().send_errors, 2u);
+  EXPECT_EQ(r.stats().retries, 0u);
+  int warnings = 0;
+  for (const auto& l : f.log_lines()) warnings += l.find("403 Forbidden") != std::string::npos;
+  EXPECT_EQ(warnings, 1);
+  // A failed create is forgotten: the next occurrence tries a new Event.
+  ASSERT_TRUE(r.record(spec("a")));
+  ASSERT_TRUE(r.flush(10s));
+  const auto events = f.api.events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_FALSE(events[0].contains("series"));
+}
+
+TEST(KubeEventRecorder, IdleKeysExpireAndANewOccurrenceStartsANewEvent) {
+  Fixture f;
+  EventRecorder r(f.api, f.options());  // window: 30 minutes
+  r.start();
+  ASSERT_TRUE(r.record(spec("web")));
+  ASSERT_TRUE(r.flush(10s));
+  f.clock->advance(29min);
+  ASSERT_TRUE(r.record(spec("web")));  // within the window: a repeat
+  ASSERT_TRUE(r.flush(10s));
+  f.clock->advance(31min);
+  ASSERT_TRUE(r.record(spec("web")));  // idle past the window: a new Event
+  ASSERT_TRUE(r.flush(10s));
+  const auto calls = f.api.calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[1].verb, "PATCH");
+  EXPECT_EQ(calls[2].verb, "POST");
+  EXPECT_EQ(f.api.events().size(), 2u);
+  EXPECT_EQ(r.stats().series, 1u);
+}
+
+TEST(KubeEventRecorder, TheCacheIsBoundedLeastRecentlyUsedFirst) {
+  Fixture f;
+  EventRecorderOptions o = f.options();
+  o.max_series = 2;
+  EventRecorder r(f.api, o);
+  r.start();
+  for (const char* name : {"a", "b", "c"}) {
+    ASSERT_TRUE(r.record(spec(name)));
+    ASSERT_TRUE(r.flush(10s));
+  }
+  EXPECT_EQ(r.stats().series, 2u);
+  ASSERT_TRUE(r.record(spec("c")));  // still cached: a repeat
+  ASSERT_TRUE(r.record(spec("a")));  // evicted: a new Event
+  ASSERT_TRUE(r.flush(10s));
+  const auto calls = f.api.calls();
+  EXPECT_EQ(count_verb(calls, "POST"), 4u);
+  EXPECT_EQ(count_verb(calls, "PATCH"), 1u);
+}
+
+// --- against the test API server over HTTPS ----------------------------------------------
+
+#ifndef IG_SOURCE_DIR
+#error "IG_SOURCE_DIR must name the source tree"
+#endif
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// tests/apiserver/fake_apiserver.py as a subprocess, with its control API.
+class ApiServerProcess {
+ public:
+  ~ApiServerProcess() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (::waitpid(pid_, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+
+  std::string start(const std::string& dir, const tls::CertificateBundle& chain) {
+    const std::string cert = dir + "/tls.crt", key = dir + "/tls.key", log = dir + "/server.log";
+    const std::string port_file = dir + "/port", control_file = dir + "/control-port";
+    std::ofstream(cert) << chain.cert_pem;
+    std::ofstream(key) << chain.key_pem;
+    const std::string script = std::string(IG_SOURCE_DIR) + "/tests/apiserver/fake_apiserver.py";
+    std::vector<std::string> args = {"/usr/bin/python3", script,      "--tls-cert", cert,     "--tls-key",
+                                     key,                "--port",    "0",          "--port-file", port_file,
+                                     "--control-port-file", control_file};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) {
+      pid_ = -1;
+      return "posix_spawn: " + std::to_string(rc);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const std::string p = slurp(port_file), c = slurp(control_file);
+      if (!p.empty() && !c.empty()) {
+        port_ = std::stoi(p);
+        control_port_ = std::stoi(c);
+        return "";
+      }
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return "the test API server exited: " + slurp(log);
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return "the test API server did not write its ports within 30 s: " + slurp(log);
+  }
+
+  std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
+
+  json control(const std::string& method, const json& kwargs = json::object()) {
+    const std::string body = kwargs.dump();
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return failed(method, "socket");
+    timeval tv{30, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(control_port_));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ::close(fd);
+      return failed(method, "connect");
+    }
+    const std::string req = "POST /" + method + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                            "Content-Type: application/json\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\n\r\n" + body;
+    for (std::size_t sent = 0; sent < req.size();) {
+      const ssize_t n = ::send(fd, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<std::size_t>(n);
+    }
+    std::string answer;
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      answer.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    const auto head_end = answer.find("\r\n\r\n");
+    if (head_end == std::string::npos) return failed(method, "no answer");
+    const json doc = json::parse(answer.substr(head_end + 4), nullptr, false);
+    if (doc.is_discarded() || !doc.contains("result")) return failed(method, answer.substr(0, 2000));
+    return doc["result"];
+  }
+
+ private:
+  json failed(const std::string& method, const std::string& why) {
+    ADD_FAILURE() << "control " << method << ": " << why;
+    return json();
+  }
+
+  pid_t pid_ = -1;
+  int port_ = 0;
+  int control_port_ = 0;
+};
+
+class KubeEventRecorderHttps : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    char tmpl[] = "/tmp/kube_event_recorder_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = new std::string(tmpl);
+    auto chain = tls::make_serving_chain({"localhost"}, {"127.0.0.1"}, std::chrono::hours(24));
+    ASSERT_TRUE(chain) << chain.error();
+    chain_ = new tls::CertificateBundle(*chain);
+    server_ = new ApiServerProcess;
+    const std::string error = server_->start(*dir_, *chain_);
+    if (!error.empty()) {
+      delete server_;
+      server_ = nullptr;
+      FAIL() << error;
+    }
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+    if (dir_) fs::remove_all(*dir_);
+    delete dir_;
+    delete chain_;
+  }
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr) << "the test API server did not start";
+    server_->control("reset_faults");
+    ClusterConfig c;
+    c.server = server_->url();
+    c.ca_pem = chain_->ca_cert_pem;
+    HttpClientOptions o;
+    o.qps = 1000;
+    o.burst = 1000;
+    o.request_timeout = 10s;
+    auto made = HttpClient::make(c, "0.1.0", o);
+    ASSERT_TRUE(made) << made.error();
+    client_ = std::move(*made);
+  }
+
+  json events(const std::string& ns) {
+    return server_->control("list", {{"resource", "events.events.k8s.io"}, {"namespace", ns}});
+  }
+
+  static inline std::string* dir_ = nullptr;
+  static inline tls::CertificateBundle* chain_ = nullptr;
+  static inline ApiServerProcess* server_ = nullptr;
+  std::unique_ptr<HttpClient> client_;
+};
+
+TEST_F(KubeEventRecorderHttps, CreatesPatchesAndRecreatesOverHttps) {
+  EventRecorderOptions o;
+  o.reporting_controller = "isolation-gate";
+  o.reporting_instance = "isolation-gate-0";
+  o.retry_initial = 1ms;
+  EventRecorder r(*client_, o);
+  r.start();
+  ASSERT_TRUE(r.record(spec("web", "PodDenied", "https-a")));
+  ASSERT_TRUE(r.flush(20s));
+  json list = events("https-a");
+  ASSERT_EQ(list.size(), 1u) << list.dump();
+  const json first = list[0];
+  EXPECT_EQ(first["apiVersion"], "events.k8s.io/v1");
+  EXPECT_EQ(first["reason"], "PodDenied");
+  EXPECT_EQ(first["action"], "Admit");
+  EXPECT_EQ(first["type"], "Warning");
+  EXPECT_EQ(first["reportingController"], "isolation-gate");
+  EXPECT_EQ(first["reportingInstance"], "isolation-gate-0");
+  EXPECT_EQ(first["regarding"]["uid"], "uid-web");
+  EXPECT_TRUE(std::regex_match(first["eventTime"].get<std::string>(),
+                               std::regex("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{6}Z")));
+
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(r.record(spec("web", "PodDenied", "https-a")));
+  ASSERT_TRUE(r.flush(20s));
+  list = events("https-a");
+  ASSERT_EQ(list.size(), 1u) << list.dump();
+  EXPECT_EQ(list[0]["metadata"]["name"], first["metadata"]["name"]);
+  EXPECT_EQ(list[0]["series"]["count"], 6);
+
+  // A retriable failure on the next patch is retried.
+  server_->control("inject_fault", {{"status", 503}, {"method", "PATCH"}, {"count", 1}});
+  ASSERT_TRUE(r.record(spec("web", "PodDenied", "https-a")));
+  ASSERT_TRUE(r.flush(20s));
+  EXPECT_EQ(events("https-a")[0]["series"]["count"], 7);
+  EXPECT_EQ(r.stats().retries, 1u);
+
+  // Garbage collected: the series patch answers 404 and a new Event is made.
+  server_->control("delete", {{"resource", "events.events.k8s.io"},
+                              {"name", first["metadata"]["name"]},
+                              {"namespace", "https-a"}});
+  ASSERT_TRUE(r.record(spec("web", "PodDenied", "https-a")));
+  ASSERT_TRUE(r.flush(20s));
+  list = events("https-a");
+  ASSERT_EQ(list.size(), 1u) << list.dump();
+  EXPECT_NE(list[0]["metadata"]["name"], first["metadata"]["name"]);
+  EXPECT_EQ(list[0]["series"]["count"], 8);
+  const auto st = r.stats();
+  EXPECT_EQ(st.created, 2u);
+  EXPECT_EQ(st.recreated, 1u);
+  EXPECT_EQ(st.send_errors, 0u);
+  r.stop();
+}
+
+}  // namespace
+}  // namespace ig::kube
