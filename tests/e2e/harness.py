@@ -133,8 +133,10 @@ class GateServer(object):
     """One `isolation-gate serve --local` process.
 
     shape: value for GIBSON_UNTRUSTED_EXEC, or None to unset it.
-    tls: "files" (certs from `certs`, passed with --tls-cert/--tls-key) or
-         "self" (the server makes its own chain; --ca-out).
+    tls: "files" (certs from `certs`, passed with --tls-cert/--tls-key),
+         "self" (the server makes its own chain; --ca-out), or, in cluster
+         mode, "self-managed" (--cert-mode self-managed: the test writes the
+         CA bundle to trust into ca_file).
     kubeconfig: cluster mode (no --local): the kubeconfig of the test API
          server; --cert-mode files. wait_ready=False returns once it serves,
          ready or not (cluster mode is ready only when its caches synced).
@@ -142,8 +144,9 @@ class GateServer(object):
 
     def __init__(self, sandbox="unavailable", shape=None, components=EXAMPLE_COMPONENTS,
                  runtime_class=None, namespace=None, tls="files", extra_args=(),
-                 kubeconfig=None, wait_ready=True):
+                 kubeconfig=None, wait_ready=True, env=None):
         self.sandbox = sandbox
+        self.env = dict(env or {})
         self.shape = shape
         self.components = components
         self.runtime_class = runtime_class
@@ -169,9 +172,12 @@ class GateServer(object):
         if self.kubeconfig is None:
             args = ["serve", "--local", "--components", self.components, "--sandbox", self.sandbox]
         else:
-            args = ["serve", "--kubeconfig", self.kubeconfig, "--cert-mode", "files"]
+            args = ["serve", "--kubeconfig", self.kubeconfig,
+                    "--cert-mode", "self-managed" if self.tls == "self-managed" else "files"]
         args += ["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"]
-        if self.tls == "files":
+        if self.tls == "self-managed":
+            self.ca_file = os.path.join(self.tmp, "ca-bundle.pem")  # the test writes what the Secret holds
+        elif self.tls == "files":
             self.cert_files = make_certs(os.path.join(self.tmp, "certs"))
             self.ca_file = self.cert_files["ca.crt"]
             args += ["--tls-cert", self.cert_files["tls.crt"], "--tls-key", self.cert_files["tls.key"]]
@@ -187,6 +193,7 @@ class GateServer(object):
         env.pop(SHAPE_ENV, None)
         if self.shape is not None:
             env[SHAPE_ENV] = self.shape
+        env.update(self.env)
         self._stderr_path = os.path.join(self.tmp, "stderr.log")
         self._stderr = open(self._stderr_path, "wb")
         self.proc = subprocess.Popen([BINARY] + args, env=env, stdin=subprocess.DEVNULL,

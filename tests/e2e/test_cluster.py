@@ -217,31 +217,61 @@ class Decisions(ClusterCase):
 
 
 def granted_rules():
-    """The ClusterRole rules of the install as rendered from the chart
-    (manifests/isolation-gate.yaml; the packaging tests keep it equal to the chart)."""
+    """The RBAC rules of the install as rendered from the chart
+    (manifests/isolation-gate.yaml; the packaging tests keep it equal to the
+    chart): (namespace or None for a ClusterRole, rule) pairs."""
     with open(os.path.join(h.SOURCE_DIR, "manifests", "isolation-gate.yaml")) as f:
         docs = [d for d in yaml.safe_load_all(f) if d]
-    return [r for d in docs if d.get("kind") == "ClusterRole" for r in d["rules"]]
+    out = []
+    for d in docs:
+        if d.get("kind") == "ClusterRole":
+            out += [(None, r) for r in d["rules"]]
+        elif d.get("kind") == "Role":
+            out += [(d["metadata"]["namespace"], r) for r in d["rules"]]
+    return out
 
 
 def api_request_permission(entry):
-    """(group, resource, verb, name) of one API request, as RBAC sees it."""
+    """(group, resource, verb, name, namespace) of one API request, as RBAC
+    sees it: a list or watch whose fieldSelector is metadata.name=X is a
+    request for the name X (k8s.io/apiserver's RequestInfo)."""
     parts = [p for p in entry["path"].split("/") if p]
     if parts[0] == "api":
         group, rest = "", parts[2:]
     else:
         group, rest = parts[1], parts[3:]
+    namespace = None
     if rest and rest[0] == "namespaces" and len(rest) > 2:
-        rest = rest[2:]
+        namespace, rest = rest[1], rest[2:]
     resource, name = rest[0], (rest[1] if len(rest) > 1 else None)
     if len(rest) > 2:
         resource += "/" + rest[2]
     method = entry["method"]
     if method == "GET":
         verb = "watch" if entry["watch"] else ("get" if name else "list")
+        selector = (entry.get("query") or {}).get("fieldSelector")
+        if isinstance(selector, list):
+            selector = selector[0] if selector else None
+        if name is None and selector and selector.startswith("metadata.name=") and "," not in selector:
+            name = selector[len("metadata.name="):]
     else:
         verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
-    return group, resource, verb, name
+    return group, resource, verb, name, namespace
+
+
+def assert_granted(case, requests):
+    rules = granted_rules()
+    seen = set()
+    for entry in requests:
+        if entry["path"].startswith(("/api/", "/apis/")):
+            seen.add(api_request_permission(entry))
+    for group, resource, verb, name, namespace in sorted(seen, key=str):
+        granted = any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"]
+                      and (name in r.get("resourceNames", [name]))
+                      and (scope is None or scope == namespace) for scope, r in rules)
+        case.assertTrue(granted, "the chart does not grant %s %s/%s %s in %s" % (verb, group, resource, name,
+                                                                                   namespace))
+    return seen
 
 
 class Permissions(ClusterCase):
@@ -250,19 +280,11 @@ class Permissions(ClusterCase):
         for resource in ("nodes", "runtimeclasses", "components"):
             self.api.wait_for_watch(resource, timeout=WAIT)
         self.gate.review("/mutate/pods", h.pod_review(h.make_pod(name="q-0", component="not-cached")))
-        rules = granted_rules()
-        seen = set()
-        for entry in self.api.requests():
-            if entry["path"].startswith(("/api/", "/apis/")):
-                seen.add(api_request_permission(entry))
-        self.assertTrue({("", "nodes", "list", None), ("", "nodes", "watch", None),
-                         ("node.k8s.io", "runtimeclasses", "watch", None),
-                         ("gibson.zeroroot.ai", "components", "list", None),
-                         ("gibson.zeroroot.ai", "components", "get", "not-cached")} <= seen, seen)
-        for group, resource, verb, name in sorted(seen, key=str):
-            granted = any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"]
-                          and (name in r.get("resourceNames", [name])) for r in rules)
-            self.assertTrue(granted, "the chart does not grant %s %s/%s %s" % (verb, group, resource, name))
+        seen = assert_granted(self, self.api.requests())
+        self.assertTrue({("", "nodes", "list", None, None), ("", "nodes", "watch", None, None),
+                         ("node.k8s.io", "runtimeclasses", "watch", None, None),
+                         ("gibson.zeroroot.ai", "components", "list", None, None),
+                         ("gibson.zeroroot.ai", "components", "get", "not-cached", "team-a")} <= seen, seen)
 
 
 class Recovery(ClusterCase):
@@ -347,10 +369,18 @@ class Readiness(ClusterCase):
 
 
 class ClusterFlags(unittest.TestCase):
-    def test_self_managed_certificates_are_a_clear_start_up_error_for_now(self):
-        p = h.run_binary(["serve", "--cert-mode", "self-managed"])
+    def test_self_managed_certificates_refuse_certificate_files(self):
+        p = h.run_binary(["serve", "--cert-mode", "self-managed", "--tls-cert", "a", "--tls-key", "b"])
         self.assertEqual(p.returncode, 2)
-        self.assertIn("--cert-mode self-managed is not built yet", p.stderr.decode())
+        self.assertIn("--tls-cert and --tls-key are for --cert-mode files", p.stderr.decode())
+
+    def test_leader_election_durations_are_checked(self):
+        for args, says in ((["--lease-duration", "5s", "--renew-deadline", "10s"], "--lease-duration >"),
+                           (["--retry-period", "1d"], "unknown unit"),
+                           (["--cert-validity", "1s"], "--cert-validity must be at least 3s")):
+            p = h.run_binary(["serve"] + args)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(says, p.stderr.decode(), args)
 
     def test_files_mode_needs_the_certificate_files(self):
         p = h.run_binary(["serve", "--cert-mode", "files"])
@@ -363,7 +393,8 @@ class ClusterFlags(unittest.TestCase):
         out = p.stdout.decode()
         for flag in ("--kubeconfig", "--context", "--namespace", "--service-name", "--webhook-config-name",
                      "--tls-secret", "--cert-mode", "--lease-name", "--runtime-class", "--evict-drifted",
-                     "--kube-api-qps", "--kube-api-burst", "--listen", "--metrics-listen"):
+                     "--kube-api-qps", "--kube-api-burst", "--listen", "--metrics-listen", "--lease-duration",
+                     "--renew-deadline", "--retry-period", "--evict-rate", "--cert-validity", "--ca-validity"):
             self.assertIn(flag, out)
 
     def test_an_unsupported_kubeconfig_is_refused_naming_the_field(self):

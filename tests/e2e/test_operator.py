@@ -1,0 +1,436 @@
+"""The operator's loops (docs/operations.md), driving the real binary against
+the repository's test API server (tests/apiserver/fake_apiserver.py):
+
+- leader election on a Lease: two replicas elect one leader, hand over on
+  SIGTERM (the Lease released) and on SIGKILL (after the lease duration); a
+  leader that cannot renew stops writing;
+- Component status: written once, not again when nothing changed, updated
+  after a trust change and an availability flip;
+- Events: a denial records one Event, repeats raise its series count, a dry
+  run records none;
+- drift: reported after a Component turns untrusted with the sandbox gone;
+  eviction only with --evict-drifted, honouring a PodDisruptionBudget (429);
+- self-managed certificates: bootstrap fills caBundle in both webhook
+  configurations, rotation every few seconds with a client verifying against
+  the published caBundle sees no failure, an edited-away caBundle comes back.
+
+Short leader-election durations keep the tests quick. Every wait is bounded
+(a deadline, then a failure naming what was awaited); nothing asserts how long
+something took.
+"""
+
+import base64
+import os
+import ssl
+import sys
+import threading
+import time
+import unittest
+
+import harness as h
+import test_cluster as tc
+
+sys.path.insert(0, os.path.join(h.SOURCE_DIR, "tests", "apiserver"))
+sys.path.insert(0, os.path.join(h.SOURCE_DIR, "tests", "packaging"))
+try:
+    from crd_schema import validate_against_crd_status  # noqa: E402
+except ImportError:  # the packaging checker is optional for these tests
+    validate_against_crd_status = None
+
+NS = "team-a"
+GATE_NS = "isolation-gate-system"
+LEASE = "isolation-gate-leader"
+WEBHOOKS = "isolation-gate"
+SECRET = "isolation-gate-tls"
+ELECTION = ["--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "500ms"]
+WAIT = 20.0
+
+wait_until = tc.wait_until
+
+
+def condition(status, kind):
+    for c in (status or {}).get("conditions", []):
+        if c.get("type") == kind:
+            return c
+    return None
+
+
+def running_pod(name, component, runtime_class=None, namespace=NS, labels=None):
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": namespace,
+                        "labels": dict({h.COMPONENT_LABEL: component}, **(labels or {}))},
+           "spec": {"containers": [{"name": "main", "image": "registry.example/x:1"}]},
+           "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+    if runtime_class:
+        pod["spec"]["runtimeClassName"] = runtime_class
+    return pod
+
+
+def webhook_configurations():
+    def hooks(names):
+        return [{"name": n, "clientConfig": {"service": {"name": "isolation-gate", "namespace": GATE_NS,
+                                                          "path": "/" + n.split(".")[0]}},
+                 "admissionReviewVersions": ["v1"], "sideEffects": "None"} for n in names]
+    mutating = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+                "metadata": {"name": WEBHOOKS}, "webhooks": hooks(["mutate.pods.gibson.zeroroot.ai"])}
+    validating = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                  "metadata": {"name": WEBHOOKS},
+                  "webhooks": hooks(["validate.pods.gibson.zeroroot.ai", "validate.workloads.gibson.zeroroot.ai",
+                                     "validate.components.gibson.zeroroot.ai"])}
+    return mutating, validating
+
+
+class OperatorCase(tc.ClusterCase):
+    start_gate = False
+    extra = []
+
+    def gate_with(self, name="gate-a", extra=(), tls="files", wait_ready=True):
+        g = h.GateServer(kubeconfig=self.kubeconfig, wait_ready=wait_ready, tls=tls,
+                         extra_args=ELECTION + list(self.extra) + list(extra), env={"POD_NAME": name})
+        g.start()
+        self.addCleanup(g.stop)
+        return g
+
+    def lease(self):
+        return self.api.get("leases", LEASE, namespace=GATE_NS)
+
+    def holder(self):
+        lease = self.lease()
+        return (lease or {}).get("spec", {}).get("holderIdentity") or ""
+
+    def leader_metric(self, g):
+        try:
+            return g.metric_values("isolation_gate_leader")
+        except (OSError, AssertionError):
+            return None
+
+    def wait_leader(self, g, what):
+        wait_until(what + ": isolation_gate_leader 1", lambda: self.leader_metric(g) == 1.0)
+
+    def status(self, name):
+        c = self.api.get("components", name, namespace=NS)
+        return (c or {}).get("status")
+
+    def status_patches(self, name=None, since=0):
+        path = r"/components/%s/status$" % (name or "[^/]+")
+        return [e for e in self.api.requests(since=since, method="PATCH", path=path) if e["status"] == 200]
+
+
+class LeaderElection(OperatorCase):
+    def test_two_replicas_elect_one_leader_and_hand_over_on_sigterm_and_sigkill(self):
+        a = self.gate_with("gate-a")
+        b = self.gate_with("gate-b")
+        wait_until("one holder", lambda: self.holder() != "")
+        first = self.holder()
+        leader, other = (a, b) if first.startswith("gate-a_") else (b, a)
+        self.assertRegex(first, r"^gate-[ab]_[0-9a-f]{8}$")
+        self.wait_leader(leader, "the holder")
+        self.assertEqual(self.leader_metric(other), 0.0)
+        transitions = self.lease()["spec"].get("leaseTransitions", 0)
+        # Both replicas serve, whoever leads.
+        for g in (a, b):
+            self.gate = g
+            self.assertEqual(self.decision()[0], "RequireSetec")
+
+        # SIGTERM: the leader releases the Lease; the other takes over.
+        self.assertEqual(leader.stop(), 0)
+        wait_until("the other replica holds the Lease after SIGTERM",
+                   lambda: self.holder().startswith(other.env["POD_NAME"] + "_"))
+        self.wait_leader(other, "after SIGTERM")
+        self.assertGreater(self.lease()["spec"]["leaseTransitions"], transitions)
+
+        # SIGKILL: nobody releases it; a new replica takes over once the lease
+        # duration passed without renewal.
+        c = self.gate_with("gate-c")
+        self.assertEqual(self.leader_metric(c), 0.0)
+        killed = self.holder()
+        other.kill()
+        wait_until("gate-c holds the Lease after SIGKILL", lambda: self.holder().startswith("gate-c_"))
+        self.wait_leader(c, "after SIGKILL")
+        self.assertNotEqual(self.holder(), killed)
+
+    def test_a_leader_that_cannot_renew_stops_its_loops_and_writes_nothing(self):
+        a = self.gate_with("gate-a")
+        self.wait_leader(a, "alone")
+        wait_until("statuses written", lambda: self.status("report-parser") is not None)
+        rule = self.api.inject_fault(500, method="PUT", path=r"/leases/", count=None)
+        wait_until("the leader gives up (renew deadline)", lambda: self.leader_metric(a) == 0.0)
+        mark = self.api.request_mark()
+        # A trust change the leader would otherwise write.
+        c = self.api.get("components", "docs-indexer", namespace=NS)
+        c["spec"]["policy"]["content_trust"] = "untrusted"
+        self.api.update("components", c, namespace=NS)
+        # Bounded: let it try to renew a few more times, then look.
+        seen = self.api.request_mark()
+        wait_until("two more renew attempts",
+                   lambda: len(self.api.requests(since=seen, method="PUT", path=r"/leases/")) >= 2)
+        self.assertEqual(self.status_patches(since=mark), [], "a replica that is not leading wrote status")
+        self.assertEqual(self.leader_metric(a), 0.0)
+        self.api.clear_faults(rule)
+        self.wait_leader(a, "renewing again")
+        wait_until("the change written once it leads again",
+                   lambda: (self.status("docs-indexer") or {}).get("contentTrust") == "untrusted")
+
+
+class ComponentStatus(OperatorCase):
+    def test_status_is_written_once_then_only_when_it_changes(self):
+        a = self.gate_with("gate-a")
+        self.wait_leader(a, "alone")
+        wait_until("both statuses", lambda: self.status("report-parser") and self.status("docs-indexer"))
+        s = self.status("report-parser")
+        self.assertEqual(s["isolation"], "RequireSetec")
+        self.assertEqual(s["runtimeClassName"], tc.RC)
+        self.assertEqual(s["contentTrust"], "untrusted")
+        self.assertTrue(s["trustDeclared"])
+        self.assertEqual(s["driftedPods"], 0)
+        self.assertEqual(condition(s, "Admitted")["status"], "True")
+        self.assertEqual(condition(s, "Admitted")["reason"], "SandboxAvailable")
+        self.assertEqual(condition(s, "Drifted")["status"], "False")
+        self.assertEqual(s["observedGeneration"], self.api.get("components", "report-parser", NS)["metadata"]["generation"])
+        if validate_against_crd_status:
+            self.assertEqual(validate_against_crd_status(s), [])
+        self.assertEqual(len(self.status_patches("report-parser")), 1)
+
+        # Nothing changed: a label edit is processed and writes nothing.
+        unchanged = a.metric_values("isolation_gate_status_writes_total")
+        c = self.api.get("components", "report-parser", namespace=NS)
+        c["metadata"].setdefault("labels", {})["touched"] = "yes"
+        self.api.update("components", c, namespace=NS)
+        wait_until("the label edit processed",
+                   lambda: a.metric_values("isolation_gate_status_writes_total") > unchanged)
+        self.assertEqual(len(self.status_patches("report-parser")), 1, "a status was rewritten unchanged")
+
+        # A trust change: written.
+        c = self.api.get("components", "docs-indexer", namespace=NS)
+        c["spec"]["policy"].pop("content_trust")
+        self.api.update("components", c, namespace=NS)
+        wait_until("trust omitted", lambda: condition(self.status("docs-indexer"), "TrustDeclared")["reason"] == "Omitted")
+        s = self.status("docs-indexer")
+        self.assertFalse(s["trustDeclared"])
+        self.assertIn("declare", condition(s, "TrustDeclared")["message"])
+        self.assertEqual(s["observedGeneration"], self.api.get("components", "docs-indexer", NS)["metadata"]["generation"])
+
+        # An availability flip: the untrusted Component is denied now.
+        self.api.delete("nodes", "node-1")
+        wait_until("Deny after the flip", lambda: self.status("report-parser")["isolation"] == "Deny")
+        s = self.status("report-parser")
+        self.assertNotIn("runtimeClassName", s)
+        self.assertEqual(condition(s, "Admitted")["status"], "False")
+        self.assertEqual(condition(s, "Admitted")["reason"], "SandboxUnavailable")
+        self.assertEqual(self.status("docs-indexer")["isolation"], "AllowInProcess")
+        self.assertEqual(condition(self.status("docs-indexer"), "Admitted")["reason"], "TrustedInProcess")
+        if validate_against_crd_status:
+            for name in ("report-parser", "docs-indexer"):
+                self.assertEqual(validate_against_crd_status(self.status(name)), [], name)
+
+
+class Events(OperatorCase):
+    def events(self, reason=None, namespace=NS):
+        out = []
+        for e in self.api.list("events.events.k8s.io", namespace=namespace):
+            if reason is None or e.get("reason") == reason:
+                out.append(e)
+        return out
+
+    def test_a_denial_records_one_event_repeats_count_and_dry_runs_record_none(self):
+        self.gate = self.gate_with("gate-a")
+        self.api.delete("nodes", "node-1")
+        self.wait_decision("Deny", "the sandbox gone")
+        wait_until("the first denial's Event", lambda: self.events("SandboxUnavailable"))
+        events = self.events("SandboxUnavailable")
+        self.assertEqual(len(events), 1, events)
+        e = events[0]
+        self.assertEqual(e["type"], "Warning")
+        self.assertEqual(e["reportingController"], "isolation-gate")
+        self.assertTrue(e["reportingInstance"].startswith("gate-a_"))
+        self.assertEqual(e["regarding"]["kind"], "Component")
+        self.assertEqual(e["regarding"]["name"], "report-parser")
+        self.assertEqual(e["regarding"]["uid"], self.api.get("components", "report-parser", NS)["metadata"]["uid"])
+        self.assertIn("To fix", e["note"])
+        # Repeats: the same Event, its series counting them.
+        for _ in range(4):
+            self.assertEqual(self.decision()[0], "Deny")
+        wait_until("the series counts the repeats",
+                   lambda: (self.events("SandboxUnavailable")[0].get("series") or {}).get("count", 0) >= 2)
+        self.assertEqual(len(self.events("SandboxUnavailable")), 1)
+        # A dry run records nothing: the dry-run denials of another Component
+        # leave no Event, while a real one right after does.
+        pod = h.make_pod(name="dry-0", component="dry-tool")
+        self.api.create("components", tc.component("dry-tool", "untrusted"))
+        wait_until("dry-tool cached", lambda: self.gate.review(
+            "/mutate/pods", h.pod_review(pod, dry_run=True))["response"].get("auditAnnotations", {}).get("component") == "dry-tool")
+        for _ in range(3):
+            self.assertFalse(self.gate.review("/mutate/pods", h.pod_review(pod, dry_run=True))["response"]["allowed"])
+        unlabelled = h.make_pod(name="nolabel-0", component=None)
+        self.assertFalse(self.gate.review("/mutate/pods", h.pod_review(unlabelled))["response"]["allowed"])
+        # An Event about a Namespace (cluster-scoped) lives in "default", as
+        # the API server requires and client-go does.
+        wait_until("the real denial's Event (on the namespace: no Component named)",
+                   lambda: self.events("MissingComponentLabel", namespace="default"))
+        self.assertEqual([e for e in self.events() if e["regarding"].get("name") == "dry-tool"], [])
+        ns_event = self.events("MissingComponentLabel", namespace="default")[0]
+        self.assertEqual(ns_event["regarding"]["kind"], "Namespace")
+        self.assertEqual(ns_event["regarding"]["name"], NS)
+
+
+class Drift(OperatorCase):
+    def drifted_metric(self, g, component):
+        for line in g.metrics().splitlines():
+            if line.startswith("isolation_gate_drifted_pods{") and 'component="%s"' % component in line:
+                return float(line.rsplit(" ", 1)[1])
+        return 0.0
+
+    def test_drift_is_reported_after_a_component_turns_untrusted_with_the_sandbox_gone(self):
+        a = self.gate_with("gate-a")
+        self.wait_leader(a, "alone")
+        # docs-indexer is trusted; with the sandbox gone it runs in process, rightly.
+        self.api.delete("nodes", "node-1")
+        self.api.create("pods", running_pod("docs-0", "docs-indexer"))
+        # (The pod's watch event may come before the Node's: for a moment it
+        # drifted from RequireSetec; the status settles once both are in.)
+        wait_until("status after the flip: in process, no drift",
+                   lambda: (self.status("docs-indexer") or {}).get("isolation") == "AllowInProcess"
+                   and self.status("docs-indexer")["driftedPods"] == 0)
+        # It turns untrusted: its running pod would be denied now.
+        c = self.api.get("components", "docs-indexer", namespace=NS)
+        c["spec"]["policy"]["content_trust"] = "untrusted"
+        self.api.update("components", c, namespace=NS)
+        wait_until("drift in the status", lambda: (self.status("docs-indexer") or {}).get("driftedPods") == 1)
+        s = self.status("docs-indexer")
+        self.assertEqual(s["isolation"], "Deny")
+        self.assertEqual(condition(s, "Drifted")["status"], "True")
+        self.assertEqual(condition(s, "Drifted")["reason"], "PodsDrifted")
+        self.assertEqual(self.drifted_metric(a, "docs-indexer"), 1.0)
+        wait_until("a PodDrifted Event", lambda: [e for e in self.api.list("events.events.k8s.io", namespace=NS)
+                                                 if e.get("reason") == "PodDrifted"])
+        # Without --evict-drifted nothing is evicted.
+        self.assertEqual(self.api.requests(method="POST", path=r"/eviction$"), [])
+        self.assertIsNotNone(self.api.get("pods", "docs-0", namespace=NS))
+        # The pod goes: no drift.
+        self.api.delete("pods", "docs-0", namespace=NS)
+        wait_until("drift cleared", lambda: self.status("docs-indexer")["driftedPods"] == 0)
+        self.assertEqual(condition(self.status("docs-indexer"), "Drifted")["status"], "False")
+
+
+class Eviction(OperatorCase):
+    extra = ["--evict-drifted", "--evict-rate", "600"]
+
+    def test_less_safe_pods_are_evicted_through_the_eviction_api_honouring_a_pdb(self):
+        a = self.gate_with("gate-a")
+        self.wait_leader(a, "alone")
+        # report-parser is untrusted and the sandbox is there: a pod outside it is less safe.
+        self.api.create("poddisruptionbudgets", {
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "parsers", "namespace": NS},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {h.COMPONENT_LABEL: "report-parser"}}},
+            "status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1}},
+            namespace=NS)
+        self.api.create("pods", running_pod("parser-0", "report-parser"))
+        # A pod on the sandbox and one placed elsewhere-but-safe are never evicted.
+        self.api.create("pods", running_pod("parser-1", "report-parser", runtime_class=tc.RC))
+        wait_until("the PDB refuses the eviction (429)",
+                   lambda: self.api.requests(method="POST", path=r"/pods/parser-0/eviction$", status=429))
+        self.assertIsNotNone(self.api.get("pods", "parser-0", namespace=NS))
+        wait_until("counted as blocked", lambda: self._evictions(a, "blocked") >= 1)
+        # The budget allows one disruption now: the retry evicts it.
+        pdb = self.api.get("poddisruptionbudgets", "parsers", namespace=NS)
+        pdb["status"]["disruptionsAllowed"] = 1
+        self.api.update_status("poddisruptionbudgets", pdb, namespace=NS)
+        wait_until("evicted", lambda: self.api.get("pods", "parser-0", namespace=NS) is None, timeout=40)
+        self.assertEqual(self._evictions(a, "evicted"), 1.0)
+        self.assertIsNotNone(self.api.get("pods", "parser-1", namespace=NS))
+        self.assertEqual(self.api.requests(method="POST", path=r"/pods/parser-1/eviction$"), [])
+        wait_until("an Evicted Event", lambda: [e for e in self.api.list("events.events.k8s.io", namespace=NS)
+                                               if e.get("reason") == "Evicted"])
+
+    def _evictions(self, g, result):
+        for line in g.metrics().splitlines():
+            if line.startswith('isolation_gate_evictions_total{result="%s"}' % result):
+                return float(line.rsplit(" ", 1)[1])
+        return 0.0
+
+
+class SelfManagedCertificates(OperatorCase):
+    def setUp(self):
+        super().setUp()
+        mutating, validating = webhook_configurations()
+        self.api.create("mutatingwebhookconfigurations", mutating)
+        self.api.create("validatingwebhookconfigurations", validating)
+
+    def bundles(self):
+        out = []
+        for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+            for w in self.api.get(kind, WEBHOOKS)["webhooks"]:
+                out.append(w["clientConfig"].get("caBundle", ""))
+        return out
+
+    def secret_ca(self):
+        s = self.api.get("secrets", SECRET, namespace=GATE_NS)
+        return base64.b64decode(s["data"]["ca.crt"]).decode() if s else ""
+
+    def write_trust(self, g):
+        with open(g.ca_file, "w") as f:
+            f.write(base64.b64decode(self.bundles()[0]).decode())
+
+    def test_bootstrap_rotation_under_load_and_repair(self):
+        g = self.gate_with("gate-a", tls="self-managed", wait_ready=False,
+                           extra=["--cert-validity", "6s", "--ca-validity", "18s"])
+        wait_until("caBundle in every webhook of both configurations",
+                   lambda: all(b != "" for b in self.bundles()) and len(set(self.bundles())) == 1)
+        s = self.api.get("secrets", SECRET, namespace=GATE_NS)
+        self.assertEqual(s["type"], "kubernetes.io/tls")
+        for key in ("tls.crt", "tls.key", "ca.crt"):
+            self.assertIn(key, s["data"])
+        self.assertEqual(base64.b64decode(self.bundles()[0]).decode(), self.secret_ca())
+        g._wait_ready()
+        self.write_trust(g)
+        self.gate = g
+        self.assertEqual(self.decision()[0], "RequireSetec")
+
+        # A client that trusts only the published caBundle (re-read before each
+        # request, as the API server does) sends requests continuously through
+        # several leaf rotations and one CA rotation.
+        failures, done = [], [0]
+        stop = threading.Event()
+
+        def client():
+            while not stop.is_set():
+                bundle = base64.b64decode(self.bundles()[0]).decode()
+                ctx = ssl.create_default_context(cadata=bundle)
+                try:
+                    conn = h.VerifiedHTTPSConnection(g.host, g.port, ctx, timeout=5)
+                    conn.request("POST", "/mutate/pods", body=__import__("json").dumps(
+                        h.pod_review(h.example_pod("report-parser-pod.yaml"))).encode(),
+                        headers={"Content-Type": "application/json"})
+                    r = conn.getresponse()
+                    r.read()
+                    conn.close()
+                    if r.status != 200:
+                        failures.append("HTTP %d" % r.status)
+                    done[0] += 1
+                except (OSError, ssl.SSLError) as e:
+                    failures.append(repr(e))
+        t = threading.Thread(target=client)
+        t.start()
+        try:
+            start_rotations = g.metric_values("isolation_gate_certificate_rotations_total")
+            wait_until("three rotations under load",
+                       lambda: g.metric_values("isolation_gate_certificate_rotations_total") >= start_rotations + 3,
+                       timeout=60)
+        finally:
+            stop.set()
+            t.join(timeout=30)
+        self.assertEqual(failures, [])
+        self.assertGreater(done[0], 10)
+
+        # caBundle edited away: restored.
+        repairs = g.metric_values("isolation_gate_ca_bundle_repairs_total")
+        self.api.patch("validatingwebhookconfigurations", WEBHOOKS, [
+            {"op": "replace", "path": "/webhooks/1/clientConfig/caBundle", "value": ""}], patch_type="json")
+        wait_until("caBundle restored", lambda: all(b != "" for b in self.bundles()))
+        self.assertEqual(len(set(self.bundles())), 1)
+        self.assertGreater(g.metric_values("isolation_gate_ca_bundle_repairs_total"), repairs)
+
+
+if __name__ == "__main__":
+    unittest.main()
