@@ -430,6 +430,14 @@ class SelfManagedCertificates(OperatorCase):
         wait_until("caBundle restored", lambda: all(b != "" for b in self.bundles()))
         self.assertEqual(len(set(self.bundles())), 1)
         self.assertGreater(g.metric_values("isolation_gate_ca_bundle_repairs_total"), repairs)
+        # Every request of a self-managed leader (Lease, Secret, webhook
+        # configurations, status, Events) is granted by the chart's default RBAC.
+        seen = tc.assert_granted(self, self.api.requests())
+        for needed in (("coordination.k8s.io", "leases", "update", LEASE, GATE_NS),
+                       ("", "secrets", "watch", SECRET, GATE_NS),
+                       ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "patch", WEBHOOKS, None),
+                       ("gibson.zeroroot.ai", "components/status", "patch", "report-parser", NS)):
+            self.assertIn(needed, seen)
 
 
 if __name__ == "__main__":
