@@ -204,7 +204,11 @@ json desired_status(const ComponentRecord& record, const StatusInputs& in) {
                  {"trustDeclared", c.trust.declared && c.trust.valid},
                  {"isolation", policy::to_string(d)},
                  {"driftedPods", in.drifted_pods}};
-  if (d == Decision::RequireSetec) status["runtimeClassName"] = in.runtime_class;
+  switch (d) {
+    case Decision::RequireSetec: status["runtimeClassName"] = in.runtime_class; break;
+    case Decision::AllowInProcess:
+    case Decision::Deny: break;
+  }
   json conditions = json::array();
   for (const Condition& k : {admitted(c, d, in), trust_declared(c), drifted(d, in.drifted_pods)}) {
     const ConditionMark& seen = record.conditions[static_cast<std::size_t>(k.type)];

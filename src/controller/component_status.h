@@ -70,7 +70,9 @@ struct StatusInputs {
   std::time_t now = 0;
 };
 
-// What the gate decides for this Component's pods under `in`.
+// What the gate decides for this Component's pods under `in`: the
+// controller's one call to policy::decide (the status and the drift audit
+// both ask here).
 policy::Decision decision_for(const model::Component& c, const StatusInputs& in) noexcept;
 
 nlohmann::json desired_status(const ComponentRecord& record, const StatusInputs& in);

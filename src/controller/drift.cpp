@@ -19,8 +19,12 @@ std::string string_at(const json& object, std::string_view key) {
 
 std::string_view drift_phrase(Drift d, policy::Decision decision) {
   if (d == Drift::Elsewhere) return "runs on the sandbox, but the gate now places the Component's pods elsewhere";
-  return decision == Decision::Deny ? "runs outside the sandbox, but the gate now denies the Component's pods"
-                                    : "runs outside the sandbox, but the gate now requires the setec sandbox";
+  switch (decision) {
+    case Decision::Deny: return "runs outside the sandbox, but the gate now denies the Component's pods";
+    case Decision::RequireSetec: return "runs outside the sandbox, but the gate now requires the setec sandbox";
+    case Decision::AllowInProcess: break;
+  }
+  return "runs outside the sandbox";
 }
 
 }  // namespace
@@ -174,7 +178,10 @@ void DriftAudit::pass() {
     const std::string component_key = kube::object_key(pod->namespace_, pod->component);
     auto record = components_.find(component_key);
     if (!record) continue;  // not a known Component: the admission rules' business
-    const Decision decision = policy::decide(sandbox, record->component.trust.trust, options_.shape);
+    StatusInputs in;
+    in.sandbox = sandbox;
+    in.shape = options_.shape;
+    const Decision decision = decision_for(record->component, in);
     const Drift d = classify_drift(decision, pod->runtime_class == options_.runtime_class);
     if (d == Drift::None) continue;
     const std::string pod_key = kube::object_key(pod->namespace_, pod->name);
