@@ -16,6 +16,8 @@
 // flush()); nothing asserts on elapsed time.
 #include "kube/event_recorder.h"
 
+#include "apiserver_test_support.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -42,7 +44,6 @@
 #include "kube/http_client.h"
 #include "tls/certificates.h"
 
-extern char** environ;
 
 namespace ig::kube {
 namespace {
@@ -732,125 +733,7 @@ TEST(KubeEventRecorder, TheCacheIsBoundedLeastRecentlyUsedFirst) {
 
 // --- against the test API server over HTTPS ----------------------------------------------
 
-#ifndef IG_SOURCE_DIR
-#error "IG_SOURCE_DIR must name the source tree"
-#endif
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// tests/apiserver/fake_apiserver.py as a subprocess, with its control API.
-class ApiServerProcess {
- public:
-  ~ApiServerProcess() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (::waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-  }
-
-  std::string start(const std::string& dir, const tls::CertificateBundle& chain) {
-    const std::string cert = dir + "/tls.crt", key = dir + "/tls.key", log = dir + "/server.log";
-    const std::string port_file = dir + "/port", control_file = dir + "/control-port";
-    std::ofstream(cert) << chain.cert_pem;
-    std::ofstream(key) << chain.key_pem;
-    const std::string script = std::string(IG_SOURCE_DIR) + "/tests/apiserver/fake_apiserver.py";
-    std::vector<std::string> args = {"/usr/bin/python3", script,      "--tls-cert", cert,     "--tls-key",
-                                     key,                "--port",    "0",          "--port-file", port_file,
-                                     "--control-port-file", control_file};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
-      pid_ = -1;
-      return "posix_spawn: " + std::to_string(rc);
-    }
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      const std::string p = slurp(port_file), c = slurp(control_file);
-      if (!p.empty() && !c.empty()) {
-        port_ = std::stoi(p);
-        control_port_ = std::stoi(c);
-        return "";
-      }
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return "the test API server exited: " + slurp(log);
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-    return "the test API server did not write its ports within 30 s: " + slurp(log);
-  }
-
-  std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
-
-  json control(const std::string& method, const json& kwargs = json::object()) {
-    const std::string body = kwargs.dump();
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return failed(method, "socket");
-    timeval tv{30, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(control_port_));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-      ::close(fd);
-      return failed(method, "connect");
-    }
-    const std::string req = "POST /" + method + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-                            "Content-Type: application/json\r\nContent-Length: " +
-                            std::to_string(body.size()) + "\r\n\r\n" + body;
-    for (std::size_t sent = 0; sent < req.size();) {
-      const ssize_t n = ::send(fd, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) break;
-      sent += static_cast<std::size_t>(n);
-    }
-    std::string answer;
-    char buf[65536];
-    for (;;) {
-      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) break;
-      answer.append(buf, static_cast<std::size_t>(n));
-    }
-    ::close(fd);
-    const auto head_end = answer.find("\r\n\r\n");
-    if (head_end == std::string::npos) return failed(method, "no answer");
-    const json doc = json::parse(answer.substr(head_end + 4), nullptr, false);
-    if (doc.is_discarded() || !doc.contains("result")) return failed(method, answer.substr(0, 2000));
-    return doc["result"];
-  }
-
- private:
-  json failed(const std::string& method, const std::string& why) {
-    ADD_FAILURE() << "control " << method << ": " << why;
-    return json();
-  }
-
-  pid_t pid_ = -1;
-  int port_ = 0;
-  int control_port_ = 0;
-};
+using test_support::FakeApiServer;
 
 class KubeEventRecorderHttps : public ::testing::Test {
  protected:
@@ -861,13 +744,9 @@ class KubeEventRecorderHttps : public ::testing::Test {
     auto chain = tls::make_serving_chain({"localhost"}, {"127.0.0.1"}, std::chrono::hours(24));
     ASSERT_TRUE(chain) << chain.error();
     chain_ = new tls::CertificateBundle(*chain);
-    server_ = new ApiServerProcess;
-    const std::string error = server_->start(*dir_, *chain_);
-    if (!error.empty()) {
-      delete server_;
-      server_ = nullptr;
-      FAIL() << error;
-    }
+    std::string error;
+    server_ = FakeApiServer::start(*dir_, chain_->cert_pem, chain_->key_pem, "", &error).release();
+    if (!server_) FAIL() << error;
   }
   static void TearDownTestSuite() {
     delete server_;
@@ -897,7 +776,7 @@ class KubeEventRecorderHttps : public ::testing::Test {
 
   static inline std::string* dir_ = nullptr;
   static inline tls::CertificateBundle* chain_ = nullptr;
-  static inline ApiServerProcess* server_ = nullptr;
+  static inline FakeApiServer* server_ = nullptr;
   std::unique_ptr<HttpClient> client_;
 };
 
