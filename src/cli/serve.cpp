@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -33,9 +34,13 @@
 #include "config/defaults.h"
 #include "config/environment.h"
 #include "config/log.h"
+#include "controller/certificates.h"
 #include "controller/cluster.h"
+#include "controller/operator.h"
 #include "kube/config.h"
+#include "kube/event_recorder.h"
 #include "kube/http_client.h"
+#include "kube/leader_election.h"
 #include "server/http_exchange.h"
 #include "server/https_server.h"
 #include "tls/certificates.h"
@@ -90,7 +95,11 @@ struct ServeOptions {
   std::string tls_secret = std::string(config::kDefaultServiceName) + "-tls";
   CertMode cert_mode = CertMode::SelfManaged;
   std::string lease_name = std::string(config::kDefaultServiceName) + "-leader";
+  std::chrono::milliseconds lease_duration{15'000}, renew_deadline{10'000}, retry_period{2'000};
   bool evict_drifted = false;
+  double evict_rate = 10;  // per minute
+  std::chrono::milliseconds cert_validity{std::chrono::hours(24 * 365)};
+  std::chrono::milliseconds ca_validity{std::chrono::hours(24 * 365 * 10)};
   double kube_api_qps = kube::RateLimiter::kDefaultQps;
   int kube_api_burst = kube::RateLimiter::kDefaultBurst;
 };
@@ -136,21 +145,36 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
       ->type_name("NAME");
   app->add_option("--webhook-config-name", o.webhook_config_name,
                   "cluster mode: the Mutating/ValidatingWebhookConfigurations\n"
-                  "whose caBundle self-managed certificates keep (next release)")
+                  "whose caBundle self-managed certificates keep")
       ->type_name("NAME");
   app->add_option("--tls-secret", o.tls_secret,
-                  "cluster mode: the Secret holding self-managed certificates (next release)")
+                  "cluster mode: the Secret (in --namespace) holding self-managed\ncertificates")
       ->type_name("NAME");
   add_enum_option(*app, "--cert-mode", o.cert_mode,
                   EnumWords<ServeOptions::CertMode>{{"self-managed", ServeOptions::CertMode::SelfManaged},
                                                     {"files", ServeOptions::CertMode::Files}},
-                  "cluster mode: files = --tls-cert/--tls-key, reloaded as they\n"
-                  "change (cert-manager); self-managed is not built yet");
+                  "cluster mode: self-managed = the leader keeps a CA and a serving\n"
+                  "certificate in --tls-secret and the caBundle of the webhook\n"
+                  "configurations; files = --tls-cert/--tls-key, reloaded as they\n"
+                  "change (cert-manager)");
+  add_duration_option(*app, "--cert-validity", o.cert_validity,
+                      "self-managed: the serving certificate's lifetime (renewed at 2/3)");
+  add_duration_option(*app, "--ca-validity", o.ca_validity,
+                      "self-managed: the CA's lifetime (rotated at 2/3, with overlap)");
   app->add_option("--lease-name", o.lease_name,
-                  "cluster mode: the coordination.k8s.io Lease of leader election (next release)")
+                  "cluster mode: the coordination.k8s.io Lease (in --namespace) of\nleader election")
       ->type_name("NAME");
+  add_duration_option(*app, "--lease-duration", o.lease_duration,
+                      "leader election: how long a Lease holds without renewal");
+  add_duration_option(*app, "--renew-deadline", o.renew_deadline,
+                      "leader election: a leader that cannot renew for this long stops\nits loops");
+  add_duration_option(*app, "--retry-period", o.retry_period, "leader election: how often to try");
   app->add_flag("--evict-drifted", o.evict_drifted,
-                "cluster mode: evict pods that drifted from the gate (next release)");
+                "cluster mode: evict pods whose placement is less safe than the\n"
+                "gate decides now (through the Eviction API: PDBs hold)");
+  app->add_option("--evict-rate", o.evict_rate, "--evict-drifted: evictions per minute at most")
+      ->check(CLI::Range(0.1, 10000.0).description(""))
+      ->type_name("N");
   app->add_option("--kube-api-qps", o.kube_api_qps, "cluster mode: Kubernetes API requests per second")
       ->check(CLI::Range(0.0, 10000.0).description(""))
       ->type_name("QPS");
@@ -164,12 +188,20 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
   if (o.local && o.components_dir.empty()) return usage_error("--local needs --components DIR");
   if (!o.local) {
     if (!o.components_dir.empty()) return usage_error("--components is for --local; a cluster has its own");
-    if (o.cert_mode == ServeOptions::CertMode::SelfManaged) {
-      return usage_error(
-          "--cert-mode self-managed is not built yet: use --cert-mode files with --tls-cert and "
-          "--tls-key (for example a cert-manager Certificate's Secret)");
+    if (o.cert_mode == ServeOptions::CertMode::SelfManaged && !o.tls_cert.empty()) {
+      return usage_error("--tls-cert and --tls-key are for --cert-mode files; self-managed keeps its own");
     }
-    if (o.tls_cert.empty()) return usage_error("--cert-mode files needs --tls-cert and --tls-key");
+    if (o.cert_mode == ServeOptions::CertMode::Files && o.tls_cert.empty()) {
+      return usage_error("--cert-mode files needs --tls-cert and --tls-key");
+    }
+    if (!(o.lease_duration > o.renew_deadline && o.renew_deadline.count() > 1.2 * o.retry_period.count() &&
+          o.retry_period.count() > 0)) {
+      return usage_error("leader election needs --lease-duration > --renew-deadline > 1.2 x --retry-period > 0");
+    }
+    if (o.cert_mode == ServeOptions::CertMode::SelfManaged &&
+        (o.cert_validity < std::chrono::seconds(3) || o.ca_validity < o.cert_validity)) {
+      return usage_error("--cert-validity must be at least 3s and --ca-validity at least --cert-validity");
+    }
   }
   if (o.tls_cert.empty() != o.tls_key.empty()) return usage_error("--tls-cert and --tls-key go together");
   o.listen = *parse_host_port(o.listen_text);  // checked by kHostPort
@@ -222,6 +254,8 @@ struct ModeFacts {
   std::function<std::size_t()> component_count;
   std::function<bool()> ready;                                // empty: ready once serving
   std::function<void(prometheus::TextWriter&)> extra_metrics;  // empty: none
+  std::function<void(const admission::DenialNotice&)> on_denial;  // empty: none (Events)
+  std::function<void()> on_stopping;  // at SIGTERM/SIGINT, before the listeners drain
 };
 
 admission::WebhookRequest to_webhook(server::Request&& r) {
@@ -246,22 +280,24 @@ std::string endpoint_text(const boost::asio::ip::tcp::endpoint& e) {
 // nothing is set after construction: the transport counters and the TLS
 // context, the Webhook (its metrics read them), the two servers (their
 // handlers call the Webhook).
-int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& context, const ModeFacts& facts,
-                  Clock::time_point started) {
-  // Signals are taken by this thread only: block them before any thread
-  // starts (the certificate watcher included); a signal during start-up waits.
+// Signals are taken by serve_webhook's thread only: every mode blocks them
+// first thing, before any thread starts (caches, certificate watchers); a
+// signal during start-up waits.
+sigset_t block_stop_signals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
 
+int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& context, const ModeFacts& facts,
+                  tls::ReloadingTlsContext& serving, Clock::time_point started) {
+  sigset_t signals = block_stop_signals();
   auto webhook_counters = std::make_shared<server::TransportCounters>();
   auto probe_counters = std::make_shared<server::TransportCounters>();
-  auto tls_or_exit = serving_tls(o);
-  if (auto* exit_code = std::get_if<int>(&tls_or_exit)) return *exit_code;
-  const std::unique_ptr<tls::ReloadingTlsContext> tls_context =
-      std::move(std::get<std::unique_ptr<tls::ReloadingTlsContext>>(tls_or_exit));
+  tls::ReloadingTlsContext* const tls_context = &serving;
   std::atomic<bool> ready{false};
 
   admission::WebhookOptions options;
@@ -295,6 +331,7 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
                                        .count()));
     if (facts.extra_metrics) facts.extra_metrics(out);
   };
+  options.on_denial = facts.on_denial;
   admission::Webhook webhook(context, std::move(options));
 
   // The webhook routes only over TLS; probes and metrics over both.
@@ -342,6 +379,7 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
   sigwait(&signals, &signal_number);
   config::log_info("stopping", {{"signal", signal_number == SIGTERM ? "SIGTERM" : "SIGINT"}});
   ready.store(false, std::memory_order_release);
+  if (facts.on_stopping) facts.on_stopping();
   https.stop(std::chrono::seconds(10));
   probes.stop(std::chrono::seconds(1));
   https.wait();
@@ -352,6 +390,7 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
 
 // Local mode: Components from files, the sandbox from --sandbox.
 int serve_local(const ServeOptions& o, Clock::time_point started) {
+  block_stop_signals();
   const auto shape = config::read_shape_from_env();
   if (shape.setting.fell_back) {
     config::log_warn(config::describe_shape(shape));
@@ -366,13 +405,54 @@ int serve_local(const ServeOptions& o, Clock::time_point started) {
   }
   const admission::FixedSandbox sandbox = fixed_sandbox(o.gate);
   const admission::AdmissionContext context{settings, *catalog, sandbox};
-  return serve_webhook(o, context, ModeFacts{"local", [&catalog] { return catalog->size(); }, {}, {}},
-                       started);
+  auto tls_or_exit = serving_tls(o);
+  if (auto* exit_code = std::get_if<int>(&tls_or_exit)) return *exit_code;
+  auto& serving = *std::get<std::unique_ptr<tls::ReloadingTlsContext>>(tls_or_exit);
+  return serve_webhook(o, context, ModeFacts{"local", [&catalog] { return catalog->size(); }, {}, {}, {}, {}},
+                       serving, started);
+}
+
+void write_event_metrics(prometheus::TextWriter& out, const kube::EventRecorderStats& s) {
+  using prometheus::Type;
+  out.family("isolation_gate_events_total", Type::Counter,
+             "Event occurrences by what became of them: created (a new Event), series (a repeat\n"
+             "written into its Event's series), dropped_queue_full, dropped_rate_limited, failed.");
+  const std::pair<std::string_view, std::uint64_t> rows[] = {
+      {"recorded", s.recorded},
+      {"created", s.created},
+      {"series", s.series_updates},
+      {"dropped_queue_full", s.dropped_queue_full},
+      {"dropped_rate_limited", s.dropped_rate_limited},
+      {"dropped_invalid", s.dropped_invalid},
+      {"failed", s.send_errors},
+  };
+  for (const auto& [result, n] : rows) out.sample("isolation_gate_events_total", {{"result", result}}, n);
+  out.family("isolation_gate_events_pending", Type::Gauge,
+             "Repeats waiting for a rate-limit token (they are written into the series later).");
+  out.sample("isolation_gate_events_pending", {}, s.pending);
+}
+
+void write_election_metrics(prometheus::TextWriter& out, const kube::LeaderElectionStats& s) {
+  using prometheus::Type;
+  out.family("isolation_gate_leader_transitions_total", Type::Counter,
+             "Changes of the Lease's holder this replica observed.");
+  out.sample("isolation_gate_leader_transitions_total", {}, s.transitions_observed);
+  out.family("isolation_gate_leader_acquisitions_total", Type::Counter, "Times this replica became leader.");
+  out.sample("isolation_gate_leader_acquisitions_total", {}, s.acquisitions);
+  out.family("isolation_gate_leader_lost_total", Type::Counter,
+             "Times this replica stopped leading because it could not renew in time.");
+  out.sample("isolation_gate_leader_lost_total", {}, s.lost);
+  out.family("isolation_gate_leader_renew_failures_total", Type::Counter, "Lease renewals that failed.");
+  out.sample("isolation_gate_leader_renew_failures_total", {}, s.renew_failures);
 }
 
 // Cluster mode: Components, RuntimeClasses and Nodes from the API server's
-// caches; ready once all three have synced (and the certificate is loaded).
+// caches on every replica; ready once they have synced and the serving
+// certificate is loaded. The leader (a Lease) runs the writing loops: status,
+// drift and eviction (controller::Operator) and, self-managed, certificates.
+// Every replica records Events for its own denials.
 int serve_cluster(ServeOptions o, Clock::time_point started) {
+  block_stop_signals();
   const auto shape = config::read_shape_from_env();
   if (shape.setting.fell_back) {
     config::log_warn(config::describe_shape(shape));
@@ -387,32 +467,121 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
   if (!o.namespace_given && !cluster_config->namespace_name.empty()) {
     o.gate.own_namespace = cluster_config->namespace_name;
   }
+  // Two clients, two rate limits: the caches and the loops that write much
+  // (status, Events, evictions) never starve the Lease renewals and the
+  // certificate loop.
   kube::HttpClientOptions client_options;
   client_options.qps = o.kube_api_qps;
   client_options.burst = o.kube_api_burst;
   auto client = kube::HttpClient::make(*cluster_config, IG_VERSION, client_options);
-  if (!client) {
-    config::log_error("cannot make the Kubernetes API client", {{"error", client.error()}});
+  kube::HttpClientOptions control_options;
+  control_options.request_timeout = o.renew_deadline;
+  auto control = kube::HttpClient::make(*cluster_config, IG_VERSION, control_options);
+  if (!client || !control) {
+    config::log_error("cannot make the Kubernetes API client",
+                      {{"error", client ? control.error() : client.error()}});
     return kExitBadInput;
   }
   const admission::GateSettings settings = gate_settings(o.gate, shape);
+  const char* pod_name = std::getenv("POD_NAME");
+  const std::string identity = kube::make_holder_identity(pod_name ? pod_name : "");
+
   controller::ClusterOptions cluster_options;
   cluster_options.runtime_class = settings.runtime_class;
   cluster_options.shape = settings.shape.shape;
   cluster_options.log = log_adapter;
   controller::Cluster cluster(**client, cluster_options);
+
+  kube::EventRecorderOptions event_options;
+  event_options.reporting_controller = "isolation-gate";
+  event_options.reporting_instance = identity;
+  event_options.log = log_adapter;
+  kube::EventRecorder events(**client, event_options);
+
+  controller::OperatorOptions operator_options;
+  operator_options.evict = o.evict_drifted;
+  operator_options.evict_per_minute = o.evict_rate;
+  operator_options.log = log_adapter;
+  controller::Operator op(**client, cluster, &events, std::move(operator_options));
+
+  // The serving certificate: the files (cert-manager), or self-managed: a
+  // throwaway one until the Secret's is loaded (not ready until then).
+  auto tls_or_exit = serving_tls(o);
+  if (auto* exit_code = std::get_if<int>(&tls_or_exit)) return *exit_code;
+  auto& serving = *std::get<std::unique_ptr<tls::ReloadingTlsContext>>(tls_or_exit);
+  std::unique_ptr<controller::SelfManagedCertificates> certs;
+  if (o.cert_mode == ServeOptions::CertMode::SelfManaged) {
+    controller::CertificateOptions c;
+    c.ns = settings.own_namespace;
+    c.secret_name = o.tls_secret;
+    c.webhook_config_name = o.webhook_config_name;
+    c.service_name = o.service;
+    c.cert_validity = std::chrono::duration_cast<std::chrono::seconds>(o.cert_validity);
+    c.ca_validity = std::chrono::duration_cast<std::chrono::seconds>(o.ca_validity);
+    c.request_timeout = o.renew_deadline;
+    c.log = log_adapter;
+    certs = std::make_unique<controller::SelfManagedCertificates>(**control, serving, std::move(c));
+  }
+
+  kube::LeaderElectionConfig election;
+  election.namespace_name = settings.own_namespace;
+  election.lease_name = o.lease_name;
+  election.identity = identity;
+  election.lease_duration = o.lease_duration;
+  election.renew_deadline = o.renew_deadline;
+  election.retry_period = o.retry_period;
+  election.log = log_adapter;
+  kube::LeaderCallbacks callbacks;
+  callbacks.on_started_leading = [&op, &certs] {
+    op.start_leading();
+    if (certs) certs->start_leading();
+  };
+  callbacks.on_stopped_leading = [&op, &certs] {
+    if (certs) certs->stop_leading();
+    op.stop_leading();
+  };
+  callbacks.on_new_leader = [](std::string_view holder) {
+    config::log_info("the Lease has a new holder", {{"holder", std::string(holder)}});
+  };
+  auto elector = kube::LeaderElector::make(**control, std::move(election), std::move(callbacks));
+  if (!elector) {
+    config::log_error("cannot run leader election", {{"error", elector.error()}});
+    return kExitBadInput;
+  }
+
   config::log_info("watching the Kubernetes API",
                    {{"server", cluster_config->server},
                     {"namespace", settings.own_namespace},
-                    {"runtime_class", settings.runtime_class}});
+                    {"runtime_class", settings.runtime_class},
+                    {"identity", identity},
+                    {"cert_mode", o.cert_mode == ServeOptions::CertMode::SelfManaged ? "self-managed" : "files"}});
   cluster.start();
+  events.start();
+  if (certs) certs->start();
+  (*elector)->start();
   const admission::AdmissionContext context{settings, cluster.components(), cluster.sandbox()};
-  const int code = serve_webhook(
-      o, context,
-      ModeFacts{"cluster", [&cluster] { return cluster.component_count(); },
-                [&cluster] { return cluster.synced(); },
-                [&cluster](prometheus::TextWriter& out) { cluster.write_metrics(out); }},
-      started);
+  ModeFacts facts;
+  facts.mode = "cluster";
+  facts.component_count = [&cluster] { return cluster.component_count(); };
+  facts.ready = [&cluster, &certs] { return cluster.synced() && (!certs || certs->loaded()); };
+  facts.extra_metrics = [&](prometheus::TextWriter& out) {
+    std::vector<controller::CacheView> more;
+    if (auto pods = op.pod_cache()) more.push_back(*pods);
+    cluster.write_metrics(out, more);
+    op.write_metrics(out);
+    write_election_metrics(out, (*elector)->stats());
+    write_event_metrics(out, events.stats());
+    if (certs) certs->write_metrics(out);
+  };
+  facts.on_denial = [&op](const admission::DenialNotice& d) { op.record_denial(d); };
+  // SIGTERM: stop leading and release the Lease first, so a successor takes
+  // over within a retry period while this replica drains.
+  facts.on_stopping = [&elector] { (*elector)->stop(); };
+  const int code = serve_webhook(o, context, facts, serving, started);
+  (*elector)->stop();
+  events.stop();
+  if (certs) certs->stop();
+  op.stop_leading();
   cluster.stop();
   return code;
 }

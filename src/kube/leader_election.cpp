@@ -1,0 +1,430 @@
+#include "kube/leader_election.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+
+namespace ig::kube {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+std::string hostname() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
+  return buf[0] != '\0' ? std::string(buf) : std::string("unknown-host");
+}
+
+const json& spec_of(const json& lease) {
+  static const json kEmpty = json::object();
+  if (!lease.is_object()) return kEmpty;
+  auto s = lease.find("spec");
+  return s != lease.end() && s->is_object() ? *s : kEmpty;
+}
+
+std::string holder_of(const json& spec) {
+  auto h = spec.find("holderIdentity");
+  return h != spec.end() && h->is_string() ? h->get<std::string>() : std::string();
+}
+
+std::int64_t int_field(const json& spec, const char* name) {
+  auto f = spec.find(name);
+  return f != spec.end() && f->is_number_integer() ? f->get<std::int64_t>() : 0;
+}
+
+std::string ms_text(milliseconds d) { return std::to_string(d.count()) + " ms"; }
+
+milliseconds to_ms(RateClock::time_point::duration d) {
+  return std::chrono::duration_cast<milliseconds>(d);
+}
+
+}  // namespace
+
+std::string make_holder_identity(std::string_view pod_name) {
+  std::random_device rd;
+  const unsigned suffix = static_cast<unsigned>(rd()) & 0xffffffffu;
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", suffix);
+  std::string base = pod_name.empty() ? hostname() : std::string(pod_name);
+  return base + "_" + hex;
+}
+
+
+Result<void> validate(const LeaderElectionConfig& c) {
+  if (c.namespace_name.empty()) return fail("leader election: the Lease namespace is empty");
+  if (c.lease_name.empty()) return fail("leader election: the Lease name is empty");
+  if (c.identity.empty()) return fail("leader election: the holder identity is empty");
+  if (c.lease_duration.count() <= 0 || c.renew_deadline.count() <= 0 || c.retry_period.count() <= 0) {
+    return fail("leader election: lease duration, renew deadline and retry period must be positive");
+  }
+  if (c.lease_duration <= c.renew_deadline) {
+    return fail("leader election: the lease duration (" + ms_text(c.lease_duration) +
+                ") must be greater than the renew deadline (" + ms_text(c.renew_deadline) + ")");
+  }
+  // client-go: RenewDeadline > JitterFactor * RetryPeriod, JitterFactor 1.2.
+  if (static_cast<double>(c.renew_deadline.count()) <= 1.2 * static_cast<double>(c.retry_period.count())) {
+    return fail("leader election: the renew deadline (" + ms_text(c.renew_deadline) +
+                ") must be greater than 1.2 times the retry period (" + ms_text(c.retry_period) + ")");
+  }
+  if (c.release_timeout.count() <= 0) return fail("leader election: the release timeout must be positive");
+  return {};
+}
+
+Result<std::unique_ptr<LeaderElector>> LeaderElector::make(Client& client, LeaderElectionConfig config,
+                                                           LeaderCallbacks callbacks) {
+  if (auto ok = validate(config); !ok) return ok.failure();
+  if (!callbacks.on_started_leading || !callbacks.on_stopped_leading) {
+    return fail("leader election: on_started_leading and on_stopped_leading are required");
+  }
+  return std::unique_ptr<LeaderElector>(
+      new LeaderElector(client, std::move(config), std::move(callbacks)));
+}
+
+LeaderElector::LeaderElector(Client& client, LeaderElectionConfig config, LeaderCallbacks callbacks)
+    : client_(client), config_(std::move(config)), callbacks_(std::move(callbacks)) {
+  if (!config_.clock) config_.clock = RateClock::steady();
+  if (!config_.wall_clock) config_.wall_clock = [] { return std::chrono::system_clock::now(); };
+  path_ = object_path(kLeases, config_.namespace_name, config_.lease_name);
+}
+
+LeaderElector::~LeaderElector() { stop(); }
+
+void LeaderElector::start() {
+  stopping_.store(false, std::memory_order_release);
+  thread_ = std::thread([this] { run(); });
+}
+
+void LeaderElector::run() {
+  while (!stopping()) {
+    const milliseconds d = step();
+    if (!wait(d)) break;
+  }
+}
+
+void LeaderElector::stop() noexcept {
+  stopping_.store(true, std::memory_order_release);
+  {
+    std::lock_guard lock(mu_);  // a waiter between its check and its wait sees the flag
+  }
+  cv_.notify_all();
+  {
+    std::lock_guard lock(leadership_mu_);
+    if (leading_.load(std::memory_order_acquire)) {
+      leading_.store(false, std::memory_order_release);
+      log("info", "stopping: leading ends; the leader's loops stop before the Lease is released");
+      try {
+        callbacks_.on_stopped_leading();
+      } catch (...) {
+        log("error", "on_stopped_leading threw");
+      }
+    }
+  }
+  if (thread_.joinable()) {
+    if (thread_.get_id() == std::this_thread::get_id()) return;  // from a callback: no join, no release
+    thread_.join();
+  }
+  release();
+}
+
+std::string LeaderElector::holder() const {
+  std::lock_guard lock(mu_);
+  return holder_;
+}
+
+LeaderElectionStats LeaderElector::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void LeaderElector::log(std::string_view level, const std::string& message) const {
+  if (config_.log) config_.log(level, "leader election " + path_ + " (" + config_.identity + "): " + message);
+}
+
+bool LeaderElector::wait(milliseconds d) {
+  if (stopping()) return false;
+  if (config_.wait) return config_.wait(d) && !stopping();
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, d, [this] { return stopping(); });
+  return !stopping();
+}
+
+milliseconds LeaderElector::jittered_retry() {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const double base = static_cast<double>(config_.retry_period.count());
+  return milliseconds(static_cast<long long>(base * (1.0 + 0.2 * unit(rng_))));
+}
+
+void LeaderElector::api_error(const std::string& what, const ApiError& e) {
+  std::string message = what + ": " + e.message;
+  if (message == last_error_) return;
+  log("warn", message);
+  last_error_ = std::move(message);
+}
+
+void LeaderElector::api_ok() {
+  if (last_error_.empty()) return;
+  log("info", "the API answers again (after: " + last_error_ + ")");
+  last_error_.clear();
+}
+
+json LeaderElector::spec_for_us(const json& old_spec, bool keep_acquire) const {
+  const std::string now = format_micro_time(config_.wall_clock());
+  const auto secs = std::max<std::int64_t>(1, (config_.lease_duration.count() + 999) / 1000);
+  json spec = old_spec.is_object() ? old_spec : json::object();
+  spec["holderIdentity"] = config_.identity;
+  spec["leaseDurationSeconds"] = secs;
+  spec["renewTime"] = now;
+  const std::int64_t transitions = int_field(old_spec, "leaseTransitions");
+  if (keep_acquire && old_spec.contains("acquireTime")) {
+    spec["leaseTransitions"] = transitions;
+  } else {
+    spec["acquireTime"] = now;
+    spec["leaseTransitions"] = keep_acquire ? transitions : transitions + 1;
+  }
+  return spec;
+}
+
+void LeaderElector::observe(const json& lease, time_point now) {
+  const json& spec = spec_of(lease);
+  lease_ = lease;
+  if (observed_any_ && spec == observed_spec_) return;
+  const bool first = !observed_any_;
+  const std::string old_holder = holder_of(observed_spec_);
+  observed_spec_ = spec;
+  observed_any_ = true;
+  observed_time_ = now;
+  const std::string new_holder = holder_of(spec);
+  if (!first && new_holder == old_holder) return;
+  {
+    std::lock_guard lock(mu_);
+    holder_ = new_holder;
+    if (!first) ++stats_.transitions_observed;
+  }
+  log("info", new_holder.empty() ? std::string("the Lease is free") : "the leader is " + new_holder);
+  if (callbacks_.on_new_leader) {
+    std::lock_guard lock(leadership_mu_);
+    callbacks_.on_new_leader(new_holder);
+  }
+}
+
+void LeaderElector::became_leader(const json& lease, time_point attempt_start) {
+  api_ok();
+  observe(lease, config_.clock->now());
+  holds_lease_ = true;
+  last_renew_ = attempt_start;
+  {
+    std::lock_guard lock(mu_);
+    stats_.last_renew = config_.wall_clock();
+  }
+  std::lock_guard lock(leadership_mu_);
+  if (stopping() || leading_.load(std::memory_order_acquire)) return;  // stop() releases it
+  leading_.store(true, std::memory_order_release);
+  {
+    std::lock_guard stats_lock(mu_);
+    ++stats_.acquisitions;
+  }
+  log("info", "acquired the Lease; leading");
+  callbacks_.on_started_leading();
+}
+
+void LeaderElector::renewed(const json& lease, time_point attempt_start) {
+  api_ok();
+  observe(lease, config_.clock->now());
+  holds_lease_ = true;
+  last_renew_ = attempt_start;
+  std::lock_guard lock(mu_);
+  stats_.last_renew = config_.wall_clock();
+}
+
+void LeaderElector::lose_leadership(const std::string& why) {
+  holds_lease_ = false;
+  std::lock_guard lock(leadership_mu_);
+  if (!leading_.load(std::memory_order_acquire)) return;
+  leading_.store(false, std::memory_order_release);
+  {
+    std::lock_guard stats_lock(mu_);
+    ++stats_.lost;
+  }
+  log("warn", "leadership lost: " + why);
+  callbacks_.on_stopped_leading();
+}
+
+milliseconds LeaderElector::step() {
+  if (stopping()) return config_.retry_period;  // after stop(): nothing, until start()
+  return leading_.load(std::memory_order_acquire) ? leader_step() : candidate_step();
+}
+
+milliseconds LeaderElector::candidate_step() {
+  const time_point start = config_.clock->now();
+  auto got = client_.get(path_, config_.renew_deadline);
+  if (!got) {
+    const ApiError& e = got.failure();
+    if (!e.not_found()) {
+      api_error("reading the Lease", e);
+      return jittered_retry();
+    }
+    json body = {{"apiVersion", "coordination.k8s.io/v1"},
+                 {"kind", "Lease"},
+                 {"metadata", {{"name", config_.lease_name}, {"namespace", config_.namespace_name}}},
+                 {"spec", spec_for_us(json::object(), false)}};
+    body["spec"]["leaseTransitions"] = 0;
+    auto created = client_.create(collection_path(kLeases, config_.namespace_name), body);
+    if (!created) {
+      if (created.failure().conflict()) {
+        log("debug", "the Lease was created by another replica first; retrying");
+      } else {
+        api_error("creating the Lease", created.failure());
+      }
+      return jittered_retry();
+    }
+    became_leader(*created, start);
+    return config_.retry_period;
+  }
+  const time_point observed_at = config_.clock->now();
+  observe(*got, observed_at);
+  const std::string holder = holder_of(observed_spec_);
+  const bool ours = holder == config_.identity;
+  if (!holder.empty() && !ours) {
+    // The holder's own duration, measured on our clock from when we first saw
+    // this record (client-go's observedTime); ours when the record has none.
+    const std::int64_t secs = int_field(observed_spec_, "leaseDurationSeconds");
+    const auto duration = secs > 0 ? milliseconds(secs * 1000) : config_.lease_duration;
+    if (observed_at < observed_time_ + duration) {
+      api_ok();
+      return jittered_retry();
+    }
+    log("info", "the Lease of " + holder + " has not been renewed for " + ms_text(duration) +
+                    " on our clock; taking it over");
+  }
+  json body = *got;
+  body["spec"] = spec_for_us(observed_spec_, ours);
+  auto put = client_.update(path_, body, config_.renew_deadline);
+  if (!put) {
+    if (put.failure().conflict()) {
+      log("debug", "another replica updated the Lease first; retrying");
+    } else {
+      api_error("acquiring the Lease", put.failure());
+    }
+    return jittered_retry();
+  }
+  became_leader(*put, start);
+  return config_.retry_period;
+}
+
+milliseconds LeaderElector::leader_step() {
+  const time_point deadline = last_renew_ + config_.renew_deadline;
+  time_point now = config_.clock->now();
+  auto left = [&] { return std::max(milliseconds(1), to_ms(deadline - now)); };
+  if (now >= deadline) {
+    lose_leadership("no successful renew for " + ms_text(config_.renew_deadline));
+    return jittered_retry();
+  }
+  const time_point start = now;
+  json body = lease_;
+  body["spec"] = spec_for_us(spec_of(lease_), true);
+  auto put = client_.update(path_, body, left());
+  if (put) {
+    renewed(*put, start);
+    return config_.retry_period;
+  }
+  ApiError error = put.failure();
+  if (error.conflict() || error.not_found()) {
+    // Someone else wrote the Lease (or deleted it): read what is there now.
+    now = config_.clock->now();
+    if (now < deadline) {
+      auto got = client_.get(path_, left());
+      if (got) {
+        observe(*got, config_.clock->now());
+        const std::string holder = holder_of(observed_spec_);
+        if (holder != config_.identity) {
+          lose_leadership(holder.empty() ? std::string("the Lease was released by someone else")
+                                         : "the Lease is now held by " + holder);
+          return jittered_retry();
+        }
+        // Still ours (someone touched its metadata): renew on the new version.
+        now = config_.clock->now();
+        if (now < deadline) {
+          const time_point again = now;
+          body = *got;
+          body["spec"] = spec_for_us(observed_spec_, true);
+          put = client_.update(path_, body, left());
+          if (put) {
+            renewed(*put, again);
+            return config_.retry_period;
+          }
+          error = put.failure();
+        }
+      } else if (got.failure().not_found()) {
+        lose_leadership("the Lease was deleted");
+        return jittered_retry();
+      } else {
+        error = got.failure();
+      }
+    }
+  }
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.renew_failures;
+  }
+  api_error("renewing the Lease", error);
+  now = config_.clock->now();
+  if (now >= deadline) {
+    lose_leadership("no successful renew for " + ms_text(config_.renew_deadline) + " (last: " +
+                    error.message + ")");
+    return jittered_retry();
+  }
+  // Wake at the deadline at the latest, so the loss is noticed on time.
+  return std::min(config_.retry_period, to_ms(deadline - now) + milliseconds(1));
+}
+
+void LeaderElector::release() noexcept {
+  if (!holds_lease_) return;
+  holds_lease_ = false;
+  try {
+    const time_point deadline = config_.clock->now() + config_.release_timeout;
+    json lease = lease_;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const time_point now = config_.clock->now();
+      if (now >= deadline) break;
+      const std::string stamp = format_micro_time(config_.wall_clock());
+      json body = lease;
+      json spec = spec_of(lease);
+      spec["holderIdentity"] = "";
+      spec["leaseDurationSeconds"] = 1;
+      spec["renewTime"] = stamp;
+      spec["acquireTime"] = stamp;
+      spec["leaseTransitions"] = int_field(spec_of(lease), "leaseTransitions");
+      body["spec"] = std::move(spec);
+      auto put = client_.update(path_, body, std::max(milliseconds(1), to_ms(deadline - now)));
+      if (put) {
+        observe(*put, config_.clock->now());
+        log("info", "released the Lease");
+        return;
+      }
+      if (!put.failure().conflict()) {
+        log("warn", "releasing the Lease: " + put.failure().message);
+        return;
+      }
+      const time_point later = config_.clock->now();
+      if (later >= deadline) break;
+      auto got = client_.get(path_, std::max(milliseconds(1), to_ms(deadline - later)));
+      if (!got) {
+        log("warn", "releasing the Lease: " + got.failure().message);
+        return;
+      }
+      if (holder_of(spec_of(*got)) != config_.identity) {
+        log("info", "not releasing the Lease: it is no longer ours");
+        return;
+      }
+      lease = *got;
+    }
+    log("warn", "releasing the Lease: no success within " + ms_text(config_.release_timeout));
+  } catch (...) {
+    log("error", "releasing the Lease failed with an exception");
+  }
+}
+
+}  // namespace ig::kube

@@ -1,0 +1,201 @@
+// Leader election on a coordination.k8s.io/v1 Lease, in the shape of
+// client-go's tools/leaderelection (LeaderElector + resourcelock.LeaseLock).
+//
+// One Lease (namespace/name) names the leader in spec.holderIdentity. Every
+// replica runs an elector with its own identity:
+//
+//   candidate, every retry_period * (1 + U[0, 0.2)) (wait.JitterUntil):
+//     GET the Lease;
+//       404            -> CREATE it holding it ourselves (409 AlreadyExists:
+//                         someone else created it first; retry next period)
+//       held by other  -> acquire only when the observed record (its spec)
+//                         has not changed for lease_duration measured on OUR
+//                         clock since we first observed it (client-go's
+//                         observedTime rule: the holder's renewTime is never
+//                         compared with our wall clock, so clock skew between
+//                         nodes does not matter)
+//       free (holder "", or expired as above, or ours) -> PUT carrying the
+//                         observed metadata.resourceVersion (409: lost the
+//                         race, retry), holder = us, acquireTime = renewTime =
+//                         now, leaseTransitions + 1 when the holder was not us
+//     on success: leader; on_started_leading().
+//   leader, every retry_period:
+//     PUT (renewTime = now) with the last resourceVersion we wrote; the call's
+//     timeout is the time left until renew_deadline after the last successful
+//     renew. 409 (or 404) re-reads the Lease: someone else holds it -> lost at
+//     once; still ours -> retried at once with the new resourceVersion.
+//     No successful renew for renew_deadline -> LOST: on_stopped_leading()
+//     runs (synchronously, on the elector thread) before the elector goes
+//     back to candidate. renew_deadline < lease_duration, so the leader's
+//     loops have stopped before any other replica may take over.
+//
+// Contract:
+//  - make() validates the config: lease_duration > renew_deadline >
+//    retry_period * 1.2 (client-go's JitterFactor check), all positive,
+//    namespace/name/identity set, both leading callbacks set.
+//  - start() runs the loop on a thread of its own; stop() (noexcept, for
+//    SIGTERM) makes it end: when leading it calls on_stopped_leading() FIRST
+//    (at once, from the calling thread, even when the elector thread is in
+//    an API call), then joins the elector thread (at most one API call in
+//    flight, bounded by its timeout), then releases the Lease (client-go's
+//    ReleaseOnCancel: holderIdentity "", leaseDurationSeconds 1, renewTime
+//    now, leaseTransitions kept; conditional on our last resourceVersion,
+//    bounded by release_timeout) so a successor takes over within about one
+//    retry period. A Lease we do not hold (never acquired, or lost) is never
+//    released.
+//  - Callbacks run on the elector thread (on_stopped_leading also from
+//    stop()), never concurrently with each other, and never two
+//    on_started_leading() without an on_stopped_leading() between them.
+//    on_started_leading() must return promptly (start loops, do not run
+//    them); on_stopped_leading() runs to completion before the elector
+//    proceeds (the caller stops its loops there). on_new_leader(identity)
+//    reports every change of the observed holder ("" when released); for logs.
+//  - is_leader(), holder() and stats() are thread-safe and cheap.
+//  - API errors are logged once per distinct message (warn), and a recovery
+//    once (info); never every retry period.
+//  - Time: `clock` (a kube::RateClock; only now() is used) measures every
+//    interval; `wall_clock` stamps the Lease's MicroTimes
+//    ("2026-12-02T21:00:00.123456Z"); `wait` replaces the interruptible
+//    wait. Tests inject all three; defaults are steady_clock, system_clock
+//    and a condition variable that stop() wakes.
+//  - This folder knows nothing of the product: the caller turns stats() into
+//    metrics.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
+#include "kube/api.h"
+#include "kube/rate_limiter.h"
+
+namespace ig::kube {
+
+inline constexpr Resource kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true};
+
+// pod_name (the hostname when empty) + "_" + 8 random hex characters, so a
+// restarted pod with the same name is a new holder (client-go's convention).
+std::string make_holder_identity(std::string_view pod_name);
+
+
+struct LeaderElectionConfig {
+  std::string namespace_name;  // the Lease's namespace
+  std::string lease_name;
+  std::string identity;        // make_holder_identity(pod name)
+  std::chrono::milliseconds lease_duration{15'000};
+  std::chrono::milliseconds renew_deadline{10'000};
+  std::chrono::milliseconds retry_period{2'000};
+  std::chrono::milliseconds release_timeout{2'000};  // stop()'s release PUT
+  // level, message; may be empty.
+  std::function<void(std::string_view, std::string_view)> log;
+  // Interval clock (now() only); empty: steady_clock.
+  std::shared_ptr<RateClock> clock;
+  // Timestamps written into the Lease; empty: system_clock::now.
+  std::function<std::chrono::system_clock::time_point()> wall_clock;
+  // How the loop waits: returns false when cut short by stop(); empty: a
+  // condition variable that stop() wakes.
+  std::function<bool(std::chrono::milliseconds)> wait;
+};
+
+// Checks the durations and the required fields; the error names the rule.
+Result<void> validate(const LeaderElectionConfig& config);
+
+struct LeaderCallbacks {
+  std::function<void()> on_started_leading;                // required; must return promptly
+  std::function<void()> on_stopped_leading;                // required; runs to completion
+  std::function<void(const std::string&)> on_new_leader;   // optional; for logs
+};
+
+struct LeaderElectionStats {
+  std::uint64_t transitions_observed = 0;  // holder changes seen (ours included)
+  std::uint64_t acquisitions = 0;          // times we became leader
+  std::uint64_t renew_failures = 0;        // failed renew attempts
+  std::uint64_t lost = 0;                  // leaderships lost (not counting stop())
+  // Wall time of the last successful acquire or renew; epoch when never.
+  std::chrono::system_clock::time_point last_renew{};
+};
+
+class LeaderElector {
+ public:
+  static Result<std::unique_ptr<LeaderElector>> make(Client& client, LeaderElectionConfig config,
+                                                     LeaderCallbacks callbacks);
+  ~LeaderElector();
+  LeaderElector(const LeaderElector&) = delete;
+  LeaderElector& operator=(const LeaderElector&) = delete;
+
+  void start();
+  void stop() noexcept;
+
+  // One attempt (candidate: try to acquire; leader: renew or find out that
+  // leadership is lost), returning how long to wait before the next one.
+  // The loop of start() is `while (!stopping) wait(step());`. For tests that
+  // drive an elector deterministically; never together with start(). After
+  // stop() (until start()) it does nothing.
+  std::chrono::milliseconds step();
+
+  bool is_leader() const noexcept { return leading_.load(std::memory_order_acquire); }
+  std::string holder() const;  // the last observed holderIdentity
+  LeaderElectionStats stats() const;
+  const std::string& identity() const noexcept { return config_.identity; }
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  LeaderElector(Client& client, LeaderElectionConfig config, LeaderCallbacks callbacks);
+
+  using time_point = RateClock::time_point;
+  std::chrono::milliseconds candidate_step();
+  std::chrono::milliseconds leader_step();
+  // Records the Lease as read; reports a change of holder.
+  void observe(const nlohmann::json& lease, time_point now);
+  nlohmann::json spec_for_us(const nlohmann::json& old_spec, bool keep_acquire) const;
+  void became_leader(const nlohmann::json& lease, time_point attempt_start);
+  void renewed(const nlohmann::json& lease, time_point attempt_start);
+  void lose_leadership(const std::string& why);
+  void release() noexcept;
+  void run();
+  bool wait(std::chrono::milliseconds d);
+  std::chrono::milliseconds jittered_retry();
+  void api_error(const std::string& what, const ApiError& e);
+  void api_ok();
+  void log(std::string_view level, const std::string& message) const;
+  bool stopping() const noexcept { return stopping_.load(std::memory_order_acquire); }
+
+  Client& client_;
+  LeaderElectionConfig config_;
+  LeaderCallbacks callbacks_;
+  std::string path_;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> leading_{false};
+
+  // Leadership transitions and their callbacks (stop() and the elector thread).
+  std::mutex leadership_mu_;
+  // stats_, holder_, the cv wait.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  LeaderElectionStats stats_;
+  std::string holder_;
+
+  // Elector-thread state (stop() reads it only after the join).
+  bool holds_lease_ = false;         // the Lease's record is ours as last written
+  nlohmann::json lease_;             // the last Lease read or written (metadata.resourceVersion)
+  nlohmann::json observed_spec_;     // spec of the last observed record
+  bool observed_any_ = false;
+  time_point observed_time_{};       // our clock when observed_spec_ was first seen
+  time_point last_renew_{};          // our clock at the start of the last successful renew
+  std::string last_error_;           // the last API error logged
+  std::mt19937_64 rng_{std::random_device{}()};
+};
+
+}  // namespace ig::kube

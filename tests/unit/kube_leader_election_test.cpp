@@ -1,0 +1,776 @@
+// Leader election on a Lease (kube/leader_election.h).
+//
+// Most tests drive electors with step() against an in-memory Lease store with
+// the API server's conflict semantics (409 on a stale resourceVersion, 404
+// when absent, 409 AlreadyExists on a second create), each elector with a
+// client of its own (for injected failures and hangs) and a fake clock of its
+// own: a small scheduler always runs the elector whose next attempt is due
+// first, so the whole exchange is deterministic and nothing sleeps.
+// One test runs two electors on threads, on real time, against the test API
+// server over HTTPS (tests/apiserver/fake_apiserver.py), with bounded waits.
+#include "kube/leader_election.h"
+
+#include "apiserver_test_support.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kube/http_client.h"
+#include "tls/certificates.h"
+
+
+namespace ig::kube {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using std::chrono::milliseconds;
+namespace fs = std::filesystem;
+
+constexpr const char* kNs = "ig-system";
+constexpr const char* kName = "isolation-gate-leader";
+
+// --- a fake clock per elector ------------------------------------------------------
+
+const std::chrono::system_clock::time_point kWallStart{std::chrono::seconds(1796245200)};
+
+class FakeClock final : public RateClock {
+ public:
+  explicit FakeClock(std::chrono::system_clock::duration wall_skew = {}) : wall_skew_(wall_skew) {}
+  time_point now() override { return t_; }
+  void sleep_until(time_point t) override { t_ = std::max(t_, t); }
+  void set(time_point t) { t_ = t; }
+  void advance(milliseconds d) { t_ += d; }
+  // 2026-12-02T21:00:00Z at the start, plus the skew.
+  std::chrono::system_clock::time_point wall() const {
+    return kWallStart + std::chrono::duration_cast<std::chrono::system_clock::duration>(t_ - start()) +
+           wall_skew_;
+  }
+  // The clock's reading when wall() was `w`.
+  time_point to_steady(std::chrono::system_clock::time_point w) const {
+    return start() + std::chrono::duration_cast<time_point::duration>(w - kWallStart - wall_skew_);
+  }
+  static time_point start() { return time_point(std::chrono::hours(1000)); }
+
+ private:
+  time_point t_ = start();
+  std::chrono::system_clock::duration wall_skew_;
+};
+
+// --- one Lease with the API server's semantics --------------------------------------
+
+struct LeaseStore {
+  std::optional<json> lease;
+  long long rv = 100;
+  std::vector<json> put_bodies;  // every PUT that reached the store, as sent
+
+  std::string object_path() const { return kube::object_path(kLeases, kNs, kName); }
+  std::string holder() const { return lease ? (*lease)["spec"].value("holderIdentity", "") : ""; }
+  long long transitions() const { return lease ? (*lease)["spec"].value("leaseTransitions", -1LL) : -1; }
+  // A write from outside (another controller stealing the Lease).
+  void backdoor_set_holder(const std::string& h) {
+    (*lease)["spec"]["holderIdentity"] = h;
+    (*lease)["metadata"]["resourceVersion"] = std::to_string(++rv);
+  }
+};
+
+ApiError api_error(std::string message, int code, std::string reason) {
+  ApiError e;
+  e.message = std::move(message);
+  e.code = code;
+  e.reason = std::move(reason);
+  return e;
+}
+
+class FakeLeaseClient final : public Client {
+ public:
+  FakeLeaseClient(LeaseStore& store, FakeClock& clock) : store_(store), clock_(clock) {}
+
+  bool fail_gets = false;
+  bool fail_updates = false;
+  bool hang_updates = false;         // the call takes its whole timeout, then fails (code 0)
+  bool create_loses_race = false;    // another replica creates the Lease just before us
+  std::vector<milliseconds> update_timeouts;
+  std::vector<std::string>* events = nullptr;  // "PUT holder=..." appended when set
+
+  ApiResult<json> get(std::string_view path, milliseconds) override {
+    if (path != store_.object_path()) return unexpected("GET", path);
+    if (fail_gets) return api_error("GET " + std::string(path) + ": 503 ServiceUnavailable: injected", 503, "ServiceUnavailable");
+    if (!store_.lease) return api_error("GET " + std::string(path) + ": 404 NotFound", 404, "NotFound");
+    return *store_.lease;
+  }
+  ApiResult<json> create(std::string_view path, const json& body) override {
+    if (path != collection_path(kLeases, kNs)) return unexpected("POST", path);
+    if (create_loses_race) {
+      create_loses_race = false;
+      json other = body;
+      other["spec"]["holderIdentity"] = "racer";
+      store_.lease = other;
+      (*store_.lease)["metadata"]["resourceVersion"] = std::to_string(++store_.rv);
+    }
+    if (store_.lease) return api_error("POST: 409 AlreadyExists", 409, "AlreadyExists");
+    EXPECT_EQ(body["metadata"]["name"], kName);
+    EXPECT_EQ(body["metadata"]["namespace"], kNs);
+    EXPECT_EQ(body["apiVersion"], "coordination.k8s.io/v1");
+    EXPECT_EQ(body["kind"], "Lease");
+    store_.lease = body;
+    (*store_.lease)["metadata"]["resourceVersion"] = std::to_string(++store_.rv);
+    return *store_.lease;
+  }
+  ApiResult<json> update(std::string_view path, const json& body, milliseconds timeout) override {
+    if (path != store_.object_path()) return unexpected("PUT", path);
+    update_timeouts.push_back(timeout);
+    if (hang_updates) {
+      clock_.advance(timeout);
+      return api_error("PUT " + std::string(path) + ": no answer within " + std::to_string(timeout.count()) + " ms", 0, "");
+    }
+    if (fail_updates) return api_error("PUT " + std::string(path) + ": 503 ServiceUnavailable: injected", 503, "ServiceUnavailable");
+    if (!store_.lease) return api_error("PUT: 404 NotFound", 404, "NotFound");
+    const std::string sent_rv = body["metadata"].value("resourceVersion", "");
+    EXPECT_FALSE(sent_rv.empty()) << "every Lease PUT must be conditional";
+    if (!sent_rv.empty() && sent_rv != (*store_.lease)["metadata"]["resourceVersion"]) {
+      return api_error("PUT: 409 Conflict: the object has been modified", 409, "Conflict");
+    }
+    store_.put_bodies.push_back(body);
+    if (events) events->push_back("PUT holder=" + body["spec"].value("holderIdentity", ""));
+    store_.lease = body;
+    (*store_.lease)["metadata"]["resourceVersion"] = std::to_string(++store_.rv);
+    return *store_.lease;
+  }
+  ApiResult<ListPage> list(std::string_view path, const ListOptions&) override { return unexpected("LIST", path); }
+  ApiResult<std::unique_ptr<WatchStream>> watch(std::string_view path, const WatchOptions&) override {
+    return unexpected("WATCH", path);
+  }
+  ApiResult<json> patch(std::string_view path, PatchType, const json&) override { return unexpected("PATCH", path); }
+
+ private:
+  ApiError unexpected(const char* verb, std::string_view path) {
+    ADD_FAILURE() << "unexpected " << verb << " " << path;
+    return api_error("unexpected", 501, "");
+  }
+  LeaseStore& store_;
+  FakeClock& clock_;
+};
+
+// --- electors on fake clocks, scheduled by due time ------------------------------------
+
+struct Node {
+  std::string name;
+  std::unique_ptr<FakeClock> clock;
+  std::unique_ptr<FakeLeaseClient> client;
+  RateClock::time_point due;
+  int started = 0, stopped = 0;
+  std::optional<RateClock::time_point> started_at, stopped_at;
+  std::vector<std::string> new_leaders;
+  std::vector<std::pair<std::string, std::string>> logs;
+  std::unique_ptr<LeaderElector> elector;  // last: destroyed (stopped) first
+};
+
+LeaderElectionConfig base_config(const std::string& identity) {
+  LeaderElectionConfig c;
+  c.namespace_name = kNs;
+  c.lease_name = kName;
+  c.identity = identity;
+  return c;
+}
+
+class Cluster {
+ public:
+  std::vector<std::string> events;  // callbacks and PUTs in order
+  LeaseStore store;
+
+  Node& add(const std::string& identity, std::chrono::system_clock::duration wall_skew = {}) {
+    auto n = std::make_unique<Node>();
+    Node& node = *n;
+    node.name = identity;
+    node.clock = std::make_unique<FakeClock>(wall_skew);
+    node.clock->set(now_);
+    node.due = now_;
+    node.client = std::make_unique<FakeLeaseClient>(store, *node.clock);
+    node.client->events = &events;
+    LeaderElectionConfig c = base_config(identity);
+    FakeClock* clock = node.clock.get();
+    c.clock = std::shared_ptr<RateClock>(clock, [](RateClock*) {});
+    c.wall_clock = [clock] { return clock->wall(); };
+    c.wait = [](milliseconds) { return true; };
+    c.log = [&node](std::string_view level, std::string_view m) { node.logs.emplace_back(level, m); };
+    LeaderCallbacks cb;
+    cb.on_started_leading = [this, &node] {
+      ++node.started;
+      node.started_at = node.clock->now();
+      events.push_back(node.name + " started");
+    };
+    cb.on_stopped_leading = [this, &node] {
+      ++node.stopped;
+      node.stopped_at = node.clock->now();
+      events.push_back(node.name + " stopped");
+    };
+    cb.on_new_leader = [&node](const std::string& id) { node.new_leaders.push_back(id); };
+    auto e = LeaderElector::make(*node.client, std::move(c), std::move(cb));
+    EXPECT_TRUE(e) << e.error();
+    node.elector = std::move(*e);
+    nodes_.push_back(std::move(n));
+    return node;
+  }
+
+  // Runs the elector that is due first; false after `max_steps` steps.
+  void step_next() {
+    Node* next = nullptr;
+    for (auto& n : nodes_) {
+      if (n->elector && (next == nullptr || n->due < next->due)) next = n.get();
+    }
+    ASSERT_NE(next, nullptr);
+    now_ = std::max(now_, next->due);
+    next->clock->set(std::max(now_, next->clock->now()));
+    const milliseconds wait = next->elector->step();
+    next->due = next->clock->now() + wait;
+    check_at_most_one_leader();
+  }
+
+  template <typename Pred>
+  bool run_until(Pred pred, int max_steps = 500) {
+    for (int i = 0; i < max_steps; ++i) {
+      if (pred()) return true;
+      step_next();
+      if (::testing::Test::HasFatalFailure()) return false;
+    }
+    return pred();
+  }
+
+  void run_for(milliseconds d) {
+    const auto until = now_ + d;
+    for (int i = 0; i < 10000; ++i) {
+      auto next = std::min_element(nodes_.begin(), nodes_.end(),
+                                   [](auto& a, auto& b) { return a->due < b->due; });
+      if ((*next)->due > until) break;
+      step_next();
+    }
+    now_ = std::max(now_, until);
+  }
+
+  // "At most one leader" as the Lease protocol promises: no two electors
+  // between on_started_leading and on_stopped_leading at once.
+  void check_at_most_one_leader() {
+    int leading = 0;
+    for (auto& n : nodes_) leading += n->elector && n->elector->is_leader() ? 1 : 0;
+    EXPECT_LE(leading, 1) << "two leaders at once";
+  }
+
+  RateClock::time_point now() const { return now_; }
+
+ private:
+  std::vector<std::unique_ptr<Node>> nodes_;
+  RateClock::time_point now_ = FakeClock::start();
+};
+
+const LeaderElectionConfig kDefaults = base_config("x");
+
+// --- config and helpers ---------------------------------------------------------------
+
+TEST(KubeLeaderElection, ValidatesDurationsLikeClientGo) {
+  EXPECT_TRUE(validate(base_config("a")));
+  EXPECT_EQ(kDefaults.lease_duration, 15s);
+  EXPECT_EQ(kDefaults.renew_deadline, 10s);
+  EXPECT_EQ(kDefaults.retry_period, 2s);
+
+  auto c = base_config("a");
+  c.lease_duration = 10s;  // == renew deadline
+  auto r = validate(c);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("lease duration"), std::string::npos) << r.error();
+
+  c = base_config("a");
+  c.renew_deadline = 2400ms;  // == 1.2 * retry period
+  r = validate(c);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("1.2 times the retry period"), std::string::npos) << r.error();
+  c.renew_deadline = 2401ms;
+  EXPECT_TRUE(validate(c));
+
+  c = base_config("a");
+  c.retry_period = 0ms;
+  EXPECT_FALSE(validate(c));
+  c = base_config("");
+  EXPECT_FALSE(validate(c));
+  c = base_config("a");
+  c.lease_name.clear();
+  EXPECT_FALSE(validate(c));
+  c = base_config("a");
+  c.namespace_name.clear();
+  EXPECT_FALSE(validate(c));
+
+  LeaseStore store;
+  FakeClock clock;
+  FakeLeaseClient client(store, clock);
+  auto bad = LeaderElector::make(client, base_config("a"), LeaderCallbacks{});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("on_started_leading"), std::string::npos);
+  auto c2 = base_config("a");
+  c2.renew_deadline = 20s;
+  EXPECT_FALSE(LeaderElector::make(client, c2, {[] {}, [] {}, {}}));
+}
+
+TEST(KubeLeaderElection, HolderIdentityIsPodNameAndRandomSuffix) {
+  const std::string a = make_holder_identity("gate-7d9f-abcde");
+  const std::string b = make_holder_identity("gate-7d9f-abcde");
+  ASSERT_EQ(a.size(), std::string("gate-7d9f-abcde_").size() + 8);
+  EXPECT_EQ(a.rfind("gate-7d9f-abcde_", 0), 0u);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef", a.size() - 8), std::string::npos) << a;
+  EXPECT_NE(a, b);
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+  const std::string h = make_holder_identity("");
+  EXPECT_EQ(h.rfind(std::string(host) + "_", 0), 0u) << h;
+}
+
+TEST(KubeLeaderElection, MicroTimeIsRfc3339WithMicroseconds) {
+  const auto t = std::chrono::system_clock::time_point(std::chrono::seconds(1796245200)) +
+                 std::chrono::microseconds(123456);
+  EXPECT_EQ(format_micro_time(t), "2026-12-02T21:00:00.123456Z");
+  EXPECT_EQ(format_micro_time(std::chrono::system_clock::time_point(std::chrono::seconds(0))),
+            "1970-01-01T00:00:00.000000Z");
+}
+
+// --- acquiring ------------------------------------------------------------------------
+
+TEST(KubeLeaderElection, TwoContendExactlyOneLeadsAndRenews) {
+  Cluster k;
+  Node& a = k.add("a_00000001");
+  Node& b = k.add("b_00000002");
+  ASSERT_TRUE(k.run_until([&] { return a.elector->is_leader() || b.elector->is_leader(); }));
+  Node& leader = a.elector->is_leader() ? a : b;
+  Node& other = &leader == &a ? b : a;
+  EXPECT_EQ(k.store.holder(), leader.name);
+  EXPECT_EQ(k.store.transitions(), 0);
+  const json first = *k.store.lease;
+  EXPECT_EQ(first["spec"]["leaseDurationSeconds"], 15);
+  EXPECT_EQ(first["spec"]["acquireTime"], first["spec"]["renewTime"]);
+  EXPECT_EQ(first["spec"]["renewTime"].get<std::string>().size(), std::string("2026-12-02T21:00:00.000000Z").size());
+
+  // A minute of contention: the leader renews every retry period, the other never leads.
+  k.run_for(60s);
+  EXPECT_TRUE(leader.elector->is_leader());
+  EXPECT_FALSE(other.elector->is_leader());
+  EXPECT_EQ(leader.started, 1);
+  EXPECT_EQ(leader.stopped, 0);
+  EXPECT_EQ(other.started, 0);
+  EXPECT_EQ(other.elector->holder(), leader.name);
+  EXPECT_EQ(other.new_leaders, std::vector<std::string>{leader.name});
+  EXPECT_GE(k.store.put_bodies.size(), 29u);  // about 60 s / 2 s renews
+  EXPECT_LE(k.store.put_bodies.size(), 31u);
+  for (const json& put : k.store.put_bodies) {
+    EXPECT_EQ(put["spec"]["holderIdentity"], leader.name);
+    EXPECT_EQ(put["spec"]["acquireTime"], first["spec"]["acquireTime"]);
+    EXPECT_EQ(put["spec"]["leaseTransitions"], 0);
+  }
+  EXPECT_NE((*k.store.lease)["spec"]["renewTime"], first["spec"]["renewTime"]);
+  EXPECT_EQ(leader.elector->stats().acquisitions, 1u);
+  EXPECT_EQ(leader.elector->stats().renew_failures, 0u);
+  EXPECT_EQ(leader.elector->stats().last_renew, leader.clock->wall());  // its last step renewed
+}
+
+TEST(KubeLeaderElection, CandidateRetriesWithJitter) {
+  Cluster k;
+  Node& a = k.add("a_1");
+  k.store.lease = json{{"metadata", {{"name", kName}, {"namespace", kNs}, {"resourceVersion", "5"}}},
+                       {"spec", {{"holderIdentity", "someone"}, {"leaseDurationSeconds", 15}}}};
+  std::vector<milliseconds> waits;
+  for (int i = 0; i < 50; ++i) waits.push_back(a.elector->step());
+  for (auto w : waits) {
+    EXPECT_GE(w, 2000ms);
+    EXPECT_LT(w, 2400ms);
+  }
+  EXPECT_GT(*std::max_element(waits.begin(), waits.end()), *std::min_element(waits.begin(), waits.end()));
+}
+
+TEST(KubeLeaderElection, CreateRaceLostRetriesAndObservesTheWinner) {
+  Cluster k;
+  Node& a = k.add("a_1");
+  a.client->create_loses_race = true;
+  a.elector->step();  // GET 404, POST 409 AlreadyExists
+  EXPECT_FALSE(a.elector->is_leader());
+  EXPECT_EQ(k.store.holder(), "racer");
+  a.elector->step();
+  EXPECT_FALSE(a.elector->is_leader());
+  EXPECT_EQ(a.elector->holder(), "racer");
+}
+
+// --- losing and taking over -------------------------------------------------------------
+
+TEST(KubeLeaderElection, FailingApiStopsLeadingWithinRenewDeadlineThenOtherTakesOverAfterLeaseDuration) {
+  Cluster k;
+  Node& a = k.add("a_1");
+  ASSERT_TRUE(k.run_until([&] { return a.elector->is_leader(); }));
+  // B's wall clock is an hour ahead: the Lease's renewTime looks ancient to it,
+  // which must not matter (only B's own observation time does).
+  Node& b = k.add("b_2", std::chrono::hours(1));
+  k.run_for(10s);
+  ASSERT_TRUE(a.elector->is_leader());
+  const auto last_put_count = k.store.put_bodies.size();
+  const std::string last_renew = (*k.store.lease)["spec"]["renewTime"];
+
+  a.client->fail_updates = true;
+  ASSERT_TRUE(k.run_until([&] { return b.elector->is_leader(); }, 2000));
+  ASSERT_EQ(k.store.put_bodies.size(), last_put_count + 1);  // B's takeover only
+
+  // A stopped no later than renew_deadline after its last successful renew
+  // (by its own clock), and well before the lease duration.
+  ASSERT_TRUE(a.stopped_at);
+  const auto a_last_renew = a.clock->to_steady(a.elector->stats().last_renew);
+  EXPECT_EQ(format_micro_time(a.elector->stats().last_renew), last_renew);
+  EXPECT_LE(*a.stopped_at - a_last_renew, 10s);
+  EXPECT_LT(*a.stopped_at - a_last_renew, 15s);
+  EXPECT_EQ(a.stopped, 1);
+  EXPECT_FALSE(a.elector->is_leader());
+  EXPECT_EQ(a.elector->stats().lost, 1u);
+  EXPECT_GE(a.elector->stats().renew_failures, 4u);
+
+  // B took over only after the record went unchanged for 15 s on B's clock,
+  // and after A had stopped leading.
+  ASSERT_TRUE(b.started_at);
+  EXPECT_LT(*a.stopped_at, *b.started_at);
+  EXPECT_GE(*b.started_at - *a.stopped_at, 5s);  // lease_duration - renew_deadline of margin
+  const auto order = std::find(k.events.begin(), k.events.end(), "a_1 stopped");
+  EXPECT_LT(order, std::find(k.events.begin(), k.events.end(), "b_2 started"));
+  EXPECT_EQ(k.store.holder(), "b_2");
+  EXPECT_EQ(k.store.transitions(), 1);
+  EXPECT_NE((*k.store.lease)["spec"]["acquireTime"], k.store.put_bodies.front()["spec"]["acquireTime"]);
+  EXPECT_EQ(b.elector->stats().acquisitions, 1u);
+  EXPECT_EQ(b.new_leaders, (std::vector<std::string>{"a_1", "b_2"}));
+  EXPECT_EQ(a.elector->holder(), "a_1");  // A's updates fail, its GETs still work...
+  k.run_for(4s);
+  EXPECT_EQ(a.elector->holder(), "b_2");  // ...so it sees B
+  EXPECT_FALSE(a.elector->is_leader());
+
+  // The errors were logged once, not every retry period.
+  const auto warns = std::count_if(a.logs.begin(), a.logs.end(), [](auto& l) {
+    return l.first == "warn" && l.second.find("503 ServiceUnavailable: injected") != std::string::npos &&
+           l.second.find("leadership lost") == std::string::npos;
+  });
+  EXPECT_LE(warns, 2);  // renewing, then acquiring (a different message)
+  EXPECT_GE(warns, 1);
+}
+
+TEST(KubeLeaderElection, OtherWaitsLeaseDurationOnItsOwnClockFromFirstObservation) {
+  Cluster k;
+  // A stale record from a holder that is gone; its renewTime is a year old by
+  // B's wall clock, yet B must wait a full lease duration from when it first saw it.
+  k.store.lease = json{{"metadata", {{"name", kName}, {"namespace", kNs}, {"resourceVersion", "7"}}},
+                       {"spec",
+                        {{"holderIdentity", "gone_1"},
+                         {"leaseDurationSeconds", 15},
+                         {"acquireTime", "2025-01-01T00:00:00.000000Z"},
+                         {"renewTime", "2025-01-01T00:00:00.000000Z"},
+                         {"leaseTransitions", 4}}}};
+  Node& b = k.add("b_2");
+  const auto first_seen = k.now();
+  ASSERT_TRUE(k.run_until([&] { return b.elector->is_leader(); }));
+  ASSERT_TRUE(b.started_at);
+  EXPECT_GE(*b.started_at - first_seen, 15s);
+  EXPECT_LT(*b.started_at - first_seen, 15s + 2400ms);
+  EXPECT_EQ(k.store.transitions(), 5);
+  EXPECT_EQ(b.new_leaders, (std::vector<std::string>{"gone_1", "b_2"}));
+}
+
+TEST(KubeLeaderElection, HangingRenewsAreBoundedByTheRenewDeadline) {
+  Cluster k;
+  Node& a = k.add("a_1");
+  ASSERT_TRUE(k.run_until([&] { return a.elector->is_leader(); }));
+  k.run_for(4s);
+  const auto before = a.client->update_timeouts.size();
+  a.client->hang_updates = true;
+  const auto hang_start = a.clock->now();
+  ASSERT_TRUE(k.run_until([&] { return a.stopped == 1; }));
+  ASSERT_TRUE(a.stopped_at);
+  EXPECT_LE(*a.stopped_at - a.clock->to_steady(a.elector->stats().last_renew), 10s);
+  // The last good renew began at most one retry period before the hang: the
+  // loss comes at most renew_deadline after it, never a whole extra timeout later.
+  EXPECT_LE(*a.stopped_at - hang_start, 10s);
+  ASSERT_GT(a.client->update_timeouts.size(), before);
+  for (std::size_t i = before; i < a.client->update_timeouts.size(); ++i) {
+    EXPECT_LE(a.client->update_timeouts[i], 10s);
+  }
+  EXPECT_FALSE(a.elector->is_leader());
+}
+
+TEST(KubeLeaderElection, StolenLeaseConflictStopsLeadingAtOnceAndIsNotReleased) {
+  Cluster k;
+  Node& a = k.add("a_1");
+  ASSERT_TRUE(k.run_until([&] { return a.elector->is_leader(); }));
+  k.store.backdoor_set_holder("thief_9");
+  const auto puts = k.store.put_bodies.size();
+  a.elector->step();  // renew: 409, GET: held by thief_9
+  EXPECT_FALSE(a.elector->is_leader());
+  EXPECT_EQ(a.stopped, 1);
+  EXPECT_EQ(a.elector->stats().lost, 1u);
+  EXPECT_EQ(a.elector->holder(), "thief_9");
+  EXPECT_EQ(a.new_leaders.back(), "thief_9");
+  a.elector->stop();
+  EXPECT_EQ(a.stopped, 1);  // not twice
+  EXPECT_EQ(k.store.holder(), "thief_9");
+  EXPECT_EQ(k.store.put_bodies.size(), puts);  // no release of a Lease we do not hold
+}
+
+TEST(KubeLeaderElection, ConflictFromOurOwnRecordRenewsOnTheNewVersion) {
+  Cluster k;
+  Node& a = k.add("a_1");
+  ASSERT_TRUE(k.run_until([&] { return a.elector->is_leader(); }));
+  // Someone touched the Lease's labels: the resourceVersion moved, the holder did not.
+  (*k.store.lease)["metadata"]["labels"] = {{"x", "y"}};
+  (*k.store.lease)["metadata"]["resourceVersion"] = std::to_string(++k.store.rv);
+  a.elector->step();
+  EXPECT_TRUE(a.elector->is_leader());
+  EXPECT_EQ(a.stopped, 0);
+  EXPECT_EQ((*k.store.lease)["metadata"]["labels"]["x"], "y");
+  EXPECT_EQ(a.elector->stats().renew_failures, 0u);
+}
+
+// --- stop() -------------------------------------------------------------------------------
+
+TEST(KubeLeaderElection, StopStopsLoopsFirstThenReleasesAndOtherAcquiresWithinARetryPeriod) {
+  Cluster k;
+  Node& a = k.add("a_1");
+  ASSERT_TRUE(k.run_until([&] { return a.elector->is_leader(); }));
+  Node& b = k.add("b_2");
+  k.run_for(6s);
+  ASSERT_TRUE(a.elector->is_leader());
+  k.events.clear();
+  a.elector->stop();
+  ASSERT_EQ(k.events.size(), 2u);
+  EXPECT_EQ(k.events[0], "a_1 stopped");
+  EXPECT_EQ(k.events[1], "PUT holder=");
+  EXPECT_FALSE(a.elector->is_leader());
+  EXPECT_EQ(k.store.holder(), "");
+  EXPECT_EQ((*k.store.lease)["spec"]["leaseDurationSeconds"], 1);
+  EXPECT_EQ(k.store.transitions(), 0);
+  EXPECT_EQ(a.elector->stats().lost, 0u);  // a stop is not a loss
+
+  const auto released_at = k.now();
+  ASSERT_TRUE(k.run_until([&] { return b.elector->is_leader(); }, 5));
+  ASSERT_TRUE(b.started_at);
+  EXPECT_LE(*b.started_at - released_at, 2400ms);  // one jittered retry period
+  EXPECT_EQ(k.store.transitions(), 1);
+  EXPECT_EQ(b.new_leaders, (std::vector<std::string>{"a_1", "", "b_2"}));
+  EXPECT_EQ(b.elector->stats().transitions_observed, 2u);
+}
+
+TEST(KubeLeaderElection, StopOfACandidateWritesNothing) {
+  Cluster k;
+  Node& a = k.add("a_1");
+  ASSERT_TRUE(k.run_until([&] { return a.elector->is_leader(); }));
+  Node& b = k.add("b_2");
+  b.elector->step();
+  const auto puts = k.store.put_bodies.size();
+  b.elector->stop();
+  EXPECT_EQ(k.store.put_bodies.size(), puts);
+  EXPECT_EQ(b.stopped, 0);
+  EXPECT_EQ(k.store.holder(), "a_1");
+}
+
+TEST(KubeLeaderElection, LeaseTransitionsCountEveryHolderChange) {
+  Cluster k;
+  Node* current = &k.add("n0_0");
+  ASSERT_TRUE(k.run_until([&] { return current->elector->is_leader(); }));
+  EXPECT_EQ(k.store.transitions(), 0);
+  for (int i = 1; i <= 4; ++i) {
+    Node& next = k.add("n" + std::to_string(i) + "_" + std::to_string(i));
+    k.run_for(3s);
+    if (i % 2 == 1) {
+      current->elector->stop();  // hand-over by release
+    } else {
+      current->client->fail_updates = true;  // hand-over by expiry
+      current->client->fail_gets = true;
+    }
+    ASSERT_TRUE(k.run_until([&] { return next.elector->is_leader(); }, 2000)) << i;
+    EXPECT_EQ(k.store.transitions(), i);
+    EXPECT_EQ(k.store.holder(), next.name);
+    if (i % 2 == 0) current->elector->stop();
+    current = &next;
+  }
+}
+
+TEST(KubeLeaderElection, LeaderThatLostRetakesItsOwnUnchangedLeaseWithoutATransition) {
+  Cluster k;
+  Node& a = k.add("a_1");
+  ASSERT_TRUE(k.run_until([&] { return a.elector->is_leader(); }));
+  a.client->fail_updates = true;
+  ASSERT_TRUE(k.run_until([&] { return a.stopped == 1; }));
+  a.client->fail_updates = false;
+  ASSERT_TRUE(k.run_until([&] { return a.elector->is_leader(); }, 5));
+  EXPECT_EQ(a.started, 2);
+  EXPECT_EQ(k.store.transitions(), 0);
+  EXPECT_EQ(a.elector->stats().acquisitions, 2u);
+  EXPECT_EQ(a.elector->stats().lost, 1u);
+  const auto recovered = std::count_if(a.logs.begin(), a.logs.end(), [](auto& l) {
+    return l.first == "info" && l.second.find("answers again") != std::string::npos;
+  });
+  EXPECT_EQ(recovered, 1);
+}
+
+TEST(KubeLeaderElection, ApiErrorsAreLoggedOncePerDistinctError) {
+  Cluster k;
+  Node& a = k.add("a_1");
+  a.client->fail_gets = true;
+  for (int i = 0; i < 20; ++i) a.elector->step();
+  const auto warns = std::count_if(a.logs.begin(), a.logs.end(), [](auto& l) { return l.first == "warn"; });
+  EXPECT_EQ(warns, 1);
+  const auto it = std::find_if(a.logs.begin(), a.logs.end(), [](auto& l) { return l.first == "warn"; });
+  ASSERT_NE(it, a.logs.end());
+  EXPECT_NE(it->second.find("GET /apis/coordination.k8s.io/v1/namespaces/ig-system/leases/isolation-gate-leader: 503"),
+            std::string::npos) << it->second;
+  a.client->fail_gets = false;
+  a.elector->step();
+  EXPECT_TRUE(a.elector->is_leader());
+}
+
+// --- threads, real time, the test API server over HTTPS ---------------------------------------
+
+using test_support::FakeApiServer;
+
+
+// Callbacks of electors on threads, in order, with a bounded wait.
+struct Recorder {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> events;
+  std::map<std::string, int> leading;  // +1 started, -1 stopped
+  int max_leaders = 0;
+
+  LeaderCallbacks callbacks(const std::string& who) {
+    LeaderCallbacks cb;
+    cb.on_started_leading = [this, who] { note(who, " started", +1); };
+    cb.on_stopped_leading = [this, who] { note(who, " stopped", -1); };
+    return cb;
+  }
+  void note(const std::string& who, const char* what, int delta) {
+    std::lock_guard lock(mu);
+    events.push_back(who + what);
+    leading[who] += delta;
+    int n = 0;
+    for (auto& [_, v] : leading) n += v;
+    max_leaders = std::max(max_leaders, n);
+    cv.notify_all();
+  }
+  bool wait_for(const std::string& event, std::chrono::seconds bound) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, bound, [&] { return std::find(events.begin(), events.end(), event) != events.end(); });
+  }
+  bool wait_for_any_start(std::chrono::seconds bound) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, bound, [&] { return !events.empty(); });
+  }
+};
+
+TEST(KubeLeaderElectionHttps, TwoElectorsHandOverOnStop) {
+  char tmpl[] = "/tmp/kube_leader_election_test.XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  auto chain = tls::make_serving_chain({"localhost"}, {"127.0.0.1"}, std::chrono::hours(24));
+  ASSERT_TRUE(chain) << chain.error();
+  std::string error;
+  auto server = FakeApiServer::start(dir, chain->cert_pem, chain->key_pem, "", &error);
+  ASSERT_TRUE(server) << error;
+
+  ClusterConfig cc;
+  cc.server = server->url();
+  cc.ca_pem = chain->ca_cert_pem;
+  HttpClientOptions o;
+  o.qps = 1000;
+  o.burst = 1000;
+  o.request_timeout = 5s;
+  auto client = HttpClient::make(cc, "0.1.0", o);
+  ASSERT_TRUE(client) << client.error();
+
+  Recorder rec;
+  std::mutex log_mu;
+  std::vector<std::string> logs;
+  auto make = [&](const std::string& who) {
+    LeaderElectionConfig c = base_config(who);
+    c.lease_duration = 3s;
+    c.renew_deadline = 2s;
+    c.retry_period = 500ms;
+    c.log = [&](std::string_view level, std::string_view m) {
+      std::lock_guard lock(log_mu);
+      logs.push_back(std::string(level) + " " + std::string(m));
+    };
+    auto e = LeaderElector::make(**client, c, rec.callbacks(who));
+    EXPECT_TRUE(e) << e.error();
+    return e ? std::move(*e) : nullptr;
+  };
+  auto a = make(make_holder_identity("pod-a"));
+  auto b = make(make_holder_identity("pod-b"));
+  ASSERT_TRUE(a && b);
+  a->start();
+  b->start();
+  auto all_logs = [&] {
+    std::lock_guard lock(log_mu);
+    std::string out;
+    for (const auto& l : logs) out += l + "\n";
+    return out;
+  };
+  ASSERT_TRUE(rec.wait_for_any_start(20s)) << "nobody led within 20 s:\n" << all_logs();
+  LeaderElector* leader = nullptr;
+  std::string first;
+  {
+    std::lock_guard lock(rec.mu);
+    first = rec.events.front();
+  }
+  leader = first.rfind(a->identity(), 0) == 0 ? a.get() : b.get();
+  LeaderElector* other = leader == a.get() ? b.get() : a.get();
+  EXPECT_TRUE(leader->is_leader());
+  EXPECT_FALSE(other->is_leader());
+
+  leader->stop();
+  EXPECT_FALSE(leader->is_leader());
+  ASSERT_TRUE(rec.wait_for(other->identity() + " started", 20s)) << "no hand-over within 20 s:\n" << all_logs();
+  EXPECT_TRUE(other->is_leader());
+  {
+    std::lock_guard lock(rec.mu);
+    ASSERT_EQ(rec.events.size(), 3u);
+    EXPECT_EQ(rec.events[0], leader->identity() + " started");
+    EXPECT_EQ(rec.events[1], leader->identity() + " stopped");
+    EXPECT_EQ(rec.events[2], other->identity() + " started");
+    EXPECT_EQ(rec.max_leaders, 1);
+  }
+  auto lease = (*client)->get(object_path(kLeases, kNs, kName), 5000ms);
+  ASSERT_TRUE(lease) << lease.error();
+  EXPECT_EQ((*lease)["spec"]["holderIdentity"], other->identity());
+  EXPECT_EQ((*lease)["spec"]["leaseTransitions"], 1);
+  EXPECT_EQ((*lease)["spec"]["leaseDurationSeconds"], 3);
+  EXPECT_EQ(other->holder(), other->identity());
+
+  other->stop();
+  EXPECT_FALSE(other->is_leader());
+  lease = (*client)->get(object_path(kLeases, kNs, kName), 5000ms);
+  ASSERT_TRUE(lease) << lease.error();
+  EXPECT_EQ((*lease)["spec"]["holderIdentity"], "");
+  EXPECT_EQ((*lease)["spec"]["leaseTransitions"], 1);
+  {
+    std::lock_guard lock(log_mu);
+    for (const auto& l : logs) EXPECT_EQ(l.rfind("warn", 0), std::string::npos) << l;
+  }
+  a.reset();
+  b.reset();
+  client->reset();
+  server.reset();
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ig::kube
