@@ -16,6 +16,7 @@
 #include "admission/review.h"
 #include "kube/tls_material.h"
 #include "tls/certificates.h"
+#include "tls/server_context.h"
 
 namespace ig::controller {
 namespace {
@@ -130,6 +131,11 @@ class FakeApi final : public kube::Client {
                                                             const kube::WatchOptions& o) override {
     auto stream = std::make_shared<PushStream>(selected_name(o.field_selector));
     std::lock_guard lock(mu_);
+    // As the API server does: the events after the resourceVersion asked for.
+    const std::uint64_t after = o.resource_version.empty() ? rv_ : std::stoull(o.resource_version);
+    for (const auto& h : history_)
+      if (h.coll == path && h.rv > after && (stream->name.empty() || stream->name == h.name))
+        stream->push({h.type, h.object});
     streams_[std::string(path)].push_back(stream);
     return std::unique_ptr<kube::WatchStream>(std::make_unique<StreamHandle>(stream));
   }
@@ -221,6 +227,7 @@ class FakeApi final : public kube::Client {
     obj["metadata"]["resourceVersion"] = std::to_string(++rv_);
     const std::string name = obj["metadata"]["name"];
     objects_[coll][name] = obj;
+    history_.push_back({coll, rv_, name, type, obj});
     for (auto& s : streams_[coll])
       if (s->name.empty() || s->name == name) s->push({type, obj});
     if (on_change) on_change(*this);
@@ -233,6 +240,14 @@ class FakeApi final : public kube::Client {
   std::uint64_t rv_ = 100;
   std::map<std::string, std::map<std::string, json>> objects_;
   std::map<std::string, std::vector<std::shared_ptr<PushStream>>> streams_;
+  struct Change {
+    std::string coll;
+    std::uint64_t rv;
+    std::string name;
+    kube::WatchEvent::Type type;
+    json object;
+  };
+  std::vector<Change> history_;
 };
 
 const std::string kSecretsPath = kube::collection_path(kSecrets, kNs);
@@ -521,7 +536,10 @@ TEST_F(SelfManagedCertificatesTest, AnEditedCaBundleIsRestored) {
   certs->start();
   certs->start_leading();
   ASSERT_TRUE(api.wait_for([&] { return published_locked(); }));
+  // The bootstrap's five repairs are counted just after their patches answer.
+  ASSERT_TRUE(eventually([&] { return certs->stats().bundle_repairs >= 5; }));
   const auto repairs = certs->stats().bundle_repairs;
+  ASSERT_EQ(repairs, 5u);
   ASSERT_TRUE(api.patch(kube::object_path(kMutatingWebhookConfigurations, "", kConfig), kube::PatchType::Merge,
                         json::parse(R"({"webhooks":[{"name":"mutate.pods","clientConfig":{"caBundle":"Zm9v"}},
                                                      {"name":"mutate.other","clientConfig":{}}]})")));
@@ -611,6 +629,7 @@ TEST_F(SelfManagedCertificatesTest, StopLeadingJoinsAndLeadingAgainResumes) {
   certs->start();
   certs->start_leading();
   ASSERT_TRUE(api.wait_for([&] { return published_locked(); }));
+  ASSERT_TRUE(eventually([&] { return certs->loaded(); }));
   certs->stop_leading();
   EXPECT_FALSE(certs->leading());
   const auto passes_after_stop = certs->stats().leader_passes;
