@@ -212,7 +212,9 @@ class ComponentStatus(OperatorCase):
 
         # An availability flip: the untrusted Component is denied now.
         self.api.delete("nodes", "node-1")
+        # Each Component's status is its own write: wait for both.
         wait_until("Deny after the flip", lambda: self.status("report-parser")["isolation"] == "Deny")
+        wait_until("in-process after the flip", lambda: self.status("docs-indexer")["isolation"] == "AllowInProcess")
         s = self.status("report-parser")
         self.assertNotIn("runtimeClassName", s)
         self.assertEqual(condition(s, "Admitted")["status"], "False")
@@ -427,8 +429,9 @@ class SelfManagedCertificates(OperatorCase):
         repairs = g.metric_values("isolation_gate_ca_bundle_repairs_total")
         self.api.patch("validatingwebhookconfigurations", WEBHOOKS, [
             {"op": "replace", "path": "/webhooks/1/clientConfig/caBundle", "value": ""}], patch_type="json")
-        wait_until("caBundle restored", lambda: all(b != "" for b in self.bundles()))
-        self.assertEqual(len(set(self.bundles())), 1)
+        # (Both configurations carry the same bundle once each write is in.)
+        wait_until("caBundle restored, the same in every webhook",
+                   lambda: all(b != "" for b in self.bundles()) and len(set(self.bundles())) == 1)
         self.assertGreater(g.metric_values("isolation_gate_ca_bundle_repairs_total"), repairs)
         # Every request of a self-managed leader (Lease, Secret, webhook
         # configurations, status, Events) is granted by the chart's default RBAC.
