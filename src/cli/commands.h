@@ -13,13 +13,15 @@ namespace ig::cli {
 
 // Exit codes shared by the commands.
 inline constexpr int kExitAllowed = 0;   // evaluate: the pod would be admitted; serve: clean stop
-inline constexpr int kExitDenied = 1;    // evaluate: the pod would be denied
+inline constexpr int kExitDenied = 1;    // evaluate: the pod would be denied; selftest: a wrong answer
 inline constexpr int kExitBadInput = 2;  // unreadable or invalid input, bad flags
 inline constexpr int kExitFailure = 3;   // serve: could not start or failed while running
 
 int run_evaluate(const std::vector<std::string>& args);
 int run_serve(const std::vector<std::string>& args);
 int run_certs(const std::vector<std::string>& args);
+int run_cleanup(const std::vector<std::string>& args);
+int run_selftest(const std::vector<std::string>& args);
 
 // Dispatches argv to a command; prints usage on errors.
 int run_main(int argc, char** argv);

@@ -5,9 +5,10 @@
 #include <string_view>
 
 #include "cli/commands.h"
+#include "cli/revision.h"
 
 #ifndef IG_VERSION
-#define IG_VERSION "0.1.0"
+#error "IG_VERSION must be defined by the build (CMake's project version)"
 #endif
 
 namespace ig::cli {
@@ -23,6 +24,8 @@ constexpr Command kCommands[] = {
     {"evaluate", "decide offline for a Component and a Pod or workload manifest", run_evaluate},
     {"serve", "run the admission webhook (--local for no cluster)", run_serve},
     {"certs", "write a CA and a serving certificate (PEM) for the webhook", run_certs},
+    {"selftest", "check the installed gate through the API server (helm test)", run_selftest},
+    {"cleanup", "delete the webhook configurations serve applies (helm pre-delete)", run_cleanup},
     {"version", "print the version", nullptr},
     {"help", "print this help", nullptr},
 };
@@ -55,7 +58,10 @@ int run_main(int argc, char** argv) {
   for (const auto& c : kCommands)
     if (c.run != nullptr && c.name == command) return c.run(args);
   if (command == "version" || command == "--version") {
-    std::cout << "isolation-gate " << IG_VERSION << "\n";
+    // One line, "isolation-gate VERSION (revision REV)": VERSION is CMake's
+    // project version (= Chart.yaml's appVersion), REV the git revision or
+    // "unknown".
+    std::cout << "isolation-gate " << IG_VERSION << " (revision " << source_revision() << ")\n";
     return kExitAllowed;
   }
   if (command == "help" || command == "--help" || command == "-h") {

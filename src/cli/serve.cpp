@@ -13,8 +13,10 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -86,6 +88,9 @@ struct ServeOptions {
   std::string ca_out;
   std::string service = std::string(config::kDefaultServiceName);
   unsigned threads = 0;  // 0: one per core
+  bool check_config = false;  // --check-config: validate, print, exit
+  std::chrono::milliseconds drain_delay{5'000};
+  config::LogLevel log_level = config::LogLevel::Info;
 
   // Cluster mode.
   enum class CertMode { SelfManaged, Files };
@@ -93,6 +98,7 @@ struct ServeOptions {
   std::string kubeconfig, context;
   std::string webhook_config_name = std::string(config::kDefaultServiceName);
   std::string tls_secret = std::string(config::kDefaultServiceName) + "-tls";
+  std::string webhook_template_configmap;  // self-managed: the leader applies the configurations from it
   CertMode cert_mode = CertMode::SelfManaged;
   std::string lease_name = std::string(config::kDefaultServiceName) + "-leader";
   std::chrono::milliseconds lease_duration{15'000}, renew_deadline{10'000}, retry_period{2'000};
@@ -136,6 +142,20 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
   app->add_option("--threads", o.threads, "I/O threads of the webhook listener (0: one per core)")
       ->check(CLI::Range(0u, 999u).description(""))
       ->type_name("N");
+  add_duration_option(*app, "--drain-delay", o.drain_delay,
+                      "at SIGTERM: /readyz fails at once, the listeners keep serving\n"
+                      "this long (endpoints are removed meanwhile), then requests in\n"
+                      "flight drain (10s at most); 0s..60s");
+  add_enum_option(*app, "--log-level", o.log_level,
+                  EnumWords<config::LogLevel>{{"debug", config::LogLevel::Debug},
+                                              {"info", config::LogLevel::Info},
+                                              {"warn", config::LogLevel::Warn},
+                                              {"error", config::LogLevel::Error}},
+                  "the least severe log lines written");
+  app->add_flag("--check-config", o.check_config,
+                "check the flags and the environment as serve would, print the\n"
+                "settings and exit: 0 if serve would start with them, 2 if not\n"
+                "(reads no file, contacts no cluster)");
   // Cluster mode (without --local).
   app->add_option("--kubeconfig", o.kubeconfig,
                   "cluster mode: a kubeconfig file (else $KUBECONFIG, else the\n"
@@ -149,6 +169,12 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
       ->type_name("NAME");
   app->add_option("--tls-secret", o.tls_secret,
                   "cluster mode: the Secret (in --namespace) holding self-managed\ncertificates")
+      ->type_name("NAME");
+  app->add_option("--webhook-template-configmap", o.webhook_template_configmap,
+                  "cluster mode, self-managed: a ConfigMap (in --namespace) whose keys\n"
+                  "mutating.yaml and validating.yaml hold the two webhook\n"
+                  "configurations; the leader creates and updates them from it,\n"
+                  "caBundle filled, once a replica is ready to answer")
       ->type_name("NAME");
   add_enum_option(*app, "--cert-mode", o.cert_mode,
                   EnumWords<ServeOptions::CertMode>{{"self-managed", ServeOptions::CertMode::SelfManaged},
@@ -203,6 +229,10 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
       return usage_error("--cert-validity must be at least 3s and --ca-validity at least --cert-validity");
     }
   }
+  if (!o.webhook_template_configmap.empty() && (o.local || o.cert_mode != ServeOptions::CertMode::SelfManaged)) {
+    return usage_error("--webhook-template-configmap is for cluster mode with --cert-mode self-managed");
+  }
+  if (o.drain_delay > std::chrono::seconds(60)) return usage_error("--drain-delay must be at most 60s");
   if (o.tls_cert.empty() != o.tls_key.empty()) return usage_error("--tls-cert and --tls-key go together");
   o.listen = *parse_host_port(o.listen_text);  // checked by kHostPort
   o.metrics_listen = *parse_host_port(o.metrics_listen_text);
@@ -256,6 +286,7 @@ struct ModeFacts {
   std::function<void(prometheus::TextWriter&)> extra_metrics;  // empty: none
   std::function<void(const admission::DenialNotice&)> on_denial;  // empty: none (Events)
   std::function<void()> on_stopping;  // at SIGTERM/SIGINT, before the listeners drain
+  std::function<void()> on_serving;   // once both listeners accept
 };
 
 admission::WebhookRequest to_webhook(server::Request&& r) {
@@ -365,6 +396,7 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
   https.start(o.threads);
   probes.start(1);
   ready.store(true, std::memory_order_release);
+  if (facts.on_serving) facts.on_serving();
   const auto startup_ms =
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count() / 1000.0;
   config::log_info("serving", {{"webhook", endpoint_text(*webhook_endpoint)},
@@ -377,9 +409,20 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
-  config::log_info("stopping", {{"signal", signal_number == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  config::log_info("stopping", {{"signal", signal_number == SIGTERM ? "SIGTERM" : "SIGINT"},
+                                {"drain_delay_ms", std::to_string(o.drain_delay.count())}});
   ready.store(false, std::memory_order_release);
   if (facts.on_stopping) facts.on_stopping();
+  // Keep answering while the endpoints controller and the API server notice
+  // the replica is not ready; a second signal ends the delay.
+  if (o.drain_delay.count() > 0) {
+    timespec delay{};
+    delay.tv_sec = static_cast<time_t>(o.drain_delay.count() / 1000);
+    delay.tv_nsec = static_cast<long>((o.drain_delay.count() % 1000) * 1'000'000);
+    siginfo_t info{};
+    while (sigtimedwait(&signals, &info, &delay) < 0 && errno == EINTR) {
+    }
+  }
   https.stop(std::chrono::seconds(10));
   probes.stop(std::chrono::seconds(1));
   https.wait();
@@ -408,7 +451,7 @@ int serve_local(const ServeOptions& o, Clock::time_point started) {
   auto tls_or_exit = serving_tls(o);
   if (auto* exit_code = std::get_if<int>(&tls_or_exit)) return *exit_code;
   auto& serving = *std::get<std::unique_ptr<tls::ReloadingTlsContext>>(tls_or_exit);
-  return serve_webhook(o, context, ModeFacts{"local", [&catalog] { return catalog->size(); }, {}, {}, {}, {}},
+  return serve_webhook(o, context, ModeFacts{"local", [&catalog] { return catalog->size(); }, {}, {}, {}, {}, {}},
                        serving, started);
 }
 
@@ -510,6 +553,9 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
   if (auto* exit_code = std::get_if<int>(&tls_or_exit)) return *exit_code;
   auto& serving = *std::get<std::unique_ptr<tls::ReloadingTlsContext>>(tls_or_exit);
   std::unique_ptr<controller::SelfManagedCertificates> certs;
+  // Set once the listeners accept and never unset: with the caches synced
+  // and the Secret's certificate served, this replica can answer.
+  std::atomic<bool> serving_started{false};
   if (o.cert_mode == ServeOptions::CertMode::SelfManaged) {
     controller::CertificateOptions c;
     c.ns = settings.own_namespace;
@@ -519,6 +565,10 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
     c.cert_validity = std::chrono::duration_cast<std::chrono::seconds>(o.cert_validity);
     c.ca_validity = std::chrono::duration_cast<std::chrono::seconds>(o.ca_validity);
     c.request_timeout = o.renew_deadline;
+    c.webhook_template_configmap = o.webhook_template_configmap;
+    c.replica_ready = [&serving_started, &cluster, &certs] {
+      return serving_started.load(std::memory_order_acquire) && cluster.synced() && certs->loaded();
+    };
     c.log = log_adapter;
     certs = std::make_unique<controller::SelfManagedCertificates>(**control, serving, std::move(c));
   }
@@ -577,6 +627,7 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
   // SIGTERM: stop leading and release the Lease first, so a successor takes
   // over within a retry period while this replica drains.
   facts.on_stopping = [&elector] { (*elector)->stop(); };
+  facts.on_serving = [&serving_started] { serving_started.store(true, std::memory_order_release); };
   const int code = serve_webhook(o, context, facts, serving, started);
   (*elector)->stop();
   events.stop();
@@ -586,12 +637,34 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
   return code;
 }
 
+// --check-config: what serve would run with, on stdout.
+int check_config(const ServeOptions& o) {
+  const auto shape = config::read_shape_from_env();
+  std::cout << "configuration ok\n"
+            << "  mode: " << (o.local ? "local" : "cluster") << "\n"
+            << "  " << config::describe_shape(shape) << "\n"
+            << "  listen: " << o.listen_text << ", metrics: " << o.metrics_listen_text << "\n"
+            << "  drain delay: " << o.drain_delay.count() << "ms\n";
+  if (!o.local) {
+    std::cout << "  cert mode: " << (o.cert_mode == ServeOptions::CertMode::SelfManaged ? "self-managed" : "files")
+              << "\n"
+              << "  webhook configurations: " << o.webhook_config_name
+              << (o.webhook_template_configmap.empty() ? " (caBundle kept)"
+                                                       : " (applied from ConfigMap " + o.webhook_template_configmap +
+                                                             ")")
+              << "\n";
+  }
+  return kExitAllowed;
+}
+
 }  // namespace
 
 int run_serve(const std::vector<std::string>& args) {
   const auto started = Clock::now();
   ServeOptions options;
   if (auto exit_code = parse_serve_options(args, options)) return *exit_code;
+  config::set_min_log_level(options.log_level);
+  if (options.check_config) return check_config(options);
   if (options.local) return serve_local(options, started);
   return serve_cluster(std::move(options), started);
 }

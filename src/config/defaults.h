@@ -22,8 +22,8 @@ inline constexpr std::string_view kDefaultNamespace = "isolation-gate-system";
 inline constexpr std::string_view kDefaultServiceName = "isolation-gate";
 
 // HTTPS webhook listener and plain-HTTP probe/metrics listener.
-inline constexpr std::string_view kDefaultListen = "0.0.0.0:8443";
-inline constexpr std::string_view kDefaultMetricsListen = "0.0.0.0:8080";
+inline constexpr std::string_view kDefaultListen = "[::]:8443";
+inline constexpr std::string_view kDefaultMetricsListen = "[::]:8080";
 
 // The names a Service answers to inside the cluster, most specific last:
 // NAME, NAME.NS, NAME.NS.svc, NAME.NS.svc.cluster.local. A serving

@@ -1,5 +1,6 @@
 #include "config/log.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -36,9 +37,21 @@ std::mutex& log_mutex() {
   return m;
 }
 
+std::atomic<int> min_level{static_cast<int>(LogLevel::Info)};
+
+int level_rank(std::string_view level) {
+  if (level == "debug") return static_cast<int>(LogLevel::Debug);
+  if (level == "info") return static_cast<int>(LogLevel::Info);
+  if (level == "warn") return static_cast<int>(LogLevel::Warn);
+  return static_cast<int>(LogLevel::Error);
+}
+
 }  // namespace
 
+void set_min_log_level(LogLevel level) { min_level.store(static_cast<int>(level), std::memory_order_relaxed); }
+
 void log(std::string_view level, std::string_view msg, std::initializer_list<LogField> fields) {
+  if (level_rank(level) < min_level.load(std::memory_order_relaxed)) return;
   const auto now = std::chrono::system_clock::now();
   const auto secs = std::chrono::system_clock::to_time_t(now);
   const auto millis =

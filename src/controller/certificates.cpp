@@ -4,6 +4,7 @@
 
 #include "admission/review.h"
 #include "kube/tls_material.h"
+#include "model/document.h"
 #include "tls/certificates.h"
 
 namespace ig::controller {
@@ -17,6 +18,69 @@ constexpr std::string_view kTlsCrt = "tls.crt";
 constexpr std::string_view kTlsKey = "tls.key";
 constexpr std::string_view kCaCrt = "ca.crt";
 constexpr std::string_view kCaKey = "ca.key";
+constexpr kube::Resource kConfigMaps{"", "v1", "configmaps", "ConfigMap", true};
+constexpr std::string_view kFingerprintAnnotation = "isolation-gate.zeroroot.ai/template-fingerprint";
+
+// FNV-1a (64 bits) in hex: a change detector for the template, not a MAC.
+std::string fingerprint(std::string_view text) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<std::size_t>(i)] = kHex[h & 0xf];
+  return out;
+}
+
+std::string annotation(const json& object, std::string_view key) {
+  const auto md = object.find("metadata");
+  if (md == object.end() || !md->is_object()) return {};
+  const auto a = md->find("annotations");
+  if (a == md->end() || !a->is_object()) return {};
+  const auto v = a->find(std::string(key));
+  return v != a->end() && v->is_string() ? v->get<std::string>() : std::string{};
+}
+
+// The configuration `kind` named `name` that the template ConfigMap holds
+// under `key`, as it should be stored: caBundle `b64` in every webhook, the
+// fingerprint annotation set, no server-owned metadata.
+Result<json> configuration_from_template(const json& configmap, std::string_view key, std::string_view kind,
+                                         std::string_view name, const std::string& b64) {
+  const auto data = configmap.find("data");
+  if (data == configmap.end() || !data->is_object() || !data->contains(std::string(key)) ||
+      !(*data)[std::string(key)].is_string()) {
+    return fail("the template ConfigMap has no data key " + std::string(key));
+  }
+  const std::string text = (*data)[std::string(key)].get<std::string>();
+  auto docs = model::parse_yaml_documents(text, key);
+  if (!docs) return fail(docs.error());
+  if (docs->size() != 1 || !(*docs)[0].is_object()) return fail(std::string(key) + ": expected one object");
+  json object = std::move((*docs)[0]);
+  if (object.value("kind", json()) != kind || object.value("apiVersion", json()) != "admissionregistration.k8s.io/v1") {
+    return fail(std::string(key) + ": expected an admissionregistration.k8s.io/v1 " + std::string(kind));
+  }
+  if (!object.contains("metadata") || !object["metadata"].is_object() ||
+      object["metadata"].value("name", json()) != name) {
+    return fail(std::string(key) + ": metadata.name must be " + std::string(name) + " (--webhook-config-name)");
+  }
+  if (!object.contains("webhooks") || !object["webhooks"].is_array()) {
+    return fail(std::string(key) + ": webhooks must be a list");
+  }
+  json& md = object["metadata"];
+  for (const char* owned : {"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"})
+    md.erase(owned);
+  const std::string print = fingerprint(object.dump());
+  for (json& hook : object["webhooks"]) {
+    if (!hook.is_object()) return fail(std::string(key) + ": every webhook must be an object");
+    if (!hook.contains("clientConfig") || !hook["clientConfig"].is_object()) hook["clientConfig"] = json::object();
+    hook["clientConfig"]["caBundle"] = b64;
+  }
+  if (!md.contains("annotations") || !md["annotations"].is_object()) md["annotations"] = json::object();
+  md["annotations"][std::string(kFingerprintAnnotation)] = print;
+  return object;
+}
 
 // Adds a field selector to every list and watch (the Reflector lists a whole
 // collection; we want one object of it).
@@ -47,6 +111,9 @@ class FieldSelectedClient final : public kube::Client {
   kube::ApiResult<json> update(std::string_view path, const json& body,
                                std::chrono::milliseconds timeout) override {
     return inner_.update(path, body, timeout);
+  }
+  kube::ApiResult<json> remove(std::string_view path, std::chrono::milliseconds timeout) override {
+    return inner_.remove(path, timeout);
   }
 
  private:
@@ -171,6 +238,11 @@ struct SelfManagedCertificates::ConfigWatch {
   // cache may still show that version with the old bundle.
   std::string patched_rv, patched_bundle;
   bool missing_logged = false;
+  // Template mode: the sink's change count when we last wrote (a write is
+  // not repeated until the watch has shown something newer), and what was
+  // last logged while waiting.
+  std::optional<std::uint64_t> written_at_version;
+  std::string waiting_logged;
 };
 
 namespace {
@@ -450,11 +522,29 @@ void SelfManagedCertificates::start_leading() {
     w->reflector = std::make_unique<kube::Reflector>(*w->client, *w->sink, std::move(o));
     configs_.push_back(std::move(w));
   }
+  template_watch_.reset();
+  if (!options_.webhook_template_configmap.empty()) {
+    auto w = std::make_unique<ConfigWatch>();
+    w->resource = &kConfigMaps;
+    w->client =
+        std::make_unique<FieldSelectedClient>(client_, "metadata.name=" + options_.webhook_template_configmap);
+    w->sink = std::make_unique<ObjectSink>(options_.webhook_template_configmap, [this] { wake_leader(); });
+    kube::ReflectorOptions o;
+    o.name = "configmaps/" + options_.webhook_template_configmap;
+    o.path = kube::collection_path(kConfigMaps, options_.ns);
+    o.page_size = 10;
+    o.watch_timeout = options_.watch_timeout;
+    o.backoff = options_.backoff;
+    o.log = options_.log;
+    w->reflector = std::make_unique<kube::Reflector>(*w->client, *w->sink, std::move(o));
+    template_watch_ = std::move(w);
+  }
   working_secret_.reset();
   working_version_ = 0;
   confirmed_bundle_.clear();
   confirmed_since_.reset();
   for (auto& w : configs_) w->reflector->start();
+  if (template_watch_) template_watch_->reflector->start();
   leader_thread_ = std::thread([this] { leader_loop(); });
   log("info", "certificates: leading (Secret " + options_.ns + "/" + options_.secret_name + ")");
 }
@@ -468,8 +558,10 @@ void SelfManagedCertificates::stop_leading() noexcept {
   }
   leader_cv_.notify_all();
   for (auto& w : configs_) w->reflector->stop();
+  if (template_watch_) template_watch_->reflector->stop();
   if (leader_thread_.joinable()) leader_thread_.join();
   configs_.clear();
+  template_watch_.reset();
   {
     std::lock_guard lock(leader_mu_);
     leading_ = false;
@@ -503,6 +595,10 @@ bool SelfManagedCertificates::sync_bundles(const std::string& b64) {
   for (auto& w : configs_) {
     if (leader_stopping()) return false;
     if (!w->sink->synced()) {
+      all = false;
+      continue;
+    }
+    if (!apply_template(*w, b64)) {
       all = false;
       continue;
     }
@@ -562,6 +658,69 @@ bool SelfManagedCertificates::sync_bundles(const std::string& b64) {
     confirmed_since_ = now();
   }
   return all;
+}
+
+bool SelfManagedCertificates::apply_template(ConfigWatch& w, const std::string& b64) {
+  if (!template_watch_) return true;
+  const std::string what = std::string(w.resource->kind) + " " + options_.webhook_config_name;
+  auto waiting = [&](const std::string& why) {
+    if (w.waiting_logged != why) log("info", "certificates: " + what + ": " + why);
+    w.waiting_logged = why;
+    return false;
+  };
+  if (!template_watch_->sink->synced()) return false;
+  const auto [configmap, configmap_version] = template_watch_->sink->read();
+  (void)configmap_version;
+  if (!configmap) {
+    return waiting("waiting for the template ConfigMap " + options_.ns + "/" + options_.webhook_template_configmap);
+  }
+  const bool mutating = w.resource == &kMutatingWebhookConfigurations;
+  auto desired = configuration_from_template(*configmap, mutating ? "mutating.yaml" : "validating.yaml",
+                                             w.resource->kind, options_.webhook_config_name, b64);
+  if (!desired) {  // logged once per distinct error, counted each pass
+    const std::string message =
+        "certificates: the template ConfigMap " + options_.webhook_template_configmap + ": " + desired.error();
+    if (w.waiting_logged != message) {
+      note_error(message);
+    } else {
+      std::lock_guard lock(state_mu_);
+      ++stats_.errors;
+    }
+    w.waiting_logged = message;
+    return false;
+  }
+  const auto [live, version] = w.sink->read();
+  const std::string wanted = annotation(*desired, kFingerprintAnnotation);
+  if (live && annotation(*live, kFingerprintAnnotation) == wanted) {
+    w.waiting_logged.clear();
+    return true;  // as the template says; the caBundle is the caller's
+  }
+  if (w.written_at_version == version) return false;  // our write is on its way to the cache
+  if (options_.replica_ready && !options_.replica_ready()) {
+    return waiting("waiting until this replica can answer before applying the template");
+  }
+  kube::ApiResult<json> written = kube::ApiError{};
+  if (!live) {
+    written = client_.create(kube::collection_path(*w.resource), *desired);
+  } else {
+    (*desired)["metadata"]["resourceVersion"] = resource_version(*live);
+    written = client_.update(kube::object_path(*w.resource, "", options_.webhook_config_name), *desired,
+                             options_.request_timeout);
+  }
+  if (!written) {
+    const kube::ApiError& e = written.failure();
+    if (!e.conflict()) note_error("certificates: applying the template to the " + what + ": " + e.message);
+    return false;  // a conflict: the watch brings the newer object, the next pass retries
+  }
+  w.written_at_version = version;
+  w.waiting_logged.clear();
+  {
+    std::lock_guard lock(state_mu_);
+    ++stats_.config_applies;
+  }
+  log("info", std::string("certificates: ") + (live ? "updated" : "created") + " the " + what +
+                  " from the template ConfigMap " + options_.webhook_template_configmap);
+  return true;
 }
 
 TimePoint SelfManagedCertificates::leader_pass() {
@@ -689,6 +848,9 @@ void SelfManagedCertificates::write_metrics(prometheus::TextWriter& out) const {
   out.family("isolation_gate_ca_bundle_repairs_total", Type::Counter,
              "Webhooks whose clientConfig.caBundle was patched back to the Secret's ca.crt.");
   out.sample("isolation_gate_ca_bundle_repairs_total", {}, s.bundle_repairs);
+  out.family("isolation_gate_webhook_configuration_applies_total", Type::Counter,
+             "Webhook configurations created or replaced from the template ConfigMap (leader).");
+  out.sample("isolation_gate_webhook_configuration_applies_total", {}, s.config_applies);
   out.family("isolation_gate_certificate_loaded", Type::Gauge,
              "1 once the certificate of the Secret is the one served.");
   out.sample("isolation_gate_certificate_loaded", {}, std::uint64_t{loaded() ? 1u : 0u});

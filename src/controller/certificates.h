@@ -38,6 +38,17 @@
 //       JSON-patched back (a "test" on its name guards the index) and
 //       counted as a repair. A configuration that does not exist is waited
 //       for (logged once); it does not hold up a rotation.
+//     * with `webhook_template_configmap` (the chart's default): that
+//       ConfigMap's keys mutating.yaml / validating.yaml hold the two whole
+//       configurations without caBundle. The leader creates a missing
+//       configuration from it, and replaces one whose fingerprint annotation
+//       (isolation-gate.zeroroot.ai/template-fingerprint, of the template's
+//       object) differs, with caBundle filled in, but only while
+//       `replica_ready()` holds: no configuration is ever created that no
+//       replica could answer (a dead fail-closed webhook). It never deletes
+//       one (`isolation-gate cleanup` does, at uninstall). A template that
+//       does not parse, or names another kind or name, is an error (logged,
+//       last_error) and leaves the live configuration as it is.
 //    stop_leading() ends the loop and joins it: no write starts after it
 //    returns (one in flight is bounded by `request_timeout`).
 //  - Nothing throws out of the threads; failures are logged, kept as
@@ -46,7 +57,8 @@
 //    {certificate="serving"|"ca"} (notAfter as Unix time: the served leaf;
 //    the earliest CA of ca.crt), isolation_gate_certificate_rotations_total
 //    {certificate=...} (this replica's writes as leader),
-//    isolation_gate_ca_bundle_repairs_total, isolation_gate_certificate_loaded.
+//    isolation_gate_ca_bundle_repairs_total, isolation_gate_certificate_loaded,
+//    isolation_gate_webhook_configuration_applies_total.
 #pragma once
 
 #include <atomic>
@@ -98,6 +110,12 @@ struct CertificateOptions {
   std::chrono::milliseconds recheck_interval{std::chrono::seconds(5)};
   std::chrono::milliseconds request_timeout{std::chrono::seconds(10)};
   std::chrono::seconds watch_timeout{300};
+  // The ConfigMap (in `ns`) holding the configurations to apply; empty: the
+  // configurations are someone else's and only their caBundle is kept.
+  std::string webhook_template_configmap;
+  // Whether this replica can answer admission requests now (caches synced,
+  // serving certificate loaded); empty: always.
+  std::function<bool()> replica_ready;
   kube::BackoffPolicy backoff;
   tls::LogFn log;          // may be empty
   CertificateClock clock;  // empty: std::chrono::system_clock::now
@@ -107,6 +125,7 @@ struct CertificateStats {
   std::uint64_t leaf_rotations = 0;  // serving certificates issued as leader (not the first)
   std::uint64_t ca_rotations = 0;    // CAs added to the bundle as leader (not the first)
   std::uint64_t bundle_repairs = 0;  // webhooks whose caBundle was patched
+  std::uint64_t config_applies = 0;  // configurations created or replaced from the template
   std::uint64_t secret_writes = 0;   // Secret creates and updates that succeeded
   std::uint64_t reloads = 0;         // serving certificates taken from the Secret
   std::uint64_t errors = 0;
@@ -161,6 +180,10 @@ class SelfManagedCertificates {
   // Patches caBundles to base64(ca_crt); true when every existing
   // configuration holds it.
   bool sync_bundles(const std::string& ca_bundle_b64);
+  // With a template: creates or replaces `w`'s configuration when it is
+  // missing or stale. True when the configuration is now as the template
+  // says (or there is no template to follow), false when it is not (yet).
+  bool apply_template(ConfigWatch& w, const std::string& ca_bundle_b64);
   bool leader_stopping() const;
 
   kube::Client& client_;
@@ -187,6 +210,7 @@ class SelfManagedCertificates {
   bool leading_ = false;
   std::thread leader_thread_;
   std::vector<std::unique_ptr<ConfigWatch>> configs_;  // leader thread + lifecycle only
+  std::unique_ptr<ConfigWatch> template_watch_;         // the template ConfigMap; leader thread + lifecycle
 
   // Leader thread only.
   std::optional<nlohmann::json> working_secret_;

@@ -129,6 +129,14 @@ class Client {
   // bounds the whole call, rate-limiter wait included.
   virtual ApiResult<nlohmann::json> update(std::string_view path, const nlohmann::json& body,
                                            std::chrono::milliseconds timeout) = 0;
+  // DELETE (foreground-agnostic: the API server's default propagation); the
+  // answer is the Status or the object being deleted. A 404 is the caller's
+  // to judge. Clients that never delete (read-mostly decorators, test
+  // doubles) keep this default, which answers a 405 without any request.
+  virtual ApiResult<nlohmann::json> remove(std::string_view path, std::chrono::milliseconds timeout) {
+    (void)timeout;
+    return ApiError{"DELETE " + std::string(path) + ": this client does not delete", 405, "MethodNotAllowed", {}};
+  }
 };
 
 }  // namespace ig::kube

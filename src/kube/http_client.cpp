@@ -703,4 +703,9 @@ ApiResult<nlohmann::json> HttpClient::update(std::string_view path, const nlohma
   return impl_->call(out, Clock::now() + timeout);
 }
 
+ApiResult<nlohmann::json> HttpClient::remove(std::string_view path, std::chrono::milliseconds timeout) {
+  Outgoing out{"DELETE", http::methods::DEL, std::string(path), std::string(path), std::nullopt, ""};
+  return impl_->call(out, Clock::now() + timeout);
+}
+
 }  // namespace ig::kube

@@ -98,6 +98,7 @@ class HttpClient final : public Client {
                                   const nlohmann::json& body) override;
   ApiResult<nlohmann::json> update(std::string_view path, const nlohmann::json& body,
                                    std::chrono::milliseconds timeout) override;
+  ApiResult<nlohmann::json> remove(std::string_view path, std::chrono::milliseconds timeout) override;
 
   const std::string& user_agent() const noexcept;
 

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -691,9 +692,23 @@ Result<tcp::endpoint> HttpServer::add_listener(const ListenerOptions& options) {
   if (stop_requested_) return fail(where + "server is stopping");
   auto listener = std::make_shared<Listener>(*ioc_, state_, options);
   auto& acceptor = *listener->acceptor;
-  if (acceptor.open(endpoint.protocol(), ec); !ec)
-    if (acceptor.set_option(net::socket_base::reuse_address(true), ec); !ec)
-      if (acceptor.bind(endpoint, ec); !ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
+  const auto open_and_bind = [&acceptor](const tcp::endpoint& at) {
+    beast::error_code e;
+    if (acceptor.is_open()) acceptor.close(e);
+    if (acceptor.open(at.protocol(), e); e) return e;
+    // "[::]" is dual-stack: IPv4 clients arrive as v4-mapped addresses.
+    if (at.address().is_v6() && at.address().is_unspecified()) acceptor.set_option(net::ip::v6_only(false), e);
+    if (!e) acceptor.set_option(net::socket_base::reuse_address(true), e);
+    if (!e) acceptor.bind(at, e);
+    if (!e) acceptor.listen(net::socket_base::max_listen_connections, e);
+    return e;
+  };
+  ec = open_and_bind(endpoint);
+  if (ec && endpoint.address().is_v6() && endpoint.address().is_unspecified() &&
+      (ec == net::error::address_family_not_supported || ec == boost::system::errc::address_not_available)) {
+    // A host without IPv6: "[::]" means every IPv4 address then.
+    ec = open_and_bind(tcp::endpoint(net::ip::address_v4::any(), options.port));
+  }
   if (ec) return fail(where + ec.message());
   auto bound = acceptor.local_endpoint(ec);
   if (ec) return fail(where + ec.message());

@@ -70,7 +70,9 @@ class ReloadingTlsContext;
 namespace ig::server {
 
 struct ListenerOptions {
-  std::string host = "0.0.0.0";  // IP literal or a resolvable name ("localhost")
+  // IP literal or a resolvable name ("localhost"). "::" is dual-stack
+  // (IPV6_V6ONLY off), and binds 0.0.0.0 on a host without IPv6.
+  std::string host = "0.0.0.0";
   uint16_t port = 8443;           // 0 = any free port (see the returned endpoint)
   bool tls = true;
   std::size_t body_limit = 3 * 1024 * 1024;

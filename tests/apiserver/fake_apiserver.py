@@ -64,6 +64,7 @@ RESOURCE_TABLE = [
      ("involvedObject.kind", "involvedObject.name", "involvedObject.namespace",
       "involvedObject.uid", "reason", "type")),
     ("", "v1", "secrets", "Secret", True, False, ("type",)),
+    ("", "v1", "configmaps", "ConfigMap", True, False, ()),
     ("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False, False, ()),
     ("gibson.zeroroot.ai", "v1alpha1", "components", "Component", True, True, ()),
     ("coordination.k8s.io", "v1", "leases", "Lease", True, False, ()),

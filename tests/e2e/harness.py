@@ -188,6 +188,8 @@ class GateServer(object):
             args += ["--runtime-class", self.runtime_class]
         if self.namespace is not None:
             args += ["--namespace", self.namespace]
+        if not any(a.startswith("--drain-delay") for a in self.extra_args):
+            args += ["--drain-delay", "0s"]  # tests stop servers often; the drain tests set their own
         args += self.extra_args
         env = dict(os.environ)
         env.pop(SHAPE_ENV, None)

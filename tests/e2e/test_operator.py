@@ -339,6 +339,8 @@ class Eviction(OperatorCase):
         pdb["status"]["disruptionsAllowed"] = 1
         self.api.update_status("poddisruptionbudgets", pdb, namespace=NS)
         wait_until("evicted", lambda: self.api.get("pods", "parser-0", namespace=NS) is None, timeout=40)
+        # The counter is bumped after the API's answer, so it may trail the pod's removal.
+        wait_until("the eviction counted", lambda: self._evictions(a, "evicted") >= 1)
         self.assertEqual(self._evictions(a, "evicted"), 1.0)
         self.assertIsNotNone(self.api.get("pods", "parser-1", namespace=NS))
         self.assertEqual(self.api.requests(method="POST", path=r"/pods/parser-1/eviction$"), [])
@@ -441,6 +443,109 @@ class SelfManagedCertificates(OperatorCase):
                        ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "patch", WEBHOOKS, None),
                        ("gibson.zeroroot.ai", "components/status", "patch", "report-parser", NS)):
             self.assertIn(needed, seen)
+
+
+TEMPLATE = "isolation-gate-webhooks"
+
+
+class WebhookTemplate(OperatorCase):
+    """--webhook-template-configmap (the chart's self-managed default): the
+    leader creates the webhook configurations only once a replica can answer,
+    fills a pre-created empty Secret by update, follows template changes;
+    `isolation-gate cleanup` removes them (the Helm pre-delete hook)."""
+
+    def setUp(self):
+        super().setUp()
+        mutating, validating = webhook_configurations()
+        self.api.create("configmaps", {
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": TEMPLATE, "namespace": GATE_NS},
+            "data": {"mutating.yaml": tc.yaml.safe_dump(mutating), "validating.yaml": tc.yaml.safe_dump(validating)}},
+            namespace=GATE_NS)
+        # As the chart pre-creates it: Opaque, no data.
+        self.api.create("secrets", {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                                    "metadata": {"name": SECRET, "namespace": GATE_NS}}, namespace=GATE_NS)
+
+    def configurations(self):
+        return [self.api.get(k, WEBHOOKS) for k in ("mutatingwebhookconfigurations",
+                                                    "validatingwebhookconfigurations")]
+
+    def secret_ca_b64(self):
+        s = self.api.get("secrets", SECRET, namespace=GATE_NS)
+        return (s.get("data") or {}).get("ca.crt", "")
+
+    def test_applied_only_once_ready_then_followed_then_cleaned_up(self):
+        # The Component cache cannot sync: the replica is not ready, so nothing is applied.
+        fault = self.api.inject_fault(500, method="GET", path=r"/components$", count=None)
+        g = self.gate_with("gate-a", tls="self-managed", wait_ready=False,
+                           extra=["--webhook-template-configmap", TEMPLATE])
+        self.wait_leader(g, "alone")
+        wait_until("the pre-created Secret filled by the leader", lambda: self.secret_ca_b64() != "")
+        wait_until("the leader waiting for readiness",
+                   lambda: any("waiting until this replica can answer" in l.get("msg", "") for l in g.log_lines()))
+        self.assertEqual(self.configurations(), [None, None])
+        self.assertNotEqual(g.probe("GET", "/readyz").status, 200)
+        s = self.api.get("secrets", SECRET, namespace=GATE_NS)
+        self.assertEqual(s["type"], "Opaque")  # updated in place, never re-created
+        self.assertEqual(sorted(s["data"]), ["ca.crt", "ca.key", "tls.crt", "tls.key"])
+        self.assertEqual(self.api.requests(method="POST", path=r"/secrets$"), [])
+
+        # Caches sync: ready, then both configurations appear with the CA.
+        self.api.clear_faults(fault)
+        wait_until("both configurations created", lambda: None not in self.configurations())
+        self.assertEqual(g.probe("GET", "/readyz").status, 200)
+        for c in self.configurations():
+            self.assertEqual({w["clientConfig"]["caBundle"] for w in c["webhooks"]}, {self.secret_ca_b64()})
+            self.assertIn("isolation-gate.zeroroot.ai/template-fingerprint", c["metadata"]["annotations"])
+        # (Counted after the API's answer: it may trail the objects.)
+        wait_until("both applies counted",
+                   lambda: g.metric_values("isolation_gate_webhook_configuration_applies_total") >= 2)
+        self.assertEqual(g.metric_values("isolation_gate_webhook_configuration_applies_total"), 2.0)
+
+        # A template change (helm upgrade) reaches the live configuration.
+        cm = self.api.get("configmaps", TEMPLATE, namespace=GATE_NS)
+        validating = tc.yaml.safe_load(cm["data"]["validating.yaml"])
+        validating["webhooks"][0]["timeoutSeconds"] = 7
+        cm["data"]["validating.yaml"] = tc.yaml.safe_dump(validating)
+        self.api.update("configmaps", cm, namespace=GATE_NS)
+        wait_until("the template change applied",
+                   lambda: (self.configurations()[1] or {}).get("webhooks", [{}])[0].get("timeoutSeconds") == 7)
+        self.assertEqual({w["clientConfig"]["caBundle"] for w in self.configurations()[1]["webhooks"]},
+                         {self.secret_ca_b64()})
+
+        seen = tc.assert_granted(self, self.api.requests())
+        for needed in (("", "configmaps", "watch", TEMPLATE, GATE_NS),
+                       ("", "secrets", "update", SECRET, GATE_NS),
+                       ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "create", None, None),
+                       ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "update", WEBHOOKS, None)):
+            self.assertIn(needed, seen)
+
+        # The pre-delete hook: the template goes, then the configurations, and they stay gone.
+        p = h.run_binary(["cleanup", "--kubeconfig", self.kubeconfig, "--namespace", GATE_NS,
+                          "--webhook-config-name", WEBHOOKS, "--webhook-template-configmap", TEMPLATE,
+                          "--settle", "1s"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(b"deleted MutatingWebhookConfiguration isolation-gate", p.stdout)
+        self.assertIsNone(self.api.get("configmaps", TEMPLATE, namespace=GATE_NS))
+        wait_until("the leader saw the template go",
+                   lambda: any("waiting for the template ConfigMap" in l.get("msg", "") for l in g.log_lines()))
+        self.assertEqual(self.configurations(), [None, None])
+        # Run again: nothing left is success.
+        p = h.run_binary(["cleanup", "--kubeconfig", self.kubeconfig, "--namespace", GATE_NS,
+                          "--webhook-config-name", WEBHOOKS, "--settle", "0s"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(b"already gone", p.stdout)
+
+    def test_a_template_that_does_not_parse_leaves_the_configurations_alone(self):
+        cm = self.api.get("configmaps", TEMPLATE, namespace=GATE_NS)
+        cm["data"]["mutating.yaml"] = "kind: [unclosed"
+        self.api.update("configmaps", cm, namespace=GATE_NS)
+        g = self.gate_with("gate-a", tls="self-managed", wait_ready=False,
+                           extra=["--webhook-template-configmap", TEMPLATE])
+        wait_until("the validating configuration created", lambda: self.configurations()[1] is not None)
+        wait_until("the template error logged",
+                   lambda: any("the template ConfigMap" in l.get("msg", "") and "mutating.yaml" in l.get("msg", "")
+                               for l in g.log_lines()))
+        self.assertIsNone(self.configurations()[0])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,169 @@
+// `isolation-gate selftest`: the post-install check behind `helm test`. It
+// asks the API server - through every admission webhook, as a user would -
+// for a server-side dry-run create of a pod the gate must deny and of one it
+// must admit, in a scratch enforced namespace, and checks both answers.
+//
+// Steps: create the Namespace <NS>-selftest-<6 hex> labelled
+// gibson.zeroroot.ai/isolation=enforced and a trusted Component "selftest" in
+// it; dry-run create (dryRun=All) a pod with no component label (must be
+// refused by an admission webhook: 403 "... denied the request ...") and a pod
+// labelled gibson.zeroroot.ai/component=selftest (must be created and carry
+// the gate's decision annotation); delete the Namespace whatever happened.
+// Every answer is printed. Exit 0 when both are as expected, kExitDenied when
+// the gate answered wrong, kExitFailure when the check could not be made (RBAC,
+// API errors), kExitBadInput on bad flags.
+#include <chrono>
+#include <iostream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/api_access.h"
+#include "cli/command_line.h"
+#include "cli/commands.h"
+#include "kube/api.h"
+
+namespace ig::cli {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr kube::Resource kNamespaces{"", "v1", "namespaces", "Namespace", false};
+constexpr kube::Resource kPods{"", "v1", "pods", "Pod", true};
+constexpr kube::Resource kComponents{"gibson.zeroroot.ai", "v1alpha1", "components", "Component", true};
+constexpr std::string_view kComponentLabel = "gibson.zeroroot.ai/component";
+constexpr std::string_view kDecisionAnnotation = "gibson.zeroroot.ai/isolation";
+
+struct SelftestOptions {
+  std::string kubeconfig, context, ns;
+  std::chrono::milliseconds timeout{10'000};
+};
+
+std::string scratch_name(const std::string& prefix) {
+  std::random_device rd;
+  std::mt19937 rng(rd());
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string suffix;
+  for (int i = 0; i < 6; ++i) suffix.push_back(kHex[rng() % 16]);
+  std::string base = prefix.substr(0, 63 - std::string("-selftest-").size() - suffix.size());
+  return base + "-selftest-" + suffix;
+}
+
+// A pod that meets the "restricted" Pod Security Standard, so only the gate
+// has a reason to refuse it.
+json test_pod(const std::string& ns, const std::string& name, bool labelled) {
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", name}, {"namespace", ns}}},
+              {"spec",
+               {{"securityContext", {{"runAsNonRoot", true}, {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
+                {"containers",
+                 json::array({{{"name", "selftest"},
+                               {"image", "registry.invalid/isolation-gate-selftest:1"},
+                               {"securityContext",
+                                {{"allowPrivilegeEscalation", false},
+                                 {"runAsUser", 65532},
+                                 {"capabilities", {{"drop", json::array({"ALL"})}}}}}}})}}}};
+  if (labelled) pod["metadata"]["labels"] = {{std::string(kComponentLabel), "selftest"}};
+  return pod;
+}
+
+}  // namespace
+
+int run_selftest(const std::vector<std::string>& args) {
+  SelftestOptions o;
+  auto app = make_app("selftest",
+                      "Checks the installed gate through the API server: a dry-run pod it must deny and one it must "
+                      "admit.");
+  app->add_option("--kubeconfig", o.kubeconfig, "a kubeconfig file (else $KUBECONFIG, else the in-cluster service account)")
+      ->type_name("FILE");
+  app->add_option("--context", o.context, "the kubeconfig context (else its current one)")->type_name("NAME");
+  app->add_option("--namespace", o.ns, "the gate's namespace: the scratch namespace's name starts with it")
+      ->type_name("NS");
+  add_duration_option(*app, "--request-timeout", o.timeout, "each API request's timeout");
+  if (auto exit_code = parse(*app, args)) return *exit_code;
+
+  auto access = connect(o.kubeconfig, o.context, o.ns, o.timeout);
+  if (!access) {
+    std::cerr << "isolation-gate selftest: " << access.error() << "\n";
+    return kExitBadInput;
+  }
+  kube::Client& api = *access->client;
+  const std::string scratch = scratch_name(access->ns);
+  auto could_not = [](const std::string& what, const kube::ApiError& e) {
+    std::cerr << "isolation-gate selftest: " << what << ": " << e.message << "\n";
+    return kExitFailure;
+  };
+
+  json ns = {{"apiVersion", "v1"},
+             {"kind", "Namespace"},
+             {"metadata",
+              {{"name", scratch},
+               {"labels", {{"gibson.zeroroot.ai/isolation", "enforced"}, {"app.kubernetes.io/created-by", "isolation-gate-selftest"}}}}}};
+  if (auto made = api.create(kube::collection_path(kNamespaces), ns); !made) {
+    return could_not("creating the scratch namespace " + scratch, made.failure());
+  }
+  std::cout << "created namespace " << scratch << " (enforced)\n";
+
+  int result = kExitAllowed;
+  [&] {
+    json component = {{"apiVersion", "gibson.zeroroot.ai/v1alpha1"},
+                      {"kind", "Component"},
+                      {"metadata", {{"name", "selftest"}, {"namespace", scratch}}},
+                      {"spec", {{"kind", "tool"}, {"policy", {{"content_trust", "trusted"}}}}}};
+    if (auto made = api.create(kube::collection_path(kComponents, scratch), component); !made) {
+      result = could_not("creating the Component selftest", made.failure());
+      return;
+    }
+    std::cout << "created Component " << scratch << "/selftest (trusted)\n";
+    const std::string pods = kube::collection_path(kPods, scratch) + "?dryRun=All";
+
+    auto denied = api.create(pods, test_pod(scratch, "selftest-unlabelled", false));
+    if (denied) {
+      std::cout << "FAIL: a pod without a component label was admitted in an enforced namespace: the webhook is "
+                   "not enforcing (are the webhook configurations installed?)\n";
+      result = kExitDenied;
+    } else if (denied.failure().code == 403 &&
+               denied.failure().message.find("denied the request") != std::string::npos) {
+      std::cout << "ok: a pod without a component label is denied: " << denied.failure().message << "\n";
+    } else {
+      result = could_not("dry-run create of the unlabelled pod", denied.failure());
+      return;
+    }
+
+    auto admitted = api.create(pods, test_pod(scratch, "selftest-labelled", true));
+    if (!admitted) {
+      std::cout << "FAIL: the pod of the trusted Component selftest was refused: " << admitted.failure().message
+                << "\n";
+      result = admitted.failure().code == 403 ? kExitDenied : kExitFailure;
+      return;
+    }
+    const json& md = (*admitted)["metadata"];
+    const auto annotations = md.find("annotations");
+    const bool decided = annotations != md.end() && annotations->is_object() &&
+                         annotations->contains(std::string(kDecisionAnnotation));
+    if (!decided) {
+      std::cout << "FAIL: the pod was admitted without the gate's decision annotation: the mutating webhook did "
+                   "not see it\n";
+      result = kExitDenied;
+      return;
+    }
+    const auto& spec = (*admitted)["spec"];
+    std::cout << "ok: the pod of a trusted Component is admitted: "
+              << (*annotations)[std::string(kDecisionAnnotation)].get<std::string>()
+              << (spec.contains("runtimeClassName") ? " (runtimeClassName " + spec["runtimeClassName"].dump() + ")"
+                                                    : std::string())
+              << "\n";
+  }();
+
+  if (auto gone = api.remove(kube::object_path(kNamespaces, "", scratch), o.timeout); !gone && !gone.failure().not_found()) {
+    std::cerr << "isolation-gate selftest: deleting the scratch namespace " << scratch << ": " << gone.error() << "\n";
+    if (result == kExitAllowed) result = kExitFailure;
+  } else {
+    std::cout << "deleted namespace " << scratch << "\n";
+  }
+  std::cout << (result == kExitAllowed ? "selftest passed\n" : "selftest FAILED\n");
+  return result;
+}
+
+}  // namespace ig::cli
