@@ -7,18 +7,40 @@
 #
 # Not part of the default test run (it takes minutes and needs root).
 #
-#   scripts/build-image.sh                 # build isolation-gate:<version> and :latest
+# The image is <repository>:<appVersion>, by default the chart's own default
+# (image.repository in charts/isolation-gate/values.yaml, the tag its Chart.yaml
+# appVersion), so the chart installed with default values runs what this built.
+#
+#   scripts/build-image.sh                 # build <repository>:<appVersion> and :latest
+#   scripts/build-image.sh --print-image   # print <repository>:<appVersion>, build nothing
 #   scripts/build-image.sh --rebuild-base  # remake the local base image first
-#   IG_IMAGE=registry.example.com/gibson/isolation-gate scripts/build-image.sh
+#   IG_IMAGE=registry.example.com/other/isolation-gate scripts/build-image.sh
 #   IG_SAVE=/tmp/isolation-gate.tar scripts/build-image.sh   # also `podman save` it
 #   IG_NO_CACHE=1 scripts/build-image.sh   # rebuild every layer (cold-build timing)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 base="${IG_BASE_IMAGE:-docker.io/library/debian:bookworm-slim}"
-image="${IG_IMAGE:-localhost/isolation-gate}"
-version="$(sed -n 's/^project(isolation-gate VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")"
-version="${version:-0.0.0}"
+chart="$root/charts/isolation-gate"
+# image.repository: the first `repository:` under the top-level `image:` block.
+chart_repo="$(awk '/^image:/ {in_image = 1; next}
+  in_image && /^[^[:space:]#]/ {exit}
+  in_image && /^[[:space:]]+repository:/ {sub(/^[[:space:]]+repository:[[:space:]]*/, ""); sub(/[[:space:]]+#.*$/, "");
+    gsub(/^["\047]|["\047]$/, ""); print; exit}' "$chart/values.yaml")"
+version="$(sed -n 's/^appVersion:[[:space:]]*"\{0,1\}\([^"[:space:]]*\)"\{0,1\}.*/\1/p' "$chart/Chart.yaml")"
+[[ -n "$chart_repo" && -n "$version" ]] || {
+  echo "build-image: cannot read image.repository from $chart/values.yaml or appVersion from Chart.yaml" >&2; exit 1; }
+image="${IG_IMAGE:-$chart_repo}"
+if [[ "${1:-}" == "--print-image" ]]; then
+  echo "$image:$version"
+  exit 0
+fi
+# The binary reports CMake's project(VERSION); it must be the chart's appVersion.
+cmake_version="$(sed -n 's/^project(isolation-gate VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")"
+if [[ "$cmake_version" != "$version" ]]; then
+  echo "build-image: CMakeLists.txt project VERSION ($cmake_version) != Chart.yaml appVersion ($version)" >&2
+  exit 1
+fi
 revision="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 if [[ -n "$(git -C "$root" status --porcelain -- CMakeLists.txt src 2>/dev/null)" ]]; then
   revision="$revision-dirty"

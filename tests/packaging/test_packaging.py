@@ -101,6 +101,104 @@ def one(docs, kind):
     return found[0]
 
 
+def named(docs, kind, name):
+    found = [d for d in by_kind(docs, kind) if d["metadata"]["name"] == name]
+    assert len(found) == 1, "expected one %s %s, got %d" % (kind, name, len(found))
+    return found[0]
+
+
+def gate_cluster_role(docs, fullname=RELEASE):
+    """The webhook's own ClusterRole (the selftest has another)."""
+    return named(docs, "ClusterRole", fullname)
+
+
+def webhook_objects(docs, fullname=RELEASE):
+    """The two webhook configurations by kind: release objects in files and
+    cert-manager modes, else the contents of the template ConfigMap
+    <fullname>-webhooks (self-managed), which the leader applies."""
+    objs = {d["kind"]: d for d in docs
+            if d.get("kind") in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")}
+    cms = [d for d in by_kind(docs, "ConfigMap") if d["metadata"]["name"] == fullname + "-webhooks"]
+    assert not (objs and cms), "webhook configurations both as objects and in the template ConfigMap"
+    if cms:
+        data = cms[0]["data"]
+        assert sorted(data) == ["mutating.yaml", "validating.yaml"], sorted(data)
+        for key in ("mutating.yaml", "validating.yaml"):
+            (obj,) = load_all(data[key])
+            objs[obj["kind"]] = obj
+    assert len(objs) == 2, sorted(objs)
+    return objs
+
+
+def webhooks_of(docs, fullname=RELEASE):
+    hooks = {}
+    for kind, cfg in sorted(webhook_objects(docs, fullname).items()):
+        for w in cfg["webhooks"]:
+            hooks[w["name"]] = (kind, w)
+    return hooks
+
+
+def chart_meta():
+    with open(os.path.join(CHART, "Chart.yaml")) as f:
+        return yaml.safe_load(f)
+
+
+def chart_values():
+    with open(os.path.join(CHART, "values.yaml")) as f:
+        return yaml.safe_load(f)
+
+
+def labels(component="admission-webhook"):
+    """The labels every chart object carries (isolation-gate.labels)."""
+    app_version = chart_meta()["appVersion"]
+    return {"helm.sh/chart": "isolation-gate-" + chart_meta()["version"],
+            "app.kubernetes.io/name": "isolation-gate", "app.kubernetes.io/instance": RELEASE,
+            "app.kubernetes.io/version": str(app_version), "app.kubernetes.io/component": component,
+            "app.kubernetes.io/part-of": "gibson", "app.kubernetes.io/managed-by": "Helm"}
+
+
+def aux_pod_labels(component):
+    """Labels of the cleanup and selftest pods: not the webhook's selector labels."""
+    return dict(labels(component), **{"app.kubernetes.io/name": "isolation-gate-" + component})
+
+
+class StrictLoader(yaml.SafeLoader if yaml is not None else object):
+    """A YAML loader that refuses duplicate keys (the API server's strict
+    decoding does; PyYAML would silently keep the last one)."""
+
+
+if yaml is not None:
+    def _strict_mapping(loader, node, deep=False):
+        keys = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in keys:
+                raise yaml.constructor.ConstructorError(None, None, "duplicate key %r" % (key,),
+                                                        key_node.start_mark)
+            keys.add(key)
+        return loader.construct_mapping(node, deep=deep)
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _strict_mapping)
+
+
+def container_of(docs):
+    (c,) = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    return c
+
+
+CA_B64 = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()
+
+# The value sets the chart must render into a configuration the binary accepts
+# (issue 10 item 1), and `helm lint --strict` passes for.
+VARIANTS = [
+    ("default", []),
+    ("customer-isolation", ["--set", "untrustedExec=customer-isolation"]),
+    ("cert-manager", ["--set", "certManager.enabled=true"]),
+    ("files", ["--set", "tls.certMode=files", "--set", "tls.caBundle=" + CA_B64]),
+    ("one replica + ServiceMonitor", ["--set", "replicas=1", "--set", "serviceMonitor.enabled=true"]),
+    ("evictDrifted", ["--set", "evictDrifted=true"]),
+]
+
+
 # --------------------------------------------------------------------------
 # CRD
 # --------------------------------------------------------------------------
@@ -517,13 +615,13 @@ class ChartTest(unittest.TestCase):
         self.assertRegex(v, r"^v[3-9]\.")
 
     def test_lint(self):
-        for extra in ([], ["--strict"],
-                      ["--strict", "--set", "certManager.enabled=true"],
-                      ["--strict", "--set", "tls.certMode=files,tls.caBundle=" +
-                       base64.b64encode(b"-----BEGIN CERTIFICATE-----").decode()],
-                      ["--strict", "--set", "serviceMonitor.enabled=true"]):
-            out = run([HELM, "lint", CHART] + extra).stdout
-            self.assertIn("0 chart(s) failed", out)
+        for extra in [[]] + [["--strict"] + v for _, v in VARIANTS] + [
+                ["--strict", "--set", "serviceMonitor.enabled=true"],
+                ["--strict", "--set", "certManager.enabled=true", "--set", "certManager.issuerRef.name=corp-ca"],
+                ["--strict", "--set", "selftest.enabled=false"]]:
+            with self.subTest(args=extra):
+                out = run([HELM, "lint", CHART] + extra).stdout
+                self.assertIn("0 chart(s) failed", out)
 
     def test_every_object_is_named(self):
         self.assertGreater(len(self.docs), 8)
@@ -537,21 +635,41 @@ class ChartTest(unittest.TestCase):
                 self.assertEqual(d["metadata"].get("namespace"), NAMESPACE, d["kind"])
 
     def test_default_objects(self):
-        kinds = sorted(d["kind"] for d in self.docs)
-        self.assertEqual(kinds, sorted([
-            "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-            "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy",
-            "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]))
-        for d in self.docs:
-            self.assertEqual(d["metadata"]["name"], "isolation-gate")
+        # Self-managed mode: no webhook configuration is a release object (the
+        # leader makes them from the ConfigMap isolation-gate-webhooks).
+        self.assertEqual(sorted((d["kind"], d["metadata"]["name"]) for d in self.docs), sorted([
+            ("ServiceAccount", "isolation-gate"), ("ClusterRole", "isolation-gate"),
+            ("ClusterRoleBinding", "isolation-gate"), ("Role", "isolation-gate"),
+            ("RoleBinding", "isolation-gate"), ("Deployment", "isolation-gate"),
+            ("Service", "isolation-gate"), ("PodDisruptionBudget", "isolation-gate"),
+            ("NetworkPolicy", "isolation-gate"), ("ConfigMap", "isolation-gate-webhooks"),
+            ("Secret", "isolation-gate-tls"), ("ResourceQuota", "isolation-gate-critical-pods"),
+            ("Job", "isolation-gate-cleanup"), ("Pod", "isolation-gate-selftest"),
+            ("ServiceAccount", "isolation-gate-selftest"), ("ClusterRole", "isolation-gate-selftest"),
+            ("ClusterRoleBinding", "isolation-gate-selftest")]))
 
     def webhooks(self, docs=None):
-        docs = docs or self.docs
-        hooks = {}
-        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-            for w in one(docs, kind)["webhooks"]:
-                hooks[w["name"]] = (kind, w)
-        return hooks
+        return webhooks_of(docs or self.docs)
+
+    def test_no_duplicate_keys(self):
+        # Every document and every embedded webhook configuration decodes
+        # strictly (a duplicate label key is an error for kubectl and the API server).
+        for name, extra in VARIANTS:
+            with self.subTest(variant=name):
+                text = helm_template(*extra).stdout
+                docs = [d for d in yaml.load_all(text, Loader=StrictLoader) if d is not None]
+                for cm in by_kind(docs, "ConfigMap"):
+                    for value in cm["data"].values():
+                        list(yaml.load_all(value, Loader=StrictLoader))
+
+    def test_only_webhook_pods_match_the_selector(self):
+        # The cleanup Job's and the helm test's pods must not count as webhook
+        # replicas (Service endpoints, PDB, anti-affinity, topology spread).
+        selector = one(self.docs, "Deployment")["spec"]["selector"]["matchLabels"]
+        others = [one(self.docs, "Job")["spec"]["template"]["metadata"]["labels"],
+                  one(self.docs, "Pod")["metadata"]["labels"]]
+        for pod_labels in others:
+            self.assertFalse(all(pod_labels.get(k) == v for k, v in selector.items()), pod_labels)
 
     def test_webhooks(self):
         hooks = self.webhooks()
@@ -631,9 +749,11 @@ class ChartTest(unittest.TestCase):
             "serve", "--namespace=" + NAMESPACE, "--service-name=isolation-gate",
             "--webhook-config-name=isolation-gate", "--tls-secret=isolation-gate-tls",
             "--cert-mode=self-managed", "--cert-validity=8760h", "--ca-validity=87600h",
+            "--webhook-template-configmap=isolation-gate-webhooks",
             "--lease-name=isolation-gate-leader", "--lease-duration=15s", "--renew-deadline=10s",
-            "--retry-period=2s", "--runtime-class=kata-fc", "--listen=0.0.0.0:8443",
-            "--metrics-listen=0.0.0.0:8080"])
+            "--retry-period=2s", "--runtime-class=kata-fc", "--listen=[::]:8443",
+            "--metrics-listen=[::]:8080", "--drain-delay=5s", "--log-level=info"])
+        self.assertEqual(pod["terminationGracePeriodSeconds"], 30)
         env = {e["name"]: e for e in c["env"]}
         self.assertEqual(env["GIBSON_UNTRUSTED_EXEC"]["value"], "setec-only")
         # The Lease holder identity and the namespace, from the downward API.
@@ -693,19 +813,27 @@ class ChartTest(unittest.TestCase):
         {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
     ]
     EVICTION_RULE = {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]}
-    WEBHOOK_CONFIG_RULE = {
-        "apiGroups": ["admissionregistration.k8s.io"],
-        "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
-        "resourceNames": ["isolation-gate"], "verbs": ["get", "list", "watch", "patch"]}
+    # Self-managed only: create (cannot be name-scoped) and everything else by name.
+    WEBHOOK_CONFIG_RULES = [
+        {"apiGroups": ["admissionregistration.k8s.io"],
+         "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+         "verbs": ["create"]},
+        {"apiGroups": ["admissionregistration.k8s.io"],
+         "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+         "resourceNames": ["isolation-gate"], "verbs": ["get", "list", "watch", "update", "patch", "delete"]},
+    ]
     LEASE_RULES = [
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
          "resourceNames": ["isolation-gate-leader"], "verbs": ["get", "update"]},
     ]
+    # Self-managed only: the pre-created Secret (no create on secrets anywhere)
+    # and the webhook template ConfigMap (deleted by the cleanup hook).
     SECRET_RULES = [
-        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
         {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["isolation-gate-tls"],
-         "verbs": ["get", "list", "watch", "update"]},
+         "verbs": ["get", "list", "watch", "update", "patch"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["isolation-gate-webhooks"],
+         "verbs": ["get", "list", "watch", "delete"]},
     ]
     WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection", "*", "escalate", "bind",
                    "impersonate", "approve", "sign"}
@@ -723,7 +851,7 @@ class ChartTest(unittest.TestCase):
                 if evict:
                     cluster.append(self.EVICTION_RULE)
                 if self_managed:
-                    cluster.append(self.WEBHOOK_CONFIG_RULE)
+                    cluster.extend(self.WEBHOOK_CONFIG_RULES)
                 role = list(self.LEASE_RULES) + (list(self.SECRET_RULES) if self_managed else [])
                 yield ("%s evictDrifted=%s" % (mode, evict),
                        args + (["--set", "evictDrifted=true"] if evict else []), cluster, role)
@@ -732,33 +860,50 @@ class ChartTest(unittest.TestCase):
         for mode, args, cluster_rules, role_rules in self.rbac_modes():
             with self.subTest(mode=mode):
                 docs = render(*args)
-                self.assertEqual(one(docs, "ClusterRole")["rules"], cluster_rules)
+                self.assertEqual(gate_cluster_role(docs)["rules"], cluster_rules)
                 role = one(docs, "Role")
                 self.assertEqual(role["metadata"]["namespace"], NAMESPACE)
                 self.assertEqual(role["rules"], role_rules)
 
     def test_rbac_nothing_else_writes_cluster_wide(self):
-        # Cluster-wide writes without a name: only Component status, Events and
-        # (opt-in) evictions. Everything else the ClusterRole writes is named.
+        # Cluster-wide writes without a name: only Component status, Events,
+        # (opt-in) evictions and, in self-managed mode, `create` of webhook
+        # configurations (create cannot be name-scoped). Everything else the
+        # ClusterRole writes is named; the only delete is by name.
         allowed_unnamed = {("gibson.zeroroot.ai", "components/status"), ("events.k8s.io", "events"),
                            ("", "pods/eviction")}
+        webhook_configs = {("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+                           ("admissionregistration.k8s.io", "validatingwebhookconfigurations")}
         for mode, args, _, _ in self.rbac_modes():
             with self.subTest(mode=mode):
                 docs = render(*args)
-                for r in one(docs, "ClusterRole")["rules"]:
+                for r in gate_cluster_role(docs)["rules"]:
                     self.assertNotIn("*", r["verbs"])
                     self.assertNotIn("*", r["resources"])
                     self.assertNotIn("*", r["apiGroups"])
                     self.assertNotIn("nonResourceURLs", r)
                     self.assertNotIn("secrets", r["resources"])
-                    self.assertNotIn("delete", r["verbs"])
+                    if "delete" in r["verbs"]:
+                        self.assertEqual(r["resourceNames"], ["isolation-gate"], r)
                     if set(r["verbs"]) & self.WRITE_VERBS and "resourceNames" not in r:
                         for g in r["apiGroups"]:
                             for res in r["resources"]:
-                                self.assertIn((g, res), allowed_unnamed, r)
-                # The only other cluster-scoped grant is the binding of this role.
-                self.assertEqual(by_kind(docs, "ClusterRole")[0]["metadata"]["name"], "isolation-gate")
-                self.assertEqual(len(by_kind(docs, "ClusterRoleBinding")), 1)
+                                if (g, res) in webhook_configs:
+                                    self.assertEqual(r["verbs"], ["create"], r)
+                                else:
+                                    self.assertIn((g, res), allowed_unnamed, r)
+                # The only other cluster-scoped grants are the gate's binding and
+                # the selftest's own role and binding (SelftestChartTest).
+                self.assertEqual(sorted(d["metadata"]["name"] for d in by_kind(docs, "ClusterRole")),
+                                 ["isolation-gate", "isolation-gate-selftest"])
+                self.assertEqual(sorted(d["metadata"]["name"] for d in by_kind(docs, "ClusterRoleBinding")),
+                                 ["isolation-gate", "isolation-gate-selftest"])
+                # No create on Secrets anywhere.
+                for kind in ("ClusterRole", "Role"):
+                    for d in by_kind(docs, kind):
+                        for r in d["rules"]:
+                            if "secrets" in r["resources"]:
+                                self.assertNotIn("create", r["verbs"], r)
 
     def test_rbac_eviction_only_with_evict_drifted(self):
         def grants_eviction(docs):
@@ -771,19 +916,24 @@ class ChartTest(unittest.TestCase):
     def test_rbac_follows_names(self):
         docs = render("--set", "fullnameOverride=gate", "--set", "leaderElection.leaseName=gate-lock",
                       "--set", "tls.secretName=gate-certs")
-        cluster = one(docs, "ClusterRole")["rules"]
+        cluster = gate_cluster_role(docs, "gate")["rules"]
         self.assertEqual(cluster[-1]["resourceNames"], ["gate"])
-        self.assertEqual(one(docs, "MutatingWebhookConfiguration")["metadata"]["name"], "gate")
+        self.assertEqual(webhook_objects(docs, "gate")["MutatingWebhookConfiguration"]["metadata"]["name"],
+                         "gate")
         role = one(docs, "Role")["rules"]
         self.assertEqual(role[1]["resourceNames"], ["gate-lock"])
-        self.assertEqual(role[3]["resourceNames"], ["gate-certs"])
+        self.assertEqual(role[2]["resourceNames"], ["gate-certs"])
+        self.assertEqual(role[3]["resourceNames"], ["gate-webhooks"])
+        self.assertEqual(one(docs, "Secret")["metadata"]["name"], "gate-certs")
         c = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
         self.assertIn("--webhook-config-name=gate", c["args"])
         self.assertIn("--lease-name=gate-lock", c["args"])
         self.assertIn("--tls-secret=gate-certs", c["args"])
+        self.assertIn("--webhook-template-configmap=gate-webhooks", c["args"])
 
     def test_rbac_bindings(self):
-        binding = one(self.docs, "ClusterRoleBinding")
+        (binding,) = [d for d in by_kind(self.docs, "ClusterRoleBinding")
+                      if d["metadata"]["name"] == "isolation-gate"]
         self.assertEqual(binding["roleRef"], {"apiGroup": "rbac.authorization.k8s.io",
                                               "kind": "ClusterRole", "name": "isolation-gate"})
         self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": "isolation-gate",
@@ -793,7 +943,7 @@ class ChartTest(unittest.TestCase):
         self.assertEqual(rb["roleRef"], {"apiGroup": "rbac.authorization.k8s.io",
                                          "kind": "Role", "name": "isolation-gate"})
         self.assertEqual(rb["subjects"], binding["subjects"])
-        sa = one(self.docs, "ServiceAccount")
+        (sa,) = [d for d in by_kind(self.docs, "ServiceAccount") if d["metadata"]["name"] == "isolation-gate"]
         self.assertTrue(sa["automountServiceAccountToken"])
         docs = render("--set", "rbac.create=false")
         for kind in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"):
@@ -890,34 +1040,34 @@ class ChartTest(unittest.TestCase):
         # certificate is mounted.
         for r in one(docs, "Role")["rules"]:
             self.assertNotIn("secrets", r["resources"])
-        for r in one(docs, "ClusterRole")["rules"]:
+        for r in gate_cluster_role(docs)["rules"]:
             self.assertNotIn("admissionregistration.k8s.io", r["apiGroups"])
+        # The configurations are release objects, with the CA; no template
+        # ConfigMap, no pre-created Secret (yours), no cleanup hook.
+        self.assertEqual(sorted(webhook_objects(docs)), ["MutatingWebhookConfiguration",
+                                                         "ValidatingWebhookConfiguration"])
+        for kind in ("ConfigMap", "Secret", "Job"):
+            self.assertEqual(by_kind(docs, kind), [], kind)
+        self.assertNotIn("--webhook-template-configmap=isolation-gate-webhooks", c["args"])
 
     def test_cert_manager_mode(self):
+        # The chain itself is asserted exactly in CertManagerChainTest.
         docs = render("--set", "certManager.enabled=true")
-        cert = one(docs, "Certificate")
-        self.assertEqual(cert["spec"]["secretName"], "isolation-gate-tls")
-        self.assertIn("isolation-gate.%s.svc" % NAMESPACE, cert["spec"]["dnsNames"])
-        issuer = one(docs, "Issuer")
-        self.assertEqual(cert["spec"]["issuerRef"]["name"], issuer["metadata"]["name"])
         for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
             cfg = one(docs, kind)
             self.assertEqual(cfg["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
-                             "%s/%s" % (NAMESPACE, cert["metadata"]["name"]))
+                             NAMESPACE + "/isolation-gate-ca")
             for w in cfg["webhooks"]:
                 self.assertNotIn("caBundle", w["clientConfig"])
         c = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
         self.assertIn("--cert-mode=files", c["args"])
+        self.assertNotIn("--webhook-template-configmap=isolation-gate-webhooks", c["args"])
         for r in one(docs, "Role")["rules"]:
             self.assertNotIn("secrets", r["resources"])
-        for r in one(docs, "ClusterRole")["rules"]:
+        for r in gate_cluster_role(docs)["rules"]:
             self.assertNotIn("admissionregistration.k8s.io", r["apiGroups"])
-        docs = render("--set", "certManager.enabled=true",
-                      "--set", "certManager.issuerRef.name=corp-ca",
-                      "--set", "certManager.issuerRef.kind=ClusterIssuer")
-        self.assertEqual(by_kind(docs, "Issuer"), [])
-        self.assertEqual(one(docs, "Certificate")["spec"]["issuerRef"],
-                         {"name": "corp-ca", "kind": "ClusterIssuer"})
+        for kind in ("ConfigMap", "Secret", "Job"):
+            self.assertEqual(by_kind(docs, kind), [], kind)
 
     def test_service_monitor(self):
         self.assertEqual(by_kind(self.docs, "ServiceMonitor"), [])
@@ -942,6 +1092,466 @@ class ChartTest(unittest.TestCase):
                   check=False)
         if out.returncode == 0:
             self.assertIn("gibson.zeroroot.ai/isolation=enforced", out.stdout)
+
+
+# --------------------------------------------------------------------------
+# The chart runs what it renders (issue 10 item 1)
+# --------------------------------------------------------------------------
+
+IG_BINARY = os.environ.get("IG_BINARY") or None
+NO_BINARY = "IG_BINARY not set (ctest sets it to the built isolation-gate)"
+
+
+def rendered_command(docs):
+    """The Deployment container's `serve` arguments (without `serve`) and its
+    environment: value entries as they are, valueFrom ones with a dummy value."""
+    c = container_of(docs)
+    assert c["args"][0] == "serve", c["args"]
+    env = {}
+    for e in c["env"]:
+        env[e["name"]] = e["value"] if "value" in e else "dummy-" + e["name"].lower()
+    return c["args"][1:], env
+
+
+def check_config(args, env):
+    return run([IG_BINARY, "serve", "--check-config"] + args, check=False,
+               env=dict(env, PATH=os.environ.get("PATH", "/usr/bin:/bin")))
+
+
+@unittest.skipIf(yaml is None, "python3-yaml not installed")
+@unittest.skipIf(HELM is None, NO_HELM)
+@unittest.skipIf(IG_BINARY is None, NO_BINARY)
+class BinaryAcceptsChartTest(unittest.TestCase):
+    """`isolation-gate serve --check-config` accepts exactly what the chart renders."""
+
+    @classmethod
+    def setUpClass(cls):
+        # Probe with --help only: a binary without --check-config must not be
+        # started as a server.
+        help_out = run([IG_BINARY, "serve", "--help"], check=False)
+        text = help_out.stdout + help_out.stderr
+        if "unknown flag" in text or "--check-config" not in text:
+            raise unittest.SkipTest("IG_BINARY (%s) does not know `serve --check-config` yet "
+                                    "(the lead adds it)" % IG_BINARY)
+
+    def test_every_variant_is_accepted(self):
+        for name, extra in VARIANTS:
+            with self.subTest(variant=name):
+                args, env = rendered_command(render(*extra))
+                proc = check_config(args, env)
+                self.assertEqual(proc.returncode, 0, "%s\nargs %s\nstderr %s" % (name, args, proc.stderr))
+                self.assertIn("configuration ok", proc.stdout)
+
+    def test_bogus_extra_arg_is_refused(self):
+        # Negative control: the check really parses the flags.
+        args, env = rendered_command(render("--set-json", 'extraArgs=["--no-such-flag-for-isolation-gate"]'))
+        self.assertIn("--no-such-flag-for-isolation-gate", args)
+        proc = check_config(args, env)
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        self.assertNotIn("configuration ok", proc.stdout)
+        self.assertTrue(proc.stderr.strip())
+
+
+@unittest.skipIf(yaml is None, "python3-yaml not installed")
+@unittest.skipIf(IG_BINARY is None, NO_BINARY)
+class BinaryVersionTest(unittest.TestCase):
+    def test_version_is_chart_app_version(self):
+        out = run([IG_BINARY, "version"]).stdout
+        app_version = str(chart_meta()["appVersion"])
+        self.assertRegex(out, r"^isolation-gate %s \(revision [0-9a-z-]+\)" % app_version.replace(".", r"\."))
+
+
+@unittest.skipIf(yaml is None, "python3-yaml not installed")
+@unittest.skipIf(HELM is None, NO_HELM)
+class DefaultImageTest(unittest.TestCase):
+    """scripts/build-image.sh builds the image the chart's defaults run."""
+
+    def test_print_image_is_chart_default(self):
+        env = {k: v for k, v in os.environ.items() if k != "IG_IMAGE"}
+        proc = run(["bash", os.path.join(ROOT, "scripts", "build-image.sh"), "--print-image"], env=env)
+        printed = proc.stdout.strip()
+        expected = "%s:%s" % (chart_values()["image"]["repository"], chart_meta()["appVersion"])
+        self.assertEqual(printed, expected)
+        self.assertEqual(proc.stdout, printed + "\n")
+        self.assertEqual(proc.stderr, "", "--print-image must not build or install anything")
+        docs = render()
+        self.assertEqual(container_of(docs)["image"], printed)
+        # The cleanup hook and the helm test run the same image.
+        self.assertEqual(one(docs, "Job")["spec"]["template"]["spec"]["containers"][0]["image"], printed)
+        self.assertEqual(one(docs, "Pod")["spec"]["containers"][0]["image"], printed)
+
+    def test_print_image_follows_ig_image(self):
+        env = dict(os.environ, IG_IMAGE="registry.test/team/gate")
+        out = run(["bash", os.path.join(ROOT, "scripts", "build-image.sh"), "--print-image"], env=env).stdout
+        self.assertEqual(out, "registry.test/team/gate:%s\n" % chart_meta()["appVersion"])
+
+
+# --------------------------------------------------------------------------
+# Never a dead fail-closed webhook (issue 10 item 2)
+# --------------------------------------------------------------------------
+
+@unittest.skipIf(yaml is None, "python3-yaml not installed")
+@unittest.skipIf(HELM is None, NO_HELM)
+class WebhookLifecycleTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.docs = render()
+        cls.files_docs = render("--set", "tls.certMode=files", "--set", "tls.caBundle=" + CA_B64)
+
+    def test_self_managed_renders_no_webhook_objects(self):
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            self.assertEqual(by_kind(self.docs, kind), [], kind)
+
+    def test_template_configmap_exactly(self):
+        cm = named(self.docs, "ConfigMap", "isolation-gate-webhooks")
+        self.assertEqual(set(cm), {"apiVersion", "kind", "metadata", "data"})
+        self.assertEqual(cm["apiVersion"], "v1")
+        self.assertEqual(cm["metadata"], {"name": "isolation-gate-webhooks", "namespace": NAMESPACE,
+                                          "labels": labels()})
+        self.assertEqual(sorted(cm["data"]), ["mutating.yaml", "validating.yaml"])
+        # Each key holds ONE whole object, exactly what files mode renders as an
+        # object, minus caBundle (the leader fills it).
+        expected = {}
+        for d in self.files_docs:
+            if d["kind"] in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+                d = copy.deepcopy(d)
+                for w in d["webhooks"]:
+                    self.assertEqual(w["clientConfig"].pop("caBundle"), CA_B64)
+                expected[d["kind"]] = d
+        for key, kind in (("mutating.yaml", "MutatingWebhookConfiguration"),
+                          ("validating.yaml", "ValidatingWebhookConfiguration")):
+            docs = load_all(cm["data"][key])
+            self.assertEqual(len(docs), 1, key)
+            self.assertEqual(docs[0], expected[kind], key)
+            self.assertEqual(docs[0]["metadata"], {"name": "isolation-gate", "labels": labels()})
+            for w in docs[0]["webhooks"]:
+                self.assertEqual(set(w["clientConfig"]), {"service"}, w["name"])
+
+    def test_deployment_passes_the_configmap(self):
+        args = container_of(self.docs)["args"]
+        self.assertEqual([a for a in args if a.startswith("--webhook-template-configmap")],
+                         ["--webhook-template-configmap=isolation-gate-webhooks"])
+        self.assertIn("--webhook-config-name=isolation-gate", args)
+        for extra in (["--set", "tls.certMode=files", "--set", "tls.caBundle=" + CA_B64],
+                      ["--set", "certManager.enabled=true"]):
+            args = container_of(render(*extra))["args"]
+            self.assertFalse([a for a in args if a.startswith("--webhook-template-configmap")], extra)
+
+    def test_files_mode_renders_objects_with_ca(self):
+        objs = webhook_objects(self.files_docs)
+        for kind, cfg in objs.items():
+            self.assertEqual(cfg["metadata"], {"name": "isolation-gate", "labels": labels()}, kind)
+            for w in cfg["webhooks"]:
+                self.assertEqual(w["clientConfig"]["caBundle"], CA_B64)
+        self.assertEqual([d for d in by_kind(self.files_docs, "ConfigMap")], [])
+
+    def test_cleanup_hook_exactly(self):
+        values = chart_values()
+        job = one(self.docs, "Job")
+        self.assertEqual(job, {
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {
+                "name": "isolation-gate-cleanup", "namespace": NAMESPACE, "labels": labels(),
+                "annotations": {"helm.sh/hook": "pre-delete",
+                                "helm.sh/hook-delete-policy": "before-hook-creation,hook-succeeded"}},
+            "spec": {
+                "backoffLimit": 2, "activeDeadlineSeconds": 120,
+                "template": {
+                    "metadata": {"labels": aux_pod_labels("cleanup")},
+                    "spec": {
+                        "restartPolicy": "Never", "serviceAccountName": "isolation-gate",
+                        "automountServiceAccountToken": True, "enableServiceLinks": False,
+                        "securityContext": values["podSecurityContext"],
+                        "containers": [{
+                            "name": "cleanup", "image": container_of(self.docs)["image"],
+                            "imagePullPolicy": "IfNotPresent",
+                            "args": ["cleanup", "--namespace=" + NAMESPACE,
+                                     "--webhook-config-name=isolation-gate",
+                                     "--webhook-template-configmap=isolation-gate-webhooks"],
+                            "resources": {"requests": {"cpu": "10m", "memory": "32Mi"},
+                                          "limits": {"memory": "128Mi"}},
+                            "securityContext": values["securityContext"]}]}}}})
+        # Same security contexts as the Deployment.
+        pod = one(self.docs, "Deployment")["spec"]["template"]["spec"]
+        self.assertEqual(job["spec"]["template"]["spec"]["securityContext"], pod["securityContext"])
+        self.assertEqual(job["spec"]["template"]["spec"]["containers"][0]["securityContext"],
+                         pod["containers"][0]["securityContext"])
+        # The chart's ServiceAccount may delete what the hook deletes, by name.
+        role = one(self.docs, "Role")["rules"]
+        self.assertIn({"apiGroups": [""], "resources": ["configmaps"],
+                       "resourceNames": ["isolation-gate-webhooks"],
+                       "verbs": ["get", "list", "watch", "delete"]}, role)
+        cluster = gate_cluster_role(self.docs)["rules"]
+        self.assertIn("delete", [r for r in cluster if r.get("resourceNames") == ["isolation-gate"]
+                                 and "admissionregistration.k8s.io" in r["apiGroups"]][0]["verbs"])
+        # Only self-managed mode has one.
+        self.assertEqual(by_kind(self.files_docs, "Job"), [])
+        self.assertEqual(by_kind(render("--set", "certManager.enabled=true"), "Job"), [])
+        # It follows the names and the ServiceAccount.
+        docs = render("--set", "fullnameOverride=gate", "--set", "serviceAccount.create=false",
+                      "--set", "serviceAccount.name=byo")
+        spec = one(docs, "Job")["spec"]["template"]["spec"]
+        self.assertEqual(spec["serviceAccountName"], "byo")
+        self.assertEqual(spec["containers"][0]["args"][2:],
+                         ["--webhook-config-name=gate", "--webhook-template-configmap=gate-webhooks"])
+
+    def test_tls_secret_precreated_without_data(self):
+        secret = one(self.docs, "Secret")
+        # Exactly: no data, no stringData, so `helm upgrade` never resets what the leader wrote.
+        self.assertEqual(secret, {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                                  "metadata": {"name": "isolation-gate-tls", "namespace": NAMESPACE,
+                                               "labels": labels()}})
+        self.assertEqual(one(render("--set", "tls.secretName=my-certs"), "Secret")["metadata"]["name"],
+                         "my-certs")
+        self.assertEqual(by_kind(self.files_docs, "Secret"), [])
+        self.assertEqual(by_kind(render("--set", "certManager.enabled=true"), "Secret"), [])
+
+    def test_notes_and_readme_tell_the_install_order(self):
+        out = run([HELM, "install", RELEASE, CHART, "--namespace", NAMESPACE, "--dry-run=client"],
+                  check=False)
+        if out.returncode != 0:
+            self.skipTest("helm install --dry-run=client needs a cluster here: " + out.stderr.strip())
+        self.assertIn("helm install --wait", out.stdout)
+        self.assertIn("isolation-gate-webhooks", out.stdout)
+        files = run([HELM, "install", RELEASE, CHART, "--namespace", NAMESPACE, "--dry-run=client",
+                     "--set", "certManager.enabled=true"]).stdout
+        self.assertIn("only after the pods are Ready", files)
+        with open(os.path.join(CHART, "README.md")) as f:
+            readme = f.read()
+        for needle in ("helm install --wait", "only after the pods are Ready", "pre-delete",
+                       "podman push", "skopeo copy", "--set image.repository="):
+            self.assertIn(needle, readme)
+
+
+# --------------------------------------------------------------------------
+# Runtime settings (issue 10 item 4)
+# --------------------------------------------------------------------------
+
+@unittest.skipIf(yaml is None, "python3-yaml not installed")
+@unittest.skipIf(HELM is None, NO_HELM)
+class ChartRuntimeTest(unittest.TestCase):
+    def test_values_defaults(self):
+        values = chart_values()
+        self.assertEqual(values["listen"], {"host": "[::]", "webhookPort": 8443, "metricsPort": 8080})
+        self.assertEqual((values["drainDelaySeconds"], values["terminationGracePeriodSeconds"]), (5, 30))
+        self.assertEqual(values["logLevel"], "info")
+        self.assertEqual(values["resourceQuota"], {"create": True})
+        self.assertEqual(values["criticalPodsQuota"], 10)
+        self.assertEqual(values["certManager"]["caDuration"], "87600h")
+        self.assertEqual(values["selftest"], {"enabled": True, "timeout": "60s"})
+
+    def test_critical_pods_quota_exactly(self):
+        quota = one(render(), "ResourceQuota")
+        self.assertEqual(quota, {
+            "apiVersion": "v1", "kind": "ResourceQuota",
+            "metadata": {"name": "isolation-gate-critical-pods", "namespace": NAMESPACE, "labels": labels()},
+            "spec": {"hard": {"pods": "10"},
+                     "scopeSelector": {"matchExpressions": [
+                         {"scopeName": "PriorityClass", "operator": "In",
+                          "values": ["system-cluster-critical"]}]}}})
+        quota = one(render("--set", "priorityClassName=system-node-critical", "--set", "criticalPodsQuota=6"),
+                    "ResourceQuota")
+        self.assertEqual(quota["spec"], {"hard": {"pods": "6"}, "scopeSelector": {"matchExpressions": [
+            {"scopeName": "PriorityClass", "operator": "In", "values": ["system-node-critical"]}]}})
+        for args, namespace in [([], "kube-system"),
+                                (["--set", "resourceQuota.create=false"], NAMESPACE),
+                                (["--set", "priorityClassName=gibson-high"], NAMESPACE),
+                                (["--set", "priorityClassName="], NAMESPACE)]:
+            with self.subTest(args=args, namespace=namespace):
+                self.assertEqual(by_kind(render(*args, namespace=namespace), "ResourceQuota"), [])
+        # The quota must leave room for the rolling update's surge.
+        proc = helm_template("--set", "criticalPodsQuota=3", check=False)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("criticalPodsQuota (3) must be at least replicas + 1 (4)", proc.stderr)
+        self.assertEqual(one(render("--set", "criticalPodsQuota=4"), "ResourceQuota")["spec"]["hard"],
+                         {"pods": "4"})
+
+    def test_listen_addresses_and_ports(self):
+        for host, listen in [("[::]", "[::]"), ("0.0.0.0", "0.0.0.0"), ("10.1.2.3", "10.1.2.3"),
+                             ("[fd00::1]", "[fd00::1]")]:
+            with self.subTest(host=host):
+                docs = render("--set", "listen.host=" + host, "--set", "listen.webhookPort=9443",
+                              "--set", "listen.metricsPort=9090")
+                c = container_of(docs)
+                self.assertIn("--listen=%s:9443" % listen, c["args"])
+                self.assertIn("--metrics-listen=%s:9090" % listen, c["args"])
+                self.assertEqual(c["ports"], [{"name": "https", "containerPort": 9443, "protocol": "TCP"},
+                                              {"name": "metrics", "containerPort": 9090, "protocol": "TCP"}])
+                # Probes and the Service go by port name, so they follow.
+                self.assertEqual(c["readinessProbe"]["httpGet"]["port"], "metrics")
+                self.assertEqual(c["livenessProbe"]["httpGet"]["port"], "metrics")
+                svc = {p["name"]: p["targetPort"] for p in one(docs, "Service")["spec"]["ports"]}
+                self.assertEqual(svc, {"https": "https", "metrics": "metrics"})
+                ingress = one(docs, "NetworkPolicy")["spec"]["ingress"]
+                self.assertEqual([r["ports"] for r in ingress], [[{"port": 9443, "protocol": "TCP"}],
+                                                                 [{"port": 9090, "protocol": "TCP"}]])
+        for bad in ("localhost", "::", "[::", "256.1.1.1", "0.0.0.0:8443", "[::]:8443", "gate.example.com"):
+            with self.subTest(bad=bad):
+                proc = helm_template("--set", "listen.host=" + bad, check=False)
+                self.assertNotEqual(proc.returncode, 0, bad)
+                self.assertIn("host", proc.stderr)
+
+    def test_drain_delay_and_grace_period(self):
+        docs = render("--set", "drainDelaySeconds=20", "--set", "terminationGracePeriodSeconds=35")
+        self.assertIn("--drain-delay=20s", container_of(docs)["args"])
+        self.assertEqual(one(docs, "Deployment")["spec"]["template"]["spec"]["terminationGracePeriodSeconds"], 35)
+        self.assertIn("--drain-delay=0s", container_of(render("--set", "drainDelaySeconds=0"))["args"])
+        for drain, grace in [(20, 30), (5, 19), (60, 74)]:
+            with self.subTest(drain=drain, grace=grace):
+                proc = helm_template("--set", "drainDelaySeconds=%d" % drain,
+                                     "--set", "terminationGracePeriodSeconds=%d" % grace, check=False)
+                self.assertNotEqual(proc.returncode, 0)
+                self.assertIn("terminationGracePeriodSeconds (%d) must be at least drainDelaySeconds (%d) + 15"
+                              % (grace, drain), proc.stderr)
+        render("--set", "drainDelaySeconds=60", "--set", "terminationGracePeriodSeconds=75")
+
+    def test_log_level(self):
+        for level in ("debug", "info", "warn", "error"):
+            with self.subTest(level=level):
+                args = container_of(render("--set", "logLevel=" + level))["args"]
+                self.assertEqual([a for a in args if a.startswith("--log-level")], ["--log-level=" + level])
+
+    def test_schema_rejects_bad_runtime_values(self):
+        for args, needle in [
+                (["--set", "logLevel=verbose"], "logLevel"),
+                (["--set", "logLevel=INFO"], "logLevel"),
+                (["--set", "drainDelaySeconds=61"], "drainDelaySeconds"),
+                (["--set", "drainDelaySeconds=-1"], "drainDelaySeconds"),
+                (["--set", "drainDelaySeconds=5s"], "drainDelaySeconds"),
+                (["--set", "terminationGracePeriodSeconds=thirty"], "terminationGracePeriodSeconds"),
+                (["--set", "listen.webhookPort=0"], "webhookPort"),
+                (["--set", "listen.metricsPort=65536"], "metricsPort"),
+                (["--set", "listen.address=[::]"], "address"),
+                (["--set", "criticalPodsQuota=0"], "criticalPodsQuota"),
+                (["--set", "resourceQuota.enabled=true"], "enabled"),
+                (["--set", "certManager.caDuration=10y"], "caDuration"),
+                (["--set", "selftest.enabled=maybe"], "enabled"),
+                (["--set", "selftest.timeout=1 minute"], "timeout"),
+                (["--set", "selftest.image=foo"], "image")]:
+            with self.subTest(args=args):
+                proc = helm_template(*args, check=False)
+                self.assertNotEqual(proc.returncode, 0, "accepted %s" % args)
+                self.assertIn(needle, proc.stderr)
+
+
+@unittest.skipIf(yaml is None, "python3-yaml not installed")
+@unittest.skipIf(HELM is None, NO_HELM)
+class CertManagerChainTest(unittest.TestCase):
+    """certManager.enabled: self-signed Issuer -> CA Certificate -> CA Issuer ->
+    serving Certificate; caBundle is injected from the CA Certificate."""
+
+    def test_chain_exactly(self):
+        docs = render("--set", "certManager.enabled=true")
+        meta = lambda name: {"name": name, "namespace": NAMESPACE, "labels": labels()}  # noqa: E731
+        self.assertEqual(sorted((d["kind"], d["metadata"]["name"]) for d in docs
+                                if d["apiVersion"].startswith("cert-manager.io/")),
+                         [("Certificate", "isolation-gate-ca"), ("Certificate", "isolation-gate-serving"),
+                          ("Issuer", "isolation-gate-ca"), ("Issuer", "isolation-gate-selfsigned")])
+        self.assertEqual(named(docs, "Issuer", "isolation-gate-selfsigned"), {
+            "apiVersion": "cert-manager.io/v1", "kind": "Issuer",
+            "metadata": meta("isolation-gate-selfsigned"), "spec": {"selfSigned": {}}})
+        self.assertEqual(named(docs, "Certificate", "isolation-gate-ca"), {
+            "apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": meta("isolation-gate-ca"),
+            "spec": {"isCA": True, "commonName": "isolation-gate-ca", "secretName": "isolation-gate-ca",
+                     "duration": "87600h",
+                     "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Never"},
+                     "issuerRef": {"name": "isolation-gate-selfsigned", "kind": "Issuer",
+                                   "group": "cert-manager.io"}}})
+        self.assertEqual(named(docs, "Issuer", "isolation-gate-ca"), {
+            "apiVersion": "cert-manager.io/v1", "kind": "Issuer", "metadata": meta("isolation-gate-ca"),
+            "spec": {"ca": {"secretName": "isolation-gate-ca"}}})
+        serving = {
+            "apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": meta("isolation-gate-serving"),
+            "spec": {"secretName": "isolation-gate-tls", "duration": "2160h", "renewBefore": "360h",
+                     "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
+                     "usages": ["server auth", "digital signature"],
+                     "dnsNames": ["isolation-gate", "isolation-gate." + NAMESPACE,
+                                  "isolation-gate.%s.svc" % NAMESPACE,
+                                  "isolation-gate.%s.svc.cluster.local" % NAMESPACE],
+                     "issuerRef": {"name": "isolation-gate-ca", "kind": "Issuer", "group": "cert-manager.io"}}}
+        self.assertEqual(named(docs, "Certificate", "isolation-gate-serving"), serving)
+        for kind, cfg in webhook_objects(docs).items():
+            self.assertEqual(cfg["metadata"]["annotations"],
+                             {"cert-manager.io/inject-ca-from": NAMESPACE + "/isolation-gate-ca"}, kind)
+        docs = render("--set", "certManager.enabled=true", "--set", "certManager.caDuration=43800h")
+        self.assertEqual(named(docs, "Certificate", "isolation-gate-ca")["spec"]["duration"], "43800h")
+
+    def test_outside_issuer(self):
+        docs = render("--set", "certManager.enabled=true", "--set", "certManager.issuerRef.name=corp-ca",
+                      "--set", "certManager.issuerRef.kind=ClusterIssuer")
+        self.assertEqual(by_kind(docs, "Issuer"), [])
+        (cert,) = by_kind(docs, "Certificate")
+        self.assertEqual(cert["metadata"]["name"], "isolation-gate-serving")
+        self.assertEqual(cert["spec"]["issuerRef"], {"name": "corp-ca", "kind": "ClusterIssuer"})
+        # No chart CA: the injector takes the issuer's CA from the serving Secret's ca.crt.
+        for kind, cfg in webhook_objects(docs).items():
+            self.assertEqual(cfg["metadata"]["annotations"],
+                             {"cert-manager.io/inject-ca-from": NAMESPACE + "/isolation-gate-serving"}, kind)
+
+
+# --------------------------------------------------------------------------
+# helm test (issue 10 item 8, chart side)
+# --------------------------------------------------------------------------
+
+@unittest.skipIf(yaml is None, "python3-yaml not installed")
+@unittest.skipIf(HELM is None, NO_HELM)
+class SelftestChartTest(unittest.TestCase):
+    RESTRICTED_POD = {"runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532,
+                      "seccompProfile": {"type": "RuntimeDefault"}}
+    RESTRICTED_CONTAINER = {"runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532,
+                            "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False,
+                            "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+
+    def test_objects_exactly(self):
+        docs = render()
+        image = container_of(docs)["image"]
+        sl = labels("selftest")
+        self.assertEqual(one(docs, "Pod"), {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "isolation-gate-selftest", "namespace": NAMESPACE,
+                         "labels": aux_pod_labels("selftest"),
+                         "annotations": {"helm.sh/hook": "test",
+                                         "helm.sh/hook-delete-policy": "before-hook-creation,hook-succeeded"}},
+            "spec": {"restartPolicy": "Never", "serviceAccountName": "isolation-gate-selftest",
+                     "automountServiceAccountToken": True, "enableServiceLinks": False,
+                     "securityContext": self.RESTRICTED_POD,
+                     "containers": [{
+                         "name": "selftest", "image": image, "imagePullPolicy": "IfNotPresent",
+                         "args": ["selftest", "--namespace=" + NAMESPACE, "--timeout=60s"],
+                         "resources": {"requests": {"cpu": "10m", "memory": "32Mi"},
+                                       "limits": {"memory": "128Mi"}},
+                         "securityContext": self.RESTRICTED_CONTAINER}]}})
+        self.assertEqual(named(docs, "ServiceAccount", "isolation-gate-selftest"), {
+            "apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "isolation-gate-selftest", "namespace": NAMESPACE, "labels": sl},
+            "automountServiceAccountToken": True})
+        self.assertEqual(named(docs, "ClusterRole", "isolation-gate-selftest"), {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "isolation-gate-selftest", "labels": sl},
+            "rules": [
+                {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["create", "delete", "get"]},
+                {"apiGroups": ["gibson.zeroroot.ai"], "resources": ["components"], "verbs": ["create", "get"]},
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}]})
+        self.assertEqual(named(docs, "ClusterRoleBinding", "isolation-gate-selftest"), {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "isolation-gate-selftest", "labels": sl},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "isolation-gate-selftest"},
+            "subjects": [{"kind": "ServiceAccount", "name": "isolation-gate-selftest", "namespace": NAMESPACE}]})
+        # The RBAC objects are normal release objects, not hooks.
+        for kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding"):
+            self.assertNotIn("annotations", named(docs, kind, "isolation-gate-selftest")["metadata"], kind)
+
+    def test_follows_namespace_and_can_be_disabled(self):
+        pod = one(render(namespace="gate"), "Pod")
+        self.assertEqual(pod["spec"]["containers"][0]["args"][:2], ["selftest", "--namespace=gate"])
+        docs = render("--set", "selftest.enabled=false")
+        self.assertEqual(by_kind(docs, "Pod"), [])
+        self.assertEqual([d for d in docs if d["metadata"]["name"] == "isolation-gate-selftest"], [])
+        # rbac.create=false: the account stays, its ClusterRole is yours to make.
+        docs = render("--set", "rbac.create=false")
+        self.assertEqual(named(docs, "ServiceAccount", "isolation-gate-selftest")["kind"], "ServiceAccount")
+        self.assertEqual(by_kind(docs, "ClusterRole"), [])
 
 
 # --------------------------------------------------------------------------
@@ -982,8 +1592,11 @@ class ManifestsTest(unittest.TestCase):
         self.assertIn("customresourcedefinition.apiextensions.k8s.io/components.gibson.zeroroot.ai", out)
         self.assertIn("namespace/%s" % NAMESPACE, out)
         self.assertIn("deployment.apps/isolation-gate", out)
-        self.assertIn("mutatingwebhookconfiguration.admissionregistration.k8s.io/isolation-gate", out)
-        self.assertIn("validatingwebhookconfiguration.admissionregistration.k8s.io/isolation-gate", out)
+        # Self-managed: the webhook configurations are in the template ConfigMap
+        # (the leader applies them), the TLS Secret is pre-created empty.
+        self.assertIn("configmap/isolation-gate-webhooks", out)
+        self.assertIn("secret/isolation-gate-tls", out)
+        self.assertNotIn("mutatingwebhookconfiguration.admissionregistration.k8s.io/isolation-gate", out)
         with open(os.path.join(MANIFESTS, "isolation-gate.yaml")) as f:
             n = len(load_all(f.read()))
         self.assertEqual(len(out), n + 1)

@@ -27,12 +27,18 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
 {{- define "isolation-gate.labels" -}}
-helm.sh/chart: {{ include "isolation-gate.chart" . }}
-{{ include "isolation-gate.selectorLabels" . }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/component: admission-webhook
+{{ include "isolation-gate.componentLabels" (list . "admission-webhook") }}
+{{- end }}
+
+{{/* The labels of every object, for another app.kubernetes.io/component; argument: (list $ "component"). */}}
+{{- define "isolation-gate.componentLabels" -}}
+{{- $ := index . 0 -}}
+helm.sh/chart: {{ include "isolation-gate.chart" $ }}
+{{ include "isolation-gate.selectorLabels" $ }}
+app.kubernetes.io/version: {{ $.Chart.AppVersion | quote }}
+app.kubernetes.io/component: {{ index . 1 }}
 app.kubernetes.io/part-of: gibson
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/managed-by: {{ $.Release.Service }}
 {{- end }}
 
 {{- define "isolation-gate.serviceAccountName" -}}
@@ -56,9 +62,53 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if .Values.certManager.enabled }}files{{ else }}{{ .Values.tls.certMode }}{{ end }}
 {{- end }}
 
-{{/* Name of the cert-manager Certificate (for cert-manager.io/inject-ca-from). */}}
+{{/* Name of the cert-manager serving Certificate. */}}
 {{- define "isolation-gate.certificateName" -}}
 {{- printf "%s-serving" (include "isolation-gate.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* cert-manager chain: the self-signed Issuer, the CA Certificate (and its Secret) and the CA Issuer. */}}
+{{- define "isolation-gate.selfSignedIssuerName" -}}
+{{- printf "%s-selfsigned" (include "isolation-gate.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- define "isolation-gate.caName" -}}
+{{- printf "%s-ca" (include "isolation-gate.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The Certificate whose CA cert-manager's CA injector writes into caBundle:
+the chart's CA Certificate (stable across serving-certificate renewals), or
+the serving Certificate when certManager.issuerRef names an outside issuer
+(its Secret's ca.crt is that issuer's CA).
+*/}}
+{{- define "isolation-gate.injectCaFrom" -}}
+{{- if .Values.certManager.issuerRef }}
+{{- include "isolation-gate.certificateName" . }}
+{{- else }}
+{{- include "isolation-gate.caName" . }}
+{{- end }}
+{{- end }}
+
+{{/* Self-managed mode: the ConfigMap holding the two webhook configurations. */}}
+{{- define "isolation-gate.webhookTemplateConfigMap" -}}
+{{- printf "%s-webhooks" (include "isolation-gate.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* --listen / --metrics-listen addresses: listen.host ("[::]", "[v6]", IPv4) and the ports. */}}
+{{- define "isolation-gate.listen" -}}
+{{- printf "%s:%d" .Values.listen.host (int .Values.listen.webhookPort) }}
+{{- end }}
+{{- define "isolation-gate.metricsListen" -}}
+{{- printf "%s:%d" .Values.listen.host (int .Values.listen.metricsPort) }}
+{{- end }}
+
+{{/* Checks across values that the schema cannot express. */}}
+{{- define "isolation-gate.validate" -}}
+{{- $grace := int .Values.terminationGracePeriodSeconds }}
+{{- $drain := int .Values.drainDelaySeconds }}
+{{- if lt $grace (add $drain 15) }}
+{{- fail (printf "terminationGracePeriodSeconds (%d) must be at least drainDelaySeconds (%d) + 15: after SIGTERM the pod keeps serving for the drain delay, then drains in-flight requests for up to 10s before it exits" $grace $drain) }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -113,4 +163,26 @@ sideEffects: None
 failurePolicy: Fail
 matchPolicy: Equivalent
 timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+{{- end }}
+
+{{/* The helm test Pod's ServiceAccount (and ClusterRole). */}}
+{{- define "isolation-gate.selftestServiceAccountName" -}}
+{{- printf "%s-selftest" (include "isolation-gate.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Labels of the pods that are not webhook replicas (the cleanup Job's, the helm
+test's); argument: (list $ "component"). Their app.kubernetes.io/name is
+"<name>-<component>" so that the Deployment's selector, the Service, the PDB and
+the anti-affinity never count them as webhook pods.
+*/}}
+{{- define "isolation-gate.auxPodLabels" -}}
+{{- $ := index . 0 -}}
+helm.sh/chart: {{ include "isolation-gate.chart" $ }}
+app.kubernetes.io/name: {{ printf "%s-%s" (include "isolation-gate.name" $) (index . 1) | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ $.Release.Name }}
+app.kubernetes.io/version: {{ $.Chart.AppVersion | quote }}
+app.kubernetes.io/component: {{ index . 1 }}
+app.kubernetes.io/part-of: gibson
+app.kubernetes.io/managed-by: {{ $.Release.Service }}
 {{- end }}
