@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Renders charts/isolation-gate for plain `kubectl apply` into manifests/:
-#   manifests/crds.yaml           the Component CRD (apply first)
+#   manifests/crds.yaml           the Component CRD, as in crds/ (apply first)
 #   manifests/isolation-gate.yaml Namespace isolation-gate-system and the install
-#                                 (self-managed certificates, chart defaults)
+#                                 (self-managed certificates, chart defaults,
+#                                 crds.install=false: the CRD is in crds.yaml only)
 # Install without helm:
 #   kubectl apply -f manifests/crds.yaml
 #   kubectl apply -f manifests/isolation-gate.yaml
@@ -32,7 +33,7 @@ mkdir -p "$out"
 {
   echo "$header"
   echo "# The Component CRD; apply it before isolation-gate.yaml."
-  for f in "$chart"/crds/*.yaml; do
+  for f in "$root"/crds/*.yaml; do
     echo "---"
     cat "$f"
   done
@@ -54,7 +55,7 @@ metadata:
     pod-security.kubernetes.io/enforce: restricted
     pod-security.kubernetes.io/enforce-version: latest
 NS
-  "$helm" template "$release" "$chart" --namespace "$namespace" --skip-crds
+  "$helm" template "$release" "$chart" --namespace "$namespace" --set crds.install=false
 } >"$out/isolation-gate.yaml.tmp"
 
 mv "$out/crds.yaml.tmp" "$out/crds.yaml"

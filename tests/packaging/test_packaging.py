@@ -40,7 +40,9 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CHART = os.path.join(ROOT, "charts", "isolation-gate")
 CRD_FILE = "components.gibson.zeroroot.ai.yaml"
 CRD_TOP = os.path.join(ROOT, "crds", CRD_FILE)
-CRD_CHART = os.path.join(CHART, "crds", CRD_FILE)
+# The chart's copy, rendered by templates/crds/components.yaml (.Files.Get).
+CRD_CHART_DIR = os.path.join(CHART, "files", "crds")
+CRD_CHART = os.path.join(CRD_CHART_DIR, CRD_FILE)
 MANIFESTS = os.path.join(ROOT, "manifests")
 RELEASE = "isolation-gate"
 NAMESPACE = "isolation-gate-system"
@@ -462,9 +464,11 @@ class CrdTest(unittest.TestCase):
 
     def test_chart_copy_identical(self):
         self.assertTrue(filecmp.cmp(CRD_TOP, CRD_CHART, shallow=False),
-                        "charts/isolation-gate/crds/%s differs from crds/%s: copy it" % (CRD_FILE, CRD_FILE))
-        self.assertEqual(sorted(os.listdir(os.path.join(ROOT, "crds"))),
-                         sorted(os.listdir(os.path.join(CHART, "crds"))))
+                        "charts/isolation-gate/files/crds/%s differs from crds/%s: copy it" % (CRD_FILE, CRD_FILE))
+        self.assertEqual(sorted(os.listdir(os.path.join(ROOT, "crds"))), sorted(os.listdir(CRD_CHART_DIR)))
+        # Not in the chart's crds/ too: Helm would install that copy once and
+        # never upgrade it, beside the template's.
+        self.assertFalse(os.path.exists(os.path.join(CHART, "crds")))
 
     def test_manifests_crds_identical(self):
         with open(os.path.join(MANIFESTS, "crds.yaml")) as f:
@@ -646,7 +650,8 @@ class ChartTest(unittest.TestCase):
             ("Secret", "isolation-gate-tls"), ("ResourceQuota", "isolation-gate-critical-pods"),
             ("Job", "isolation-gate-cleanup"), ("Pod", "isolation-gate-selftest"),
             ("ServiceAccount", "isolation-gate-selftest"), ("ClusterRole", "isolation-gate-selftest"),
-            ("ClusterRoleBinding", "isolation-gate-selftest")]))
+            ("ClusterRoleBinding", "isolation-gate-selftest"),
+            ("CustomResourceDefinition", "components.gibson.zeroroot.ai")]))
 
     def webhooks(self, docs=None):
         return webhooks_of(docs or self.docs)
@@ -1079,9 +1084,14 @@ class ChartTest(unittest.TestCase):
         self.assertEqual(sm["metadata"]["labels"]["release"], "prom")
 
     def test_crds_rendered_with_include_crds(self):
+        # The CRD is a template (templates/crds/): --include-crds adds no second copy.
         docs = render("--include-crds")
-        crd = one(docs, "CustomResourceDefinition")
-        self.assertEqual(crd, load_crd())
+        crd = copy.deepcopy(one(docs, "CustomResourceDefinition"))
+        for key in ("labels", "annotations"):
+            crd["metadata"].pop(key, None)
+        plain = load_crd()
+        plain["metadata"].pop("labels", None)
+        self.assertEqual(crd, plain)
 
     def test_notes_tell_how_to_enforce(self):
         with open(os.path.join(CHART, "templates", "NOTES.txt")) as f:
