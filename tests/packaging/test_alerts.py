@@ -160,6 +160,13 @@ def unknown_metrics(expr, families, histograms):
     return bad
 
 
+def foreign_series(expr):
+    """Series selected in an expression that are not the binary's: NAME{...}."""
+    bare = re.sub(r'"(?:\\.|[^"\\])*"', '""', expr)
+    return {n for n in re.findall(r"\b([A-Za-z_:][A-Za-z0-9_:]*)\s*\{", bare)
+            if not n.startswith("isolation_gate_")}
+
+
 def family_of(name, histograms):
     base = re.sub(r"_(bucket|sum|count)$", "", name)
     return base if base in histograms else name
@@ -339,6 +346,7 @@ class PrometheusRuleTest(unittest.TestCase):
         for name, r in self.alerts().items():
             self.assertFalse(unknown_metrics(r["expr"], self.families, self.histograms),
                              "%s reads metrics the binary does not export" % name)
+            self.assertTrue(foreign_series(r["expr"]) <= FOREIGN_SERIES, name)
             for text in r.get("annotations", {}).values():
                 self.assertFalse(unknown_metrics(text, self.families, self.histograms), name)
 
@@ -525,6 +533,7 @@ class DashboardTest(unittest.TestCase):
         for title, expr in exprs:
             self.assertFalse(unknown_metrics(expr, self.families, self.histograms),
                              "panel %r: %s" % (title, expr))
+            self.assertTrue(foreign_series(expr) <= FOREIGN_SERIES, "panel %r: %s" % (title, expr))
         for var in self.dashboard.get("templating", {}).get("list", []):
             q = var.get("query")
             q = q.get("query", "") if isinstance(q, dict) else str(q or "")
