@@ -408,10 +408,26 @@ class PrometheusRuleTest(unittest.TestCase):
 class PromtoolTest(unittest.TestCase):
     """promtool check rules / test rules on the rendered group (default values)."""
 
-    def groups(self):
-        docs = [d for d in render("prometheusRule.enabled=true") if d["kind"] == "PrometheusRule"]
+    def groups(self, *sets):
+        docs = [d for d in render("prometheusRule.enabled=true", *sets)
+                if d["kind"] == "PrometheusRule"]
         self.assertEqual(len(docs), 1)
         return docs[0]["spec"]["groups"]
+
+    @unittest.skipIf(PROMTOOL is None, NO_PROMTOOL)
+    def test_promtool_checks_other_renderings(self):
+        variants = (("untrustedExec=customer-isolation",),
+                    ("webhook.timeoutSeconds=1", "prometheusRule.certificateExpiryDays=30",
+                     "prometheusRule.denialBaselineWindow=1w", "prometheusRule.leaderMissingFor=90s"),
+                    ("prometheusRule.selector=job=\"ig\"\\,cluster=\"prod\"",
+                     "json:prometheusRule.denialSpikeFactor=2.5"))
+        with tempfile.TemporaryDirectory() as tmp:
+            for i, sets in enumerate(variants):
+                path = os.path.join(tmp, "rules-%d.yaml" % i)
+                with open(path, "w", encoding="utf-8") as fh:
+                    yaml.safe_dump({"groups": self.groups(*sets)}, fh, sort_keys=False)
+                proc = run([PROMTOOL, "check", "rules", path], check=False)
+                self.assertEqual(proc.returncode, 0, "%s:\n%s%s" % (sets, proc.stdout, proc.stderr))
 
     def load_rules_test(self):
         with open(RULES_TEST, encoding="utf-8") as fh:
