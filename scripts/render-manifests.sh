@@ -41,7 +41,10 @@ mkdir -p "$out"
 
 {
   echo "$header"
-  echo "# helm template $release charts/isolation-gate --namespace $namespace"
+  echo "# helm template $release charts/isolation-gate --namespace $namespace --no-hooks --set crds.install=false"
+  echo "# No Helm hooks here: before 'kubectl delete -f' of this file, delete the webhook configurations the"
+  echo "# leader made (kubectl delete mutatingwebhookconfiguration,validatingwebhookconfiguration $release),"
+  echo "# or a fail-closed webhook with no replica behind it refuses pods in enforced namespaces."
   cat <<NS
 ---
 apiVersion: v1
@@ -55,7 +58,7 @@ metadata:
     pod-security.kubernetes.io/enforce: restricted
     pod-security.kubernetes.io/enforce-version: latest
 NS
-  "$helm" template "$release" "$chart" --namespace "$namespace" --set crds.install=false
+  "$helm" template "$release" "$chart" --namespace "$namespace" --no-hooks --set crds.install=false
 } >"$out/isolation-gate.yaml.tmp"
 
 mv "$out/crds.yaml.tmp" "$out/crds.yaml"
