@@ -53,8 +53,11 @@ class AdmissionMetrics {
 
  private:
   static constexpr std::size_t kEndpoints = 4;
-  static constexpr std::array<double, 12> kBuckets = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
-                                                      0.005,   0.01,   0.025,   0.1,    0.5,   1.0};
+  // Up to 30 s (the API server's largest timeoutSeconds), so a p99 near
+  // the webhook's timeout is measurable (the WebhookSlow alert).
+  static constexpr std::array<double, 16> kBuckets = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                                                      0.005,   0.01,   0.025,   0.1,    0.5,   1.0,
+                                                      2.5,     5.0,    10.0,    30.0};
   struct PerEndpoint {
     std::array<std::atomic<std::uint64_t>, kReasonCount> reviews{};
     std::atomic<std::uint64_t> dry_run{0};

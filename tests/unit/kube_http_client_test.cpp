@@ -677,7 +677,10 @@ class CountingClock final : public RateClock {
 
  private:
   std::mutex mu_;
-  time_point now_{std::chrono::hours(1)};
+  // Starts at the real time: the client's deadlines are steady_clock::now()
+  // + timeout, so a clock far from it (an hour, on a machine up for minutes)
+  // would put every slot past the deadline.
+  time_point now_{std::chrono::steady_clock::now()};
   int sleeps_ = 0;
 };
 
@@ -689,9 +692,15 @@ TEST_F(KubeHttpClientTest, RateLimiterBeforeEveryRequestAndWatch) {
   o.rate_clock = clock;
   auto c = client(o);
   ASSERT_TRUE(c);
-  ASSERT_TRUE(c->list(components(), {}));  // the burst
+  {
+    auto first = c->list(components(), {});  // the burst
+    ASSERT_TRUE(first) << first.error();
+  }
   EXPECT_EQ(clock->sleeps(), 0);
-  ASSERT_TRUE(c->list(components(), {}));
+  {
+    auto second = c->list(components(), {});
+    ASSERT_TRUE(second) << second.error();
+  }
   EXPECT_EQ(clock->sleeps(), 1);
   auto w = c->watch(components(), {});
   ASSERT_TRUE(w) << w.error();
