@@ -966,7 +966,7 @@ def _post_webhook(connect, server_name, ctx, path_query, host_header, body, time
     def run():
         sock = None
         try:
-            sock = socket.create_connection(connect, timeout=timeout)
+            sock = socket.create_connection(connect, timeout=timeout + 1)
             holder["sock"] = sock
             tls = ctx.wrap_socket(sock, server_hostname=server_name)
             holder["sock"] = tls
@@ -986,6 +986,8 @@ def _post_webhook(connect, server_name, ctx, path_query, host_header, body, time
                                 " (%s)" % getattr(e, "verify_message", e))
         except ConnectionRefusedError:
             box["error"] = "dial tcp %s:%d: connect: connection refused" % connect
+        except (socket.timeout, TimeoutError):
+            box["error"] = "context deadline exceeded"
         except (OSError, http.client.HTTPException, ValueError) as e:
             box["error"] = "%s: %s" % (type(e).__name__, e)
         finally:
@@ -2202,6 +2204,8 @@ class FakeApiServer:
     def _api_update(self, res, ns, name, sub, body, query, entry):
         dry = self._dry_run(query)
         mode = "status" if sub == "status" else ("ephemeralcontainers" if sub == "ephemeralcontainers" else "main")
+        with self.store.lock:
+            self._prepare(res, body, ns, name, api=True)      # a malformed body is 400 before any lookup
 
         def make(old):
             return self._prepare(res, body, ns, name, api=True)
