@@ -2111,8 +2111,11 @@ class FakeApiServer:
         threads = [threading.Thread(target=one, args=(i, c, h), daemon=True) for i, (c, h) in enumerate(matched)]
         for t in threads:
             t.start()
-        for t in threads:
+        for i, t in enumerate(threads):
             t.join(40)       # each call is bounded by its timeoutSeconds (<= 30)
+            if t.is_alive() and errors[i] is None:     # never an allow by default
+                errors[i] = ApiError(500, 'Internal error occurred: failed calling webhook "%s": no answer'
+                                     % matched[i][1].get("name"), "InternalError")
         for e in errors:
             if e is not None:
                 raise e

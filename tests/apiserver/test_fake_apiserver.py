@@ -1543,6 +1543,21 @@ class TestAdmissionWebhooks(Base):
         self.assertIn("context deadline exceeded", body["message"])
         self.assertIsNone(self.server.get("pods", "p1", namespace="apps"))
 
+    def test_a_webhook_can_read_the_api_while_it_admits(self):
+        # the gate looks its Component up live during admission: the store is not locked meanwhile
+        self.server.create("components", self.component("tool", ns="apps"))
+        seen = []
+
+        def lookup(review):
+            status, _, body = self.raw("GET", "/apis/%s/%s/namespaces/apps/components/tool" % (GROUP, VERSION))
+            seen.append((status, body.get("metadata", {}).get("name")))
+            return allow(review)
+        self.wh.behaviours["/lookup"] = lookup
+        self.configure(mutating=[self.hook("lookup.example.com", "/lookup")],
+                       validating=[self.hook("lookup.example.com", "/lookup")])
+        self.assertEqual(self.raw("POST", "/api/v1/namespaces/apps/pods", self.pod("p1"))[0], 201)
+        self.assertEqual(seen, [(200, "tool"), (200, "tool")])
+
     def test_eviction_is_a_create_of_an_eviction(self):
         self.configure(validating=[self.hook("evict.example.com", "/deny", resources=("pods/eviction",))])
         self.server.create("pods", self.pod("p1"))
@@ -1589,7 +1604,8 @@ class TestControlAndCommandLine(unittest.TestCase):
         port_file, control_file = os.path.join(tmp, "port"), os.path.join(tmp, "control")
         proc = subprocess.Popen([sys.executable, os.path.join(HERE, "fake_apiserver.py"), "--tls-cert", cert(),
                                  "--tls-key", key(), "--port", "0", "--port-file", port_file, "--token-file",
-                                 token_file, "--control-port", "0", "--control-port-file", control_file],
+                                 token_file, "--control-port", "0", "--control-port-file", control_file,
+                                 "--service-endpoint", "gate/wh=127.0.0.1:9"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             wait_until(lambda: os.path.exists(port_file) and os.path.exists(control_file), 10, "port files")
@@ -1622,6 +1638,8 @@ class TestControlAndCommandLine(unittest.TestCase):
                 control("no_such_method")
             self.assertEqual(cm.exception.code, 404)
             self.assertEqual(control("resource_version"), created["metadata"]["resourceVersion"])
+            self.assertEqual(control("webhook_calls"), [])
+            self.assertIs(control("set_admission", enabled=False), False)
         finally:
             proc.terminate()
             try:
