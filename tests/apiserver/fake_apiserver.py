@@ -2003,28 +2003,38 @@ class FakeApiServer:
             code, data = _post_webhook(connect, server_name, ctx, path + "?" + query, host_header, body, timeout)
         except _CallError as e:
             raise _CallError('failed to call webhook: Post "%s": %s' % (shown, e))
-        if not 200 <= code < 300:
-            raise _CallError('failed to call webhook: an error on the server ("%s") has prevented the request '
-                             'from succeeding (post %s)' % (data[:200].decode("utf-8", "replace").strip(), shown))
+        if not 200 <= code < 300:        # the REST client's error for a non-2xx answer
+            try:
+                st = json.loads(data.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError):
+                st = None
+            if isinstance(st, dict) and st.get("kind") == "Status" and st.get("message"):
+                raise _CallError("failed to call webhook: %s" % st["message"])
+            raise _CallError("failed to call webhook: the server responded with the status code %d but did not "
+                             "return more information (post %s)" % (code, shown))
         try:
             out = json.loads(data.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as e:
-            raise _CallError("failed to call webhook: %s" % e)
+            raise _CallError("received invalid webhook response: %s" % e)
         if not isinstance(out, dict) or out.get("apiVersion") != "admission.k8s.io/v1" or \
                 out.get("kind") != "AdmissionReview":
             got = out if isinstance(out, dict) else {}
-            raise _CallError("expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got %s, Kind=%s"
+            raise _CallError("received invalid webhook response: expected webhook response of admission.k8s.io/v1, "
+                             "Kind=AdmissionReview, got %s, Kind=%s"
                              % (got.get("apiVersion"), got.get("kind")))
         resp = out.get("response")
         if not isinstance(resp, dict):
-            raise _CallError("webhook response was absent")
+            raise _CallError("received invalid webhook response: webhook response was absent")
         if resp.get("uid") != review["request"]["uid"]:
-            raise _CallError('expected response.uid="%s", got "%s"' % (review["request"]["uid"], resp.get("uid")))
+            raise _CallError('received invalid webhook response: expected response.uid="%s", got "%s"'
+                             % (review["request"]["uid"], resp.get("uid")))
         return resp
 
-    def _record_call(self, attrs, cfg, hook, kind, review, allowed, error=None, patched=False, warnings=()):
+    def _record_call(self, attrs, cfg, hook, kind, review, allowed, error=None, patched=False, warnings=(),
+                     patch_returned=False):
         rec = {"name": hook.get("name"), "configuration": cfg, "type": kind,
                "uid": review["request"]["uid"], "allowed": allowed, "error": error, "patched": patched,
+               "patch_returned": patch_returned,
                "warnings": list(warnings), "operation": attrs["operation"], "resource": attrs["gvr"][2],
                "subResource": attrs["sub"] or "", "namespace": attrs["namespace"] or "",
                "objectName": attrs["name"] or "", "dryRun": bool(attrs["dry"]),
@@ -2038,26 +2048,63 @@ class FakeApiServer:
                 attrs["entry"].setdefault("warnings", []).extend(warnings)
 
     def _invoke(self, cfg, hook, kind, attrs, obj):
-        """Calls a matched webhook. -> (response or None when ignored). Raises the ApiError to answer."""
+        """Calls a matched webhook (callAttrMutatingHook / callHook). -> the object, patched by a mutating
+        webhook. Raises the ApiError to answer; a failed call with failurePolicy Ignore returns obj."""
         name = hook.get("name")
-        if attrs["dry"] and hook.get("sideEffects") not in SIDE_EFFECTS_DRY_RUN_OK:
-            raise bad_request('admission webhook "%s" does not support dry run' % name)
         review = self._review(attrs, obj)
+        resp, new, sent = None, obj, False
         try:
+            if attrs["dry"]:
+                if hook.get("sideEffects") is None:
+                    raise _CallError("Webhook SideEffects is nil")
+                if hook.get("sideEffects") not in SIDE_EFFECTS_DRY_RUN_OK:
+                    raise bad_request('admission webhook "%s" does not support dry run' % name)
+            sent = True
             resp = self._call_hook(hook, review)
+            if kind == "mutating" and resp.get("allowed") is True and resp.get("patch"):
+                try:
+                    ops = json.loads(base64.b64decode(resp["patch"], validate=True))
+                    if not isinstance(ops, list):
+                        raise ValueError("a JSON patch is an array")
+                except (ValueError, TypeError, binascii.Error) as e:
+                    raise _CallError("received undecodable patch in webhook response: %s" % e)
+                if ops:
+                    if obj is None:
+                        raise ApiError(500, 'Internal error occurred: admission webhook "%s" attempted to modify '
+                                       'the object, which is not supported for this operation' % name,
+                                       "InternalError")
+                    if resp.get("patchType") != "JSONPatch":
+                        raise _CallError('unsupported patch type "%s"' % (resp.get("patchType") or ""))
+                    try:
+                        new = _apply_json_patch(copy.deepcopy(obj), ops)
+                    except Exception as e:     # a patch that does not apply: internal error whatever the policy
+                        raise ApiError(500, "Internal error occurred: %s" % e, "InternalError")
+                    if not isinstance(new, dict):
+                        raise ApiError(500, "Internal error occurred: the patched object is not an object",
+                                       "InternalError")
         except _CallError as e:
             msg = 'failed calling webhook "%s": %s' % (name, e)
-            self._record_call(attrs, cfg, hook, kind, review, None, error=msg)
+            if sent:
+                self._record_call(attrs, cfg, hook, kind, review, None, error=msg,
+                                  warnings=self._warnings(resp), patch_returned=bool((resp or {}).get("patch")))
             if hook.get("failurePolicy") == "Ignore":
-                return None
+                return obj
             raise ApiError(500, "Internal error occurred: " + msg, "InternalError", {"causes": [{"message": msg}]})
-        warnings = [w for w in (resp.get("warnings") or []) if isinstance(w, str)]
+        except ApiError as e:
+            if sent:
+                self._record_call(attrs, cfg, hook, kind, review, None, error=e.message,
+                                  warnings=self._warnings(resp), patch_returned=bool((resp or {}).get("patch")))
+            raise
         allowed = resp.get("allowed") is True
-        patch = resp.get("patch") if kind == "mutating" and allowed else None
-        self._record_call(attrs, cfg, hook, kind, review, allowed, patched=bool(patch), warnings=warnings)
+        self._record_call(attrs, cfg, hook, kind, review, allowed, patched=new is not obj and not _json_equal(new, obj),
+                          warnings=self._warnings(resp), patch_returned=bool(resp.get("patch")))
         if not allowed:
             raise _denied_error(name, resp.get("status"))
-        return resp
+        return new
+
+    @staticmethod
+    def _warnings(resp):
+        return [w for w in ((resp or {}).get("warnings") or []) if isinstance(w, str)]
 
     def _mutate(self, attrs, hooks):
         """Mutating webhooks in order, JSONPatch applied, reinvocationPolicy IfNeeded once. -> object."""
@@ -2070,28 +2117,13 @@ class FakeApiServer:
                 todo, reinvoke = reinvoke, set()
             for i, (cfg, hook) in enumerate(hooks):
                 if round_ == 1 and i not in todo:
-                    continue
+                    continue         # a reinvocation never calls a webhook for the first time
                 if not self._should_call(hook, attrs, obj):
                     continue
-                resp = self._invoke(cfg, hook, "mutating", attrs, obj)
-                if resp is not None and resp.get("patch") and obj is not None:
-                    if resp.get("patchType") != "JSONPatch":
-                        err = ('failed calling webhook "%s": webhook returned invalid response.patchType of "%s"'
-                               % (hook.get("name"), resp.get("patchType")))
-                        if hook.get("failurePolicy") != "Ignore":
-                            raise ApiError(500, "Internal error occurred: " + err, "InternalError")
-                    else:
-                        try:
-                            ops = json.loads(base64.b64decode(resp["patch"]))
-                            new = _apply_json_patch(copy.deepcopy(obj), ops)
-                        except Exception as e:     # a bad patch is an internal error whatever the policy
-                            raise ApiError(500, "Internal error occurred: %s" % e, "InternalError")
-                        if not isinstance(new, dict):
-                            raise ApiError(500, "Internal error occurred: the patched object is not an object",
-                                           "InternalError")
-                        if not _json_equal(new, obj):
-                            obj = new
-                            reinvoke |= previously
+                new = self._invoke(cfg, hook, "mutating", attrs, obj)
+                if new is not obj and not _json_equal(new, obj):
+                    obj = new
+                    reinvoke |= previously
                 if hook.get("reinvocationPolicy") == "IfNeeded":
                     previously.add(i)
         return obj

@@ -1224,7 +1224,7 @@ class WebhookServer:
                 with outer.lock:
                     outer.reviews.append((path, review, self.path))
                 resp = outer.behaviours[path](review)
-                resp = dict(resp, uid=review["request"]["uid"])
+                resp = dict({"uid": review["request"]["uid"]}, **resp)
                 data = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                                    "response": resp}).encode()
                 self.send_response(200)
@@ -1557,6 +1557,39 @@ class TestAdmissionWebhooks(Base):
                        validating=[self.hook("lookup.example.com", "/lookup")])
         self.assertEqual(self.raw("POST", "/api/v1/namespaces/apps/pods", self.pod("p1"))[0], 201)
         self.assertEqual(seen, [(200, "tool"), (200, "tool")])
+
+    def test_bad_answers_are_call_errors_and_follow_the_failure_policy(self):
+        patch = json_patch_response([{"op": "add", "path": "/metadata/labels/x", "value": "y"}])
+        answers = {
+            "/uid": lambda r: {"allowed": True, "uid": "not-" + r["request"]["uid"]},
+            "/type": lambda r: dict(patch, patchType="MergePatch"),
+            "/bad-path": lambda r: json_patch_response([{"op": "replace", "path": "/nope/x", "value": 1}]),
+            "/patch": lambda r: patch,
+        }
+        self.wh.behaviours.update(answers)
+        for path, policy, code, text in [
+                ("/uid", "Fail", 500, 'failed calling webhook "t.example.com": received invalid webhook response: '
+                                      'expected response.uid='),
+                ("/uid", "Ignore", 201, None),
+                ("/type", "Fail", 500, 'failed calling webhook "t.example.com": unsupported patch type "MergePatch"'),
+                ("/type", "Ignore", 201, None),
+                ("/bad-path", "Ignore", 500, "Internal error occurred"),   # a patch that does not apply: always
+        ]:
+            self.configure(mutating=[self.hook("t.example.com", path, failurePolicy=policy)])
+            name = ("p-%s-%s" % (path[1:], policy)).lower()
+            status, _, body = self.raw("POST", "/api/v1/namespaces/apps/pods", self.pod(name))
+            self.assertEqual(status, code, (path, policy, body))
+            if text:
+                self.assertIn(text, body["message"])
+            else:
+                self.assertNotIn("x", body["metadata"].get("labels") or {}, "an ignored failure changes nothing")
+        # a patch for a DELETE cannot apply: internal error
+        self.server.create("pods", self.pod("gone"))
+        self.configure(mutating=[self.hook("t.example.com", "/patch", operations=("DELETE",))])
+        status, _, body = self.raw("DELETE", "/api/v1/namespaces/apps/pods/gone")
+        self.assertEqual(status, 500, body)
+        self.assertIn('admission webhook "t.example.com" attempted to modify the object', body["message"])
+        self.assertIsNotNone(self.server.get("pods", "gone", namespace="apps"))
 
     def test_eviction_is_a_create_of_an_eviction(self):
         self.configure(validating=[self.hook("evict.example.com", "/deny", resources=("pods/eviction",))])
