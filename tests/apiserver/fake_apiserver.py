@@ -887,6 +887,7 @@ class Store:
 # Admission webhooks (Kubernetes "Dynamic Admission Control"; the dispatchers in
 # k8s.io/apiserver/pkg/admission/plugin/webhook).
 
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 WEBHOOK_CONFIG_PLURALS = ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
 SIDE_EFFECTS_DRY_RUN_OK = ("None", "NoneOnDryRun")
 
@@ -1465,6 +1466,8 @@ class FakeApiServer:
                               % (md["name"], name_from_url))
         if name_from_url is not None:
             md["name"] = name_from_url
+        if api and res.kind == "Namespace" and md.get("name"):
+            md["labels"] = dict(md.get("labels") or {}, **{NAMESPACE_NAME_LABEL: md["name"]})
         if api and res.kind == "Secret":
             check_secret_data(obj)
             if not obj.get("type"):
@@ -1902,7 +1905,8 @@ class FakeApiServer:
         """Labels the namespaceSelector is matched against, or None when it does not apply."""
         if attrs["resource"].plural == "namespaces" and not attrs["resource"].group:
             src = obj if attrs["operation"] != "DELETE" else attrs["old"]
-            return ((src or {}).get("metadata") or {}).get("labels") or {}
+            md = (src or {}).get("metadata") or {}
+            return self._with_name_label(md.get("labels"), md.get("name"))
         if not attrs["namespace"]:
             return None                      # cluster-scoped: never exempted
         nsr = self.resource("namespaces")
@@ -1911,7 +1915,15 @@ class FakeApiServer:
         if ns is None:
             raise ApiError(404, 'namespaces "%s" not found' % attrs["namespace"], "NotFound",
                            {"name": attrs["namespace"], "kind": "namespaces"})
-        return (ns.get("metadata") or {}).get("labels") or {}
+        return self._with_name_label((ns.get("metadata") or {}).get("labels"), attrs["namespace"])
+
+    @staticmethod
+    def _with_name_label(labels, name):
+        """Every real namespace carries kubernetes.io/metadata.name (the API server sets it); back-door ones too here."""
+        out = dict(labels or {})
+        if name:
+            out.setdefault(NAMESPACE_NAME_LABEL, name)
+        return out
 
     def _should_call(self, hook, attrs, obj):
         """ShouldCallHook: namespaceSelector, objectSelector, rules (matchPolicy Equivalent = Exact here:
@@ -2031,10 +2043,10 @@ class FakeApiServer:
         return resp
 
     def _record_call(self, attrs, cfg, hook, kind, review, allowed, error=None, patched=False, warnings=(),
-                     patch_returned=False):
+                     patch_returned=False, response=None):
         rec = {"name": hook.get("name"), "configuration": cfg, "type": kind,
                "uid": review["request"]["uid"], "allowed": allowed, "error": error, "patched": patched,
-               "patch_returned": patch_returned,
+               "patch_returned": patch_returned, "response": copy.deepcopy(response),
                "warnings": list(warnings), "operation": attrs["operation"], "resource": attrs["gvr"][2],
                "subResource": attrs["sub"] or "", "namespace": attrs["namespace"] or "",
                "objectName": attrs["name"] or "", "dryRun": bool(attrs["dry"]),
@@ -2086,18 +2098,20 @@ class FakeApiServer:
             msg = 'failed calling webhook "%s": %s' % (name, e)
             if sent:
                 self._record_call(attrs, cfg, hook, kind, review, None, error=msg,
-                                  warnings=self._warnings(resp), patch_returned=bool((resp or {}).get("patch")))
+                                  warnings=self._warnings(resp), patch_returned=bool((resp or {}).get("patch")),
+                                  response=resp)
             if hook.get("failurePolicy") == "Ignore":
                 return obj
             raise ApiError(500, "Internal error occurred: " + msg, "InternalError", {"causes": [{"message": msg}]})
         except ApiError as e:
             if sent:
                 self._record_call(attrs, cfg, hook, kind, review, None, error=e.message,
-                                  warnings=self._warnings(resp), patch_returned=bool((resp or {}).get("patch")))
+                                  warnings=self._warnings(resp), patch_returned=bool((resp or {}).get("patch")),
+                                  response=resp)
             raise
         allowed = resp.get("allowed") is True
         self._record_call(attrs, cfg, hook, kind, review, allowed, patched=new is not obj and not _json_equal(new, obj),
-                          warnings=self._warnings(resp), patch_returned=bool(resp.get("patch")))
+                          warnings=self._warnings(resp), patch_returned=bool(resp.get("patch")), response=resp)
         if not allowed:
             raise _denied_error(name, resp.get("status"))
         return new

@@ -1326,7 +1326,8 @@ class TestAdmissionWebhooks(Base):
                 "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
 
     def test_allowed_create_sends_a_complete_review_and_records_the_call(self):
-        self.wh.behaviours["/allow"] = lambda r: allow(r, ["careful: \"quoted\""])
+        self.wh.behaviours["/allow"] = lambda r: dict(allow(r, ["careful: \"quoted\""]),
+                                                      auditAnnotations={"decision": "AllowInProcess"})
         self.configure(validating=[self.hook("allow.example.com", "/allow")])
         mark = self.server.request_mark()
         status, headers, body = self.raw("POST", "/api/v1/namespaces/apps/pods", self.pod("p1"))
@@ -1354,6 +1355,8 @@ class TestAdmissionWebhooks(Base):
         [call] = self.server.webhook_calls()
         self.assertEqual((call["name"], call["uid"], call["allowed"], call["type"]),
                          ("allow.example.com", req["uid"], True, "validating"))
+        self.assertEqual(call["response"]["auditAnnotations"], {"decision": "AllowInProcess"})
+        self.assertEqual(call["warnings"], ['careful: "quoted"'])
         [entry] = self.server.requests(since=mark, method="POST", path="/pods$")
         self.assertEqual(entry["admission"], [{"name": "allow.example.com", "type": "validating",
                                                "uid": req["uid"], "allowed": True, "error": None,
@@ -1448,6 +1451,12 @@ class TestAdmissionWebhooks(Base):
         self.assertEqual(called(lambda: self.core.create_namespace({"metadata": {"name": "n1"}})), [])
         self.assertEqual(called(lambda: self.core.create_namespace(
             {"metadata": {"name": "n2", "labels": {"gate": "on"}}})), ["ns-objects.example.com"])
+        self.assertEqual(self.server.get("namespaces", "n2")["metadata"]["labels"],
+                         {"gate": "on", "kubernetes.io/metadata.name": "n2"}, "set by the API server")
+        # every namespace counts as labelled kubernetes.io/metadata.name, back-door ones too
+        self.server.create("namespaces", {"metadata": {"name": "kube-system", "labels": {"gate": "on"}}})
+        self.assertEqual(called(lambda: self.core.create_namespaced_pod("kube-system", self.pod("k", "kube-system"))),
+                         [])
         status, _, body = self.raw("POST", "/api/v1/namespaces/ghost/pods", self.pod("d", "ghost"))
         self.assertEqual((status, body["message"]), (404, 'namespaces "ghost" not found'))
 
