@@ -1600,6 +1600,42 @@ class TestAdmissionWebhooks(Base):
         self.assertIn('admission webhook "t.example.com" attempted to modify the object', body["message"])
         self.assertIsNotNone(self.server.get("pods", "gone", namespace="apps"))
 
+    def test_a_write_made_while_webhooks_run_is_not_lost(self):
+        # GuaranteedUpdate: a patch is re-applied to the newer object and admitted again
+        self.server.create("pods", self.pod("p1"))
+        calls = []
+
+        def meddle(review):
+            calls.append(review["request"]["object"]["metadata"].get("labels"))
+            if len(calls) == 1:
+                self.server.patch("pods", "p1", {"metadata": {"labels": {"b": "2"}}}, namespace="apps")
+            return allow(review)
+        self.wh.behaviours["/meddle"] = meddle
+        self.configure(mutating=[self.hook("meddle.example.com", "/meddle", operations=("UPDATE", "CREATE"))])
+        status, _, body = self.raw("PATCH", "/api/v1/namespaces/apps/pods/p1", {"metadata": {"labels": {"a": "1"}}},
+                                   "application/merge-patch+json")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(calls, [{"a": "1"}, {"a": "1", "b": "2"}])
+        self.assertEqual(self.server.get("pods", "p1", namespace="apps")["metadata"]["labels"], {"a": "1", "b": "2"})
+        # a create whose name is taken while it is admitted: 409, the other object stays
+        calls.clear()
+        self.wh.behaviours["/meddle"] = lambda r: (self.server.create("pods", self.pod("p2", labels={"by": "other"})),
+                                                   allow(r))[1]
+        status, _, body = self.raw("POST", "/api/v1/namespaces/apps/pods", self.pod("p2"))
+        self.assertEqual((status, body.get("reason")), (409, "AlreadyExists"), body)
+        self.assertEqual(self.server.get("pods", "p2", namespace="apps")["metadata"]["labels"], {"by": "other"})
+
+    def test_generate_name_is_absent_for_mutating_and_filled_for_validating_webhooks(self):
+        self.configure(mutating=[self.hook("m.example.com", "/allow")], validating=[self.hook("v.example.com", "/allow")])
+        pod = self.pod("")
+        pod["metadata"] = {"generateName": "job-", "namespace": "apps"}
+        status, _, body = self.raw("POST", "/api/v1/namespaces/apps/pods", pod)
+        self.assertEqual(status, 201, body)
+        mut, val = self.wh.received("/allow")
+        self.assertNotIn("name", mut["request"])
+        self.assertEqual(val["request"]["name"], body["metadata"]["name"])
+        self.assertTrue(body["metadata"]["name"].startswith("job-"))
+
     def test_eviction_is_a_create_of_an_eviction(self):
         self.configure(validating=[self.hook("evict.example.com", "/deny", resources=("pods/eviction",))])
         self.server.create("pods", self.pod("p1"))
