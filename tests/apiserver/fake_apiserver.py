@@ -38,6 +38,7 @@ import bisect
 import collections
 import copy
 import datetime
+import http.client
 import http.server
 import json
 import os
@@ -680,6 +681,30 @@ def validate_secret(obj, old=None):
     return errs
 
 
+def validate_ephemeral_containers(eph, old_eph):
+    """pods/ephemeralcontainers: each needs a name and an image; existing ones may not change or go."""
+    errs = []
+    if not isinstance(eph, list):
+        return [field_invalid("spec.ephemeralContainers", eph, "must be a list")]
+    names = set()
+    for i, c in enumerate(eph):
+        c = c if isinstance(c, dict) else {}
+        if not c.get("name"):
+            errs.append(field_required("spec.ephemeralContainers[%d].name" % i))
+        if not c.get("image"):
+            errs.append(field_required("spec.ephemeralContainers[%d].image" % i))
+        names.add(c.get("name"))
+    by_name = {c.get("name"): c for c in eph if isinstance(c, dict)}
+    for c in old_eph:
+        n = c.get("name")
+        if n not in names:
+            errs.append(field_forbidden("spec.ephemeralContainers", "existing ephemeral containers \"%s\" may "
+                                        "not be removed" % n))
+        elif not _json_equal(by_name.get(n), c):
+            errs.append(field_forbidden("spec.ephemeralContainers[%s]" % n, "may not be changed"))
+    return errs
+
+
 def validate_pod(obj, old=None):
     spec = obj.get("spec") or {}
     if old is not None:
@@ -860,6 +885,137 @@ class Store:
 
 
 # ---------------------------------------------------------------------------
+# Admission webhooks (Kubernetes "Dynamic Admission Control"; the dispatchers in
+# k8s.io/apiserver/pkg/admission/plugin/webhook).
+
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+WEBHOOK_CONFIG_PLURALS = ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
+SIDE_EFFECTS_DRY_RUN_OK = ("None", "NoneOnDryRun")
+
+
+class _CallError(Exception):
+    """webhookutil.ErrCallingWebhook: the call failed (failurePolicy decides)."""
+
+
+def _webhook_selector_matches(selector, labels):
+    """A webhook's namespaceSelector/objectSelector: absent or {} selects everything."""
+    if selector is None or selector == {}:
+        return True
+    return selector_matches(selector, labels)
+
+
+def _rule_matches(rule, op, group, version, resource, sub, namespace, is_namespace):
+    """rules.Matcher: operations, apiGroups, apiVersions, resources ("*", "*/*", "pods/*", "*/status"), scope."""
+    def has(lst, v):
+        return "*" in (lst or []) or v in (lst or [])
+    if not (has(rule.get("operations"), op) and has(rule.get("apiGroups"), group)
+            and has(rule.get("apiVersions"), version)):
+        return False
+    ok = False
+    for r in rule.get("resources") or []:
+        if r == "*/*":
+            ok = True
+            break
+        rres, _, rsub = r.partition("/")
+        if (rres == "*" or rres == resource) and (rsub == "*" or rsub == (sub or "")):
+            ok = True
+            break
+    if not ok:
+        return False
+    scope = rule.get("scope") or "*"
+    if scope == "Namespaced":
+        return not is_namespace and bool(namespace)
+    if scope == "Cluster":
+        return is_namespace or not namespace
+    return True
+
+
+def _warning_value(text):
+    """One Warning header value, as k8s.io/apiserver/pkg/warning writes it: 299 - "text"."""
+    return '299 - "%s"' % str(text).replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _apply_json_patch(doc, ops):
+    try:
+        import jsonpatch      # python3-jsonpatch, as the brief asks; the module's own RFC 6902 code otherwise
+    except ImportError:       # pragma: no cover
+        return json_patch(doc, ops)
+    return jsonpatch.apply_patch(doc, ops)
+
+
+def _denied_error(hook_name, status):
+    """webhookerrors.ToStatusErr."""
+    status = dict(status) if isinstance(status, dict) else {}
+    denied = 'admission webhook "%s" denied the request' % hook_name
+    code = status.get("code")
+    code = int(code) if isinstance(code, int) and code >= 400 else 400
+    if status.get("message"):
+        msg = "%s: %s" % (denied, status["message"])
+    elif status.get("reason"):
+        msg = "%s: %s" % (denied, status["reason"])
+    else:
+        msg = "%s without explanation" % denied
+    return ApiError(code, msg, status.get("reason") or "", status.get("details"), metadata=status.get("metadata"))
+
+
+def _post_webhook(connect, server_name, ctx, path_query, host_header, body, timeout):
+    """POSTs body over TLS to connect=(host, port), verifying server_name; bounded by timeout in total.
+    -> (status, bytes). Raises _CallError with Go-like text."""
+    box = {}
+    done = threading.Event()
+    holder = {}
+
+    def run():
+        sock = None
+        try:
+            sock = socket.create_connection(connect, timeout=timeout + 1)
+            holder["sock"] = sock
+            tls = ctx.wrap_socket(sock, server_hostname=server_name)
+            holder["sock"] = tls
+            head = ("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                    "Accept: application/json, */*\r\nUser-Agent: kube-apiserver-admission\r\n"
+                    "Content-Length: %d\r\nConnection: close\r\n\r\n" % (path_query, host_header, len(body)))
+            tls.sendall(head.encode() + body)
+            resp = http.client.HTTPResponse(tls)
+            resp.begin()
+            box["result"] = (resp.status, resp.read(4 * 1024 * 1024))
+        except ssl.SSLCertVerificationError as e:
+            if getattr(e, "verify_code", None) == 62:
+                box["error"] = "tls: failed to verify certificate: x509: certificate is not valid for %s (%s)" % (
+                    server_name, e.verify_message)
+            else:
+                box["error"] = ("tls: failed to verify certificate: x509: certificate signed by unknown authority"
+                                " (%s)" % getattr(e, "verify_message", e))
+        except ConnectionRefusedError:
+            box["error"] = "dial tcp %s:%d: connect: connection refused" % connect
+        except (socket.timeout, TimeoutError):
+            box["error"] = "context deadline exceeded"
+        except (OSError, http.client.HTTPException, ValueError) as e:
+            box["error"] = "%s: %s" % (type(e).__name__, e)
+        finally:
+            if sock is not None:
+                try:
+                    holder.get("sock", sock).close()
+                except OSError:
+                    pass
+            done.set()
+
+    t = threading.Thread(target=run, daemon=True, name="webhook-call")
+    t.start()
+    if not done.wait(timeout):
+        s = holder.get("sock")
+        if s is not None:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        raise _CallError("context deadline exceeded")
+    if "error" in box:
+        raise _CallError(box["error"])
+    return box["result"]
+
+
+# ---------------------------------------------------------------------------
 # Fault rules.
 
 class Rule:
@@ -1027,6 +1183,7 @@ CONTROL_METHODS = {
     "set_bookmark_interval", "set_tokens", "add_token", "go_away", "come_back", "is_away",
     "requests", "request_mark", "wait_for_request", "open_watches", "watches_started", "wait_for_watch",
     "wait_for_watches_closed", "set_continue_expired_token", "reset_faults", "clear_requests", "evictions",
+    "set_admission", "set_service_endpoints", "add_service_endpoint", "add_user", "webhook_calls",
 }
 
 
@@ -1036,8 +1193,14 @@ class FakeApiServer:
     def __init__(self, tls_cert, tls_key, token_file=None, tokens=(), host="127.0.0.1", port=0,
                  control_port=None, bookmark_interval=1.0, default_watch_timeout=1800.0,
                  too_large_rv_wait=3.0, initial_resource_version=1, idle_timeout=120.0,
-                 items_type_meta=True, max_history=None, verbose=False):
+                 items_type_meta=True, max_history=None, verbose=False, admission=True,
+                 service_endpoints=None, users=None):
         self.tls_cert, self.tls_key = tls_cert, tls_key
+        self._admission = bool(admission)        # call the stored webhook configurations' webhooks
+        self._service_endpoints = dict(service_endpoints or {})   # "ns/name[:port]" -> "host:port"
+        self._users = dict(users or {})          # bearer token -> userInfo for AdmissionReviews
+        self._plan = threading.local()           # planned (not yet committed) writes of this thread
+        self._webhook_calls = []
         self.token_file = token_file
         self._tokens = set(tokens)
         self.host = host
@@ -1304,6 +1467,8 @@ class FakeApiServer:
                               % (md["name"], name_from_url))
         if name_from_url is not None:
             md["name"] = name_from_url
+        if api and res.kind == "Namespace" and md.get("name"):
+            md["labels"] = dict(md.get("labels") or {}, **{NAMESPACE_NAME_LABEL: md["name"]})
         if api and res.kind == "Secret":
             check_secret_data(obj)
             if not obj.get("type"):
@@ -1347,7 +1512,7 @@ class FakeApiServer:
             obj["status"] = {"phase": "Pending", "qosClass": pod_qos_class(obj)}
         elif api and res.kind == "PodDisruptionBudget":   # status is the disruption controller's
             obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
-        return self.store.commit(res, key, "ADDED", obj, None)
+        return self._commit(res, key, "ADDED", obj, None)
 
     @staticmethod
     def _validate(res, obj, old):
@@ -1391,6 +1556,15 @@ class FakeApiServer:
                 new["status"] = obj["status"]
             else:
                 new.pop("status", None)
+        elif mode == "ephemeralcontainers":       # pods/ephemeralcontainers: only spec.ephemeralContainers
+            new = copy.deepcopy(old)
+            eph = (obj.get("spec") or {}).get("ephemeralContainers") or []
+            errs = validate_ephemeral_containers(eph, (old.get("spec") or {}).get("ephemeralContainers") or [])
+            if errs:
+                raise invalid_fields(res, name, errs)
+            new.setdefault("spec", {})["ephemeralContainers"] = eph
+            if not eph:
+                new["spec"].pop("ephemeralContainers", None)
         else:
             new = obj
             nmd = new["metadata"]
@@ -1412,14 +1586,21 @@ class FakeApiServer:
         if _json_equal(new, old):
             return old                     # a no-op write does not bump resourceVersion
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
-            return self.store.commit(res, key, "DELETED", None, new)
-        return self.store.commit(res, key, "MODIFIED", new, old)
+            return self._commit(res, key, "DELETED", None, new, old)
+        return self._commit(res, key, "MODIFIED", new, old)
 
     def _patch(self, res, ns, name, content_type, body, status, direct=False):
         key = Store.key(res, ns, name)
         old = self.store.current(res, key)
         if old is None:
             raise not_found(res, name)
+        patched = self._patched(res, old, name, content_type, body)
+        mode = "status" if status else ("direct" if direct else "main")
+        return self._update(res, patched, ns, name, mode, check_rv=True)
+
+    @staticmethod
+    def _patched(res, old, name, content_type, body):
+        """old with the patch applied (a precondition resourceVersion checked), resourceVersion = old's."""
         if content_type == "application/merge-patch+json":
             if not isinstance(body, dict):
                 raise bad_request("merge patch must be a JSON object")
@@ -1440,8 +1621,7 @@ class FakeApiServer:
         if pmd.get("resourceVersion") and pmd["resourceVersion"] != old["metadata"]["resourceVersion"]:
             raise conflict(res, name)      # a resourceVersion in the patch is a precondition
         pmd["resourceVersion"] = old["metadata"]["resourceVersion"]
-        mode = "status" if status else ("direct" if direct else "main")
-        return self._update(res, patched, ns, name, mode, check_rv=True)
+        return patched
 
     def _delete(self, res, ns, name, options):
         key = Store.key(res, ns, name)
@@ -1461,8 +1641,8 @@ class FakeApiServer:
             new = copy.deepcopy(old)
             new["metadata"]["deletionTimestamp"] = now_rfc3339()
             new["metadata"]["deletionGracePeriodSeconds"] = 0
-            return self.store.commit(res, key, "MODIFIED", new, old)
-        return self.store.commit(res, key, "DELETED", None, old)
+            return self._commit(res, key, "MODIFIED", new, old)
+        return self._commit(res, key, "DELETED", None, old)
 
     # -- pods/eviction (pkg/registry/core/pod/storage/eviction.go) --------
     def evictions(self):
@@ -1623,6 +1803,508 @@ class FakeApiServer:
         if pre.get("resourceVersion") and pre["resourceVersion"] != old["metadata"]["resourceVersion"]:
             raise conflict(res, name, "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion "
                            "in object meta: %s" % (pre["resourceVersion"], old["metadata"]["resourceVersion"]))
+
+    # -- planned writes: API writes are computed, admitted, then committed -
+    def _commit(self, res, key, type_, obj, ev_old, expect=None):
+        """Store.commit, or (in plan mode) records the write and returns what it would return."""
+        expect = ev_old if expect is None else expect
+        plan = getattr(self._plan, "writes", None)
+        if plan is None:
+            return self.store.commit(res, key, type_, obj, ev_old)
+        plan.append((res, key, type_, obj, ev_old, expect))
+        out = copy.deepcopy(obj if obj is not None else ev_old)
+        if obj is not None and expect is None:
+            out["metadata"].pop("resourceVersion", None)      # a dry-run create has no resourceVersion
+        return out
+
+    def _planned(self, fn):
+        """Runs fn() (store lock held by the caller) recording its writes instead of committing them."""
+        self._plan.writes = []
+        try:
+            out = fn()
+            return out, self._plan.writes
+        finally:
+            self._plan.writes = None
+
+    def _apply_plan(self, plan):
+        """Commits planned writes if the objects they replace are still current; None if one is stale."""
+        for res, key, _t, _o, _old, expect in plan:
+            if self.store.current(res, key) is not expect:
+                return None
+        out = None
+        for res, key, type_, obj, ev_old, _e in plan:
+            out = self.store.commit(res, key, type_, obj, ev_old)
+        return out
+
+    # -- admission ---------------------------------------------------------
+    def set_admission(self, enabled=True):
+        """Turns the calling of admission webhooks on (the default) or off."""
+        with self._lock:
+            self._admission = bool(enabled)
+        return self._admission
+
+    def set_service_endpoints(self, endpoints=None):
+        """{"ns/name": "host:port"} (or "ns/name:port"): where clientConfig.service webhooks are reached."""
+        with self._lock:
+            self._service_endpoints = dict(endpoints or {})
+        return True
+
+    def add_service_endpoint(self, service, endpoint):
+        with self._lock:
+            self._service_endpoints[service] = endpoint
+        return True
+
+    def add_user(self, token, username, groups=None, uid=None, extra=None):
+        """Accepts token and names its requester in AdmissionReviews' userInfo."""
+        info = {"username": username, "groups": list(groups if groups is not None else ["system:authenticated"])}
+        if uid:
+            info["uid"] = uid
+        if extra:
+            info["extra"] = extra
+        with self._lock:
+            self._users[token] = info
+            self._tokens.add(token)
+        return info
+
+    def webhook_calls(self, since=0, name=None):
+        """Every admission webhook call, in order: {name, configuration, type, uid, allowed, error, patched,
+        warnings, operation, resource, subResource, namespace, objectName, dryRun, request_seq, request}.
+        since: an index into this list (len(webhook_calls()) as a mark)."""
+        with self._lock:
+            return [copy.deepcopy(c) for c in self._webhook_calls[since:] if name is None or c["name"] == name]
+
+    def _user_info(self, auth):
+        parts = (auth or "").split(None, 1)
+        token = parts[1].strip() if len(parts) == 2 and parts[0].lower() == "bearer" else None
+        with self._lock:
+            info = self._users.get(token)
+        if info is not None:
+            return copy.deepcopy(info)
+        if token is None:
+            return {"username": "system:anonymous", "groups": ["system:unauthenticated"]}
+        return {"username": "fake-apiserver-user", "groups": ["system:authenticated"]}
+
+    def _admission_hooks(self, res):
+        """(mutating, validating): [(configuration name, webhook)] in call order, or ([], []) when off."""
+        with self._lock:
+            on = self._admission
+        if not on or res.plural in WEBHOOK_CONFIG_PLURALS and res.group == "admissionregistration.k8s.io":
+            return [], []
+        out = []
+        with self.store.lock:
+            for plural in WEBHOOK_CONFIG_PLURALS:
+                r = self.resource(plural + ".admissionregistration.k8s.io")
+                hooks = []
+                for _, cfg in self.store.state_at(r, self.store.rv):   # sorted by name
+                    for w in cfg.get("webhooks") or []:
+                        if isinstance(w, dict) and w.get("name"):
+                            hooks.append((cfg["metadata"]["name"], copy.deepcopy(w)))
+                out.append(hooks)
+        return out[0], out[1]
+
+    def _namespace_labels(self, attrs, obj):
+        """Labels the namespaceSelector is matched against, or None when it does not apply."""
+        if attrs["resource"].plural == "namespaces" and not attrs["resource"].group:
+            src = obj if attrs["operation"] != "DELETE" else attrs["old"]
+            md = (src or {}).get("metadata") or {}
+            return self._with_name_label(md.get("labels"), md.get("name"))
+        if not attrs["namespace"]:
+            return None                      # cluster-scoped: never exempted
+        nsr = self.resource("namespaces")
+        with self.store.lock:
+            ns = self.store.current(nsr, Store.key(nsr, None, attrs["namespace"]))
+        if ns is None:
+            raise ApiError(404, 'namespaces "%s" not found' % attrs["namespace"], "NotFound",
+                           {"name": attrs["namespace"], "kind": "namespaces"})
+        return self._with_name_label((ns.get("metadata") or {}).get("labels"), attrs["namespace"])
+
+    @staticmethod
+    def _with_name_label(labels, name):
+        """Every real namespace carries kubernetes.io/metadata.name (the API server sets it); back-door ones too here."""
+        out = dict(labels or {})
+        if name:
+            out.setdefault(NAMESPACE_NAME_LABEL, name)
+        return out
+
+    def _should_call(self, hook, attrs, obj):
+        """ShouldCallHook: namespaceSelector, objectSelector, rules (matchPolicy Equivalent = Exact here:
+        the server serves one version of each resource)."""
+        res = attrs["resource"]
+        is_ns = res.plural == "namespaces" and not res.group
+        if not any(isinstance(r, dict) and _rule_matches(r, attrs["operation"], attrs["gvr"][0], attrs["gvr"][1],
+                                                         attrs["gvr"][2], attrs["sub"], attrs["namespace"], is_ns)
+                   for r in hook.get("rules") or []):
+            return False
+        sel = hook.get("namespaceSelector")
+        if not (sel is None or sel == {}):
+            labels = self._namespace_labels(attrs, obj)
+            if labels is not None and not selector_matches(sel, labels):
+                return False
+        osel = hook.get("objectSelector")
+        if not (osel is None or osel == {}):
+            def lab(o):
+                return ((o or {}).get("metadata") or {}).get("labels") or {}
+            if not ((obj is not None and selector_matches(osel, lab(obj))) or
+                    (attrs["old"] is not None and selector_matches(osel, lab(attrs["old"])))):
+                return False
+        return True
+
+    def _review(self, attrs, obj):
+        g, v, r = attrs["gvr"]
+        kind = {"group": attrs["gvk"][0], "version": attrs["gvk"][1], "kind": attrs["gvk"][2]}
+        req = {"uid": str(uuid.uuid4()), "kind": kind, "resource": {"group": g, "version": v, "resource": r},
+               "requestKind": dict(kind), "requestResource": {"group": g, "version": v, "resource": r},
+               "operation": attrs["operation"], "userInfo": copy.deepcopy(attrs["user"]),
+               "object": copy.deepcopy(obj), "oldObject": copy.deepcopy(attrs["old"]),
+               "dryRun": bool(attrs["dry"]), "options": copy.deepcopy(attrs["options"])}
+        if attrs["sub"]:
+            req["subResource"] = req["requestSubResource"] = attrs["sub"]
+        if attrs["name"]:
+            req["name"] = attrs["name"]
+        if attrs["namespace"]:
+            req["namespace"] = attrs["namespace"]
+        return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req}
+
+    def _call_hook(self, hook, review):
+        """Calls one webhook. -> the AdmissionResponse (dict). Raises _CallError."""
+        cc = hook.get("clientConfig") or {}
+        timeout = hook.get("timeoutSeconds")
+        timeout = int(timeout) if isinstance(timeout, int) and 1 <= timeout <= 30 else 10
+        if "v1" not in (hook.get("admissionReviewVersions") or ["v1"]):
+            raise _CallError("webhook does not accept v1 AdmissionReview")
+        if cc.get("url"):
+            u = urllib.parse.urlsplit(cc["url"])
+            if u.scheme != "https" or not u.hostname:
+                raise _CallError('Post "%s": unsupported URL (https only)' % cc["url"])
+            server_name, port = u.hostname, u.port or 443
+            connect = (server_name, port)
+            path = u.path or "/"
+            query = (u.query + "&" if u.query else "") + "timeout=%ds" % timeout
+            shown = "https://%s%s?%s" % (u.netloc, path, query)
+            host_header = u.netloc
+        elif isinstance(cc.get("service"), dict):
+            svc = cc["service"]
+            sns, sname = svc.get("namespace") or "", svc.get("name") or ""
+            port = int(svc.get("port") or 443)
+            path = svc.get("path") or "/"
+            server_name = "%s.%s.svc" % (sname, sns)
+            shown = "https://%s:%d%s?timeout=%ds" % (server_name, port, path, timeout)
+            host_header = "%s:%d" % (server_name, port)
+            with self._lock:
+                ep = self._service_endpoints.get("%s/%s:%d" % (sns, sname, port)) or \
+                    self._service_endpoints.get("%s/%s" % (sns, sname))
+            if not ep:
+                raise _CallError('failed to call webhook: Post "%s": dial tcp: lookup %s: no such host'
+                                 % (shown, server_name))
+            h, _, p = ep.rpartition(":")
+            connect = (h.strip("[]") or "127.0.0.1", int(p))
+            query = "timeout=%ds" % timeout
+        else:
+            raise _CallError("could not get REST client: no clientConfig url or service")
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ca = cc.get("caBundle")
+        if ca:
+            try:
+                ctx.load_verify_locations(cadata=base64.b64decode(ca, validate=True).decode("ascii"))
+            except (ValueError, binascii.Error, ssl.SSLError, UnicodeDecodeError):
+                raise _CallError("could not get REST client: unable to load root certificates: "
+                                 "unable to parse bytes as PEM block")
+        else:
+            ctx.load_default_certs()      # system roots, as the API server does without a caBundle
+        body = dumps(review)
+        try:
+            code, data = _post_webhook(connect, server_name, ctx, path + "?" + query, host_header, body, timeout)
+        except _CallError as e:
+            raise _CallError('failed to call webhook: Post "%s": %s' % (shown, e))
+        if not 200 <= code < 300:        # the REST client's error for a non-2xx answer
+            try:
+                st = json.loads(data.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError):
+                st = None
+            if isinstance(st, dict) and st.get("kind") == "Status" and st.get("message"):
+                raise _CallError("failed to call webhook: %s" % st["message"])
+            raise _CallError("failed to call webhook: the server responded with the status code %d but did not "
+                             "return more information (post %s)" % (code, shown))
+        try:
+            out = json.loads(data.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise _CallError("received invalid webhook response: %s" % e)
+        if not isinstance(out, dict) or out.get("apiVersion") != "admission.k8s.io/v1" or \
+                out.get("kind") != "AdmissionReview":
+            got = out if isinstance(out, dict) else {}
+            raise _CallError("received invalid webhook response: expected webhook response of admission.k8s.io/v1, "
+                             "Kind=AdmissionReview, got %s, Kind=%s"
+                             % (got.get("apiVersion"), got.get("kind")))
+        resp = out.get("response")
+        if not isinstance(resp, dict):
+            raise _CallError("received invalid webhook response: webhook response was absent")
+        if resp.get("uid") != review["request"]["uid"]:
+            raise _CallError('received invalid webhook response: expected response.uid="%s", got "%s"'
+                             % (review["request"]["uid"], resp.get("uid")))
+        return resp
+
+    def _record_call(self, attrs, cfg, hook, kind, review, allowed, error=None, patched=False, warnings=(),
+                     patch_returned=False, response=None):
+        rec = {"name": hook.get("name"), "configuration": cfg, "type": kind,
+               "uid": review["request"]["uid"], "allowed": allowed, "error": error, "patched": patched,
+               "patch_returned": patch_returned, "response": copy.deepcopy(response),
+               "warnings": list(warnings), "operation": attrs["operation"], "resource": attrs["gvr"][2],
+               "subResource": attrs["sub"] or "", "namespace": attrs["namespace"] or "",
+               "objectName": attrs["name"] or "", "dryRun": bool(attrs["dry"]),
+               "request_seq": attrs["entry"]["seq"] if attrs["entry"] else None,
+               "request": copy.deepcopy(review["request"])}
+        with self._lock:
+            self._webhook_calls.append(rec)
+            if attrs["entry"] is not None:
+                attrs["entry"].setdefault("admission", []).append(
+                    {k: rec[k] for k in ("name", "type", "uid", "allowed", "error", "patched")})
+                attrs["entry"].setdefault("warnings", []).extend(warnings)
+
+    def _invoke(self, cfg, hook, kind, attrs, obj):
+        """Calls a matched webhook (callAttrMutatingHook / callHook). -> the object, patched by a mutating
+        webhook. Raises the ApiError to answer; a failed call with failurePolicy Ignore returns obj."""
+        name = hook.get("name")
+        review = self._review(attrs, obj)
+        resp, new, sent = None, obj, False
+        try:
+            if attrs["dry"]:
+                if hook.get("sideEffects") is None:
+                    raise _CallError("Webhook SideEffects is nil")
+                if hook.get("sideEffects") not in SIDE_EFFECTS_DRY_RUN_OK:
+                    raise bad_request('admission webhook "%s" does not support dry run' % name)
+            sent = True
+            resp = self._call_hook(hook, review)
+            if kind == "mutating" and resp.get("allowed") is True and resp.get("patch"):
+                try:
+                    ops = json.loads(base64.b64decode(resp["patch"], validate=True))
+                    if not isinstance(ops, list):
+                        raise ValueError("a JSON patch is an array")
+                except (ValueError, TypeError, binascii.Error) as e:
+                    raise _CallError("received undecodable patch in webhook response: %s" % e)
+                if ops:
+                    if obj is None:
+                        raise ApiError(500, 'Internal error occurred: admission webhook "%s" attempted to modify '
+                                       'the object, which is not supported for this operation' % name,
+                                       "InternalError")
+                    if resp.get("patchType") != "JSONPatch":
+                        raise _CallError('unsupported patch type "%s"' % (resp.get("patchType") or ""))
+                    try:
+                        new = _apply_json_patch(copy.deepcopy(obj), ops)
+                    except Exception as e:     # a patch that does not apply: internal error whatever the policy
+                        raise ApiError(500, "Internal error occurred: %s" % e, "InternalError")
+                    if not isinstance(new, dict):
+                        raise ApiError(500, "Internal error occurred: the patched object is not an object",
+                                       "InternalError")
+        except _CallError as e:
+            msg = 'failed calling webhook "%s": %s' % (name, e)
+            if sent:
+                self._record_call(attrs, cfg, hook, kind, review, None, error=msg,
+                                  warnings=self._warnings(resp), patch_returned=bool((resp or {}).get("patch")),
+                                  response=resp)
+            if hook.get("failurePolicy") == "Ignore":
+                return obj
+            raise ApiError(500, "Internal error occurred: " + msg, "InternalError", {"causes": [{"message": msg}]})
+        except ApiError as e:
+            if sent:
+                self._record_call(attrs, cfg, hook, kind, review, None, error=e.message,
+                                  warnings=self._warnings(resp), patch_returned=bool((resp or {}).get("patch")),
+                                  response=resp)
+            raise
+        allowed = resp.get("allowed") is True
+        self._record_call(attrs, cfg, hook, kind, review, allowed, patched=new is not obj and not _json_equal(new, obj),
+                          warnings=self._warnings(resp), patch_returned=bool(resp.get("patch")), response=resp)
+        if not allowed:
+            raise _denied_error(name, resp.get("status"))
+        return new
+
+    @staticmethod
+    def _warnings(resp):
+        return [w for w in ((resp or {}).get("warnings") or []) if isinstance(w, str)]
+
+    def _mutate(self, attrs, hooks):
+        """Mutating webhooks in order, JSONPatch applied, reinvocationPolicy IfNeeded once. -> object."""
+        obj = attrs["obj"]
+        previously, reinvoke = set(), set()
+        for round_ in (0, 1):
+            if round_ == 1:
+                if not reinvoke:
+                    break
+                todo, reinvoke = reinvoke, set()
+            for i, (cfg, hook) in enumerate(hooks):
+                if round_ == 1 and i not in todo:
+                    continue         # a reinvocation never calls a webhook for the first time
+                if not self._should_call(hook, attrs, obj):
+                    continue
+                new = self._invoke(cfg, hook, "mutating", attrs, obj)
+                if new is not obj and not _json_equal(new, obj):
+                    obj = new
+                    reinvoke |= previously
+                if hook.get("reinvocationPolicy") == "IfNeeded":
+                    previously.add(i)
+        return obj
+
+    def _validate_hooks(self, attrs, hooks, obj):
+        """Validating webhooks: every matching one is called (in parallel); the first failure in order wins."""
+        matched = [(cfg, hook) for cfg, hook in hooks if self._should_call(hook, attrs, obj)]
+        if not matched:
+            return
+        errors = [None] * len(matched)
+
+        def one(i, cfg, hook):
+            try:
+                self._invoke(cfg, hook, "validating", attrs, obj)
+            except ApiError as e:
+                errors[i] = e
+        threads = [threading.Thread(target=one, args=(i, c, h), daemon=True) for i, (c, h) in enumerate(matched)]
+        for t in threads:
+            t.start()
+        for i, t in enumerate(threads):
+            t.join(40)       # each call is bounded by its timeoutSeconds (<= 30)
+            if t.is_alive() and errors[i] is None:     # never an allow by default
+                errors[i] = ApiError(500, 'Internal error occurred: failed calling webhook "%s": no answer'
+                                     % matched[i][1].get("name"), "InternalError")
+        for e in errors:
+            if e is not None:
+                raise e
+
+    def _attrs(self, res, op, ns, name, sub, obj, old, dry, options, entry, gvk=None):
+        if res.plural == "namespaces" and not res.group:
+            ns = name or ((obj or {}).get("metadata") or {}).get("name")
+        return {"resource": res, "operation": op, "namespace": ns, "name": name, "sub": sub,
+                "gvr": (res.group, res.version, res.plural), "gvk": gvk or (res.group, res.version, res.kind),
+                "obj": obj, "old": old, "dry": dry, "options": options,
+                "user": entry.get("user") if entry else None, "entry": entry}
+
+    @staticmethod
+    def _dry_run(query, opts_dry=None):
+        vals = []
+        if query.get("dryRun"):
+            vals.append(query["dryRun"])
+        if opts_dry:
+            vals.extend(opts_dry if isinstance(opts_dry, list) else [opts_dry])
+        for v in vals:
+            if v != "All":
+                raise bad_request('dryRun: Unsupported value: "%s": supported values: "All"' % v)
+        return bool(vals)
+
+    @staticmethod
+    def _options(kind, dry, query, extra=None):
+        o = {"apiVersion": "meta.k8s.io/v1", "kind": kind}
+        if dry:
+            o["dryRun"] = ["All"]
+        if query.get("fieldManager"):
+            o["fieldManager"] = query["fieldManager"]
+        o.update(extra or {})
+        return o
+
+    def _api_create(self, res, ns, body, query, entry):
+        dry = self._dry_run(query)
+        mutating, validating = self._admission_hooks(res)
+        with self.store.lock:
+            obj = self._prepare(res, body, ns, api=True)
+        md = obj["metadata"]
+        attrs = self._attrs(res, "CREATE", md.get("namespace"), md.get("name") or "", None, obj, None, dry,
+                            self._options("CreateOptions", dry, query), entry)
+        obj = self._mutate(attrs, mutating)
+        with self.store.lock:
+            created, plan = self._planned(lambda: self._create(res, obj, ns, keep_status=not res.group, api=True))
+        attrs.update(obj=created, name=created["metadata"]["name"])
+        if res.plural == "namespaces" and not res.group:
+            attrs["namespace"] = attrs["name"]
+        self._validate_hooks(attrs, validating, created)
+        if dry:
+            return created
+        with self.store.lock:
+            out = self._apply_plan(plan)
+        if out is None:
+            name = created["metadata"]["name"]
+            raise ApiError(409, '%s "%s" already exists' % (_gr(res), name), "AlreadyExists",
+                           {"name": name, "group": res.group, "kind": res.plural})
+        return out
+
+    def _api_write_existing(self, res, ns, name, sub, op, query, entry, make, run, options, gvk=None):
+        """UPDATE (PUT/PATCH) or DELETE of a stored object, through admission, retried on a concurrent write.
+        make(old) -> the object for the mutating webhooks (None for DELETE); run(obj) -> the verb's result."""
+        dry = options.get("dryRun") == ["All"]
+        mutating, validating = self._admission_hooks(res)
+        key = Store.key(res, ns, name)
+        for _ in range(8):
+            with self.store.lock:
+                old = self.store.current(res, key)
+                if old is None:
+                    raise not_found(res, name)
+                obj = make(old)
+            attrs = self._attrs(res, op, ns, name, sub, obj, old, dry, options, entry, gvk)
+            obj = self._mutate(attrs, mutating)
+            with self.store.lock:
+                if self.store.current(res, key) is not old:
+                    continue                     # written meanwhile: admit again on the new state
+                result, plan = self._planned(lambda: run(obj))
+            final = result if op != "DELETE" else None     # DELETE: object null, oldObject the stored one
+            attrs["obj"] = final
+            self._validate_hooks(attrs, validating, final)
+            if dry or not plan:
+                return result
+            with self.store.lock:
+                out = self._apply_plan(plan)
+            if out is not None:
+                return out
+        raise conflict(res, name)
+
+    def _api_update(self, res, ns, name, sub, body, query, entry):
+        dry = self._dry_run(query)
+        mode = "status" if sub == "status" else ("ephemeralcontainers" if sub == "ephemeralcontainers" else "main")
+        with self.store.lock:
+            self._prepare(res, body, ns, name, api=True)      # a malformed body is 400 before any lookup
+
+        def make(old):
+            return self._prepare(res, body, ns, name, api=True)
+
+        def run(obj):
+            return self._update(res, obj, ns, name, mode, check_rv=True, name_from_url=name)
+        return self._api_write_existing(res, ns, name, sub, "UPDATE", query, entry, make, run,
+                                        self._options("UpdateOptions", dry, query))
+
+    def _api_patch(self, res, ns, name, sub, ct, patch, query, entry):
+        dry = self._dry_run(query)
+        mode = "status" if sub == "status" else ("ephemeralcontainers" if sub == "ephemeralcontainers" else "main")
+
+        def make(old):
+            return self._patched(res, old, name, ct, patch)
+
+        def run(obj):
+            return self._update(res, obj, ns, name, mode, check_rv=True)
+        return self._api_write_existing(res, ns, name, sub, "UPDATE", query, entry, make, run,
+                                        self._options("PatchOptions", dry, query))
+
+    def _api_delete(self, res, ns, name, opts, query, entry):
+        opts = opts if isinstance(opts, dict) else {}
+        dry = self._dry_run(query, opts.get("dryRun"))
+        options = dict(opts)
+        options.update(apiVersion="meta.k8s.io/v1", kind="DeleteOptions")
+        if dry:
+            options["dryRun"] = ["All"]
+        return self._api_write_existing(res, ns, name, None, "DELETE", query, entry, lambda old: None,
+                                        lambda obj: self._delete(res, ns, name, opts), options)
+
+    def _api_evict(self, ns, name, body, query, entry):
+        """pods/eviction: a CREATE of an Eviction (policy/v1) through admission, then the eviction."""
+        pods = self.resource("pods")
+        mutating, validating = self._admission_hooks(pods)
+        if (mutating or validating) and isinstance(body, dict):
+            opts = body.get("deleteOptions") if isinstance(body.get("deleteOptions"), dict) else {}
+            dry = self._dry_run(query, opts.get("dryRun"))
+            obj = copy.deepcopy(body)
+            obj.setdefault("apiVersion", "policy/v1")
+            obj.setdefault("kind", "Eviction")
+            attrs = self._attrs(pods, "CREATE", ns, name, "eviction", obj, None, dry,
+                                self._options("CreateOptions", dry, query), entry,
+                                gvk=("policy", obj["apiVersion"].split("/")[-1], "Eviction"))
+            body = self._mutate(attrs, mutating)
+            attrs["obj"] = body
+            self._validate_hooks(attrs, validating, body)
+        return self._evict(ns, name, body, query)
+
 
     # -- faults and settings ---------------------------------------------
     def _add_rule(self, table, **kw):
@@ -1880,6 +2562,11 @@ class FakeApiServer:
         h.send_header("Audit-Id", str(uuid.uuid4()))
         for k, v in (headers or {}).items():
             h.send_header(k, str(v))
+        seen = set()
+        for w in (entry or {}).get("warnings") or []:       # admission webhooks' warnings
+            if w not in seen:
+                seen.add(w)
+                h.send_header("Warning", _warning_value(w))
         h.end_headers()
         if h.command != "HEAD":
             h.wfile.write(body)
@@ -1976,6 +2663,7 @@ class FakeApiServer:
         auth = h.headers.get("Authorization")
         if (not public or auth) and not self._token_ok(auth):
             raise ApiError(401, "Unauthorized", "Unauthorized")
+        entry["user"] = self._user_info(auth)
         accept = h.headers.get("Accept")
         if accept and not any(t.strip().split(";")[0] in ("application/json", "*/*", "application/*", "")
                               for t in accept.split(",")):
@@ -2003,8 +2691,10 @@ class FakeApiServer:
         if sub == "eviction" and res.kind == "Pod" and name is not None and ns is not None:
             if method != "POST":
                 raise ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
-            return self._send(h, 201, self._evict(ns, name, self._json_body(h, body), query), entry=entry)
-        if sub is not None and (sub != "status" or not res.has_status or name is None):
+            return self._send(h, 201, self._api_evict(ns, name, self._json_body(h, body), query, entry),
+                              entry=entry)
+        ephemeral = sub == "ephemeralcontainers" and res.kind == "Pod" and not res.group
+        if sub is not None and (not (sub == "status" and res.has_status or ephemeral) or name is None):
             raise ApiError(404, DEFAULT_MESSAGES[404], "NotFound")
         if name is None:
             if method == "GET" and is_watch:
@@ -2015,11 +2705,9 @@ class FakeApiServer:
                 if res.namespaced and ns is None:
                     raise ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
                 obj = self._json_body(h, body)
-                with self.store.lock:
-                    created = self._create(res, obj, ns, keep_status=not res.group, api=True)
-                return self._send(h, 201, created, entry=entry)
+                return self._send(h, 201, self._api_create(res, ns, obj, query, entry), entry=entry)
             if method == "DELETE":
-                return self._send(h, 200, self._delete_collection(res, ns, query), entry=entry)
+                return self._send(h, 200, self._delete_collection(res, ns, query, entry), entry=entry)
             raise ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
         if method == "GET" and is_watch:
             return self._serve_watch(h, res, ns, name, query, entry)
@@ -2031,9 +2719,7 @@ class FakeApiServer:
             return self._send(h, 200, obj, entry=entry)
         if method == "PUT":
             obj = self._json_body(h, body)
-            with self.store.lock:
-                new = self._update(res, obj, ns, name, "status" if sub else "main", check_rv=True, name_from_url=name)
-            return self._send(h, 200, new, entry=entry)
+            return self._send(h, 200, self._api_update(res, ns, name, sub, obj, query, entry), entry=entry)
         if method == "PATCH":
             ct = (h.headers.get("Content-Type") or "").split(";")[0].strip().lower()
             if ct not in ("application/merge-patch+json", "application/json-patch+json"):
@@ -2044,9 +2730,7 @@ class FakeApiServer:
                 patch = json.loads(body.decode("utf-8"))
             except (ValueError, UnicodeDecodeError) as e:
                 raise bad_request("error decoding patch: %s" % e)
-            with self.store.lock:
-                new = self._patch(res, ns, name, ct, patch, sub == "status")
-            return self._send(h, 200, new, entry=entry)
+            return self._send(h, 200, self._api_patch(res, ns, name, sub, ct, patch, query, entry), entry=entry)
         if method == "DELETE":
             if sub:
                 raise ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
@@ -2056,9 +2740,7 @@ class FakeApiServer:
                     opts = json.loads(body)
                 except ValueError as e:
                     raise bad_request("error decoding DeleteOptions: %s" % e)
-            with self.store.lock:
-                out = self._delete(res, ns, name, opts)
-            return self._send(h, 200, out, entry=entry)
+            return self._send(h, 200, self._api_delete(res, ns, name, opts, query, entry), entry=entry)
         raise ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
 
     @staticmethod
@@ -2248,13 +2930,21 @@ class FakeApiServer:
             out_items.append(o)
         return {"kind": res.kind + "List", "apiVersion": res.api_version, "metadata": meta, "items": out_items}
 
-    def _delete_collection(self, res, ns, query):
+    def _delete_collection(self, res, ns, query, entry=None):
+        """Deletes what the selectors match, each one a DELETE through admission."""
         flt = Filter(res, ns, query.get("labelSelector"), query.get("fieldSelector"))
+        dry = self._dry_run(query)
         with self.store.lock:
-            deleted = []
-            for key, o in self.store.state_at(res, self.store.rv):
-                if flt.matches(o):
-                    deleted.append(self._delete(res, o["metadata"].get("namespace"), o["metadata"]["name"], None))
+            targets = [(o["metadata"].get("namespace"), o["metadata"]["name"])
+                       for _, o in self.store.state_at(res, self.store.rv) if flt.matches(o)]
+        deleted = []
+        for ons, oname in targets:
+            try:
+                deleted.append(self._api_delete(res, ons, oname, {"dryRun": ["All"]} if dry else None, {}, entry))
+            except ApiError as e:
+                if e.code != 404:
+                    raise
+        with self.store.lock:
             return {"kind": res.kind + "List", "apiVersion": res.api_version,
                     "metadata": {"resourceVersion": str(self.store.rv)}, "items": deleted}
 
@@ -2491,13 +3181,23 @@ def main(argv=None):
     ap.add_argument("--max-history", type=int, default=None,
                     help="keep about this many events, compacting older ones (default: keep all)")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--no-admission", action="store_true",
+                    help="never call the stored webhook configurations' admission webhooks")
+    ap.add_argument("--service-endpoint", action="append", default=[], metavar="NS/NAME=HOST:PORT",
+                    help="where a clientConfig.service webhook is reached (repeatable)")
     args = ap.parse_args(argv)
+    endpoints = {}
+    for spec in args.service_endpoint:
+        svc, sep, ep = spec.partition("=")
+        if not sep or "/" not in svc or ":" not in ep:
+            ap.error("--service-endpoint wants NS/NAME=HOST:PORT, got %r" % spec)
+        endpoints[svc] = ep
     if args.control_port_file and args.control_port is None:
         args.control_port = 0
     srv = FakeApiServer(args.tls_cert, args.tls_key, token_file=args.token_file, host=args.host, port=args.port,
                         control_port=args.control_port, bookmark_interval=args.bookmark_interval,
                         default_watch_timeout=args.watch_timeout, max_history=args.max_history,
-                        verbose=args.verbose)
+                        verbose=args.verbose, admission=not args.no_admission, service_endpoints=endpoints)
     srv.start()
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())

@@ -11,6 +11,7 @@ Run: /usr/bin/python3 -m unittest discover -s tests/apiserver -p 'test_*.py'
 import base64
 import datetime
 import http.client
+import http.server
 import json
 import os
 import shutil
@@ -1200,6 +1201,477 @@ class TestOperatorResources(Base):
         self.assertEqual(body["details"]["causes"][0]["field"], "metadata.name")
 
 
+class WebhookServer:
+    """A tiny HTTPS admission webhook: behaviours by path; every AdmissionReview received is kept."""
+
+    def __init__(self, cert_file, key_file):
+        self.reviews = []                 # (path, review)
+        self.lock = threading.Lock()
+        self.release = threading.Event()  # ends /slow early at teardown
+        self.behaviours = {}
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                review = json.loads(body)
+                path = urllib.parse.urlsplit(self.path).path
+                with outer.lock:
+                    outer.reviews.append((path, review, self.path))
+                resp = outer.behaviours[path](review)
+                resp = dict({"uid": review["request"]["uid"]}, **resp)
+                data = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                                   "response": resp}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.handle_error = lambda *a: None      # a caller that timed out closed the connection
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert_file, key_file)
+        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(10)
+
+    def received(self, path=None):
+        with self.lock:
+            return [r for p, r, _ in self.reviews if path is None or p == path]
+
+    def raw_paths(self):
+        with self.lock:
+            return [raw for _, _, raw in self.reviews]
+
+
+def allow(review, warnings=None):
+    out = {"allowed": True}
+    if warnings:
+        out["warnings"] = warnings
+    return out
+
+
+def json_patch_response(ops):
+    return {"allowed": True, "patchType": "JSONPatch",
+            "patch": base64.b64encode(json.dumps(ops).encode()).decode()}
+
+
+class TestAdmissionWebhooks(Base):
+    """The fake API server calls the webhooks of its stored webhook configurations, as kube-apiserver does."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.wh_dir = tempfile.mkdtemp(prefix="fake-apiserver-webhook-")
+        cls.wh_cert = os.path.join(cls.wh_dir, "tls.crt")
+        cls.wh_key = os.path.join(cls.wh_dir, "tls.key")
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+             "-keyout", cls.wh_key, "-out", cls.wh_cert, "-subj", "/CN=wh.gate.svc",
+             "-addext", "subjectAltName=DNS:wh.gate.svc,DNS:localhost,IP:127.0.0.1"],
+            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        with open(cls.wh_cert, "rb") as f:
+            cls.ca_bundle = base64.b64encode(f.read()).decode()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.wh_dir, ignore_errors=True)
+
+    def setUp(self):
+        super().setUp()
+        self.wh = WebhookServer(self.wh_cert, self.wh_key).start()
+        self.addCleanup(self.wh.stop)
+        self.wh.behaviours.update({"/allow": allow, "/deny": lambda r: {"allowed": False, "status": {
+            "code": 403, "reason": "Forbidden", "message": "no pods here"}}})
+        self.server.set_service_endpoints({"gate/wh": "127.0.0.1:%d" % self.wh.port})
+        self.server.create("namespaces", {"metadata": {"name": "apps", "labels": {"gate": "on"}}})
+        self.server.create("namespaces", {"metadata": {"name": "plain"}})
+
+    def hook(self, name, path, operations=("CREATE",), resources=("pods",), groups=("",), **extra):
+        w = {"name": name, "clientConfig": {"service": {"namespace": "gate", "name": "wh", "path": path,
+                                                        "port": 443}, "caBundle": self.ca_bundle},
+             "rules": [{"apiGroups": list(groups), "apiVersions": ["*"], "operations": list(operations),
+                        "resources": list(resources), "scope": "*"}],
+             "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Fail",
+             "timeoutSeconds": 5}
+        w.update(extra)
+        return w
+
+    def configure(self, name="gate", mutating=(), validating=()):
+        if mutating:
+            self.server.put("mutatingwebhookconfigurations", {"metadata": {"name": name}, "webhooks": list(mutating)})
+        if validating:
+            self.server.put("validatingwebhookconfigurations",
+                            {"metadata": {"name": name}, "webhooks": list(validating)})
+
+    def pod(self, name, ns="apps", labels=None):
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns,
+                                                               "labels": labels or {}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+
+    def test_allowed_create_sends_a_complete_review_and_records_the_call(self):
+        self.wh.behaviours["/allow"] = lambda r: dict(allow(r, ["careful: \"quoted\""]),
+                                                      auditAnnotations={"decision": "AllowInProcess"})
+        self.configure(validating=[self.hook("allow.example.com", "/allow")])
+        mark = self.server.request_mark()
+        status, headers, body = self.raw("POST", "/api/v1/namespaces/apps/pods", self.pod("p1"))
+        self.assertEqual(status, 201, body)
+        self.assertEqual(headers.get("warning"), '299 - "careful: \\"quoted\\""')
+        stored = self.server.get("pods", "p1", namespace="apps")
+        self.assertIsNotNone(stored)
+        [review] = self.wh.received("/allow")
+        self.assertEqual((review["apiVersion"], review["kind"]), ("admission.k8s.io/v1", "AdmissionReview"))
+        req = review["request"]
+        self.assertEqual(req["operation"], "CREATE")
+        self.assertEqual(req["kind"], {"group": "", "version": "v1", "kind": "Pod"})
+        self.assertEqual(req["resource"], {"group": "", "version": "v1", "resource": "pods"})
+        self.assertEqual(req["requestKind"], req["kind"])
+        self.assertEqual((req["name"], req["namespace"]), ("p1", "apps"))
+        self.assertNotIn("subResource", req)
+        self.assertIs(req["dryRun"], False)
+        self.assertIsNone(req["oldObject"])
+        self.assertEqual(req["options"], {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"})
+        self.assertEqual(req["userInfo"]["username"], "fake-apiserver-user")
+        # validating webhooks see the object as it will be stored
+        self.assertEqual(req["object"]["metadata"]["uid"], stored["metadata"]["uid"])
+        self.assertEqual(req["object"]["status"]["phase"], "Pending")
+        self.assertRegex(self.wh.raw_paths()[0], r"^/allow\?timeout=5s$")
+        [call] = self.server.webhook_calls()
+        self.assertEqual((call["name"], call["uid"], call["allowed"], call["type"]),
+                         ("allow.example.com", req["uid"], True, "validating"))
+        self.assertEqual(call["response"]["auditAnnotations"], {"decision": "AllowInProcess"})
+        self.assertEqual(call["warnings"], ['careful: "quoted"'])
+        [entry] = self.server.requests(since=mark, method="POST", path="/pods$")
+        self.assertEqual(entry["admission"], [{"name": "allow.example.com", "type": "validating",
+                                               "uid": req["uid"], "allowed": True, "error": None,
+                                               "patched": False}])
+        # a requester named by add_user appears in userInfo
+        self.server.add_user("alice-token", "alice", groups=["admins"])
+        self.assertEqual(self.raw("POST", "/api/v1/namespaces/apps/pods", self.pod("p2"),
+                                  token="alice-token")[0], 201)
+        self.assertEqual(self.wh.received("/allow")[-1]["request"]["userInfo"],
+                         {"username": "alice", "groups": ["admins"]})
+
+    def test_denial_reaches_the_kubernetes_client_and_nothing_is_stored(self):
+        self.configure(validating=[self.hook("deny.example.com", "/deny")])
+        with self.assertRaises(ApiException) as cm:
+            self.core.create_namespaced_pod("apps", self.pod("p1"))
+        self.assertEqual(cm.exception.status, 403)
+        st = self.exc_status(cm.exception)
+        self.assertStatus(st, 403, "Forbidden")
+        self.assertEqual(st["message"], 'admission webhook "deny.example.com" denied the request: no pods here')
+        self.assertIsNone(self.server.get("pods", "p1", namespace="apps"))
+        self.assertEqual([c["allowed"] for c in self.server.webhook_calls()], [False])
+        # a denial without status: 400 "without explanation"
+        self.wh.behaviours["/deny"] = lambda r: {"allowed": False}
+        status, _, body = self.raw("POST", "/api/v1/namespaces/apps/pods", self.pod("p2"))
+        self.assertEqual(status, 400, body)
+        self.assertEqual(body["message"], 'admission webhook "deny.example.com" denied the request without explanation')
+
+    def test_mutating_patch_is_applied_and_if_needed_webhooks_are_reinvoked(self):
+        self.wh.behaviours["/observe"] = allow
+        self.wh.behaviours["/patch"] = lambda r: json_patch_response(
+            [{"op": "add", "path": "/metadata/annotations", "value": {"gate/decision": "RequireSetec"}},
+             {"op": "add", "path": "/spec/runtimeClassName", "value": "kata-fc"}])
+        self.configure("a-first", mutating=[self.hook("observe.example.com", "/observe",
+                                                      reinvocationPolicy="IfNeeded")])
+        self.configure("b-second", mutating=[self.hook("patch.example.com", "/patch")],
+                       validating=[self.hook("allow.example.com", "/allow")])
+        created = self.core.create_namespaced_pod("apps", self.pod("p1"))
+        self.assertEqual(created.metadata.annotations, {"gate/decision": "RequireSetec"})
+        self.assertEqual(created.spec.runtime_class_name, "kata-fc")
+        stored = self.server.get("pods", "p1", namespace="apps")
+        self.assertEqual(stored["spec"]["runtimeClassName"], "kata-fc")
+        observed = self.wh.received("/observe")
+        self.assertEqual(len(observed), 2, "IfNeeded: called again after a later webhook changed the object")
+        self.assertNotIn("runtimeClassName", observed[0]["request"]["object"]["spec"])
+        self.assertEqual(observed[1]["request"]["object"]["spec"]["runtimeClassName"], "kata-fc")
+        self.assertEqual(len(self.wh.received("/patch")), 1)
+        [val] = self.wh.received("/allow")
+        self.assertEqual(val["request"]["object"]["spec"]["runtimeClassName"], "kata-fc")
+        self.assertEqual([(c["name"], c["patched"]) for c in self.server.webhook_calls()],
+                         [("observe.example.com", False), ("patch.example.com", True),
+                          ("observe.example.com", False), ("allow.example.com", False)])
+
+    def test_selectors_and_rules_decide_which_webhooks_are_called(self):
+        ns_sel = {"matchLabels": {"gate": "on"},
+                  "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                                        "values": ["kube-system"]}]}
+        self.configure(validating=[
+            self.hook("ns.example.com", "/allow", namespaceSelector=ns_sel),
+            self.hook("obj.example.com", "/allow", objectSelector={"matchExpressions": [
+                {"key": "app", "operator": "Exists"}]}),
+            self.hook("status.example.com", "/allow", operations=("UPDATE",), resources=("pods/status",)),
+            self.hook("star.example.com", "/allow", operations=("UPDATE",), resources=("*",)),
+            self.hook("eph.example.com", "/allow", operations=("UPDATE",), resources=("pods/ephemeralcontainers",)),
+            self.hook("ns-objects.example.com", "/allow", resources=("namespaces",),
+                      namespaceSelector={"matchLabels": {"gate": "on"}}),
+        ])
+
+        def called(fn):
+            n = len(self.server.webhook_calls())
+            fn()
+            return sorted(c["name"] for c in self.server.webhook_calls(since=n))
+        self.assertEqual(called(lambda: self.core.create_namespaced_pod("plain", self.pod("a", "plain"))), [])
+        self.assertEqual(called(lambda: self.core.create_namespaced_pod("apps", self.pod("b"))), ["ns.example.com"])
+        self.assertEqual(called(lambda: self.core.create_namespaced_pod("plain", self.pod("c", "plain",
+                                                                                          {"app": "x"}))),
+                         ["obj.example.com"])
+        merge = "application/merge-patch+json"
+        self.assertEqual(called(lambda: self.raw("PATCH", "/api/v1/namespaces/apps/pods/b/status",
+                                                 {"status": {"phase": "Running"}}, merge)), ["status.example.com"])
+        self.assertEqual(called(lambda: self.raw("PATCH", "/api/v1/namespaces/apps/pods/b",
+                                                 {"metadata": {"labels": {"k": "v"}}}, merge)), ["star.example.com"])
+        eph = {"spec": {"ephemeralContainers": [{"name": "debug", "image": "busybox"}]}}
+        self.assertEqual(called(lambda: self.assertEqual(self.raw(
+            "PATCH", "/api/v1/namespaces/apps/pods/b/ephemeralcontainers", eph,
+            "application/merge-patch+json")[0], 200)), ["eph.example.com"])
+        req = self.wh.received("/allow")[-1]["request"]
+        self.assertEqual((req["subResource"], req["kind"]["kind"], req["oldObject"]["metadata"]["name"]),
+                         ("ephemeralcontainers", "Pod", "b"))
+        self.assertEqual(self.server.get("pods", "b", namespace="apps")["spec"]["ephemeralContainers"][0]["name"],
+                         "debug")
+        # a Namespace is matched against its own labels; a pod in a namespace that does not exist: 404
+        self.assertEqual(called(lambda: self.core.create_namespace({"metadata": {"name": "n1"}})), [])
+        self.assertEqual(called(lambda: self.core.create_namespace(
+            {"metadata": {"name": "n2", "labels": {"gate": "on"}}})), ["ns-objects.example.com"])
+        self.assertEqual(self.server.get("namespaces", "n2")["metadata"]["labels"],
+                         {"gate": "on", "kubernetes.io/metadata.name": "n2"}, "set by the API server")
+        # every namespace counts as labelled kubernetes.io/metadata.name, back-door ones too
+        self.server.create("namespaces", {"metadata": {"name": "kube-system", "labels": {"gate": "on"}}})
+        self.assertEqual(called(lambda: self.core.create_namespaced_pod("kube-system", self.pod("k", "kube-system"))),
+                         [])
+        status, _, body = self.raw("POST", "/api/v1/namespaces/ghost/pods", self.pod("d", "ghost"))
+        self.assertEqual((status, body["message"]), (404, 'namespaces "ghost" not found'))
+
+    def test_dry_run_is_admitted_and_stores_nothing(self):
+        self.configure(mutating=[self.hook("patch.example.com", "/allow")],
+                       validating=[self.hook("allow.example.com", "/allow", operations=("*",))])
+        rv = self.server.resource_version()
+        status, _, body = self.raw("POST", "/api/v1/namespaces/apps/pods?dryRun=All", self.pod("p1"))
+        self.assertEqual(status, 201, body)
+        self.assertEqual(body["metadata"]["name"], "p1")
+        self.assertIsNone(self.server.get("pods", "p1", namespace="apps"))
+        self.assertEqual(self.server.resource_version(), rv)
+        reviews = self.wh.received("/allow")
+        self.assertEqual([r["request"]["dryRun"] for r in reviews], [True, True])
+        self.assertEqual(reviews[0]["request"]["options"]["dryRun"], ["All"])
+        # dry-run update and delete of a stored pod: admitted, nothing changes
+        self.server.create("pods", self.pod("p2"))
+        rv = self.server.resource_version()
+        self.assertEqual(self.raw("PATCH", "/api/v1/namespaces/apps/pods/p2?dryRun=All",
+                                  {"metadata": {"labels": {"x": "y"}}}, "application/merge-patch+json")[0], 200)
+        self.assertEqual(self.raw("DELETE", "/api/v1/namespaces/apps/pods/p2?dryRun=All")[0], 200)
+        self.assertEqual(self.server.resource_version(), rv)
+        self.assertIsNotNone(self.server.get("pods", "p2", namespace="apps"))
+        delete_req = self.wh.received("/allow")[-1]["request"]
+        self.assertEqual((delete_req["operation"], delete_req["object"], delete_req["dryRun"]), ("DELETE", None, True))
+        self.assertEqual(delete_req["oldObject"]["metadata"]["name"], "p2")
+        # a webhook with side effects cannot take a dry run
+        self.configure("side", validating=[self.hook("side.example.com", "/allow", sideEffects="Some")])
+        status, _, body = self.raw("POST", "/api/v1/namespaces/apps/pods?dryRun=All", self.pod("p3"))
+        self.assertEqual((status, body["message"]), (400, 'admission webhook "side.example.com" does not support dry run'))
+
+    def test_unreachable_webhook_fails_closed_or_is_ignored(self):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+        s.close()
+        self.server.add_service_endpoint("gate/dead", "127.0.0.1:%d" % dead)
+        hook = self.hook("dead.example.com", "/allow")
+        hook["clientConfig"]["service"]["name"] = "dead"
+        self.configure(validating=[hook])
+        status, _, body = self.raw("POST", "/api/v1/namespaces/apps/pods", self.pod("p1"))
+        self.assertEqual(status, 500, body)
+        self.assertStatus(body, 500, "InternalError")
+        self.assertIn('failed calling webhook "dead.example.com": failed to call webhook: Post '
+                      '"https://dead.gate.svc:443/allow?timeout=5s"', body["message"])
+        self.assertIn("connection refused", body["message"])
+        self.assertIsNone(self.server.get("pods", "p1", namespace="apps"))
+        [call] = self.server.webhook_calls()
+        self.assertIsNone(call["allowed"])
+        self.assertIn("connection refused", call["error"])
+        hook["failurePolicy"] = "Ignore"
+        self.configure(validating=[hook])
+        self.assertEqual(self.raw("POST", "/api/v1/namespaces/apps/pods", self.pod("p2"))[0], 201)
+        self.assertIsNotNone(self.server.get("pods", "p2", namespace="apps"))
+        # a service the test did not map is a DNS failure
+        hook = self.hook("nodns.example.com", "/allow")
+        hook["clientConfig"]["service"]["name"] = "nowhere"
+        self.configure(validating=[hook])
+        status, _, body = self.raw("POST", "/api/v1/namespaces/apps/pods", self.pod("p3"))
+        self.assertEqual(status, 500, body)
+        self.assertIn("lookup nowhere.gate.svc: no such host", body["message"])
+
+    def test_tls_is_verified_against_the_ca_bundle_and_the_service_name(self):
+        hook = self.hook("noca.example.com", "/allow")
+        hook["clientConfig"]["caBundle"] = ""          # system roots: our CA is not among them
+        self.configure(validating=[hook])
+        status, _, body = self.raw("POST", "/api/v1/namespaces/apps/pods", self.pod("p1"))
+        self.assertEqual(status, 500, body)
+        self.assertIn('failed calling webhook "noca.example.com"', body["message"])
+        self.assertIn("x509: certificate signed by unknown authority", body["message"])
+        self.assertEqual(self.wh.received(), [], "the webhook never saw a request")
+        # the right CA but a service name the certificate does not carry
+        self.server.add_service_endpoint("other/wh", "127.0.0.1:%d" % self.wh.port)
+        hook = self.hook("wrongname.example.com", "/allow")
+        hook["clientConfig"]["service"]["namespace"] = "other"
+        self.configure(validating=[hook])
+        status, _, body = self.raw("POST", "/api/v1/namespaces/apps/pods", self.pod("p2"))
+        self.assertEqual(status, 500, body)
+        self.assertIn("x509: certificate is not valid for wh.other.svc", body["message"])
+        # clientConfig.url, checked against the URL's host
+        hook = self.hook("url.example.com", "/allow")
+        hook["clientConfig"] = {"url": "https://localhost:%d/allow" % self.wh.port, "caBundle": self.ca_bundle}
+        self.configure(validating=[hook])
+        self.assertEqual(self.raw("POST", "/api/v1/namespaces/apps/pods", self.pod("p3"))[0], 201)
+        self.assertEqual(len(self.wh.received("/allow")), 1)
+
+    def test_timeout_is_honoured(self):
+        self.wh.behaviours["/slow"] = lambda r: (self.wh.release.wait(20), allow(r))[1]
+        self.configure(validating=[self.hook("slow.example.com", "/slow", timeoutSeconds=1)])
+        status, _, body = self.raw("POST", "/api/v1/namespaces/apps/pods", self.pod("p1"))
+        self.assertEqual(status, 500, body)
+        self.assertIn('failed calling webhook "slow.example.com"', body["message"])
+        self.assertIn("context deadline exceeded", body["message"])
+        self.assertIsNone(self.server.get("pods", "p1", namespace="apps"))
+
+    def test_a_webhook_can_read_the_api_while_it_admits(self):
+        # the gate looks its Component up live during admission: the store is not locked meanwhile
+        self.server.create("components", self.component("tool", ns="apps"))
+        seen = []
+
+        def lookup(review):
+            status, _, body = self.raw("GET", "/apis/%s/%s/namespaces/apps/components/tool" % (GROUP, VERSION))
+            seen.append((status, body.get("metadata", {}).get("name")))
+            return allow(review)
+        self.wh.behaviours["/lookup"] = lookup
+        self.configure(mutating=[self.hook("lookup.example.com", "/lookup")],
+                       validating=[self.hook("lookup.example.com", "/lookup")])
+        self.assertEqual(self.raw("POST", "/api/v1/namespaces/apps/pods", self.pod("p1"))[0], 201)
+        self.assertEqual(seen, [(200, "tool"), (200, "tool")])
+
+    def test_bad_answers_are_call_errors_and_follow_the_failure_policy(self):
+        patch = json_patch_response([{"op": "add", "path": "/metadata/labels/x", "value": "y"}])
+        answers = {
+            "/uid": lambda r: {"allowed": True, "uid": "not-" + r["request"]["uid"]},
+            "/type": lambda r: dict(patch, patchType="MergePatch"),
+            "/bad-path": lambda r: json_patch_response([{"op": "replace", "path": "/nope/x", "value": 1}]),
+            "/patch": lambda r: patch,
+        }
+        self.wh.behaviours.update(answers)
+        for path, policy, code, text in [
+                ("/uid", "Fail", 500, 'failed calling webhook "t.example.com": received invalid webhook response: '
+                                      'expected response.uid='),
+                ("/uid", "Ignore", 201, None),
+                ("/type", "Fail", 500, 'failed calling webhook "t.example.com": unsupported patch type "MergePatch"'),
+                ("/type", "Ignore", 201, None),
+                ("/bad-path", "Ignore", 500, "Internal error occurred"),   # a patch that does not apply: always
+        ]:
+            self.configure(mutating=[self.hook("t.example.com", path, failurePolicy=policy)])
+            name = ("p-%s-%s" % (path[1:], policy)).lower()
+            status, _, body = self.raw("POST", "/api/v1/namespaces/apps/pods", self.pod(name))
+            self.assertEqual(status, code, (path, policy, body))
+            if text:
+                self.assertIn(text, body["message"])
+            else:
+                self.assertNotIn("x", body["metadata"].get("labels") or {}, "an ignored failure changes nothing")
+        # a patch for a DELETE cannot apply: internal error
+        self.server.create("pods", self.pod("gone"))
+        self.configure(mutating=[self.hook("t.example.com", "/patch", operations=("DELETE",))])
+        status, _, body = self.raw("DELETE", "/api/v1/namespaces/apps/pods/gone")
+        self.assertEqual(status, 500, body)
+        self.assertIn('admission webhook "t.example.com" attempted to modify the object', body["message"])
+        self.assertIsNotNone(self.server.get("pods", "gone", namespace="apps"))
+
+    def test_a_write_made_while_webhooks_run_is_not_lost(self):
+        # GuaranteedUpdate: a patch is re-applied to the newer object and admitted again
+        self.server.create("pods", self.pod("p1"))
+        calls = []
+
+        def meddle(review):
+            calls.append(review["request"]["object"]["metadata"].get("labels"))
+            if len(calls) == 1:
+                self.server.patch("pods", "p1", {"metadata": {"labels": {"b": "2"}}}, namespace="apps")
+            return allow(review)
+        self.wh.behaviours["/meddle"] = meddle
+        self.configure(mutating=[self.hook("meddle.example.com", "/meddle", operations=("UPDATE", "CREATE"))])
+        status, _, body = self.raw("PATCH", "/api/v1/namespaces/apps/pods/p1", {"metadata": {"labels": {"a": "1"}}},
+                                   "application/merge-patch+json")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(calls, [{"a": "1"}, {"a": "1", "b": "2"}])
+        self.assertEqual(self.server.get("pods", "p1", namespace="apps")["metadata"]["labels"], {"a": "1", "b": "2"})
+        # a create whose name is taken while it is admitted: 409, the other object stays
+        calls.clear()
+        self.wh.behaviours["/meddle"] = lambda r: (self.server.create("pods", self.pod("p2", labels={"by": "other"})),
+                                                   allow(r))[1]
+        status, _, body = self.raw("POST", "/api/v1/namespaces/apps/pods", self.pod("p2"))
+        self.assertEqual((status, body.get("reason")), (409, "AlreadyExists"), body)
+        self.assertEqual(self.server.get("pods", "p2", namespace="apps")["metadata"]["labels"], {"by": "other"})
+
+    def test_generate_name_is_absent_for_mutating_and_filled_for_validating_webhooks(self):
+        self.configure(mutating=[self.hook("m.example.com", "/allow")], validating=[self.hook("v.example.com", "/allow")])
+        pod = self.pod("")
+        pod["metadata"] = {"generateName": "job-", "namespace": "apps"}
+        status, _, body = self.raw("POST", "/api/v1/namespaces/apps/pods", pod)
+        self.assertEqual(status, 201, body)
+        mut, val = self.wh.received("/allow")
+        self.assertNotIn("name", mut["request"])
+        self.assertEqual(val["request"]["name"], body["metadata"]["name"])
+        self.assertTrue(body["metadata"]["name"].startswith("job-"))
+
+    def test_eviction_is_a_create_of_an_eviction(self):
+        self.configure(validating=[self.hook("evict.example.com", "/deny", resources=("pods/eviction",))])
+        self.server.create("pods", self.pod("p1"))
+        ev = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p1", "namespace": "apps"}}
+        status, _, body = self.raw("POST", "/api/v1/namespaces/apps/pods/p1/eviction", ev)
+        self.assertEqual(status, 403, body)
+        self.assertIsNotNone(self.server.get("pods", "p1", namespace="apps"))
+        req = self.wh.received("/deny")[-1]["request"]
+        self.assertEqual((req["operation"], req["subResource"], req["kind"], req["name"]),
+                         ("CREATE", "eviction", {"group": "policy", "version": "v1", "kind": "Eviction"}, "p1"))
+        self.wh.behaviours["/deny"] = allow
+        self.assertEqual(self.raw("POST", "/api/v1/namespaces/apps/pods/p1/eviction", ev)[0], 201)
+        self.assertIsNone(self.server.get("pods", "p1", namespace="apps"))
+
+    def test_configurations_back_door_and_switch_bypass_admission(self):
+        everything = {"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["*"], "resources": ["*/*"]}
+        self.configure(validating=[self.hook("deny.example.com", "/deny", rules=[everything])])
+        # the webhook configurations themselves are never sent to webhooks
+        status, _, body = self.raw("PUT", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/gate",
+                                   dict(self.server.get("validatingwebhookconfigurations", "gate")))
+        self.assertEqual(status, 200, body)
+        # the back door neither
+        self.server.create("pods", self.pod("p0"))
+        self.assertEqual(self.server.webhook_calls(), [])
+        # an API write of any other resource is
+        status, _, body = self.raw("POST", "/api/v1/namespaces/apps/secrets",
+                                   {"metadata": {"name": "s"}, "stringData": {"k": "v"}})
+        self.assertEqual(status, 403, body)
+        status, _, body = self.raw("DELETE", "/api/v1/namespaces/apps/pods/p0")
+        self.assertEqual(status, 403, body)
+        self.assertEqual(self.wh.received("/deny")[-1]["request"]["operation"], "DELETE")
+        self.server.set_admission(False)
+        self.assertEqual(self.raw("DELETE", "/api/v1/namespaces/apps/pods/p0")[0], 200)
+        self.assertEqual(len(self.server.webhook_calls()), 2)
+
+
 class TestControlAndCommandLine(unittest.TestCase):
     def test_command_line_and_control_api(self):
         tmp = tempfile.mkdtemp(prefix="fake-apiserver-cli-")
@@ -1210,7 +1682,8 @@ class TestControlAndCommandLine(unittest.TestCase):
         port_file, control_file = os.path.join(tmp, "port"), os.path.join(tmp, "control")
         proc = subprocess.Popen([sys.executable, os.path.join(HERE, "fake_apiserver.py"), "--tls-cert", cert(),
                                  "--tls-key", key(), "--port", "0", "--port-file", port_file, "--token-file",
-                                 token_file, "--control-port", "0", "--control-port-file", control_file],
+                                 token_file, "--control-port", "0", "--control-port-file", control_file,
+                                 "--service-endpoint", "gate/wh=127.0.0.1:9"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             wait_until(lambda: os.path.exists(port_file) and os.path.exists(control_file), 10, "port files")
@@ -1243,6 +1716,8 @@ class TestControlAndCommandLine(unittest.TestCase):
                 control("no_such_method")
             self.assertEqual(cm.exception.code, 404)
             self.assertEqual(control("resource_version"), created["metadata"]["resourceVersion"])
+            self.assertEqual(control("webhook_calls"), [])
+            self.assertIs(control("set_admission", enabled=False), False)
         finally:
             proc.terminate()
             try:
