@@ -36,7 +36,7 @@ constexpr std::string_view kDecisionAnnotation = "gibson.zeroroot.ai/isolation";
 
 struct SelftestOptions {
   std::string kubeconfig, context, ns;
-  std::chrono::milliseconds timeout{10'000};
+  std::chrono::milliseconds timeout{60'000};  // the whole check, clean-up included
 };
 
 std::string scratch_name(const std::string& prefix) {
@@ -80,10 +80,15 @@ int run_selftest(const std::vector<std::string>& args) {
   app->add_option("--context", o.context, "the kubeconfig context (else its current one)")->type_name("NAME");
   app->add_option("--namespace", o.ns, "the gate's namespace: the scratch namespace's name starts with it")
       ->type_name("NS");
-  add_duration_option(*app, "--request-timeout", o.timeout, "each API request's timeout");
+  add_duration_option(*app, "--timeout", o.timeout, "the whole check, clean-up included");
   if (auto exit_code = parse(*app, args)) return *exit_code;
-
-  auto access = connect(o.kubeconfig, o.context, o.ns, o.timeout);
+  if (o.timeout < std::chrono::seconds(1)) {
+    std::cerr << "isolation-gate selftest: --timeout must be at least 1s (see isolation-gate selftest --help)\n";
+    return kExitBadInput;
+  }
+  // Five requests at most (four creates, the delete), a fifth of the whole
+  // each: the check ends within --timeout, clean-up included.
+  auto access = connect(o.kubeconfig, o.context, o.ns, o.timeout / 5);
   if (!access) {
     std::cerr << "isolation-gate selftest: " << access.error() << "\n";
     return kExitBadInput;
@@ -156,7 +161,7 @@ int run_selftest(const std::vector<std::string>& args) {
               << "\n";
   }();
 
-  if (auto gone = api.remove(kube::object_path(kNamespaces, "", scratch), o.timeout); !gone && !gone.failure().not_found()) {
+  if (auto gone = api.remove(kube::object_path(kNamespaces, "", scratch), o.timeout / 5); !gone && !gone.failure().not_found()) {
     std::cerr << "isolation-gate selftest: deleting the scratch namespace " << scratch << ": " << gone.error() << "\n";
     if (result == kExitAllowed) result = kExitFailure;
   } else {

@@ -1164,6 +1164,37 @@ class BinaryAcceptsChartTest(unittest.TestCase):
 
 @unittest.skipIf(yaml is None, "python3-yaml not installed")
 @unittest.skipIf(IG_BINARY is None, NO_BINARY)
+@unittest.skipIf(HELM is None, NO_HELM)
+class BinaryAcceptsHookArgsTest(unittest.TestCase):
+    """The cleanup Job and the helm test Pod run commands the binary accepts:
+    pointed at an API server that refuses connections, each gets as far as
+    calling it (exit 3, could not) instead of refusing its flags (exit 2)."""
+
+    def test_hook_commands_parse_their_rendered_args(self):
+        tmp = tempfile.mkdtemp(prefix="ig-hooks-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        ca = os.path.join(tmp, "ca.crt")
+        run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+             "-keyout", os.path.join(tmp, "ca.key"), "-out", ca, "-subj", "/CN=unreachable", "-days", "1"])
+        kubeconfig = os.path.join(tmp, "kubeconfig")
+        with open(kubeconfig, "w") as f:
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+                    "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1', certificate-authority: %s}}]\n"
+                    "users: [{name: u, user: {token: t}}]\n"
+                    "contexts: [{name: c, context: {cluster: c, user: u}}]\n" % ca)
+        docs = render()
+        job = one(docs, "Job")["spec"]["template"]["spec"]["containers"][0]
+        pod = one(docs, "Pod")["spec"]["containers"][0]
+        for what, args in (("cleanup Job", job["args"]), ("helm test Pod", pod["args"])):
+            with self.subTest(what):
+                proc = run([IG_BINARY] + list(args) + ["--kubeconfig", kubeconfig], check=False)
+                self.assertEqual(proc.returncode, 3, "%s %s\n%s%s" % (what, args, proc.stdout, proc.stderr))
+        # Negative control: a flag the command does not know is exit 2.
+        proc = run([IG_BINARY] + list(pod["args"]) + ["--kubeconfig", kubeconfig, "--bogus"], check=False)
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+
+
+@unittest.skipIf(IG_BINARY is None, NO_BINARY)
 class BinaryVersionTest(unittest.TestCase):
     def test_version_is_chart_app_version(self):
         out = run([IG_BINARY, "version"]).stdout
