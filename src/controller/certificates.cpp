@@ -389,17 +389,23 @@ SelfManagedCertificates::SelfManagedCertificates(kube::Client& client,
   selected_secret_client_ = std::make_unique<FieldSelectedClient>(
       client_, "metadata.name=" + options_.secret_name);
   secret_sink_ = std::make_unique<ObjectSink>(options_.secret_name, [this] { on_secret_changed(); });
+  secret_reflector_ = std::make_unique<kube::Reflector>(
+      *selected_secret_client_, *secret_sink_,
+      one_object_reflector("secret/" + options_.secret_name, kube::collection_path(kSecrets, options_.ns)));
+}
+
+SelfManagedCertificates::~SelfManagedCertificates() { stop(); }
+
+kube::ReflectorOptions SelfManagedCertificates::one_object_reflector(std::string name, std::string path) const {
   kube::ReflectorOptions o;
-  o.name = "secret/" + options_.secret_name;
-  o.path = kube::collection_path(kSecrets, options_.ns);
+  o.name = std::move(name);
+  o.path = std::move(path);
   o.page_size = 10;
   o.watch_timeout = options_.watch_timeout;
   o.backoff = options_.backoff;
   o.log = options_.log;
-  secret_reflector_ = std::make_unique<kube::Reflector>(*selected_secret_client_, *secret_sink_, std::move(o));
+  return o;
 }
-
-SelfManagedCertificates::~SelfManagedCertificates() { stop(); }
 
 TimePoint SelfManagedCertificates::now() const {
   return options_.clock ? options_.clock() : std::chrono::system_clock::now();
@@ -512,14 +518,9 @@ void SelfManagedCertificates::start_leading() {
     w->resource = r;
     w->client = std::make_unique<FieldSelectedClient>(client_, "metadata.name=" + options_.webhook_config_name);
     w->sink = std::make_unique<ObjectSink>(options_.webhook_config_name, [this] { wake_leader(); });
-    kube::ReflectorOptions o;
-    o.name = std::string(r->plural) + "/" + options_.webhook_config_name;
-    o.path = kube::collection_path(*r);
-    o.page_size = 10;
-    o.watch_timeout = options_.watch_timeout;
-    o.backoff = options_.backoff;
-    o.log = options_.log;
-    w->reflector = std::make_unique<kube::Reflector>(*w->client, *w->sink, std::move(o));
+    w->reflector = std::make_unique<kube::Reflector>(
+        *w->client, *w->sink,
+        one_object_reflector(std::string(r->plural) + "/" + options_.webhook_config_name, kube::collection_path(*r)));
     configs_.push_back(std::move(w));
   }
   template_watch_.reset();
@@ -529,14 +530,10 @@ void SelfManagedCertificates::start_leading() {
     w->client =
         std::make_unique<FieldSelectedClient>(client_, "metadata.name=" + options_.webhook_template_configmap);
     w->sink = std::make_unique<ObjectSink>(options_.webhook_template_configmap, [this] { wake_leader(); });
-    kube::ReflectorOptions o;
-    o.name = "configmaps/" + options_.webhook_template_configmap;
-    o.path = kube::collection_path(kConfigMaps, options_.ns);
-    o.page_size = 10;
-    o.watch_timeout = options_.watch_timeout;
-    o.backoff = options_.backoff;
-    o.log = options_.log;
-    w->reflector = std::make_unique<kube::Reflector>(*w->client, *w->sink, std::move(o));
+    w->reflector = std::make_unique<kube::Reflector>(
+        *w->client, *w->sink,
+        one_object_reflector("configmaps/" + options_.webhook_template_configmap,
+                             kube::collection_path(kConfigMaps, options_.ns)));
     template_watch_ = std::move(w);
   }
   working_secret_.reset();

@@ -170,6 +170,9 @@ class SelfManagedCertificates {
   };
 
   std::chrono::system_clock::time_point now() const;
+  // The options of a reflector that watches one object (its client adds the
+  // field selector): `name` for logs, `path` its collection.
+  kube::ReflectorOptions one_object_reflector(std::string name, std::string path) const;
   void log(std::string_view level, const std::string& message) const;
   void note_error(const std::string& message);
   void on_secret_changed();

@@ -22,6 +22,11 @@ import shutil
 import subprocess
 import tempfile
 import unittest
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tools import HELM, NO_HELM, find_tool, run  # noqa: E402
+
 
 try:
     import yaml
@@ -42,31 +47,12 @@ SEVERITIES = {"critical", "warning", "info"}
 FOREIGN_SERIES = {"up", "kube_deployment_status_replicas_available"}
 
 
-def find_tool(env_name, name):
-    path = os.environ.get(env_name)
-    if path:
-        return path if os.access(path, os.X_OK) else None
-    local = os.path.join(ROOT, ".tools", "bin", name)
-    if os.access(local, os.X_OK):
-        return local
-    return shutil.which(name)
-
-
-HELM = find_tool("IG_HELM", "helm")
 PROMTOOL = find_tool("IG_PROMTOOL", "promtool")
-NO_HELM = "helm not installed: run scripts/install-k8s-tools.sh (or set IG_HELM)"
 NO_PROMTOOL = ("promtool not installed: run scripts/install-deps.sh (Debian package prometheus) "
                "or set IG_PROMTOOL")
 NO_YAML = "python3-yaml not installed"
 
 
-def run(args, check=True):
-    proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          timeout=120)
-    if check and proc.returncode != 0:
-        raise AssertionError("%s failed (%d):\n%s%s" % (" ".join(args), proc.returncode,
-                                                       proc.stdout, proc.stderr))
-    return proc
 
 
 def helm_template(*sets, check=True):

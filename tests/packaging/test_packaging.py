@@ -22,6 +22,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tools import HELM, NO_HELM, find_tool, run  # noqa: E402
 
 try:
     import yaml
@@ -50,29 +51,10 @@ NAMESPACE = "isolation-gate-system"
 ENFORCED_EXCLUDED = ["kube-system", "kube-public", "kube-node-lease"]
 
 
-def find_tool(env_name, name):
-    path = os.environ.get(env_name)
-    if path:
-        return path if os.access(path, os.X_OK) else None
-    local = os.path.join(ROOT, ".tools", "bin", name)
-    if os.access(local, os.X_OK):
-        return local
-    return shutil.which(name)
-
-
-HELM = find_tool("IG_HELM", "helm")
 KUBECTL = find_tool("IG_KUBECTL", "kubectl")
-NO_HELM = "helm not installed: run scripts/install-k8s-tools.sh (or set IG_HELM)"
 NO_KUBECTL = "kubectl not installed: run scripts/install-k8s-tools.sh (or set IG_KUBECTL)"
 
 
-def run(args, check=True, **kw):
-    proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, timeout=120, **kw)
-    if check and proc.returncode != 0:
-        raise AssertionError("%s failed (%d):\n%s%s" % (" ".join(args), proc.returncode,
-                                                       proc.stdout, proc.stderr))
-    return proc
 
 
 def load_all(text):

@@ -30,7 +30,9 @@ import sys
 import tempfile
 import unittest
 
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tools import HELM, NO_HELM, find_tool, run  # noqa: E402
 
 try:
     import yaml
@@ -58,33 +60,14 @@ OUR_GROUP = "gibson.zeroroot.ai"
 NO_PYTHON_MODEL_GROUPS = ("cert-manager.io", "monitoring.coreos.com")
 
 
-def find_tool(env_name, name):
-    path = os.environ.get(env_name)
-    if path:
-        return path if os.access(path, os.X_OK) else None
-    local = os.path.join(ROOT, ".tools", "bin", name)
-    if os.access(local, os.X_OK):
-        return local
-    return shutil.which(name)
-
-
-HELM = find_tool("IG_HELM", "helm")
 NODE = shutil.which("node")
 OPENSSL = shutil.which("openssl")
 HAVE_MODELS = os.path.isfile(os.path.join(NODE_MODULES, "kubernetes-models", "package.json"))
-NO_HELM = "helm not installed: run scripts/install-k8s-tools.sh (or set IG_HELM)"
 NO_NODE_MODELS = ("node or the npm schema models are missing: run scripts/install-k8s-tools.sh "
                   "(it installs kubernetes-models into .tools/node_modules)")
 NO_PY_MODELS = "python3-kubernetes not installed (apt-get install python3-kubernetes)"
 
 
-def run(args, check=True, stdin=None):
-    proc = subprocess.run(args, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, timeout=120)
-    if check and proc.returncode != 0:
-        raise AssertionError("%s failed (%d):\n%s%s" % (" ".join(args), proc.returncode,
-                                                       proc.stdout, proc.stderr))
-    return proc
 
 
 def helm_template(*extra, check=True):
