@@ -108,17 +108,6 @@ def names(obj):
     return "%s/%s %s" % (obj.get("apiVersion"), obj.get("kind"), obj.get("metadata", {}).get("name"))
 
 
-def chart_has_value(*path):
-    """Whether values.schema.json declares the value at path (e.g. prometheusRule, enabled)."""
-    with open(os.path.join(CHART, "values.schema.json")) as f:
-        node = json.load(f)
-    for key in path:
-        node = node.get("properties", {}).get(key)
-        if node is None:
-            return False
-    return True
-
-
 def make_ca_pem(tmp):
     """A real self-signed CA certificate (PEM), made by openssl."""
     key, pem = os.path.join(tmp, "ca.key"), os.path.join(tmp, "ca.pem")
@@ -150,10 +139,8 @@ class RenderedSchemasTest(unittest.TestCase):
                 cls.ca_pem = make_ca_pem(tmp)
             cls.scenarios.append(("files", ["--set", "tls.certMode=files",
                                             "--set", "tls.caBundle=" + base64.b64encode(cls.ca_pem).decode()]))
-        monitoring = ["--set", "replicas=1", "--set", "serviceMonitor.enabled=true"]
-        cls.prometheus_rule = chart_has_value("prometheusRule", "enabled")
-        if cls.prometheus_rule:
-            monitoring += ["--set", "prometheusRule.enabled=true"]
+        monitoring = ["--set", "replicas=1", "--set", "serviceMonitor.enabled=true",
+                      "--set", "prometheusRule.enabled=true", "--set", "grafanaDashboard.enabled=true"]
         cls.scenarios.append(("single-replica-monitoring", monitoring))
         cls.rendered = {name: render(*args) for name, args in cls.scenarios}
 
@@ -168,8 +155,7 @@ class RenderedSchemasTest(unittest.TestCase):
         self.assertEqual(bundles, {base64.b64encode(self.ca_pem).decode()})
         kinds = {d["kind"] for d in self.rendered["single-replica-monitoring"]}
         self.assertIn("ServiceMonitor", kinds)
-        if self.prometheus_rule:
-            self.assertIn("PrometheusRule", kinds)
+        self.assertIn("PrometheusRule", kinds)
         self.assertIn("Certificate", {d["kind"] for d in self.rendered["cert-manager"]})
 
     def test_lint_strict(self):
