@@ -319,6 +319,7 @@ sigset_t block_stop_signals() {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);  // logged and ignored: it must not kill the webhook silently
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   return signals;
 }
@@ -408,20 +409,30 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
                                {"startup_ms", std::to_string(startup_ms)}});
 
   int signal_number = 0;
-  sigwait(&signals, &signal_number);
+  for (;;) {
+    sigwait(&signals, &signal_number);
+    if (signal_number != SIGHUP) break;
+    // Certificates reload on their own (files watched, the Secret watched);
+    // there is nothing else to reload.
+    config::log_info("SIGHUP ignored: certificates reload by themselves when they change");
+  }
   config::log_info("stopping", {{"signal", signal_number == SIGTERM ? "SIGTERM" : "SIGINT"},
                                 {"drain_delay_ms", std::to_string(o.drain_delay.count())}});
   ready.store(false, std::memory_order_release);
   if (facts.on_stopping) facts.on_stopping();
   // Keep answering while the endpoints controller and the API server notice
   // the replica is not ready; a second signal ends the delay.
-  if (o.drain_delay.count() > 0) {
+  const auto drain_until = Clock::now() + o.drain_delay;
+  for (auto left = o.drain_delay; left.count() > 0;
+       left = std::chrono::duration_cast<std::chrono::milliseconds>(drain_until - Clock::now())) {
     timespec delay{};
-    delay.tv_sec = static_cast<time_t>(o.drain_delay.count() / 1000);
-    delay.tv_nsec = static_cast<long>((o.drain_delay.count() % 1000) * 1'000'000);
+    delay.tv_sec = static_cast<time_t>(left.count() / 1000);
+    delay.tv_nsec = static_cast<long>((left.count() % 1000) * 1'000'000);
     siginfo_t info{};
-    while (sigtimedwait(&signals, &info, &delay) < 0 && errno == EINTR) {
-    }
+    const int got = sigtimedwait(&signals, &info, &delay);
+    if (got < 0 && errno == EINTR) continue;
+    if (got == SIGHUP) continue;
+    break;  // the delay is over, or SIGTERM/SIGINT again
   }
   https.stop(std::chrono::seconds(10));
   probes.stop(std::chrono::seconds(1));

@@ -1,5 +1,6 @@
 """Stopping and listening as the chart runs the binary:
 
+- SIGHUP is logged and ignored;
 - --drain-delay: at SIGTERM /readyz fails at once while the webhook keeps
   answering (endpoints are being removed); a second signal ends the delay;
   the exit is clean (0);
@@ -30,12 +31,20 @@ def has_ipv6_loopback():
 
 
 class Drain(unittest.TestCase):
-    def test_sigterm_fails_readiness_keeps_serving_then_a_second_signal_ends_the_delay(self):
+    def test_sighup_is_ignored_sigterm_fails_readiness_keeps_serving_a_second_signal_ends_the_delay(self):
         g = h.GateServer(sandbox="available", extra_args=["--drain-delay", DELAY]).start()
         self.addCleanup(g.stop)
         conn = g.connection()  # a keep-alive connection opened before the signal
         review = h.pod_review(h.example_pod("report-parser-pod.yaml"))
         self.assertEqual(g.review("/mutate/pods", review, conn=conn)["response"]["allowed"], True)
+        # SIGHUP is logged and ignored: it must not take the webhook down.
+        g.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 20
+        while not any("SIGHUP ignored" in l.get("msg", "") for l in g.log_lines()):
+            self.assertLess(time.monotonic(), deadline, "no log line for SIGHUP")
+            time.sleep(0.02)
+        self.assertIsNone(g.proc.poll())
+        self.assertEqual(g.probe("GET", "/readyz").status, 200)
         g.proc.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + 20
         while g.probe("GET", "/readyz").status == 200:
