@@ -1,5 +1,7 @@
 #include "model/document.h"
 
+#include "base/quote.h"
+
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
@@ -9,6 +11,7 @@
 #include <charconv>
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace ig::model {
@@ -110,6 +113,12 @@ class YamlToJson {
         out = json::object();
         for (const auto& kv : node) {
           if (!kv.first.IsScalar()) return fail_at(kv.first, "map keys must be strings");
+          // Refused as kubectl's YAML decoder refuses it: with the last one
+          // winning, "content_trust: untrusted" then "content_trust: trusted"
+          // would make a Component trusted.
+          if (out.contains(kv.first.Scalar())) {
+            return fail_at(kv.first, "duplicate key " + quote(kv.first.Scalar()));
+          }
           json value;
           if (!convert(kv.second, value, depth + 1)) return false;
           out[kv.first.Scalar()] = std::move(value);
@@ -146,8 +155,30 @@ Result<json> parse_json(std::string_view text, std::string_view source,
     return fail(prefixed(source, "JSON nested deeper than " + std::to_string(limits.max_depth) +
                                      " levels"));
   }
+  // Duplicate keys are refused (nlohmann keeps the last): the keys of each
+  // open object, innermost last.
+  std::vector<std::set<std::string>> open_objects;
+  std::string duplicate;
+  const json::parser_callback_t refuse_duplicates = [&](int, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start: open_objects.emplace_back(); break;
+      case json::parse_event_t::object_end:
+        if (!open_objects.empty()) open_objects.pop_back();
+        break;
+      case json::parse_event_t::key:
+        if (!open_objects.empty() && !open_objects.back().insert(parsed.get<std::string>()).second &&
+            duplicate.empty()) {
+          duplicate = parsed.get<std::string>();
+        }
+        break;
+      default: break;
+    }
+    return true;
+  };
   try {
-    return json::parse(text.begin(), text.end());
+    json parsed = json::parse(text.begin(), text.end(), refuse_duplicates);
+    if (!duplicate.empty()) return fail(prefixed(source, "invalid JSON: duplicate key " + quote(duplicate)));
+    return parsed;
   } catch (const json::exception& e) {
     return fail(prefixed(source, std::string("invalid JSON: ") +
                                      std::string(strip_nlohmann_prefix(e.what()))));

@@ -74,6 +74,22 @@ class Evaluate(unittest.TestCase):
         self.assertIn(proc.returncode, (0, 1), proc.stderr)
         return proc, json.loads(proc.stdout.decode())
 
+    def test_a_component_with_a_duplicate_key_is_bad_input_not_the_last_value(self):
+        # With the last value winning, this untrusted Component would be trusted and run in-process.
+        yaml_text = ("apiVersion: gibson.zeroroot.ai/v1alpha1\nkind: Component\n"
+                     "metadata: {name: report-parser, namespace: team-a}\n"
+                     "spec:\n  kind: tool\n  policy:\n    content_trust: untrusted\n    content_trust: trusted\n")
+        json_text = ('{"apiVersion":"gibson.zeroroot.ai/v1alpha1","kind":"Component",'
+                     '"metadata":{"name":"report-parser","namespace":"team-a"},'
+                     '"spec":{"kind":"tool","policy":{"content_trust":"untrusted","content_trust":"trusted"}}}')
+        for name, text in (("dup.yaml", yaml_text), ("dup.json", json_text)):
+            with self.subTest(name):
+                proc = evaluate(self.write(name, text), os.path.join(h.EXAMPLE_PODS, "report-parser-pod.yaml"),
+                                sandbox="unavailable")
+                self.assertEqual(proc.returncode, EXIT_BAD_INPUT, proc.stdout)
+                self.assertIn('duplicate key "content_trust"', proc.stderr.decode())
+                self.assertEqual(proc.stdout, b"")
+
     def test_examples_get_the_right_decision_and_exit_code(self):
         for (comp, pod), table in sorted(CASES.items()):
             for (sandbox, shape), decision in sorted(table.items(), key=str):

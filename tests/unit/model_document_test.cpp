@@ -432,3 +432,41 @@ TEST(DumpJson, NeverThrowsOnInvalidUtf8) {
 
 }  // namespace
 }  // namespace ig::model
+
+namespace ig::model {
+namespace {
+
+// A duplicate key would let the last value win: "content_trust: untrusted"
+// then "content_trust: trusted" made a Component trusted. Refused, in YAML
+// (as kubectl's decoder does) and in JSON, at any depth, naming the key.
+TEST(DocumentDecoding, RefusesDuplicateKeysInYamlNamingTheKeyAndTheLine) {
+  const std::string text =
+      "kind: Component\n"
+      "spec:\n"
+      "  policy:\n"
+      "    content_trust: untrusted\n"
+      "    content_trust: trusted\n";
+  auto docs = parse_yaml_documents(text, "c.yaml");
+  ASSERT_FALSE(docs);
+  EXPECT_EQ(docs.error(), "c.yaml: line 5, column 5: duplicate key \"content_trust\"");
+  // The same key in different maps, or once per document, is fine.
+  auto ok = parse_yaml_documents("a: {k: 1}\nb: {k: 2}\n---\na: 3\n", "ok.yaml");
+  ASSERT_TRUE(ok) << ok.error();
+  EXPECT_EQ(ok->size(), 2u);
+}
+
+TEST(DocumentDecoding, RefusesDuplicateKeysInJsonAtAnyDepth) {
+  for (const std::string& text : {std::string(R"({"a":1,"a":2})"),
+                                 std::string(R"({"spec":{"policy":{"content_trust":"untrusted","content_trust":"trusted"}}})"),
+                                 std::string(R"([{"x":[{"k":1,"k":1}]}])")}) {
+    auto doc = parse_json(text, "c.json");
+    ASSERT_FALSE(doc) << text;
+    EXPECT_THAT(doc.error(), HasSubstr("c.json: invalid JSON: duplicate key")) << text;
+  }
+  auto ok = parse_json(R"({"a":{"k":1},"b":{"k":2},"c":[{"k":1},{"k":2}]})", "ok.json");
+  ASSERT_TRUE(ok) << ok.error();
+  EXPECT_EQ((*ok)["c"][1]["k"], 2);
+}
+
+}  // namespace
+}  // namespace ig::model
