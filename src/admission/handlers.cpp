@@ -54,8 +54,15 @@ Answer admit_object(AdmissionRequest& r, const AdmissionContext& context, Stage 
   if (!where) return undecidable(where.error());
   auto facts = model::read_pod_facts(r.object, *where, kSource);
   if (!facts) return undecidable(facts.error());
-  const std::string& ns = !r.namespace_.empty() ? r.namespace_ : facts->namespace_;
-  if (ns.empty()) return undecidable("request.namespace is missing");
+  // Every kind these endpoints admit is namespaced, and the API server always
+  // sends request.namespace for them: without it (or with an object claiming
+  // another namespace, say a never-enforced one) the request is undecidable.
+  if (r.namespace_.empty()) return undecidable("request.namespace is missing or empty for a namespaced kind");
+  if (!facts->namespace_.empty() && facts->namespace_ != r.namespace_) {
+    return undecidable("request.object.metadata.namespace " + quote(facts->namespace_) +
+                       " is not request.namespace " + quote(r.namespace_));
+  }
+  const std::string& ns = r.namespace_;
   if (facts->object_name.empty() && !r.name.empty()) facts->object_name = r.name;
   PodVerdict v = admit_pod(*facts, *where, ns, context, stage);
   if (stage == Stage::Mutate && !v.patch.empty()) v.answer.patch = model::dump_json(v.patch);
@@ -110,6 +117,7 @@ class ComponentHandler final : public Handler {
   Answer handle(AdmissionRequest& r, const AdmissionContext&) const override {
     if (!r.object.is_object()) return undecidable("request.object is missing or not an object");
     if (auto mismatch = ensure_type_meta(r); !mismatch.empty()) return undecidable(mismatch);
+    if (r.namespace_.empty()) return undecidable("request.namespace is missing or empty for a namespaced kind");
     const std::string source = "Component " + quote(r.name);
     auto invalid = [&r](std::string message) {
       Answer a = denied(Reason::InvalidComponent, std::move(message));

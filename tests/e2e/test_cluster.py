@@ -211,7 +211,7 @@ class Decisions(ClusterCase):
 
     def test_never_enforced_namespaces_stay_unenforced_whatever_the_api_server_sends(self):
         for ns in ("kube-system", "kube-public", "kube-node-lease", "isolation-gate-system"):
-            r = self.gate.review("/mutate/pods", h.pod_review(h.make_pod(component=""), namespace=ns))
+            r = self.gate.review("/mutate/pods", h.pod_review(h.make_pod(component="", namespace=ns), namespace=ns))
             self.assertTrue(r["response"]["allowed"], ns)
             self.assertEqual(r["response"]["auditAnnotations"]["decision"], "NotEnforced", ns)
 

@@ -295,10 +295,21 @@ class RequireSetecRules(h.ServerTestCase):
                         self.assertNotIn("patch", resp)
                         self.assertEqual(resp["auditAnnotations"]["decision"], "NotEnforced")
 
-    def test_enforced_namespace_is_taken_from_the_request(self):
-        # The object claims kube-system but the request (the API server's truth) says team-a.
+    def test_an_object_claiming_another_namespace_than_the_request_is_undecidable(self):
+        # The object claims kube-system (never enforced) but the request (the
+        # API server's truth, which refuses such a create itself) says team-a.
         pod = h.make_pod(component=None, namespace="kube-system")
-        self.assert_denied(self.mutate(pod, namespace="team-a"), h.COMPONENT_LABEL)
+        for resp in (self.mutate(pod, namespace="team-a"), self.validate(pod, namespace="team-a")):
+            self.assertIs(resp["allowed"], False, resp)
+            self.assertEqual(resp["status"]["code"], 400)
+            self.assertIn('request.object.metadata.namespace "kube-system" is not request.namespace',
+                          resp["status"]["message"])
+        # No request.namespace at all: undecidable too, whatever the object says.
+        review = h.pod_review(h.make_pod(component=None, namespace="kube-system"))
+        del review["request"]["namespace"]
+        resp = self.server.review("/mutate/pods", review)["response"]
+        self.assertIs(resp["allowed"], False, resp)
+        self.assertIn("request.namespace is missing", resp["status"]["message"])
 
     # -- RFC 6902 correctness of the patch ------------------------------------------
     def check_patch(self, pod, expect_annotations):

@@ -586,23 +586,35 @@ TEST_F(WebhookTest, TheDenialObserverHearsRealDenialsOnly) {
   EXPECT_EQ(heard[3].component, "");
 }
 
-TEST_F(WebhookTest, ANamespaceFromTheObjectIsUsedWhenTheRequestHasNone) {
+TEST_F(WebhookTest, AMissingRequestNamespaceOrAnObjectInAnotherNamespaceIsUndecidable) {
+  // The API server always sends request.namespace for a namespaced kind; the
+  // object's own namespace is never a substitute (it could name a
+  // never-enforced namespace).
   json r = review_json("u", kPodKind, "CREATE", load_example("pods/report-parser-pod.yaml"));
   r["request"].erase("namespace");
   Reply a = review("/mutate/pods", r);
   EXPECT_FALSE(a.allowed());
-  EXPECT_THAT(a.message(), HasSubstr("in namespace \"team-a\""));
+  EXPECT_EQ(a.response()["status"]["code"], 400);
+  EXPECT_THAT(a.message(), HasSubstr("request.namespace is missing or empty for a namespaced kind"));
+  r["request"]["namespace"] = "";
+  EXPECT_FALSE(review("/validate/pods", r).allowed());
 
-  r["request"]["object"]["metadata"].erase("namespace");
-  Reply b = review("/mutate/pods", r);
+  json other = review_json("v", kPodKind, "CREATE", load_example("pods/report-parser-pod.yaml"));
+  other["request"]["object"]["metadata"]["namespace"] = "kube-system";
+  Reply b = review("/mutate/pods", other);
   EXPECT_FALSE(b.allowed());
   EXPECT_EQ(b.response()["status"]["code"], 400);
-  EXPECT_THAT(b.message(), HasSubstr("request.namespace is missing"));
+  EXPECT_THAT(b.message(), HasSubstr("request.object.metadata.namespace \"kube-system\" is not request.namespace"));
+
+  json component = review_json("w", kComponentKind, "CREATE", load_example("components/docs-indexer.yaml"));
+  component["request"].erase("namespace");
+  EXPECT_FALSE(review("/validate/components", component).allowed());
 }
 
 TEST_F(WebhookTest, PodsInNeverEnforcedNamespacesAreAllowed) {
   json r = review_json("u", kPodKind, "CREATE", load_example("pods/report-parser-pod.yaml"));
   r["request"]["namespace"] = "kube-system";
+  r["request"]["object"]["metadata"]["namespace"] = "kube-system";
   Reply a = review("/mutate/pods", r);
   EXPECT_TRUE(a.allowed());
   EXPECT_FALSE(a.response().contains("patch"));
