@@ -1,11 +1,15 @@
 #include "model/json_projection.h"
 
 #include <algorithm>
-
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <string_view>
+#include <vector>
+
+#include "base/quote.h"
 
 namespace ig::model {
 namespace {
@@ -108,11 +112,14 @@ class Scanner {
       --depth_;
       return true;
     }
+    const std::size_t keys_base = keys_.size();  // this object's names: keys_[keys_base..]
     std::string key;
     while (true) {
       if (p_ == end_ || *p_ != '"') return fail("expected a member name");
       const Projection* member = nullptr;
       const bool want_key = whole || fields != nullptr;
+      const char* raw = p_ + 1;
+      saw_escape_ = false;
       if (want_key) {
         key.clear();
         if (!string(&key)) return false;
@@ -120,6 +127,7 @@ class Scanner {
       } else if (!string(nullptr)) {
         return false;
       }
+      if (!note_key(raw, p_ - 1, want_key ? &key : nullptr)) return false;
       skip_ws();
       if (p_ == end_ || *p_ != ':') return fail("expected ':'");
       ++p_;
@@ -143,6 +151,8 @@ class Scanner {
         continue;
       }
       if (*p_ == '}') {
+        if (!no_duplicate_since(keys_base)) return false;
+        keys_.resize(keys_base);
         ++p_;
         --depth_;
         return true;
@@ -302,6 +312,7 @@ class Scanner {
   }
 
   bool escape(std::string* out) {
+    saw_escape_ = true;
     ++p_;  // backslash
     if (p_ == end_) return fail("unterminated string");
     const char c = *p_++;
@@ -380,12 +391,65 @@ class Scanner {
     return true;
   }
 
+  // Member names, for the duplicate check: a name without escapes is its
+  // bytes in the input; one with escapes is decoded into `escaped_` (a
+  // deque: its strings never move). `decoded` is the name already decoded,
+  // or null.
+  bool note_key(const char* raw, const char* raw_end, const std::string* decoded) {
+    std::string_view name(raw, static_cast<std::size_t>(raw_end - raw));
+    if (saw_escape_) {
+      if (decoded != nullptr) {
+        escaped_.push_back(*decoded);
+      } else {
+        const char* resume = p_;
+        p_ = raw - 1;  // the opening quote: decode what was just validated
+        std::string d;
+        if (!string(&d)) return false;
+        p_ = resume;
+        escaped_.push_back(std::move(d));
+      }
+      name = escaped_.back();
+    }
+    keys_.push_back(name);
+    return true;
+  }
+
+  // The API server never sends an object with a repeated member name, and
+  // with the last one winning a request could say two things: refused.
+  // Linear for the small objects Kubernetes has, sorted for large ones (an
+  // object of 100,000 names must not cost 10^10 comparisons).
+  bool no_duplicate_since(std::size_t base) {
+    const std::size_t n = keys_.size() - base;
+    if (n < 2) return true;
+    const std::string_view* dup = nullptr;
+    if (n <= 16) {
+      for (std::size_t i = base; i < keys_.size() && !dup; ++i)
+        for (std::size_t j = i + 1; j < keys_.size(); ++j)
+          if (keys_[i] == keys_[j]) {
+            dup = &keys_[i];
+            break;
+          }
+    } else {
+      sorted_.assign(keys_.begin() + static_cast<std::ptrdiff_t>(base), keys_.end());
+      std::sort(sorted_.begin(), sorted_.end());
+      const auto it = std::adjacent_find(sorted_.begin(), sorted_.end());
+      if (it != sorted_.end()) dup = &*it;
+    }
+    if (!dup) return true;
+    error_ = "invalid JSON at byte " + std::to_string(p_ - begin_) + ": duplicate member name " + quote(*dup);
+    return false;
+  }
+
   const char* begin_;
   const char* p_;
   const char* end_;
   std::size_t depth_ = 0;
   std::size_t max_depth_;
   std::string error_;
+  std::vector<std::string_view> keys_;    // the names of every open object, innermost last
+  std::vector<std::string_view> sorted_;  // scratch of no_duplicate_since()
+  std::deque<std::string> escaped_;
+  bool saw_escape_ = false;  // set by escape(): the last string had one
 };
 
 }  // namespace

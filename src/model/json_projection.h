@@ -10,15 +10,19 @@
 //
 // Contract:
 //  - parse_projected(text, p) succeeds iff nlohmann::json::parse(text)
-//    succeeds (and the nesting is within limits.max_depth, and the text has
-//    no NUL byte: nlohmann ends its input at one, RFC 8259 does not), and then
+//    succeeds, no object repeats a member name, the nesting is within
+//    limits.max_depth, and the text has no NUL byte (nlohmann ends its input
+//    at one, RFC 8259 does not); and then
 //    parse_projected(text, p) == project(nlohmann::json::parse(text), p).
 //    tests/unit/model_json_projection_test.cpp checks this differentially.
 //  - A value whose type differs from what the projection expects keeps its
 //    type: a scalar is kept, a container becomes an empty container of its
 //    own type. So callers' type checks ("expected a map, got a list") behave
 //    exactly as on the full object.
-//  - Duplicate keys: the last one wins, as in nlohmann.
+//  - Duplicate member names (compared after unescaping) in any object are an
+//    error, where nlohmann keeps the last: the API server never sends one,
+//    and a request that says two things is undecidable. So the differential
+//    reference is nlohmann's verdict AND no duplicate names.
 //  - Never throws; never recurses deeper than limits.max_depth.
 #pragma once
 

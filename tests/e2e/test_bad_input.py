@@ -86,6 +86,20 @@ class BadInput(h.ServerTestCase):
                     self.assertEqual(status.get("code"), 400)
                     self.assertTrue(status.get("message"))
 
+    def test_a_repeated_member_name_anywhere_gets_400_never_an_answer(self):
+        # With the last one winning, "operation" could say CREATE to one reader and DELETE to another,
+        # or a label name a trusted Component after an untrusted one. The API server never sends one.
+        base = json.dumps(h.pod_review(h.make_pod(component="report-parser")))
+        bodies = (base.replace('"operation": "CREATE"', '"operation": "DELETE", "operation": "CREATE"'),
+                  base.replace('"labels": {', '"labels": {"gibson.zeroroot.ai/component": "docs-indexer", '),
+                  base.replace('"spec": {', '"spec": {"unread": {"x": 1, "x": 2}, '))
+        for body in bodies:
+            self.assertNotEqual(body, base)
+            for path in ENDPOINTS:
+                with self.subTest(body=body[:80], path=path):
+                    status = self.assert_json_error(self.server.post(path, body.encode()), 400)
+                    self.assertIn("duplicate member name", status.get("message", ""))
+
     def test_json_that_is_not_an_admission_review_gets_400(self):
         pod = h.make_pod()
         for body in ([], "text", 42, {"a": 1}, pod,

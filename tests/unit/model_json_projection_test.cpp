@@ -2,6 +2,8 @@
 // exactly nlohmann's value restricted to the projection (json_projection.h).
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -27,8 +29,20 @@ std::optional<json> reference(std::string_view text, const Projection& p) {
   // nlohmann takes a NUL byte for the end of the input, so it accepts
   // "{}\0garbage"; RFC 8259 does not, and neither do we.
   if (text.find('\0') != std::string_view::npos) return std::nullopt;
-  json full = json::parse(text, nullptr, false);
-  if (full.is_discarded()) return std::nullopt;
+  // Any object repeating a member name (nlohmann keeps the last) is refused.
+  std::vector<std::set<std::string>> open_objects;
+  bool duplicate = false;
+  const json::parser_callback_t track = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) open_objects.emplace_back();
+    if (event == json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
+    if (event == json::parse_event_t::key && !open_objects.empty() &&
+        !open_objects.back().insert(parsed.get<std::string>()).second) {
+      duplicate = true;
+    }
+    return true;
+  };
+  json full = json::parse(text, track, false);
+  if (full.is_discarded() || duplicate) return std::nullopt;
   return project(full, p);
 }
 
@@ -111,8 +125,29 @@ TEST(JsonProjection, AgreesWithNlohmannOnEdgeCases) {
       R"({"request":{"uid":"\u0075\u0069d","kind":{"kind":"Pod","extra":[1,2,{"x":null}]}}})",
       R"({"re\u0071uest":{"uid":"escaped key"}})",
       R"({"request":{"object":{"metadata":{"labels":{"gibson.zeroroot.ai\/component":"escaped slash"}}}}})",
+      // Repeated member names, projected or skipped, escaped or not, at any depth.
+      R"({"request":{"uid":"a","uid":"b"}})",
+      R"({"request":{"object":{"spec":{"unread":{"x":1,"y":2,"x":3}}}}})",
+      R"({"request":{"object":{"metadata":{"n\u0061me":"a","name":"b"}}}})",
+      R"({"request":{"object":{"junk":{"\u0078":1,"x":2}}}})",
+      R"({"a":{"k":1},"b":{"k":1},"c":[{"k":1},{"k":1}]})",
+      R"({"request":{"operation":"CREATE","operation":"DELETE"}})",
   };
   for (const auto& c : cases) expect_same_as_nlohmann(c);
+}
+
+TEST(JsonProjection, RefusesARepeatedMemberNameInALargeObjectNamingIt) {
+  // Past 16 names the check sorts; 100,000 distinct names pass, one repeat among them does not.
+  std::string many = "{\"request\":{\"object\":{\"metadata\":{\"labels\":{";
+  for (int i = 0; i < 100000; ++i) many += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":\"v\"";
+  const std::string ok = many + "}}}}}";
+  expect_same_as_nlohmann(ok);
+  ASSERT_TRUE(parse_projected(ok, admission_review_projection(), "t"));
+  const std::string repeated = many + ",\"k77777\":\"w\"}}}}}";
+  expect_same_as_nlohmann(repeated);
+  auto got = parse_projected(repeated, admission_review_projection(), "t");
+  ASSERT_FALSE(got);
+  EXPECT_NE(got.error().find("duplicate member name \"k77777\""), std::string::npos) << got.error();
 }
 
 TEST(JsonProjection, RefusesNestingBeyondTheLimitWithoutRecursingFurther) {
