@@ -71,6 +71,11 @@ Result<json> configuration_from_template(const json& configmap, std::string_view
   json& md = object["metadata"];
   for (const char* owned : {"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"})
     md.erase(owned);
+  // Made by the leader, not by Helm: say so, and carry no instance label, which
+  // GitOps tools (Argo CD's default tracking) would take for theirs and prune.
+  if (!md.contains("labels") || !md["labels"].is_object()) md["labels"] = json::object();
+  md["labels"].erase("app.kubernetes.io/instance");
+  md["labels"]["app.kubernetes.io/managed-by"] = "isolation-gate";
   const std::string print = fingerprint(object.dump());
   for (json& hook : object["webhooks"]) {
     if (!hook.is_object()) return fail(std::string(key) + ": every webhook must be an object");

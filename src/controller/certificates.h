@@ -45,7 +45,9 @@
 //       (isolation-gate.zeroroot.ai/template-fingerprint, of the template's
 //       object) differs, with caBundle filled in, but only while
 //       `replica_ready()` holds: no configuration is ever created that no
-//       replica could answer (a dead fail-closed webhook). It never deletes
+//       replica could answer (a dead fail-closed webhook). Its labels say
+//       app.kubernetes.io/managed-by: isolation-gate, without the template's
+//       app.kubernetes.io/instance (GitOps tools would claim and prune it). It never deletes
 //       one (`isolation-gate cleanup` does, at uninstall). A template that
 //       does not parse, or names another kind or name, is an error (logged,
 //       last_error) and leaves the live configuration as it is.

@@ -117,6 +117,11 @@ class Install(tc.ClusterCase):
         self.api.clear_faults(fault)
         tc.wait_until("both configurations applied", lambda: None not in self.configurations())
         self.assertEqual(g.probe("GET", "/readyz").status, 200)
+        for c in self.configurations():
+            labels = c["metadata"]["labels"]
+            self.assertEqual(labels["app.kubernetes.io/managed-by"], "isolation-gate")  # not Helm's
+            self.assertNotIn("app.kubernetes.io/instance", labels)  # GitOps tools would claim and prune it
+            self.assertEqual(labels["app.kubernetes.io/name"], "isolation-gate")
 
         # The API server, verifying the gate against the published caBundle, gets the gate's answers.
         status, body = self.create_pod("unlabelled")
