@@ -514,6 +514,13 @@ class WebhookTemplate(OperatorCase):
                    lambda: (self.configurations()[1] or {}).get("webhooks", [{}])[0].get("timeoutSeconds") == 7)
         self.assertEqual({w["clientConfig"]["caBundle"] for w in self.configurations()[1]["webhooks"]},
                          {self.secret_ca_b64()})
+        # Break-glass by hand, then the documented restore: drop the fingerprint annotation.
+        live = self.configurations()[1]
+        live["webhooks"][0]["timeoutSeconds"] = 29
+        del live["metadata"]["annotations"]["isolation-gate.zeroroot.ai/template-fingerprint"]
+        self.api.update("validatingwebhookconfigurations", live)
+        wait_until("the template re-applied",
+                   lambda: (self.configurations()[1] or {}).get("webhooks", [{}])[0].get("timeoutSeconds") == 7)
 
         seen = tc.assert_granted(self, self.api.requests())
         for needed in (("", "configmaps", "watch", TEMPLATE, GATE_NS),
