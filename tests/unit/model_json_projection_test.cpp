@@ -2,7 +2,6 @@
 // exactly nlohmann's value restricted to the projection (json_projection.h).
 #include <gtest/gtest.h>
 
-#include <set>
 
 #include <filesystem>
 #include <fstream>
@@ -22,28 +21,16 @@ using ig::admission::admission_review_projection;
 using ig::model::parse_projected;
 using ig::model::project;
 
-// The reference: nlohmann's verdict (plus our depth limit) and projection.
+// The reference: model::parse_json (nlohmann's verdict, our depth limit, no
+// repeated member name: a DOM parser, not the scanner under test) and
+// project() of its value.
 std::optional<json> reference(std::string_view text, const Projection& p) {
-  DecodeLimits limits;
-  if (ig::model::json_nesting_depth(text, limits.max_depth) > limits.max_depth) return std::nullopt;
   // nlohmann takes a NUL byte for the end of the input, so it accepts
   // "{}\0garbage"; RFC 8259 does not, and neither do we.
   if (text.find('\0') != std::string_view::npos) return std::nullopt;
-  // Any object repeating a member name (nlohmann keeps the last) is refused.
-  std::vector<std::set<std::string>> open_objects;
-  bool duplicate = false;
-  const json::parser_callback_t track = [&](int, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) open_objects.emplace_back();
-    if (event == json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
-    if (event == json::parse_event_t::key && !open_objects.empty() &&
-        !open_objects.back().insert(parsed.get<std::string>()).second) {
-      duplicate = true;
-    }
-    return true;
-  };
-  json full = json::parse(text, track, false);
-  if (full.is_discarded() || duplicate) return std::nullopt;
-  return project(full, p);
+  auto full = ig::model::parse_json(text, "reference");
+  if (!full) return std::nullopt;
+  return project(*full, p);
 }
 
 void expect_same_as_nlohmann(std::string_view text, const Projection& p = admission_review_projection()) {
