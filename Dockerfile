@@ -19,13 +19,15 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config \
       libcpprest-dev nlohmann-json3-dev libssl-dev libyaml-cpp-dev \
-      libboost-dev libboost-system-dev \
+      libboost-dev libboost-system-dev libcli11-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
 # Only what the binary is built from (tests, charts and docs stay out, so
-# editing them does not rebuild the image).
+# editing them does not rebuild the image; scripts/revision.cmake writes the
+# build's revision).
 COPY CMakeLists.txt ./
+COPY scripts/revision.cmake ./scripts/revision.cmake
 COPY src ./src
 
 ARG BUILD_JOBS=2
@@ -33,8 +35,11 @@ ARG BUILD_JOBS=2
 # stripped. (Release's -O3 trips GCC 12's false-positive -Werror=restrict in
 # libstdc++'s string code.)
 ARG BUILD_TYPE=RelWithDebInfo
+# There is no .git in the context: the revision `isolation-gate version` prints
+# comes from scripts/build-image.sh.
+ARG REVISION=unknown
 RUN cmake -S . -B /build -G Ninja \
-      -DCMAKE_BUILD_TYPE="${BUILD_TYPE}" \
+      -DCMAKE_BUILD_TYPE="${BUILD_TYPE}" -DIG_REVISION="${REVISION}" \
       -DIG_BUILD_TESTS=OFF -DIG_BUILD_BENCH=OFF -DIG_SANITIZE=OFF \
       -DCMAKE_INSTALL_PREFIX=/usr/local \
  && cmake --build /build -j "${BUILD_JOBS}" --target isolation-gate \

@@ -1176,6 +1176,41 @@ class BinaryAcceptsHookArgsTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
 
 
+class DockerfileTest(unittest.TestCase):
+    """The image build has what the CMake build needs (scripts/build-image.sh
+    takes ~10 minutes, so it is not in the test command; this keeps the
+    Dockerfile from drifting behind CMakeLists.txt in the meantime)."""
+
+    # find_package() name -> the Debian -dev package that provides it
+    PACKAGES = {"OpenSSL": "libssl-dev", "nlohmann_json": "nlohmann-json3-dev", "yaml-cpp": "libyaml-cpp-dev",
+                "Boost": "libboost-dev", "CLI11": "libcli11-dev", "cpprestsdk": "libcpprest-dev"}
+
+    def setUp(self):
+        with open(os.path.join(ROOT, "Dockerfile")) as f:
+            self.dockerfile = f.read()
+        with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+            self.cmake = f.read()
+
+    def test_every_required_package_of_the_binary_is_installed_in_the_build_stage(self):
+        import re
+        # The packages outside `if(IG_BUILD_TESTS)`/`if(IG_BUILD_BENCH)` blocks are the binary's.
+        top = re.sub(r"(?ms)^if\(IG_BUILD_(TESTS|BENCH)\).*?^endif\(\)", "", self.cmake)
+        needed = set(re.findall(r"find_package\((\w[\w-]*)", top)) - {"Threads"}
+        self.assertTrue(needed, "no find_package in CMakeLists.txt?")
+        for name in sorted(needed):
+            with self.subTest(name):
+                self.assertIn(name, self.PACKAGES, "map %s to its Debian package here" % name)
+                self.assertIn(self.PACKAGES[name], self.dockerfile)
+
+    def test_every_file_the_build_reads_outside_src_is_copied(self):
+        import re
+        for path in sorted(set(re.findall(r"\$\{CMAKE_SOURCE_DIR\}/(scripts/[\w./-]+)", self.cmake))):
+            with self.subTest(path):
+                self.assertIn("COPY %s " % path, self.dockerfile)
+        self.assertIn("COPY src ./src", self.dockerfile)
+        self.assertIn('-DIG_REVISION="${REVISION}"', self.dockerfile)  # no .git in the context
+
+
 @unittest.skipIf(IG_BINARY is None, NO_BINARY)
 class BinaryVersionTest(unittest.TestCase):
     def test_version_is_chart_app_version(self):
