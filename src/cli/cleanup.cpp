@@ -18,17 +18,15 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "config/defaults.h"
+#include "controller/certificates.h"
 #include "kube/api.h"
 
 namespace ig::cli {
 namespace {
 
-constexpr kube::Resource kConfigMaps{"", "v1", "configmaps", "ConfigMap", true};
-constexpr kube::Resource kWebhookKinds[] = {
-    {"admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", false},
-    {"admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration",
-     false},
-};
+using controller::kConfigMaps;
+constexpr kube::Resource kWebhookKinds[] = {controller::kMutatingWebhookConfigurations,
+                                            controller::kValidatingWebhookConfigurations};
 
 struct CleanupOptions {
   std::string kubeconfig, context, ns;

@@ -21,6 +21,8 @@
 #include "cli/api_access.h"
 #include "cli/command_line.h"
 #include "cli/commands.h"
+#include "controller/cluster.h"
+#include "controller/drift.h"
 #include "kube/api.h"
 
 namespace ig::cli {
@@ -28,9 +30,9 @@ namespace {
 
 using json = nlohmann::json;
 
+using controller::kComponents;
+using controller::kPods;
 constexpr kube::Resource kNamespaces{"", "v1", "namespaces", "Namespace", false};
-constexpr kube::Resource kPods{"", "v1", "pods", "Pod", true};
-constexpr kube::Resource kComponents{"gibson.zeroroot.ai", "v1alpha1", "components", "Component", true};
 constexpr std::string_view kComponentLabel = "gibson.zeroroot.ai/component";
 constexpr std::string_view kDecisionAnnotation = "gibson.zeroroot.ai/isolation";
 

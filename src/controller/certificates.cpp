@@ -18,7 +18,6 @@ constexpr std::string_view kTlsCrt = "tls.crt";
 constexpr std::string_view kTlsKey = "tls.key";
 constexpr std::string_view kCaCrt = "ca.crt";
 constexpr std::string_view kCaKey = "ca.key";
-constexpr kube::Resource kConfigMaps{"", "v1", "configmaps", "ConfigMap", true};
 constexpr std::string_view kFingerprintAnnotation = "isolation-gate.zeroroot.ai/template-fingerprint";
 
 // FNV-1a (64 bits) in hex: a change detector for the template, not a MAC.

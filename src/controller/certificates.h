@@ -89,6 +89,7 @@
 namespace ig::controller {
 
 inline constexpr kube::Resource kSecrets{"", "v1", "secrets", "Secret", true};
+inline constexpr kube::Resource kConfigMaps{"", "v1", "configmaps", "ConfigMap", true};
 inline constexpr kube::Resource kMutatingWebhookConfigurations{
     "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
     "MutatingWebhookConfiguration", false};

@@ -1,7 +1,5 @@
 #include "model/document.h"
 
-#include "base/quote.h"
-
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
@@ -13,6 +11,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include "base/quote.h"
 
 namespace ig::model {
 namespace {

@@ -12,9 +12,9 @@
 #include <unordered_map>
 #include <utility>
 
-#include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
