@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model/component.h"
 #include "policy/gate.h"
@@ -25,6 +26,9 @@ struct GateSettings {
   std::string shape_raw;       // the env value as given ("" when unset)
   std::string runtime_class;   // the setec sandbox RuntimeClass (config::kDefaultRuntimeClass)
   std::string own_namespace;   // never enforced (config::kDefaultNamespace)
+  // Groups whose members may switch enforcement off in a namespace (remove or
+  // change its gibson.zeroroot.ai/isolation=enforced label): --enforcement-admins.
+  std::vector<std::string> enforcement_admins;
 };
 
 // Namespaces isolation-gate never enforces (docs/architecture.md, "Names").

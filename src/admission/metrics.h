@@ -52,7 +52,7 @@ class AdmissionMetrics {
   std::string render() const;  // write() into a new string
 
  private:
-  static constexpr std::size_t kEndpoints = 4;
+  static constexpr std::size_t kEndpoints = 5;
   // Up to 30 s (the API server's largest timeoutSeconds), so a p99 near
   // the webhook's timeout is measurable (the WebhookSlow alert).
   static constexpr std::array<double, 16> kBuckets = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,

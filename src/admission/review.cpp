@@ -1,5 +1,6 @@
 #include "admission/review.h"
 
+#include "admission/namespace_guard.h"
 #include "base/quote.h"
 #include "model/component.h"
 #include "model/document.h"
@@ -54,8 +55,13 @@ const Projection& admission_review_projection() {
                       {"name", Projection::whole()},
                       {"operation", Projection::whole()},
                       {"dryRun", Projection::whole()},
-                      {"object", Projection::merge(model::pod_object_projection(),
-                                                   model::component_projection())},
+                      {"userInfo", Projection::object({{"username", Projection::whole()},
+                                                       {"groups", Projection::whole()}})},
+                      {"object", Projection::merge(Projection::merge(model::pod_object_projection(),
+                                                                     model::component_projection()),
+                                                   namespace_object_projection())},
+                      {"oldObject", Projection::merge(model::pod_object_projection(),
+                                                      namespace_object_projection())},
                   })},
   });
   return projection;
@@ -146,7 +152,24 @@ DecodedReview decode_review(std::string_view body) {
     return out;
   }
   r.operation = *op;
+  if (auto u = req.find("userInfo"); u != req.end() && !u->is_null()) {
+    if (!u->is_object()) {
+      out.error = "request.userInfo: expected a map, got " + std::string(model::json_type_phrase(*u));
+      return out;
+    }
+    if (!optional_string(*u, "username", "request.userInfo.username", r.username, out.error)) return out;
+    if (auto g = u->find("groups"); g != u->end() && !g->is_null()) {
+      bool strings = g->is_array();
+      for (const json& name : *g) strings = strings && name.is_string();
+      if (!strings) {
+        out.error = "request.userInfo.groups: expected a list of strings";
+        return out;
+      }
+      for (const json& name : *g) r.groups.push_back(name.get<std::string>());
+    }
+  }
   if (auto o = req.find("object"); o != req.end()) r.object = std::move(*o);
+  if (auto o = req.find("oldObject"); o != req.end()) r.old_object = std::move(*o);
   out.kind = DecodedReview::Kind::Ok;
   return out;
 }

@@ -10,7 +10,8 @@
 //    request cannot be decided is Kind::Undecidable, answered allowed: false:
 //    no request.kind, or a request.operation that is not exactly one of the
 //    API's four values (CREATE, UPDATE, DELETE, CONNECT: case-sensitive, no
-//    padding), or a field the rules read that has the wrong JSON type.
+//    padding), or a field the rules read that has the wrong JSON type
+//    (request.userInfo.groups included: a list of strings).
 //  - encode_response() is the one place that fills the response: it echoes
 //    the uid and the review's apiVersion/kind; a denial carries status
 //    {code, reason, message}; the patch, when present, is sent as patchType
@@ -21,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -61,6 +63,13 @@ struct AdmissionRequest {
   // request.object as the rules read it: projected to the fields they use
   // (model/json_projection.h); null when absent.
   nlohmann::json object;
+  // request.oldObject, projected the same way; null when absent (CREATE,
+  // CONNECT).
+  nlohmann::json old_object;
+  // request.userInfo: who asked. The API server always sends it; absent
+  // fields read as empty.
+  std::string username;
+  std::vector<std::string> groups;
 };
 
 struct DecodedReview {

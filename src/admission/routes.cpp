@@ -1,5 +1,7 @@
 #include "admission/routes.h"
 
+#include "admission/namespace_guard.h"
+
 #include <array>
 
 namespace ig::admission {
@@ -15,6 +17,8 @@ const std::array<Route, kEndpointCount>& table() noexcept {
        validate_workloads_handler()},
       {Endpoint::ValidateComponents, "/validate/components", {Create, Update}, "validated",
        validate_components_handler()},
+      {Endpoint::ValidateNamespaces, "/validate/namespaces", {Update}, "guarded",
+       validate_namespaces_handler()},
   }};
   return routes;
 }

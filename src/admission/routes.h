@@ -14,8 +14,14 @@
 
 namespace ig::admission {
 
-enum class Endpoint : std::uint8_t { MutatePods, ValidatePods, ValidateWorkloads, ValidateComponents };
-inline constexpr std::size_t kEndpointCount = 4;
+enum class Endpoint : std::uint8_t {
+  MutatePods,
+  ValidatePods,
+  ValidateWorkloads,
+  ValidateComponents,
+  ValidateNamespaces,
+};
+inline constexpr std::size_t kEndpointCount = 5;
 
 struct Route {
   Endpoint endpoint;

@@ -79,6 +79,16 @@ WebhookResponse Webhook::serve_review(const Route& route, WebhookRequest& reques
       // The observer's failure never changes the answer.
     }
   }
+  if (options_.on_enforcement_change && route.endpoint == Endpoint::ValidateNamespaces &&
+      decoded.kind == DecodedReview::Kind::Ok && !r.dry_run) {
+    try {
+      if (auto change = enforcement_change(r, answer)) {
+        options_.on_enforcement_change(EnforcementNotice{*change, answer.reason, answer.message});
+      }
+    } catch (...) {
+      // As above: never changes the answer.
+    }
+  }
   return {200, "application/json", std::move(body)};
 }
 

@@ -5,7 +5,7 @@
 // the handler's Answer; the rules live in the handlers.
 //
 // Routes: POST /mutate/pods, /validate/pods, /validate/workloads,
-// /validate/components (AdmissionReview JSON); GET /healthz, /readyz,
+// /validate/components, /validate/namespaces (AdmissionReview JSON); GET /healthz, /readyz,
 // /metrics. A query string (the API server sends ?timeout=10s) is ignored.
 //
 // Contract (fail-closed): every AdmissionReview with a uid is answered 200
@@ -25,6 +25,7 @@
 
 #include "admission/context.h"
 #include "admission/metrics.h"
+#include "admission/namespace_guard.h"
 #include "admission/review.h"
 #include "admission/routes.h"
 #include "base/prometheus.h"
@@ -56,6 +57,15 @@ struct DenialNotice {
   std::string_view message;    // the denial's status.message
 };
 
+// An enforcement change on /validate/namespaces (admission/namespace_guard.h),
+// allowed or refused, for the observer that logs it and records an Event.
+// Not for dry runs.
+struct EnforcementNotice {
+  const EnforcementChange& change;
+  Reason reason;             // EnforcementAdded, EnforcementRemovedByAdmin or EnforcementChangeRefused
+  std::string_view message;  // the answer's message
+};
+
 struct WebhookOptions {
   // Readiness beyond "the handler exists" (caches synced, certificate
   // loaded); empty: always ready.
@@ -67,6 +77,8 @@ struct WebhookOptions {
   // answer is sent: it must not block (queue and return). Exceptions are
   // swallowed; the answer is never changed by it. Empty: none.
   std::function<void(const DenialNotice&)> on_denial;
+  // Called like on_denial for every enforcement change; empty: none.
+  std::function<void(const EnforcementNotice&)> on_enforcement_change;
 };
 
 class Webhook {

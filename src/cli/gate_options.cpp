@@ -23,7 +23,7 @@ void add_gate_options(CLI::App& app, GateOptions& options) {
 
 admission::GateSettings gate_settings(const GateOptions& options, const config::ShapeFromEnv& shape) {
   return admission::GateSettings{shape.setting, shape.raw, options.runtime_class,
-                                 options.own_namespace};
+                                 options.own_namespace, options.enforcement_admins};
 }
 
 admission::FixedSandbox fixed_sandbox(const GateOptions& options) {

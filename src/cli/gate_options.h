@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -26,6 +27,8 @@ struct GateOptions {
   policy::SandboxAvailability sandbox = policy::SandboxAvailability::Unavailable;
   std::string runtime_class = std::string(config::kDefaultRuntimeClass);
   std::string own_namespace = std::string(config::kDefaultNamespace);
+  // serve's --enforcement-admins (declared there: evaluate has no requester).
+  std::vector<std::string> enforcement_admins = {std::string(config::kDefaultEnforcementAdmin)};
 };
 
 // Declares --sandbox, --runtime-class and --namespace on `app`, parsed into `options`

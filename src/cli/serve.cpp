@@ -146,6 +146,12 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
                       "at SIGTERM: /readyz fails at once, the listeners keep serving\n"
                       "this long (endpoints are removed meanwhile), then requests in\n"
                       "flight drain (10s at most); 0s..60s");
+  app->add_option("--enforcement-admins", o.gate.enforcement_admins,
+                  "groups whose members may remove or change a namespace's\n"
+                  "gibson.zeroroot.ai/isolation=enforced label (comma-separated;\n"
+                  "the /validate/namespaces webhook refuses everyone else)")
+      ->delimiter(',')
+      ->type_name("GROUP,...");
   add_enum_option(*app, "--log-level", o.log_level,
                   EnumWords<config::LogLevel>{{"debug", config::LogLevel::Debug},
                                               {"info", config::LogLevel::Info},
@@ -285,6 +291,8 @@ struct ModeFacts {
   std::function<bool()> ready;                                // empty: ready once serving
   std::function<void(prometheus::TextWriter&)> extra_metrics;  // empty: none
   std::function<void(const admission::DenialNotice&)> on_denial;  // empty: none (Events)
+  // After the log line serve_webhook writes for every enforcement change; empty: none (Events).
+  std::function<void(const admission::EnforcementNotice&)> on_enforcement_change;
   std::function<void()> on_stopping;  // at SIGTERM/SIGINT, before the listeners drain
   std::function<void()> on_serving;   // once both listeners accept
 };
@@ -322,6 +330,26 @@ sigset_t block_stop_signals() {
   sigaddset(&signals, SIGHUP);  // logged and ignored: it must not kill the webhook silently
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   return signals;
+}
+
+// One line per enforcement change: a warning when enforcement goes off (or
+// was refused), info when it comes on. Never blocks for long (stderr).
+void log_enforcement_change(const admission::EnforcementNotice& n) {
+  const admission::EnforcementChange& c = n.change;
+  const std::string reason(admission::to_string(n.reason));
+  if (n.reason == admission::Reason::EnforcementAdded) {
+    config::log_info("namespace enforcement switched on",
+                     {{"namespace", c.namespace_}, {"user", c.username}, {"reason", reason}});
+    return;
+  }
+  config::log_warn(n.reason == admission::Reason::EnforcementRemovedByAdmin ? "namespace enforcement switched off"
+                                                                            : "namespace enforcement change refused",
+                   {{"namespace", c.namespace_},
+                    {"user", c.username},
+                    {"admin_group", c.admin_group},
+                    {"before", c.before},
+                    {"after", c.removed_label ? std::string("(removed)") : c.after},
+                    {"reason", reason}});
 }
 
 int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& context, const ModeFacts& facts,
@@ -364,6 +392,10 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
     if (facts.extra_metrics) facts.extra_metrics(out);
   };
   options.on_denial = facts.on_denial;
+  options.on_enforcement_change = [&facts](const admission::EnforcementNotice& n) {
+    log_enforcement_change(n);
+    if (facts.on_enforcement_change) facts.on_enforcement_change(n);
+  };
   admission::Webhook webhook(context, std::move(options));
 
   // The webhook routes only over TLS; probes and metrics over both.
@@ -462,7 +494,7 @@ int serve_local(const ServeOptions& o, Clock::time_point started) {
   auto tls_or_exit = serving_tls(o);
   if (auto* exit_code = std::get_if<int>(&tls_or_exit)) return *exit_code;
   auto& serving = *std::get<std::unique_ptr<tls::ReloadingTlsContext>>(tls_or_exit);
-  return serve_webhook(o, context, ModeFacts{"local", [&catalog] { return catalog->size(); }, {}, {}, {}, {}, {}},
+  return serve_webhook(o, context, ModeFacts{"local", [&catalog] { return catalog->size(); }, {}, {}, {}, {}, {}, {}},
                        serving, started);
 }
 
@@ -635,6 +667,7 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
     if (certs) certs->write_metrics(out);
   };
   facts.on_denial = [&op](const admission::DenialNotice& d) { op.record_denial(d); };
+  facts.on_enforcement_change = [&op](const admission::EnforcementNotice& n) { op.record_enforcement_change(n); };
   // SIGTERM: stop leading and release the Lease first, so a successor takes
   // over within a retry period while this replica drains.
   facts.on_stopping = [&elector] { (*elector)->stop(); };

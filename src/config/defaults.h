@@ -18,6 +18,9 @@ namespace ig::config {
 inline constexpr std::string_view kDefaultRuntimeClass = "kata-fc";
 // The namespace isolation-gate runs in; it is never enforced.
 inline constexpr std::string_view kDefaultNamespace = "isolation-gate-system";
+// The group whose members may switch enforcement off in a namespace
+// (--enforcement-admins): Kubernetes' own superuser group.
+inline constexpr std::string_view kDefaultEnforcementAdmin = "system:masters";
 // The webhook's Service name.
 inline constexpr std::string_view kDefaultServiceName = "isolation-gate";
 

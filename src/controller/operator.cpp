@@ -89,6 +89,22 @@ void Operator::record_denial(const admission::DenialNotice& d) noexcept {
   }
 }
 
+void Operator::record_enforcement_change(const admission::EnforcementNotice& n) noexcept {
+  if (!events_) return;
+  try {
+    const admission::EnforcementChange& c = n.change;
+    kube::EventSpec spec;
+    spec.regarding = {"Namespace", "v1", "", c.namespace_, ""};
+    spec.type = n.reason == admission::Reason::EnforcementAdded ? "Normal" : "Warning";
+    spec.reason = std::string(admission::to_string(n.reason));
+    spec.action = "Enforce";
+    spec.note = std::string(n.message) + (c.username.empty() ? "" : " (requested by " + quote(c.username) + ")");
+    events_->record(std::move(spec));
+  } catch (...) {
+    // Never let an Event disturb an answer.
+  }
+}
+
 void Operator::write_metrics(prometheus::TextWriter& out) const {
   using prometheus::Type;
   out.family("isolation_gate_leader", Type::Gauge, "1 while this replica leads (runs the writing loops).");

@@ -148,6 +148,7 @@ class WebhookTest : public ::testing::Test {
                                 [](prometheus::TextWriter& out) {
                                   out.sample("isolation_gate_extra_total", {}, std::uint64_t{7});
                                 },
+                                {},
                                 {}}) {}
 
   static StaticCatalog load_catalog() {
@@ -941,6 +942,14 @@ json review_for(const std::string& path, const std::string& operation) {
   if (path == "/validate/components") {
     return review_json("u-op", kComponentKind, operation,
                        load_example("components/docs-indexer.yaml"));
+  }
+  if (path == "/validate/namespaces") {
+    const json ns = {{"apiVersion", "v1"},
+                     {"kind", "Namespace"},
+                     {"metadata", {{"name", kNs}, {"labels", {{"gibson.zeroroot.ai/isolation", "enforced"}}}}}};
+    json r = review_json("u-op", {"", "v1", "Namespace"}, operation, ns);
+    r["request"]["oldObject"] = ns;
+    return r;
   }
   json pod = load_example("pods/docs-indexer-pod.yaml");
   // /validate/pods sees the pod after /mutate/pods put it on the sandbox.
