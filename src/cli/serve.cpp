@@ -90,6 +90,7 @@ struct ServeOptions {
   unsigned threads = 0;  // 0: one per core
   bool check_config = false;  // --check-config: validate, print, exit
   std::chrono::milliseconds drain_delay{5'000};
+  std::string enforcement_admins_text;  // --enforcement-admins, split into gate.enforcement_admins
   config::LogLevel log_level = config::LogLevel::Info;
 
   // Cluster mode.
@@ -146,11 +147,10 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
                       "at SIGTERM: /readyz fails at once, the listeners keep serving\n"
                       "this long (endpoints are removed meanwhile), then requests in\n"
                       "flight drain (10s at most); 0s..60s");
-  app->add_option("--enforcement-admins", o.gate.enforcement_admins,
+  app->add_option("--enforcement-admins", o.enforcement_admins_text,
                   "groups whose members may remove or change a namespace's\n"
                   "gibson.zeroroot.ai/isolation=enforced label (comma-separated;\n"
                   "the /validate/namespaces webhook refuses everyone else)")
-      ->delimiter(',')
       ->type_name("GROUP,...");
   add_enum_option(*app, "--log-level", o.log_level,
                   EnumWords<config::LogLevel>{{"debug", config::LogLevel::Debug},
@@ -216,6 +216,17 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
   app->footer("The deployment shape comes from GIBSON_UNTRUSTED_EXEC (default setec-only).");
   if (auto exit_code = parse(*app, args)) return exit_code;
   o.namespace_given = app->get_option("--namespace")->count() > 0;
+  if (app->get_option("--enforcement-admins")->count() > 0) {
+    // Split by hand: an empty value names nobody (not the default, not the group "").
+    o.gate.enforcement_admins.clear();
+    std::string_view rest = o.enforcement_admins_text;
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      const std::string_view group = rest.substr(0, comma);
+      if (!group.empty()) o.gate.enforcement_admins.emplace_back(group);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+  }
 
   if (o.local && o.components_dir.empty()) return usage_error("--local needs --components DIR");
   if (!o.local) {
@@ -688,7 +699,13 @@ int check_config(const ServeOptions& o) {
             << "  mode: " << (o.local ? "local" : "cluster") << "\n"
             << "  " << config::describe_shape(shape) << "\n"
             << "  listen: " << o.listen_text << ", metrics: " << o.metrics_listen_text << "\n"
-            << "  drain delay: " << o.drain_delay.count() << "ms\n";
+            << "  drain delay: " << o.drain_delay.count() << "ms\n"
+            << "  enforcement admins: "
+            << (o.gate.enforcement_admins.empty() ? std::string("(none)") : [&o] {
+                 std::string groups;
+                 for (const auto& g : o.gate.enforcement_admins) groups += (groups.empty() ? "" : ",") + g;
+                 return groups;
+               }()) << "\n";
   if (!o.local) {
     std::cout << "  cert mode: " << (o.cert_mode == ServeOptions::CertMode::SelfManaged ? "self-managed" : "files")
               << "\n"

@@ -46,7 +46,10 @@ def chart_serve_args(docs):
     return [a for a in args[1:] if not a.startswith(("--listen=", "--metrics-listen=", "--drain-delay="))]
 
 
-class Install(tc.ClusterCase):
+class InstallCase(tc.ClusterCase):
+    """The chart's objects in a fresh test API server, team-a enforced; the
+    gate is started from the chart's args by start_gate_from_chart()."""
+
     start_gate = False
 
     def setUp(self):
@@ -103,6 +106,9 @@ class Install(tc.ClusterCase):
     def selftest(self):
         return h.run_binary(["selftest", "--kubeconfig", self.kubeconfig, "--namespace", GATE_NS], timeout=120)
 
+
+
+class Install(InstallCase):
     def test_no_webhook_until_a_replica_answers_then_enforced_selftest_and_cleanup(self):
         # Until the gate's caches sync it cannot answer: nothing is applied.
         fault = self.api.inject_fault(500, method="GET", path=r"/nodes$", count=None)

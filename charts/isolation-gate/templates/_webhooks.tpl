@@ -94,4 +94,21 @@ webhooks:
         resources: ["components"]
         scope: Namespaced
     {{- include "isolation-gate.webhookCommon" . | nindent 4 }}
+  # Refuses to switch enforcement off (remove or change the label) unless the
+  # requester is in webhook.enforcementAdmins. Only namespaces that carry the
+  # label are sent (objectSelector: old or new object), so the rest of the
+  # cluster never depends on the gate.
+  - name: namespaces.validate.gibson.zeroroot.ai
+    {{- include "isolation-gate.clientConfig" (list . "/validate/namespaces") | nindent 4 }}
+    rules:
+      - apiGroups: [""]
+        apiVersions: ["v1"]
+        operations: ["UPDATE"]
+        resources: ["namespaces", "namespaces/status", "namespaces/finalize"]
+        scope: Cluster
+    objectSelector:
+      matchExpressions:
+        - key: gibson.zeroroot.ai/isolation
+          operator: Exists
+    {{- include "isolation-gate.webhookCommon" . | nindent 4 }}
 {{- end }}
