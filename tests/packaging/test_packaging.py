@@ -662,7 +662,8 @@ class ChartTest(unittest.TestCase):
         hooks = self.webhooks()
         self.assertEqual(sorted(hooks), sorted([
             "pods.mutate.gibson.zeroroot.ai", "pods.validate.gibson.zeroroot.ai",
-            "workloads.validate.gibson.zeroroot.ai", "components.validate.gibson.zeroroot.ai"]))
+            "workloads.validate.gibson.zeroroot.ai", "components.validate.gibson.zeroroot.ai",
+            "namespaces.validate.gibson.zeroroot.ai"]))
         self.assertEqual(hooks["pods.mutate.gibson.zeroroot.ai"][0], "MutatingWebhookConfiguration")
         expected = {
             "pods.mutate.gibson.zeroroot.ai": ("/mutate/pods", [
@@ -681,6 +682,10 @@ class ChartTest(unittest.TestCase):
                 {"apiGroups": ["gibson.zeroroot.ai"], "apiVersions": ["v1alpha1"],
                  "operations": ["CREATE", "UPDATE"], "resources": ["components"],
                  "scope": "Namespaced"}]),
+            "namespaces.validate.gibson.zeroroot.ai": ("/validate/namespaces", [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"],
+                 "resources": ["namespaces", "namespaces/status", "namespaces/finalize"],
+                 "scope": "Cluster"}]),
         }
         for name, (path, rules) in expected.items():
             _, w = hooks[name]
@@ -709,6 +714,12 @@ class ChartTest(unittest.TestCase):
             names = exprs["kubernetes.io/metadata.name"]
             self.assertEqual(names["operator"], "NotIn")
             self.assertEqual(names["values"], ENFORCED_EXCLUDED + [NAMESPACE])
+        # The enforcement guard sees only namespaces that carry the label
+        # (objectSelector), never through a namespaceSelector.
+        guard = hooks["namespaces.validate.gibson.zeroroot.ai"][1]
+        self.assertNotIn("namespaceSelector", guard)
+        self.assertEqual(guard["objectSelector"], {"matchExpressions": [
+            {"key": "gibson.zeroroot.ai/isolation", "operator": "Exists"}]})
         # Components are validated in every namespace.
         self.assertNotIn("namespaceSelector", hooks["components.validate.gibson.zeroroot.ai"][1])
         # The release namespace follows --namespace.
@@ -739,7 +750,8 @@ class ChartTest(unittest.TestCase):
             "--webhook-template-configmap=isolation-gate-webhooks",
             "--lease-name=isolation-gate-leader", "--lease-duration=15s", "--renew-deadline=10s",
             "--retry-period=2s", "--runtime-class=kata-fc", "--listen=[::]:8443",
-            "--metrics-listen=[::]:8080", "--drain-delay=5s", "--log-level=info"])
+            "--metrics-listen=[::]:8080", "--drain-delay=5s", "--log-level=info",
+            "--enforcement-admins", "system:masters"])
         self.assertEqual(pod["terminationGracePeriodSeconds"], 30)
         env = {e["name"]: e for e in c["env"]}
         self.assertEqual(env["GIBSON_UNTRUSTED_EXEC"]["value"], "setec-only")
@@ -1662,3 +1674,27 @@ class ManifestsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+
+@unittest.skipIf(yaml is None, "python3-yaml not installed")
+@unittest.skipIf(HELM is None, NO_HELM)
+@unittest.skipIf(IG_BINARY is None, NO_BINARY)
+class EnforcementAdminsValue(unittest.TestCase):
+    """webhook.enforcementAdmins reaches --enforcement-admins as one value,
+    the empty list included (nobody), and the binary reads it so."""
+
+    def test_a_list_and_the_empty_list(self):
+        for values, flag, shown in ((["--set", "webhook.enforcementAdmins={platform-admins,sre}"],
+                                     "platform-admins,sre", "platform-admins,sre"),
+                                    (["--set-json", "webhook.enforcementAdmins=[]"], "", "(none)")):
+            with self.subTest(flag=flag):
+                args, env = rendered_command(render(*values))
+                i = args.index("--enforcement-admins")
+                self.assertEqual(args[i + 1], flag)
+                proc = check_config(args, env)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertIn("enforcement admins: " + shown, proc.stdout)
+        bad = helm_template("--set-json", 'webhook.enforcementAdmins=["a b"]', check=False)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("enforcementAdmins", bad.stderr)
