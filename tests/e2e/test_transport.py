@@ -197,6 +197,7 @@ class Protocols(h.ServerTestCase):
                 rc, out = s_client(self.server.port, flag, "-cipher", "DEFAULT:@SECLEVEL=0")
                 self.assertNotEqual(rc, 0, out)
                 self.assertIsNone(negotiated(out), out)
+                self.assertIn("alert protocol version", out)  # the server's refusal, not the client's
 
     def test_tls_1_2_and_1_3_are_accepted_with_forward_secret_aead_suites(self):
         rc, out = s_client(self.server.port, "-tls1_2")
