@@ -80,6 +80,7 @@ def attack(port, count, sources):
         return True
 
     pending = list(range(count))
+    first_pass = count  # slots not yet tried once
     announced = False
     while True:
         # Reopen what was closed, in bounded batches (the kernel's accept
@@ -88,8 +89,9 @@ def attack(port, count, sources):
         for slot in batch:
             if not open_one(slot):
                 pending.append(slot)
-        if not announced and not pending:
-            print(json.dumps({"holding": count}), flush=True)
+        first_pass -= min(first_pass, len(batch))
+        if not announced and first_pass == 0:
+            print(json.dumps({"holding": count}), flush=True)  # every slot tried once
             announced = True
         for key, _ in sel.select(timeout=0.05):
             s = key.fileobj
@@ -179,7 +181,9 @@ def main():
             attacker = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--attack", str(g.port),
                                          str(args.connections), str(sources)], stdout=subprocess.PIPE)
             try:
+                t0 = time.monotonic()
                 line = attacker.stdout.readline()  # {"holding": N} once every connection was opened once
+                print("%s: attacker up after %.1fs" % (name, time.monotonic() - t0), file=sys.stderr)
                 if not line:
                     raise RuntimeError("the attacker stopped")
                 time.sleep(args.settle)
