@@ -11,6 +11,7 @@
 // (docs/architecture.md, "Where cluster mode plugs in").
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <cerrno>
@@ -91,6 +92,11 @@ struct ServeOptions {
   bool check_config = false;  // --check-config: validate, print, exit
   std::chrono::milliseconds drain_delay{5'000};
   std::string enforcement_admins_text;  // --enforcement-admins, split into gate.enforcement_admins
+  // Transport (server/https_server.h, ListenerOptions).
+  std::chrono::milliseconds tls_handshake_timeout{3'000};
+  std::size_t max_connections = 4096;
+  std::size_t max_connections_per_source = 2048;
+  std::string client_ca;  // empty: no client authentication
   config::LogLevel log_level = config::LogLevel::Info;
 
   // Cluster mode.
@@ -152,6 +158,23 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
                   "gibson.zeroroot.ai/isolation=enforced label (comma-separated;\n"
                   "the /validate/namespaces webhook refuses everyone else)")
       ->type_name("GROUP,...");
+  add_duration_option(*app, "--tls-handshake-timeout", o.tls_handshake_timeout,
+                      "webhook listener: a connection must finish its TLS handshake\n"
+                      "this soon after it is accepted, or it is closed; 100ms..60s");
+  app->add_option("--max-connections", o.max_connections,
+                  "webhook listener: open connections at most; more are closed at once")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}).description(""))
+      ->type_name("N");
+  app->add_option("--max-connections-per-source", o.max_connections_per_source,
+                  "webhook listener: open connections from one source address at\n"
+                  "most (the API server is few addresses: keep it high)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}).description(""))
+      ->type_name("N");
+  app->add_option("--client-ca", o.client_ca,
+                  "require a client certificate signed by a CA in FILE (PEM) on the\n"
+                  "webhook listener (the API server's, see docs/operations.md);\n"
+                  "reloaded when it changes")
+      ->type_name("FILE");
   add_enum_option(*app, "--log-level", o.log_level,
                   EnumWords<config::LogLevel>{{"debug", config::LogLevel::Debug},
                                               {"info", config::LogLevel::Info},
@@ -250,6 +273,10 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
     return usage_error("--webhook-template-configmap is for cluster mode with --cert-mode self-managed");
   }
   if (o.drain_delay > std::chrono::seconds(60)) return usage_error("--drain-delay must be at most 60s");
+  if (o.tls_handshake_timeout < std::chrono::milliseconds(100) || o.tls_handshake_timeout > std::chrono::seconds(60))
+    return usage_error("--tls-handshake-timeout must be between 100ms and 60s");
+  if (o.max_connections_per_source > o.max_connections)
+    return usage_error("--max-connections-per-source must be at most --max-connections");
   if (o.tls_cert.empty() != o.tls_key.empty()) return usage_error("--tls-cert and --tls-key go together");
   o.listen = *parse_host_port(o.listen_text);  // checked by kHostPort
   o.metrics_listen = *parse_host_port(o.metrics_listen_text);
@@ -263,7 +290,7 @@ void log_adapter(std::string_view level, std::string_view msg) { config::log(lev
 // failure: logged, and the exit code.
 std::variant<std::unique_ptr<tls::ReloadingTlsContext>, int> serving_tls(const ServeOptions& o) {
   if (!o.tls_cert.empty()) {
-    auto loaded = tls::ReloadingTlsContext::from_files(o.tls_cert, o.tls_key, log_adapter);
+    auto loaded = tls::ReloadingTlsContext::from_files(o.tls_cert, o.tls_key, log_adapter, o.client_ca);
     if (!loaded) {
       config::log_error("cannot load the serving certificate", {{"error", loaded.error()}});
       return kExitBadInput;
@@ -284,11 +311,12 @@ std::variant<std::unique_ptr<tls::ReloadingTlsContext>, int> serving_tls(const S
       return kExitFailure;
     }
   }
-  auto loaded = tls::ReloadingTlsContext::from_pem(chain->cert_pem, chain->key_pem, log_adapter);
+  auto loaded = tls::ReloadingTlsContext::from_pem(chain->cert_pem, chain->key_pem, log_adapter, o.client_ca);
   if (!loaded) {
     config::log_error("cannot load the serving certificate", {{"error", loaded.error()}});
-    return kExitFailure;
+    return o.client_ca.empty() ? kExitFailure : kExitBadInput;
   }
+  (*loaded)->start_watching();  // the client CA file, if any
   return std::move(*loaded);
 }
 
@@ -319,6 +347,31 @@ server::Response to_server(admission::WebhookResponse&& r) {
   out.content_type = std::move(r.content_type);
   out.body = std::move(r.body);
   return out;
+}
+
+// Descriptors beyond the webhook's connections: the probe listener's, the API
+// clients', files, the log.
+constexpr std::size_t probe_headroom = 256;
+
+// Every accepted connection is a descriptor: at the soft RLIMIT_NOFILE accept()
+// fails (EMFILE) and nobody is served, so raise the soft limit to the hard one
+// (as the Go runtime does) and say so when even that is below what the
+// connection caps allow.
+void raise_open_files_limit(std::size_t wanted) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  const rlim_t before = lim.rlim_cur;
+  if (lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) lim.rlim_cur = before;
+  }
+  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < wanted) {
+    config::log_warn("the open files limit is below what --max-connections allows; beyond it accept() fails",
+                     {{"limit", std::to_string(lim.rlim_cur)}, {"wanted", std::to_string(wanted)}});
+  } else if (before != lim.rlim_cur) {
+    config::log_debug("raised the open files limit",
+                      {{"from", std::to_string(before)}, {"to", std::to_string(lim.rlim_cur)}});
+  }
 }
 
 std::string endpoint_text(const boost::asio::ip::tcp::endpoint& e) {
@@ -421,6 +474,10 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
   webhook_listener.host = o.listen.host;
   webhook_listener.port = o.listen.port;
   webhook_listener.tls = true;
+  webhook_listener.handshake_timeout = o.tls_handshake_timeout;
+  webhook_listener.max_connections = o.max_connections;
+  webhook_listener.max_connections_per_source = o.max_connections_per_source;
+  raise_open_files_limit(o.max_connections + probe_headroom);
   auto webhook_endpoint = https.add_listener(webhook_listener);
   if (!webhook_endpoint) {
     config::log_error("cannot listen", {{"address", o.listen_text}, {"error", webhook_endpoint.error()}});
@@ -461,6 +518,12 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
   }
   config::log_info("stopping", {{"signal", signal_number == SIGTERM ? "SIGTERM" : "SIGINT"},
                                 {"drain_delay_ms", std::to_string(o.drain_delay.count())}});
+  // From now on every webhook response carries Connection: close: clients
+  // reconnect, and reach a replica that is still in the endpoints. Idle
+  // keep-alive connections stay open until the delay is over (a request may
+  // be on its way on them). Before readiness fails, so that whoever sees
+  // /readyz fail gets Connection: close from then on.
+  https.begin_drain();
   ready.store(false, std::memory_order_release);
   if (facts.on_stopping) facts.on_stopping();
   // Keep answering while the endpoints controller and the API server notice
@@ -477,6 +540,8 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
     if (got == SIGHUP) continue;
     break;  // the delay is over, or SIGTERM/SIGINT again
   }
+  config::log_info("draining: closing idle connections, finishing requests in flight",
+                   {{"grace_ms", "10000"}});
   https.stop(std::chrono::seconds(10));
   probes.stop(std::chrono::seconds(1));
   https.wait();
@@ -705,7 +770,11 @@ int check_config(const ServeOptions& o) {
                  std::string groups;
                  for (const auto& g : o.gate.enforcement_admins) groups += (groups.empty() ? "" : ",") + g;
                  return groups;
-               }()) << "\n";
+               }()) << "\n"
+            << "  tls handshake timeout: " << o.tls_handshake_timeout.count() << "ms, max connections: "
+            << o.max_connections << " (" << o.max_connections_per_source << " per source address)\n"
+            << "  client certificates: " << (o.client_ca.empty() ? "not required" : "required, CA " + o.client_ca)
+            << "\n";
   if (!o.local) {
     std::cout << "  cert mode: " << (o.cert_mode == ServeOptions::CertMode::SelfManaged ? "self-managed" : "files")
               << "\n"

@@ -44,14 +44,15 @@ constexpr std::chrono::milliseconds kDrainSilence{500};
 struct CounterRow {
   prometheus::Type type;
   std::string_view name;
-  std::string_view code;
+  std::string_view label;  // "" for none
+  std::string_view value;
   std::string_view help;
   std::uint64_t TransportStats::*field;
 };
 
 constexpr CounterRow kCounterRows[] = {
-#define IG_TRANSPORT_ROW(field, type, name, code, help) \
-  {prometheus::Type::type, name, code, help, &TransportStats::field},
+#define IG_TRANSPORT_ROW(field, type, name, label, value, help) \
+  {prometheus::Type::type, name, label, value, help, &TransportStats::field},
     IG_TRANSPORT_COUNTERS(IG_TRANSPORT_ROW)
 #undef IG_TRANSPORT_ROW
 };
@@ -136,7 +137,8 @@ struct HttpServer::State {
   LogFn log;
   tls::ReloadingTlsContext* tls = nullptr;
   std::shared_ptr<TransportCounters> counters;  // never null
-  std::atomic<bool> draining{false};
+  std::atomic<bool> closing{false};   // begin_drain(): responses carry Connection: close
+  std::atomic<bool> draining{false};  // stop(): no new connections, idle ones closed
 
   // The I/O loops that accepted connections are handed to, round-robin. Set
   // by start() before any I/O thread runs and not changed while they run;
@@ -222,6 +224,42 @@ struct HttpServer::Listener : std::enable_shared_from_this<Listener> {
   std::optional<tcp::acceptor> acceptor;
   std::optional<net::steady_timer> retry_timer;
   std::atomic<std::size_t> active{0};
+
+  // Open connections per source address (16 bytes, IPv4 as v4-mapped IPv6).
+  // Taken on the acceptor's thread, released by a connection's destructor on
+  // its own I/O thread: hence the mutex (once per connection, not per request).
+  using SourceKey = net::ip::address_v6::bytes_type;
+  struct SourceHash {
+    std::size_t operator()(const SourceKey& k) const noexcept {
+      std::size_t h = 1469598103934665603ull;
+      for (unsigned char c : k) h = (h ^ c) * 1099511628211ull;
+      return h;
+    }
+  };
+  std::mutex sources_mu;
+  std::unordered_map<SourceKey, std::size_t, SourceHash> sources;
+
+  static SourceKey source_key(const net::ip::address& a) {
+    if (a.is_v4()) return net::ip::make_address_v6(net::ip::v4_mapped, a.to_v4()).to_bytes();
+    return a.to_v6().to_bytes();
+  }
+  // False (nothing taken) when the source is at its cap.
+  bool take_source(const SourceKey& k) {
+    std::lock_guard lock(sources_mu);
+    auto& n = sources[k];
+    if (n >= options.max_connections_per_source) {
+      if (n == 0) sources.erase(k);
+      return false;
+    }
+    ++n;
+    return true;
+  }
+  void release_source(const SourceKey& k) noexcept {
+    std::lock_guard lock(sources_mu);
+    auto it = sources.find(k);
+    if (it == sources.end()) return;
+    if (--it->second == 0) sources.erase(it);
+  }
 };
 
 namespace {
@@ -234,9 +272,12 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
  public:
   using Stream = std::conditional_t<Tls, beast::ssl_stream<ConnSocket>, ConnSocket>;
 
+  // The connection holds one slot of `source` (Listener::take_source), given
+  // back by the destructor.
   Session(ConnSocket&& socket, std::shared_ptr<Listener> listener,
-          std::shared_ptr<ssl::context> ctx)
+          std::shared_ptr<ssl::context> ctx, const Listener::SourceKey& source)
       : listener_(std::move(listener)),
+        source_(source),
         state_(*listener_->state),
         opts_(listener_->options),
         ctx_(std::move(ctx)),
@@ -249,6 +290,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   ~Session() override {
     bump(state_.counters->connections_active, static_cast<std::uint64_t>(-1));
     listener_->active.fetch_sub(1, std::memory_order_relaxed);
+    listener_->release_source(source_);
     state_.remove_session(this);
   }
 
@@ -322,7 +364,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   void on_start() {
     if constexpr (Tls) {
-      set_deadline(opts_.header_timeout);
+      set_deadline(opts_.handshake_timeout);
       stream_.async_handshake(ssl::stream_base::server, bind(&Session::on_handshake));
     } else {
       read_request();
@@ -332,7 +374,10 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   void on_handshake(beast::error_code ec) {
     if (ec) {
       bump(state_.counters->tls_handshake_failures);
-      if (ec == beast::error::timeout) bump(state_.counters->timeouts);
+      if (ec == beast::error::timeout) {
+        bump(state_.counters->timeouts);
+        bump(state_.counters->tls_handshake_timeouts);
+      }
       return close_now();
     }
     read_request();
@@ -453,7 +498,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       resp = Response{500, "application/json", json_error("internal error"), {}};
     }
     write_response(std::move(resp), version,
-                   keep_alive && !state_.draining.load(std::memory_order_relaxed), false, head);
+                   keep_alive && !state_.closing.load(std::memory_order_relaxed), false, head);
   }
 
   void send_error(unsigned status, std::string message) {
@@ -562,6 +607,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   std::shared_ptr<Listener> listener_;
+  const Listener::SourceKey source_;
   State& state_;  // kept alive by listener_
   const ListenerOptions& opts_;
   std::shared_ptr<ssl::context> ctx_;  // must outlive stream_
@@ -608,21 +654,37 @@ void HttpServer::Listener::on_accept(beast::error_code ec, ConnSocket socket) {
     return do_accept();
   }
   beast::error_code ignored;
+  const auto peer = socket.remote_endpoint(ignored);
+  if (ignored) {  // already gone (reset before we looked)
+    socket.close(ignored);
+    return do_accept();
+  }
+  const SourceKey source = source_key(peer.address());
+  if (!take_source(source)) {
+    bump(state->counters->connections_rejected_per_source);
+    socket.close(ignored);
+    return do_accept();
+  }
   socket.set_option(tcp::no_delay(true), ignored);
   bump(state->counters->connections_accepted);
+  bool constructed = false;  // from then on the Session's destructor gives the slot back
   try {
     // Registered before it starts, so that stop() always sees it.
     if (options.tls) {
       auto s = std::make_shared<Session<true>>(std::move(socket), shared_from_this(),
-                                               state->tls->current());
+                                               state->tls->current(), source);
+      constructed = true;
       state->add_session(s);
       s->start();
     } else {
-      auto s = std::make_shared<Session<false>>(std::move(socket), shared_from_this(), nullptr);
+      auto s = std::make_shared<Session<false>>(std::move(socket), shared_from_this(), nullptr, source);
+      constructed = true;
       state->add_session(s);
       s->start();
     }
   } catch (const std::exception& e) {  // allocation or SSL_new failure
+    if (!constructed) release_source(source);
+    if (socket.is_open()) socket.close(ignored);
     state->emit("error", std::string("could not set up connection: ") + e.what());
   }
   do_accept();
@@ -670,8 +732,9 @@ Result<tcp::endpoint> HttpServer::add_listener(const ListenerOptions& options) {
   const std::string where = "listener " + options.host + ":" + std::to_string(options.port) + ": ";
   if (options.tls && state_->tls == nullptr)
     return fail(where + "TLS requested but the server has no TLS context");
-  if (options.body_limit == 0 || options.header_limit == 0 || options.max_connections == 0)
-    return fail(where + "limits must be positive");
+  if (options.body_limit == 0 || options.header_limit == 0 || options.max_connections == 0 ||
+      options.max_connections_per_source == 0 || options.handshake_timeout.count() <= 0)
+    return fail(where + "limits and timeouts must be positive");
   beast::error_code ec;
   tcp::endpoint endpoint;
   const std::string host = options.host.empty() ? "0.0.0.0" : options.host;
@@ -771,7 +834,10 @@ void HttpServer::stop(std::chrono::milliseconds grace) {
   if (!on_io_thread) wait();
 }
 
+void HttpServer::begin_drain() { state_->closing.store(true); }
+
 void HttpServer::stop_sequence(std::chrono::milliseconds grace) {
+  state_->closing.store(true);
   state_->draining.store(true);
   std::vector<std::shared_ptr<Listener>> listeners;
   {
@@ -816,7 +882,7 @@ void HttpServer::wait() {
 TransportStats TransportCounters::snapshot() const noexcept {
   auto get = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   TransportStats s;
-#define IG_TRANSPORT_LOAD(field, type, name, code, help) s.field = get(field);
+#define IG_TRANSPORT_LOAD(field, type, name, label, value, help) s.field = get(field);
   IG_TRANSPORT_COUNTERS(IG_TRANSPORT_LOAD)
 #undef IG_TRANSPORT_LOAD
   return s;
@@ -834,10 +900,10 @@ void write_transport_metrics(prometheus::TextWriter& out,
     }
     for (const auto& l : listeners) {
       const std::uint64_t value = l.stats.*row.field;
-      if (row.code.empty()) {
+      if (row.label.empty()) {
         out.sample(row.name, {{"listener", l.listener}}, value);
       } else {
-        out.sample(row.name, {{"listener", l.listener}, {"code", row.code}}, value);
+        out.sample(row.name, {{"listener", l.listener}, {row.label, row.value}}, value);
       }
     }
   }

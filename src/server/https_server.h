@@ -21,16 +21,29 @@
 //     header over header_limit        -> 431
 //     malformed request / chunk size  -> 400
 //     Handler throws                  -> 500 (the connection stays usable)
-//   Timeouts: TLS handshake and request header (header_timeout), request body
-//   and each response write (body_timeout), wait for the next request on a
-//   keep-alive connection (idle_timeout). A timed-out connection is closed.
+//   Timeouts: TLS handshake (handshake_timeout, from accept), request header
+//   (header_timeout), request body and each response write (body_timeout),
+//   wait for the next request on a keep-alive connection (idle_timeout). A
+//   timed-out connection is closed.
 // - Every response carries "Server: isolation-gate", the Response's
 //   Content-Type and its extra headers.
-// - Connections beyond max_connections (per listener) are accepted and closed
-//   at once, and counted in connections_rejected.
-// - stop(grace): stops accepting, closes idle keep-alive connections, lets
-//   requests in flight finish (their responses carry Connection: close) until
-//   `grace` has passed, then closes whatever is left and joins the threads.
+// - Connection caps, per listener: a connection accepted while
+//   max_connections are open on the listener, or while
+//   max_connections_per_source are open from its source address, is closed
+//   at once (before any TLS), and counted in connections_rejected (reason
+//   "total") or connections_rejected_per_source (reason "per_source").
+// - begin_drain(): from then on every response carries Connection: close and
+//   its connection is closed once the response is written. Nothing else
+//   changes: new connections are still accepted and served (their endpoint is
+//   being removed, clients may still come), and a keep-alive connection that
+//   is idle stays open, since a request may be on its way on it (closing it
+//   would race with that request). Thread-safe, idempotent, returns at once.
+// - stop(grace): begin_drain(), stops accepting, closes idle keep-alive
+//   connections (the one unavoidable race: a client that sends on an idle
+//   connection at that moment sees it closed without an answer), lets
+//   connections busy with a request (reading it, handling it, writing the
+//   answer) finish it, answered with Connection: close, until `grace` has
+//   passed, then closes whatever is left and joins the threads.
 //   Thread-safe and idempotent; called from an I/O thread (a Handler), it only
 //   initiates the stop.
 // - stats() is a consistent-enough snapshot of relaxed atomic counters
@@ -77,46 +90,59 @@ struct ListenerOptions {
   bool tls = true;
   std::size_t body_limit = 3 * 1024 * 1024;
   std::size_t header_limit = 16 * 1024;
+  // TLS only: from accept to the end of the handshake. Short, so that
+  // connections that never speak TLS cannot hold a connection slot for long.
+  std::chrono::milliseconds handshake_timeout{3000};
   std::chrono::seconds header_timeout{10};
   std::chrono::seconds body_timeout{10};
   std::chrono::seconds idle_timeout{60};
   std::size_t max_connections = 4096;
+  // Open connections from one source address (IPv4 and its v4-mapped IPv6
+  // form are one source). Below max_connections so that one address cannot
+  // take every slot, and high because the API server is few addresses.
+  std::size_t max_connections_per_source = 2048;
 };
 
 // The transport's counters, one row each:
-//   X(TransportStats field, prometheus Type, metric name, `code` label or "", help)
+//   X(TransportStats field, prometheus Type, metric name, label name or "", label value, help)
 // Rows of one metric name are adjacent (checked at compile time); a row with a
-// `code` is one series of that metric. connections_active is the only gauge.
+// label is one series of that metric. connections_active is the only gauge.
 #define IG_TRANSPORT_COUNTERS(X)                                                                  \
-  X(connections_accepted, Counter, "isolation_gate_connections_accepted_total", "",               \
+  X(connections_accepted, Counter, "isolation_gate_connections_accepted_total", "", "",           \
     "TCP connections accepted.")                                                                  \
-  X(connections_active, Gauge, "isolation_gate_connections_active", "", "Open connections.")      \
-  X(connections_rejected, Counter, "isolation_gate_connections_rejected_total", "",               \
-    "Connections closed at once (over the limit).")                                               \
-  X(tls_handshake_failures, Counter, "isolation_gate_tls_handshake_failures_total", "",           \
-    "Failed TLS handshakes.")                                                                     \
-  X(requests, Counter, "isolation_gate_http_requests_total", "",                                  \
+  X(connections_active, Gauge, "isolation_gate_connections_active", "", "", "Open connections.")  \
+  X(connections_rejected, Counter,     "isolation_gate_connections_rejected_total", "reason",   \
+    "total",                                                                                      \
+    "Connections closed at once, by reason: total (max_connections open on the listener),\n"      \
+    "per_source (max_connections_per_source open from that address).")                            \
+  X(connections_rejected_per_source, Counter, "isolation_gate_connections_rejected_total",        \
+    "reason", "per_source", "")                                                                   \
+  X(tls_handshake_failures, Counter, "isolation_gate_tls_handshake_failures_total", "", "",       \
+    "Failed TLS handshakes (timeouts included).")                                                 \
+  X(tls_handshake_timeouts, Counter, "isolation_gate_tls_handshake_timeouts_total", "", "",       \
+    "Connections closed because the TLS handshake did not finish within the handshake timeout.")  \
+  X(requests, Counter, "isolation_gate_http_requests_total", "", "",                              \
     "Complete HTTP requests handled.")                                                            \
-  X(request_errors, Counter, "isolation_gate_http_protocol_errors_total", "",                     \
+  X(request_errors, Counter, "isolation_gate_http_protocol_errors_total", "", "",                 \
     "Malformed or oversized requests answered by the transport (400, 413, 431).")                 \
-  X(handler_exceptions, Counter, "isolation_gate_http_handler_exceptions_total", "",              \
+  X(handler_exceptions, Counter, "isolation_gate_http_handler_exceptions_total", "", "",          \
     "Requests whose handler threw (answered 500).")                                               \
-  X(timeouts, Counter, "isolation_gate_http_timeouts_total", "",                                  \
-    "Connections closed on a timeout.")                                                           \
-  X(responses_1xx, Counter, "isolation_gate_http_responses_total", "1xx",                         \
+  X(timeouts, Counter, "isolation_gate_http_timeouts_total", "", "",                              \
+    "Connections closed on a timeout (handshake, header, body, write or idle).")                  \
+  X(responses_1xx, Counter, "isolation_gate_http_responses_total", "code", "1xx",                 \
     "HTTP responses written, by status class (1xx: 100 Continue).")                               \
-  X(responses_2xx, Counter, "isolation_gate_http_responses_total", "2xx", "")                     \
-  X(responses_3xx, Counter, "isolation_gate_http_responses_total", "3xx", "")                     \
-  X(responses_4xx, Counter, "isolation_gate_http_responses_total", "4xx", "")                     \
-  X(responses_5xx, Counter, "isolation_gate_http_responses_total", "5xx", "")                     \
-  X(bytes_in, Counter, "isolation_gate_http_received_bytes_total", "",                            \
+  X(responses_2xx, Counter, "isolation_gate_http_responses_total", "code", "2xx", "")             \
+  X(responses_3xx, Counter, "isolation_gate_http_responses_total", "code", "3xx", "")             \
+  X(responses_4xx, Counter, "isolation_gate_http_responses_total", "code", "4xx", "")             \
+  X(responses_5xx, Counter, "isolation_gate_http_responses_total", "code", "5xx", "")             \
+  X(bytes_in, Counter, "isolation_gate_http_received_bytes_total", "", "",                        \
     "HTTP bytes read (after TLS decryption).")                                                    \
-  X(bytes_out, Counter, "isolation_gate_http_sent_bytes_total", "",                               \
+  X(bytes_out, Counter, "isolation_gate_http_sent_bytes_total", "", "",                           \
     "HTTP bytes written (before TLS encryption).")
 
 // A snapshot of one server's counters (HttpServer::stats()).
 struct TransportStats {
-#define IG_TRANSPORT_STATS_FIELD(field, type, name, code, help) std::uint64_t field = 0;
+#define IG_TRANSPORT_STATS_FIELD(field, type, name, label, value, help) std::uint64_t field = 0;
   IG_TRANSPORT_COUNTERS(IG_TRANSPORT_STATS_FIELD)
 #undef IG_TRANSPORT_STATS_FIELD
 };
@@ -125,7 +151,7 @@ struct TransportStats {
 // its own unless given one at construction; giving it lets whoever exports
 // the counters (the webhook's /metrics) hold them before the server exists.
 struct TransportCounters {
-#define IG_TRANSPORT_ATOMIC(field, type, name, code, help) std::atomic<std::uint64_t> field{0};
+#define IG_TRANSPORT_ATOMIC(field, type, name, label, value, help) std::atomic<std::uint64_t> field{0};
   IG_TRANSPORT_COUNTERS(IG_TRANSPORT_ATOMIC)
 #undef IG_TRANSPORT_ATOMIC
 
@@ -140,7 +166,7 @@ struct LabeledTransportStats {
 };
 
 // Writes every transport counter of every listener given: each metric's
-// HELP/TYPE once, then one series per listener (and per `code` row).
+// HELP/TYPE once, then one series per listener (and per labelled row).
 void write_transport_metrics(prometheus::TextWriter& out,
                              std::initializer_list<LabeledTransportStats> listeners);
 
@@ -169,6 +195,8 @@ class HttpServer {
   void start(unsigned threads = 0);
   // start(threads), then blocks until the server has stopped.
   void run(unsigned threads = 0);
+  // Every response from now on closes its connection; see the contract.
+  void begin_drain();
   // Graceful stop; see the contract above.
   void stop(std::chrono::milliseconds grace = std::chrono::seconds(10));
   // Blocks until the I/O threads have exited.

@@ -33,10 +33,48 @@ std::string describe(const boost::system::error_code& ec) {
   return queue.empty() ? ec.message() : ec.message() + "; " + queue;
 }
 
+// Client authentication: a store of exactly the CAs in `pem`, their names
+// sent as the acceptable ones, a client certificate required.
+Result<void> require_client_certificates(SSL_CTX* raw, std::string_view pem) {
+  X509_STORE* store = X509_STORE_new();
+  STACK_OF(X509_NAME)* names = sk_X509_NAME_new_null();
+  if (store == nullptr || names == nullptr) {
+    X509_STORE_free(store);
+    sk_X509_NAME_pop_free(names, X509_NAME_free);
+    return fail("allocating the client CA store");
+  }
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  int count = 0;
+  bool ok = bio != nullptr;
+  while (ok) {
+    X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+    if (cert == nullptr) break;
+    ok = X509_STORE_add_cert(store, cert) == 1;
+    X509_NAME* name = ok ? X509_NAME_dup(X509_get_subject_name(cert)) : nullptr;
+    ok = ok && name != nullptr && sk_X509_NAME_push(names, name) > 0;
+    if (!ok) X509_NAME_free(name);
+    X509_free(cert);
+    ++count;
+  }
+  BIO_free(bio);
+  ERR_clear_error();  // the end of the PEM stream leaves "no start line"
+  if (!ok || count == 0) {
+    X509_STORE_free(store);
+    sk_X509_NAME_pop_free(names, X509_NAME_free);
+    return fail(count == 0 ? "the client CA file holds no PEM certificate" : "loading the client CA");
+  }
+  SSL_CTX_set_cert_store(raw, store);          // takes ownership
+  SSL_CTX_set_client_CA_list(raw, names);      // takes ownership
+  SSL_CTX_set_verify(raw, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  SSL_CTX_set_verify_depth(raw, 4);
+  return {};
+}
+
 }  // namespace
 
 Result<std::shared_ptr<ssl::context>> make_server_context(std::string_view cert_pem,
-                                                          std::string_view key_pem) {
+                                                          std::string_view key_pem,
+                                                          std::string_view client_ca_pem) {
   ERR_clear_error();
   std::shared_ptr<ssl::context> ctx;
   try {
@@ -96,39 +134,71 @@ Result<std::shared_ptr<ssl::context>> make_server_context(std::string_view cert_
   if (SSL_CTX_check_private_key(raw) != 1) {
     return fail("the private key does not match the certificate: " + openssl_error_queue());
   }
+  if (!client_ca_pem.empty()) {
+    if (auto required = require_client_certificates(raw, client_ca_pem); !required)
+      return fail(required.error());
+  }
   ERR_clear_error();
   return ctx;
 }
 
-ReloadingTlsContext::ReloadingTlsContext(std::string cert_path, std::string key_path, LogFn log)
-    : cert_path_(std::move(cert_path)), key_path_(std::move(key_path)), log_(std::move(log)) {}
+ReloadingTlsContext::ReloadingTlsContext(std::string cert_path, std::string key_path,
+                                         std::string client_ca_path, LogFn log)
+    : cert_path_(std::move(cert_path)),
+      key_path_(std::move(key_path)),
+      client_ca_path_(std::move(client_ca_path)),
+      log_(std::move(log)) {}
 
 ReloadingTlsContext::~ReloadingTlsContext() { stop_watching(); }
 
 Result<std::unique_ptr<ReloadingTlsContext>> ReloadingTlsContext::from_files(std::string cert_path,
                                                                              std::string key_path,
-                                                                             LogFn log) {
-  std::unique_ptr<ReloadingTlsContext> self(
-      new ReloadingTlsContext(std::move(cert_path), std::move(key_path), std::move(log)));
+                                                                             LogFn log,
+                                                                             std::string client_ca_path) {
+  std::unique_ptr<ReloadingTlsContext> self(new ReloadingTlsContext(
+      std::move(cert_path), std::move(key_path), std::move(client_ca_path), std::move(log)));
   {
     std::lock_guard poll_lock(self->poll_mu_);
     self->seen_cert_ = stat_file(self->cert_path_);
     self->seen_key_ = stat_file(self->key_path_);
+    if (!self->client_ca_path_.empty()) self->seen_ca_ = stat_file(self->client_ca_path_);
     auto cert = read_small_file(self->cert_path_, kMaxPemBytes);
     if (!cert) return fail(cert.error());
     auto key = read_small_file(self->key_path_, kMaxPemBytes);
     if (!key) return fail(key.error());
-    if (auto installed = self->install(*cert, *key); !installed)
-      return fail(self->cert_path_ + " / " + self->key_path_ + ": " + installed.error());
+    std::string ca;
+    if (!self->client_ca_path_.empty()) {
+      auto read = read_small_file(self->client_ca_path_, kMaxPemBytes);
+      if (!read) return fail(read.error());
+      ca = std::move(*read);
+    }
+    if (auto installed = self->install(*cert, *key, ca); !installed) {
+      std::string files = self->cert_path_ + " / " + self->key_path_;
+      if (!self->client_ca_path_.empty()) files += " / " + self->client_ca_path_;
+      return fail(files + ": " + installed.error());
+    }
   }
   return self;
 }
 
 Result<std::unique_ptr<ReloadingTlsContext>> ReloadingTlsContext::from_pem(std::string_view cert_pem,
                                                                            std::string_view key_pem,
-                                                                           LogFn log) {
-  std::unique_ptr<ReloadingTlsContext> self(new ReloadingTlsContext({}, {}, std::move(log)));
-  if (auto installed = self->install(cert_pem, key_pem); !installed) return fail(installed.error());
+                                                                           LogFn log,
+                                                                           std::string client_ca_path) {
+  std::unique_ptr<ReloadingTlsContext> self(
+      new ReloadingTlsContext({}, {}, std::move(client_ca_path), std::move(log)));
+  std::lock_guard poll_lock(self->poll_mu_);
+  std::string ca;
+  if (!self->client_ca_path_.empty()) {
+    self->seen_ca_ = stat_file(self->client_ca_path_);
+    auto read = read_small_file(self->client_ca_path_, kMaxPemBytes);
+    if (!read) return fail(read.error());
+    ca = std::move(*read);
+  }
+  if (auto installed = self->install(cert_pem, key_pem, ca); !installed) {
+    if (self->client_ca_path_.empty()) return fail(installed.error());
+    return fail(self->client_ca_path_ + ": " + installed.error());
+  }
   return self;
 }
 
@@ -147,8 +217,11 @@ std::string ReloadingTlsContext::certificate_pem() const {
   return cert_pem_;
 }
 
-Result<void> ReloadingTlsContext::install(std::string_view cert_pem, std::string_view key_pem) {
-  auto ctx = make_server_context(cert_pem, key_pem);
+Result<void> ReloadingTlsContext::install(std::string_view cert_pem, std::string_view key_pem,
+                                          std::string_view client_ca_pem) {
+  if (!client_ca_path_.empty() && client_ca_pem.empty())
+    return fail("the client CA file is empty");  // never serve without client authentication
+  auto ctx = make_server_context(cert_pem, key_pem, client_ca_pem);
   if (!ctx) return fail(ctx.error());
   std::string pem(cert_pem);
   auto not_after = certificate_not_after(pem);
@@ -157,6 +230,8 @@ Result<void> ReloadingTlsContext::install(std::string_view cert_pem, std::string
   ctx_ = std::move(*ctx);
   not_after_ = *not_after;
   cert_pem_ = std::move(pem);
+  key_pem_ = std::string(key_pem);
+  client_ca_pem_ = std::string(client_ca_pem);
   return {};
 }
 
@@ -177,37 +252,60 @@ ReloadingTlsContext::FileState ReloadingTlsContext::stat_file(const std::string&
 }
 
 bool ReloadingTlsContext::poll_for_changes() {
-  if (cert_path_.empty()) return false;
+  if (!watches_files()) return false;
   std::lock_guard poll_lock(poll_mu_);
-  const FileState cert_state = stat_file(cert_path_);
-  const FileState key_state = stat_file(key_path_);
-  if (cert_state == seen_cert_ && key_state == seen_key_) return false;
-  // Remember this state whether or not it loads: a broken pair is reported
-  // once, and retried as soon as either file changes again.
+  const FileState cert_state = cert_path_.empty() ? FileState{} : stat_file(cert_path_);
+  const FileState key_state = cert_path_.empty() ? FileState{} : stat_file(key_path_);
+  const FileState ca_state = client_ca_path_.empty() ? FileState{} : stat_file(client_ca_path_);
+  if (cert_state == seen_cert_ && key_state == seen_key_ && ca_state == seen_ca_) return false;
+  // Remember this state whether or not it loads: a broken set is reported
+  // once, and retried as soon as any file changes again.
   seen_cert_ = cert_state;
   seen_key_ = key_state;
+  seen_ca_ = ca_state;
   auto loaded = [this]() -> Result<void> {
-    auto cert = read_small_file(cert_path_, kMaxPemBytes);
-    if (!cert) return fail(cert.error());
-    auto key = read_small_file(key_path_, kMaxPemBytes);
-    if (!key) return fail(key.error());
-    return install(*cert, *key);
+    std::string cert, key, ca;
+    if (cert_path_.empty()) {  // in-memory serving certificate: keep it
+      std::lock_guard lock(mu_);
+      cert = cert_pem_;
+      key = key_pem_;
+    } else {
+      auto c = read_small_file(cert_path_, kMaxPemBytes);
+      if (!c) return fail(c.error());
+      auto k = read_small_file(key_path_, kMaxPemBytes);
+      if (!k) return fail(k.error());
+      cert = std::move(*c);
+      key = std::move(*k);
+    }
+    if (!client_ca_path_.empty()) {
+      auto a = read_small_file(client_ca_path_, kMaxPemBytes);
+      if (!a) return fail(a.error());
+      ca = std::move(*a);
+    }
+    return install(cert, key, ca);
   }();
+  std::string files = cert_path_.empty() ? std::string() : cert_path_ + " / " + key_path_;
+  if (!client_ca_path_.empty()) files += (files.empty() ? "" : " / ") + client_ca_path_;
   if (!loaded) {
-    log("error", "TLS certificate reload failed, keeping the current certificate: " + cert_path_ +
-                     " / " + key_path_ + ": " + loaded.error());
+    log("error", "TLS reload failed, keeping the current certificate and client CA: " + files + ": " +
+                     loaded.error());
     return false;
   }
   // The states were taken before reading: a file that changed while we read it
   // differs from them at the next poll and is loaded again.
   const auto n = reloads_.fetch_add(1, std::memory_order_relaxed) + 1;
-  log("info", "TLS certificate reloaded from " + cert_path_ + " (reload " + std::to_string(n) + ")");
+  log("info", "TLS reloaded from " + files + " (reload " + std::to_string(n) + ")");
   return true;
 }
 
 Result<void> ReloadingTlsContext::replace_pem(std::string_view cert_pem, std::string_view key_pem) {
   std::lock_guard poll_lock(poll_mu_);
-  if (auto installed = install(cert_pem, key_pem); !installed) {
+  std::string ca;
+  {
+    std::lock_guard lock(mu_);
+    ca = client_ca_pem_;
+  }
+  if (auto installed = install(cert_pem, key_pem, ca); !installed) {
     log("error", "TLS certificate replacement rejected, keeping the current certificate: " +
                      installed.error());
     return installed;
@@ -218,7 +316,7 @@ Result<void> ReloadingTlsContext::replace_pem(std::string_view cert_pem, std::st
 }
 
 void ReloadingTlsContext::start_watching(std::chrono::milliseconds interval) {
-  if (cert_path_.empty()) return;
+  if (!watches_files()) return;
   std::lock_guard lock(watch_mu_);
   if (watcher_.joinable()) return;
   stop_ = false;

@@ -9,20 +9,27 @@
 //   context). cert_pem may hold a chain (leaf first). The key must match the
 //   leaf; otherwise an error saying which (unreadable certificate, unreadable
 //   key, key does not match). Never throws.
+// - Client authentication: with a non-empty client_ca_pem (one or more PEM
+//   CA certificates) the context requires a client certificate that chains
+//   to one of them (verify peer, fail if none; the CAs' names are sent as
+//   the acceptable ones); a handshake without one, or with one from another
+//   CA, fails. A client CA PEM without a certificate is an error.
 // - Failures are ig::Result errors (base/result.h), never out-parameters.
 // - ReloadingTlsContext holds the current context. current() is thread-safe and
 //   cheap (a mutex-guarded shared_ptr copy). A connection keeps the context it
 //   was accepted with for its whole life, so a reload never breaks an open
 //   connection or an in-flight request.
-// - For files, poll_for_changes() compares (device, inode, size, mtime) of both
-//   files with the last seen ones; on a change it re-reads both and swaps in a
-//   new context only if both parse and the key matches the certificate. A
-//   half-written or mismatched pair keeps the old context and is reported once
-//   per distinct file state through the log callback ("error"); a successful
-//   reload is logged at "info". start_watching() polls from a background thread
-//   (default every second) until stop_watching() or destruction, which joins it.
+// - For files, poll_for_changes() compares (device, inode, size, mtime) of the
+//   watched files (certificate and key when loaded from files, the client CA
+//   file when one is given, for both kinds) with the last seen ones; on a
+//   change it re-reads them and swaps in a new context only if everything
+//   parses and the key matches the certificate. A half-written or mismatched
+//   set keeps the old context and is reported once per distinct file state
+//   through the log callback ("error"); a successful reload is logged at
+//   "info". start_watching() polls from a background thread (default every
+//   second) until stop_watching() or destruction, which joins it.
 // - replace_pem() swaps in new in-memory PEMs (self-managed certificates) under
-//   the same rules; it works for both kinds.
+//   the same rules, keeping the current client CA; it works for both kinds.
 #pragma once
 
 #include <atomic>
@@ -46,17 +53,20 @@ namespace ig::tls {
 using LogFn = std::function<void(std::string_view level, std::string_view msg)>;
 
 Result<std::shared_ptr<boost::asio::ssl::context>> make_server_context(std::string_view cert_pem,
-                                                                       std::string_view key_pem);
+                                                                       std::string_view key_pem,
+                                                                       std::string_view client_ca_pem = {});
 
 class ReloadingTlsContext {
  public:
-  // Loads both files now; an error naming the files when they are
-  // unreadable, unparsable or do not match.
+  // Loads both files now (and client_ca_path, when not empty); an error
+  // naming the files when they are unreadable, unparsable or do not match.
   static Result<std::unique_ptr<ReloadingTlsContext>> from_files(std::string cert_path,
-                                                                 std::string key_path, LogFn log);
-  // In-memory PEMs; poll_for_changes() is a no-op for these.
+                                                                 std::string key_path, LogFn log,
+                                                                 std::string client_ca_path = {});
+  // In-memory PEMs; poll_for_changes() watches only client_ca_path (if any).
   static Result<std::unique_ptr<ReloadingTlsContext>> from_pem(std::string_view cert_pem,
-                                                               std::string_view key_pem, LogFn log);
+                                                               std::string_view key_pem, LogFn log,
+                                                               std::string client_ca_path = {});
 
   ~ReloadingTlsContext();
   ReloadingTlsContext(const ReloadingTlsContext&) = delete;
@@ -65,14 +75,14 @@ class ReloadingTlsContext {
   // The context new connections should use. Never null.
   std::shared_ptr<boost::asio::ssl::context> current() const;
 
-  // Files only: true when a new context was swapped in by this call.
+  // Watched files only: true when a new context was swapped in by this call.
   bool poll_for_changes();
 
   // Swaps in a context built from these PEMs; an error (old context kept,
   // error logged) when they do not parse or match.
   Result<void> replace_pem(std::string_view cert_pem, std::string_view key_pem);
 
-  // Starts the background poll thread (files only; idempotent).
+  // Starts the background poll thread (when a file is watched; idempotent).
   void start_watching(std::chrono::milliseconds interval = std::chrono::seconds(1));
   void stop_watching();
 
@@ -90,22 +100,24 @@ class ReloadingTlsContext {
     bool exists = false;
     bool operator==(const FileState&) const = default;
   };
-  ReloadingTlsContext(std::string cert_path, std::string key_path, LogFn log);
+  ReloadingTlsContext(std::string cert_path, std::string key_path, std::string client_ca_path, LogFn log);
   static FileState stat_file(const std::string& path);
-  Result<void> install(std::string_view cert_pem, std::string_view key_pem);
+  bool watches_files() const { return !cert_path_.empty() || !client_ca_path_.empty(); }
+  Result<void> install(std::string_view cert_pem, std::string_view key_pem, std::string_view client_ca_pem);
   void log(std::string_view level, const std::string& msg) const;
   void watch_loop(std::chrono::milliseconds interval);
 
   const std::string cert_path_, key_path_;  // empty for in-memory
+  const std::string client_ca_path_;        // empty: no client authentication
   const LogFn log_;
 
-  mutable std::mutex mu_;  // guards ctx_, not_after_, cert_pem_
+  mutable std::mutex mu_;  // guards ctx_, not_after_, cert_pem_, key_pem_, client_ca_pem_
   std::shared_ptr<boost::asio::ssl::context> ctx_;
   std::chrono::system_clock::time_point not_after_{};
-  std::string cert_pem_;
+  std::string cert_pem_, key_pem_, client_ca_pem_;
 
   std::mutex poll_mu_;  // serialises polls; guards the file states
-  FileState seen_cert_, seen_key_;        // state of the pair currently loaded / last tried
+  FileState seen_cert_, seen_key_, seen_ca_;  // state of the files currently loaded / last tried
   std::atomic<std::uint64_t> reloads_{0};
 
   std::mutex watch_mu_;  // guards watcher_, stop_

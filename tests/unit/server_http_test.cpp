@@ -198,6 +198,89 @@ TEST(ServerHttp, MaxConnectionsRejectsExtraConnections) {
   EXPECT_EQ(first->request(http::verb::get, "/y", "").result_int(), 200u);
 }
 
+// A plain TCP connection from `source` (any 127.0.0.0/8 address is local).
+struct RawConnection {
+  RawConnection(uint16_t port, const char* source) : socket(ioc) {
+    socket.open(tcp::v4());
+    socket.bind(tcp::endpoint(net::ip::make_address(source), 0));
+    socket.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+  }
+  // True when the server closed the connection (EOF or reset) within `limit`.
+  bool closed_by_peer(std::chrono::seconds limit = 5s) {
+    char byte = 0;
+    bool closed = false;
+    socket.async_read_some(net::buffer(&byte, 1), [&](beast::error_code e, std::size_t) { closed = !!e; });
+    ioc.run_for(limit);
+    return closed;
+  }
+  net::io_context ioc;
+  tcp::socket socket;
+};
+
+TEST(ServerHttp, PerSourceCapRejectsBeyondItOtherSourcesAreServed) {
+  ListenerOptions plain;
+  plain.max_connections_per_source = 2;
+  ServerHarness h({}, plain);
+  auto a = h.plain_client();
+  auto b = h.plain_client();
+  EXPECT_EQ(a->request(http::verb::get, "/a", "").result_int(), 200u);
+  EXPECT_EQ(b->request(http::verb::get, "/b", "").result_int(), 200u);
+  RawConnection third(h.plain_port(), "127.0.0.1");
+  EXPECT_TRUE(third.closed_by_peer());
+  EXPECT_EQ(h.server().stats().connections_rejected_per_source, 1u);
+  EXPECT_EQ(h.server().stats().connections_rejected, 0u);
+  // Another source address has slots of its own.
+  RawConnection other(h.plain_port(), "127.0.0.2");
+  net::write(other.socket, net::buffer(std::string_view("GET /o HTTP/1.1\r\nHost: x\r\n\r\n")));
+  beast::flat_buffer buf;
+  http::response<http::string_body> res;
+  http::read(other.socket, buf, res);
+  EXPECT_EQ(res.result_int(), 200u);
+  // A slot given back is taken again (once the server has seen the close).
+  b.reset();
+  EXPECT_TRUE(eventually([&] { return h.server().stats().connections_active == 2; }));
+  auto again = h.plain_client();
+  EXPECT_EQ(again->request(http::verb::get, "/again", "").result_int(), 200u);
+  EXPECT_EQ(a->request(http::verb::get, "/a2", "").result_int(), 200u);
+  EXPECT_EQ(h.server().stats().connections_rejected_per_source, 1u);
+}
+
+TEST(ServerHttp, HandshakeTimeoutIsItsOwnAndShorterThanTheHeaderTimeout) {
+  ListenerOptions tls;
+  tls.handshake_timeout = std::chrono::milliseconds(300);
+  tls.header_timeout = std::chrono::seconds(30);
+  ServerHarness h(tls);
+  auto handshaken = h.tls_client();  // handshake done, no request yet: header timeout applies
+  Client silent(h.tls_port(), false);
+  ASSERT_FALSE(silent.connect());
+  EXPECT_TRUE(silent.closed_by_peer(10s));
+  EXPECT_TRUE(eventually([&] { return h.server().stats().tls_handshake_timeouts == 1; }));
+  // Closed for the handshake, not for the header: the other one still serves.
+  EXPECT_EQ(handshaken->request(http::verb::get, "/x", "").result_int(), 200u);
+  EXPECT_EQ(h.server().stats().tls_handshake_failures, 1u);
+}
+
+TEST(ServerHttp, BeginDrainClosesAfterEachResponseAndLeavesIdleConnectionsOpen) {
+  ServerHarness h;
+  auto idle = h.plain_client();
+  auto res = idle->request(http::verb::get, "/before", "");
+  EXPECT_TRUE(res.keep_alive());
+  h.server().begin_drain();
+  h.server().begin_drain();  // idempotent
+  // A new connection is still served, and closed after its response.
+  auto fresh = h.plain_client();
+  auto during = fresh->request(http::verb::get, "/during", "");
+  EXPECT_EQ(during.result_int(), 200u);
+  EXPECT_FALSE(during.keep_alive());
+  EXPECT_TRUE(fresh->closed_by_peer());
+  // The idle one was left open: its next request is answered, then closed.
+  auto later = idle->request(http::verb::post, "/idle", "body");
+  EXPECT_EQ(later.body(), "body");
+  EXPECT_FALSE(later.keep_alive());
+  EXPECT_TRUE(idle->closed_by_peer());
+  EXPECT_EQ(h.server().stats().requests, 3u);
+}
+
 TEST(ServerHttp, GracefulStopFinishesInFlightRequests) {
   ServerHarness h;
   auto idle = h.plain_client();
@@ -344,18 +427,18 @@ TEST(ServerMetrics, EveryCounterOfEveryListenerIsExported) {
   write_transport_metrics(out, {{"webhook", h.server().stats()}, {"probes", probes}});
 
   std::size_t rows = 0;
-#define IG_CHECK_ROW(field, type, name, code, help)                                                  \
+#define IG_CHECK_ROW(field, type, name, label, value, help)                                          \
   ++rows;                                                                                          \
   EXPECT_EQ(occurrences(text, "# TYPE " name " "), 1u) << name;                                    \
   EXPECT_EQ(occurrences(text, "# HELP " name " "), 1u) << name;                                    \
   for (const char* listener : {"webhook", "probes"}) {                                             \
     std::string series = std::string(name) + "{listener=\"" + listener + "\"";                      \
-    if (*code) series += std::string(",code=\"") + code + "\"";                                     \
+    if (*label) series += std::string(",") + label + "=\"" + value + "\"";                          \
     EXPECT_EQ(occurrences(text, series + "} "), 1u) << series;                                     \
   }
   IG_TRANSPORT_COUNTERS(IG_CHECK_ROW)
 #undef IG_CHECK_ROW
-  EXPECT_EQ(rows, 15u);
+  EXPECT_EQ(rows, 17u);
   EXPECT_NE(text.find("# TYPE isolation_gate_connections_active gauge\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE isolation_gate_http_requests_total counter\n"), std::string::npos);
   EXPECT_NE(text.find("isolation_gate_http_requests_total{listener=\"probes\"} 7\n"), std::string::npos)

@@ -199,5 +199,67 @@ TEST(TlsReloadingContext, InMemoryReplace) {
   reloading->start_watching();  // no-op for in-memory
 }
 
+TEST(TlsServerContext, ClientCaRequiresAPeerCertificate) {
+  const auto b = chain(), client_ca = chain();
+  auto without = make_server_context(b.cert_pem, b.key_pem);
+  ASSERT_TRUE(without) << error_of(without);
+  EXPECT_EQ(SSL_CTX_get_verify_mode((*without)->native_handle()), SSL_VERIFY_NONE);
+  auto with = make_server_context(b.cert_pem, b.key_pem, client_ca.ca_cert_pem + b.ca_cert_pem);
+  ASSERT_TRUE(with) << error_of(with);
+  SSL_CTX* raw = (*with)->native_handle();
+  EXPECT_EQ(SSL_CTX_get_verify_mode(raw), SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT);
+  // Both CAs are named as acceptable to the client.
+  ASSERT_NE(SSL_CTX_get_client_CA_list(raw), nullptr);
+  EXPECT_EQ(sk_X509_NAME_num(SSL_CTX_get_client_CA_list(raw)), 2);
+  for (const char* bad : {"garbage", "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"}) {
+    auto refused = make_server_context(b.cert_pem, b.key_pem, bad);
+    EXPECT_FALSE(refused) << bad;
+  }
+  EXPECT_NE(error_of(make_server_context(b.cert_pem, b.key_pem, "garbage")).find("no PEM certificate"),
+            std::string::npos);
+}
+
+TEST(TlsReloadingContext, ClientCaFileIsWatchedForInMemoryCertificates) {
+  TempDir dir;
+  const auto serving = chain(), ca_a = chain(), ca_b = chain();
+  write(dir.file("client-ca.crt"), ca_a.ca_cert_pem);
+  Logs logs;
+  auto loaded = ReloadingTlsContext::from_pem(serving.cert_pem, serving.key_pem, logs.fn(),
+                                              dir.file("client-ca.crt"));
+  ASSERT_TRUE(loaded) << error_of(loaded);
+  const auto& reloading = *loaded;
+  const auto first = reloading->current();
+  EXPECT_FALSE(reloading->poll_for_changes());
+  write(dir.file("client-ca.crt"), ca_b.ca_cert_pem);
+  EXPECT_TRUE(reloading->poll_for_changes());
+  EXPECT_NE(reloading->current(), first);
+  EXPECT_EQ(reloading->certificate_pem(), serving.cert_pem);  // the serving certificate is kept
+  EXPECT_EQ(SSL_CTX_get_verify_mode(reloading->current()->native_handle()),
+            SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT);
+  // A broken or empty file keeps the current context, and says so once.
+  const auto second = reloading->current();
+  write(dir.file("client-ca.crt"), "");
+  EXPECT_FALSE(reloading->poll_for_changes());
+  EXPECT_FALSE(reloading->poll_for_changes());
+  EXPECT_EQ(reloading->current(), second);
+  EXPECT_EQ(logs.count("error"), 1u);
+  // replace_pem keeps requiring client certificates.
+  const auto next = chain();
+  ASSERT_TRUE(reloading->replace_pem(next.cert_pem, next.key_pem));
+  EXPECT_EQ(SSL_CTX_get_verify_mode(reloading->current()->native_handle()),
+            SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT);
+}
+
+TEST(TlsReloadingContext, MissingOrEmptyClientCaFileIsAnError) {
+  TempDir dir;
+  const auto serving = chain();
+  auto missing = ReloadingTlsContext::from_pem(serving.cert_pem, serving.key_pem, {}, dir.file("none.crt"));
+  EXPECT_FALSE(missing);
+  write(dir.file("empty.crt"), "");
+  auto empty = ReloadingTlsContext::from_pem(serving.cert_pem, serving.key_pem, {}, dir.file("empty.crt"));
+  EXPECT_FALSE(empty);
+  EXPECT_NE(error_of(empty).find("empty.crt"), std::string::npos) << error_of(empty);
+}
+
 }  // namespace
 }  // namespace ig::tls
