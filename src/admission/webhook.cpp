@@ -70,8 +70,9 @@ WebhookResponse Webhook::serve_review(const Route& route, WebhookRequest& reques
   std::string body = encode_response(decoded.request, answer);
   metrics_.record(route.endpoint, answer.reason, decoded.request.dry_run, Clock::now() - start);
   const AdmissionRequest& r = decoded.request;
+  // Enforcement refusals go to on_enforcement_change alone (one Event each).
   if (options_.on_denial && !answer.allowed() && decoded.kind == DecodedReview::Kind::Ok && !r.dry_run &&
-      !r.namespace_.empty()) {
+      !r.namespace_.empty() && route.endpoint != Endpoint::ValidateNamespaces) {
     try {
       options_.on_denial(DenialNotice{route.path, answer.reason, r.namespace_, answer.component, r.kind,
                                       r.name, answer.message});

@@ -46,7 +46,8 @@ struct WebhookResponse {
 };
 
 // A review the webhook denied, for the denial observer (Events). Only for
-// decided requests with a namespace that were not dry runs.
+// decided requests with a namespace that were not dry runs, and not for
+// /validate/namespaces (its refusals are EnforcementNotices).
 struct DenialNotice {
   std::string_view endpoint;   // "/mutate/pods"
   Reason reason;               // a denying reason

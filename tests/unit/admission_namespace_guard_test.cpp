@@ -52,7 +52,8 @@ class NamespaceGuardTest : public ::testing::Test {
   NamespaceGuardTest()
       : sandbox_(policy::SandboxAvailability::Available),
         webhook_(AdmissionContext{settings(), components_, sandbox_},
-                 WebhookOptions{{}, {}, {}, [this](const EnforcementNotice& n) {
+                 WebhookOptions{{}, {}, [this](const DenialNotice&) { ++denials_; },
+                                [this](const EnforcementNotice& n) {
                                   notices_.push_back(n.change);
                                   reasons_.push_back(n.reason);
                                 }}) {}
@@ -75,6 +76,7 @@ class NamespaceGuardTest : public ::testing::Test {
   FixedSandbox sandbox_;
   std::vector<EnforcementChange> notices_;
   std::vector<Reason> reasons_;
+  int denials_ = 0;  // on_denial calls: none, the refusal is an enforcement notice
   Webhook webhook_;
 };
 
@@ -96,6 +98,7 @@ TEST_F(NamespaceGuardTest, RemovingTheLabelIsRefusedForOrdinaryUsers) {
   EXPECT_TRUE(notices_[0].removed_label);
   EXPECT_EQ(notices_[0].namespace_, "team-a");
   EXPECT_EQ(notices_[0].username, "mallory");
+  EXPECT_EQ(denials_, 0);
 }
 
 TEST_F(NamespaceGuardTest, ChangingTheValueIsAChangeToo) {
