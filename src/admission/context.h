@@ -14,8 +14,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model/component.h"
+#include "model/image.h"
 #include "policy/gate.h"
 
 namespace ig::admission {
@@ -25,6 +27,9 @@ struct GateSettings {
   std::string shape_raw;       // the env value as given ("" when unset)
   std::string runtime_class;   // the setec sandbox RuntimeClass (config::kDefaultRuntimeClass)
   std::string own_namespace;   // never enforced (config::kDefaultNamespace)
+  // --allowed-extra-images: images any Component's pods may run besides its
+  // spec.image (mesh sidecars and the like); empty: none.
+  std::vector<model::ImagePattern> allowed_extra_images;
 };
 
 // Namespaces isolation-gate never enforces (docs/architecture.md, "Names").

@@ -56,6 +56,7 @@ const Projection& admission_review_projection() {
                       {"dryRun", Projection::whole()},
                       {"object", Projection::merge(model::pod_object_projection(),
                                                    model::component_projection())},
+                      {"oldObject", model::pod_object_projection()},
                   })},
   });
   return projection;
@@ -147,6 +148,7 @@ DecodedReview decode_review(std::string_view body) {
   }
   r.operation = *op;
   if (auto o = req.find("object"); o != req.end()) r.object = std::move(*o);
+  if (auto o = req.find("oldObject"); o != req.end()) r.old_object = std::move(*o);
   out.kind = DecodedReview::Kind::Ok;
   return out;
 }

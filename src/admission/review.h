@@ -61,6 +61,9 @@ struct AdmissionRequest {
   // request.object as the rules read it: projected to the fields they use
   // (model/json_projection.h); null when absent.
   nlohmann::json object;
+  // request.oldObject (UPDATE): what /validate/pods compares with; projected
+  // to the pod fields; null when absent.
+  nlohmann::json old_object;
 };
 
 struct DecodedReview {
