@@ -630,7 +630,7 @@ TEST(DecisionAnnotationPatch, APodWithoutMetadataGetsTheWholeMetadataMap) {
   const StaticCatalog catalog = catalog_of_every_trust();
   const json pod = {{"apiVersion", "v1"},
                     {"kind", "Pod"},
-                    {"spec", {{"containers", json::array({{{"name", "m"}}})}}}};
+                    {"spec", {{"containers", json::array({{{"name", "m"}, {"image", kImage}}})}}}};
   auto where = model::locate_pod(pod, "t");
   ASSERT_TRUE(where.ok());
   auto facts = model::read_pod_facts(pod, *where, "t");

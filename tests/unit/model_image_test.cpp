@@ -79,7 +79,7 @@ TEST(ImageRef, ADigestIsWhatRunsAndNoTagMeansLatestOnlyWithoutOne) {
 }
 
 TEST(ImageRef, RefusesWhatTheRuntimeRefusesNamingTheReference) {
-  for (const std::string bad : {
+  for (const std::string& bad : {
            std::string(""), std::string("team/UPPER"), std::string("Nginx"), std::string("x:"),
            std::string(":1"), std::string("x:-1"), std::string("x::1"), std::string("a//b"),
            std::string("/a"), std::string("a/"), std::string("a..b"), std::string("a___b"),
@@ -92,7 +92,9 @@ TEST(ImageRef, RefusesWhatTheRuntimeRefusesNamingTheReference) {
        }) {
     auto r = parse_image(bad);
     EXPECT_FALSE(r.ok()) << bad;
-    if (!r.ok()) EXPECT_THAT(r.error(), HasSubstr("is not a valid image reference")) << bad;
+    if (!r.ok()) {
+      EXPECT_THAT(r.error(), HasSubstr("is not a valid image reference")) << bad;
+    }
   }
   // The longest tag is 128 characters.
   EXPECT_TRUE(parse_image("x:" + std::string(128, 't')).ok());
@@ -183,7 +185,9 @@ TEST(ImagePattern, RefusesAmbiguousOrMalformedPatternsNamingThem) {
                           "istio//*", "bad_host.example/*"}) {
     auto r = parse_image_pattern(bad);
     EXPECT_FALSE(r.ok()) << bad;
-    if (!r.ok()) EXPECT_THAT(r.error(), HasSubstr("image pattern")) << bad;
+    if (!r.ok()) {
+      EXPECT_THAT(r.error(), HasSubstr("image pattern")) << bad;
+    }
   }
   auto bare = parse_image_pattern("istio/proxyv2");
   ASSERT_FALSE(bare.ok());
