@@ -1,5 +1,7 @@
 #include "admission/pod_rules.h"
 
+#include <algorithm>
+
 #include "base/quote.h"
 #include "model/image.h"
 
@@ -302,10 +304,17 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
       return true;
     }
     if (binding.unbound.empty()) return false;
+    // Every container up to kMaxNamed, then a count (a 24-container pod stays readable).
+    constexpr std::size_t kMaxNamed = 5;
+    const std::size_t named = std::min(binding.unbound.size(), kMaxNamed);
+    const std::size_t rest = binding.unbound.size() - named;
     std::string list;
-    for (std::size_t i = 0; i < binding.unbound.size(); ++i) {
-      if (i > 0) list += i + 1 == binding.unbound.size() ? " and " : ", ";
+    for (std::size_t i = 0; i < named; ++i) {
+      if (i > 0) list += (i + 1 == named && rest == 0) ? " and " : ", ";
       list += binding.unbound[i];
+    }
+    if (rest > 0) {
+      list += " and " + std::to_string(rest) + " more container" + (rest == 1 ? "" : "s");
     }
     deny(Reason::ImageNotBound,
          denied_prefix(facts, ns) + "its label " + label + " names Component " +

@@ -916,6 +916,21 @@ TEST(ImageBinding, EveryContainerKindIsBoundAndEachViolationIsNamed) {
   EXPECT_THAT(v.answer.message, Not(HasSubstr("container \"main\"")));
 }
 
+TEST(ImageBinding, ManyForeignContainersAreNamedUpToFiveThenCounted) {
+  const StaticCatalog catalog = catalog_of_every_trust();
+  json pod = make_pod("trusted");
+  for (int i = 0; i < 7; ++i) {
+    pod["spec"]["containers"].push_back(container("c" + std::to_string(i), "evil.example/x:" + std::to_string(i)));
+  }
+  const PodVerdict v = admit(pod, catalog, SandboxAvailability::Unavailable,
+                             settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
+  EXPECT_EQ(v.answer.reason, Reason::ImageNotBound);
+  EXPECT_THAT(v.answer.message,
+              AllOf(HasSubstr("container \"c3\" runs \"evil.example/x:3\", container \"c4\" runs "
+                              "\"evil.example/x:4\" and 2 more containers."),
+                    Not(HasSubstr("\"c5\"")), Not(HasSubstr("container \"main\""))));
+}
+
 TEST(ImageBinding, TheComponentsImageUnderAnotherSpellingIsTheSameImage) {
   StaticCatalog catalog;
   model::Component c = make_component("hub", Trust::Trusted);
