@@ -23,7 +23,7 @@
 //      PREFIX/*                               every repository under PREFIX/
 //    normalised like images ("istio/*" is "docker.io/istio/*"). A bare REPO
 //    (no tag, digest or wildcard), a lone "*" and other wildcards are errors.
-// Pure: no I/O, no allocation beyond the returned values.
+// Pure: no I/O, no globals, no exceptions on any input.
 #pragma once
 
 #include <string>
