@@ -182,12 +182,24 @@ def pod_metadata(name, component):
     }
 
 
+def component_image(name):
+    return f"registry.example.com/gibson/{name}:1.0.0"
+
+
+def bind_images(spec, component):
+    """Every container runs its Component's spec.image (pods are bound to it)."""
+    for key in ("containers", "initContainers"):
+        for c in spec.get(key, []):
+            c["image"] = component_image(component)
+    return spec
+
+
 def make_pod(size, component, uid):
     containers, volume_count = {"pod-small": (1, 0), "pod-typical": (2, 4), "pod-large": (24, 96)}[size]
     name = f"{component}-{size}-5f7d9"
 
     def build(env_count):
-        spec = pod_spec(containers, env_count, volume_count, init=size != "pod-small")
+        spec = bind_images(pod_spec(containers, env_count, volume_count, init=size != "pod-small"), component)
         meta = pod_metadata(name, component)
         if size == "pod-small":  # `kubectl run`: one container, few fields
             c = spec["containers"][0]
@@ -224,7 +236,7 @@ def grow(build, target):
 
 def make_deployment(component, uid):
     name = f"{component}-deployment"
-    template_spec = pod_spec(2, 12, 4, init=True)
+    template_spec = bind_images(pod_spec(2, 12, 4, init=True), component)
     meta = pod_metadata(name + "-x", component)
     for k in ("name", "generateName", "namespace", "ownerReferences"):
         meta.pop(k)
@@ -249,7 +261,7 @@ def make_deployment(component, uid):
 def component_doc(name, trust, namespace=NS, kind="tool"):
     doc = {"apiVersion": "gibson.zeroroot.ai/v1alpha1", "kind": "Component",
            "metadata": {"name": name, "namespace": namespace},
-           "spec": {"kind": kind, "image": f"registry.example.com/gibson/{name}:1.0.0"}}
+           "spec": {"kind": kind, "image": component_image(name)}}
     if trust is not None:
         doc["spec"]["policy"] = {"content_trust": trust}
     return doc

@@ -47,11 +47,14 @@ enum class Outcome : std::uint8_t {
   X(EnforcementUnchanged, Allowed, true, 200, "")                                 \
   X(EnforcementAdded, Allowed, true, 200, "")                                     \
   X(EnforcementRemovedByAdmin, Allowed, true, 200, "")                            \
+  X(PodUnchanged, Allowed, true, 200, "")                                         \
   X(SandboxUnavailable, Deny, false, 403, "Forbidden")                            \
   X(MissingComponentLabel, Deny, false, 403, "Forbidden")                         \
   X(UnknownComponent, Deny, false, 403, "Forbidden")                              \
   X(IncompatibleWithMicroVM, Deny, false, 403, "Forbidden")                       \
   X(RuntimeClassChanged, Deny, false, 403, "Forbidden")                           \
+  X(ImageNotBound, Deny, false, 403, "Forbidden")                                 \
+  X(ComponentLabelChanged, Deny, false, 403, "Forbidden")                         \
   X(InvalidComponent, Deny, false, 403, "Forbidden")                              \
   X(EnforcementChangeRefused, Deny, false, 403, "Forbidden")                      \
   X(LookupError, LookupError, false, 403, "Forbidden")                            \

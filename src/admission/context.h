@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/component.h"
+#include "model/image.h"
 #include "policy/gate.h"
 
 namespace ig::admission {
@@ -29,6 +30,9 @@ struct GateSettings {
   // Groups whose members may switch enforcement off in a namespace (remove or
   // change its gibson.zeroroot.ai/isolation=enforced label): --enforcement-admins.
   std::vector<std::string> enforcement_admins;
+  // --allowed-extra-images: images any Component's pods may run besides its
+  // spec.image (mesh sidecars and the like); empty: none.
+  std::vector<model::ImagePattern> allowed_extra_images;
 };
 
 // Namespaces isolation-gate never enforces (docs/architecture.md, "Names").

@@ -1,5 +1,7 @@
 #include "admission/handlers.h"
 
+#include <optional>
+
 #include "admission/pod_rules.h"
 #include "base/quote.h"
 #include "model/component.h"
@@ -27,23 +29,27 @@ bool is_workload_kind(std::string_view group, std::string_view kind) {
 // absent. An object whose type disagrees with request.kind is not decided:
 // the rules read the template of the object's own kind, and the endpoint was
 // chosen by request.kind. Returns the disagreement, or "" when they agree.
-std::string ensure_type_meta(AdmissionRequest& r) {
+std::string ensure_type_meta(AdmissionRequest& r, nlohmann::json& object,
+                             std::string_view field = "request.object") {
   const std::string api_version =
       r.kind_group.empty() ? r.kind_version : r.kind_group + "/" + r.kind_version;
-  auto kind = r.object.find("kind");
-  if (kind == r.object.end() || kind->is_null()) {
-    r.object["kind"] = r.kind;
+  auto kind = object.find("kind");
+  if (kind == object.end() || kind->is_null()) {
+    object["kind"] = r.kind;
   } else if (!kind->is_string() || *kind != r.kind) {
-    return "request.object.kind does not match request.kind " + r.kind;
+    return std::string(field) + ".kind does not match request.kind " + r.kind;
   }
-  auto api = r.object.find("apiVersion");
-  if (api == r.object.end() || api->is_null()) {
-    r.object["apiVersion"] = api_version;
+  auto api = object.find("apiVersion");
+  if (api == object.end() || api->is_null()) {
+    object["apiVersion"] = api_version;
   } else if (!api->is_string() || *api != api_version) {
-    return "request.object.apiVersion does not match request.kind " + api_version;
+    return std::string(field) + ".apiVersion does not match request.kind " + api_version;
   }
   return {};
 }
+std::string ensure_type_meta(AdmissionRequest& r) { return ensure_type_meta(r, r.object); }
+
+constexpr std::string_view kOldSource = "request.oldObject";
 
 // What the three pod endpoints share: read the pod (template) and run the
 // pod rules at `stage`.
@@ -64,7 +70,27 @@ Answer admit_object(AdmissionRequest& r, const AdmissionContext& context, Stage 
   }
   const std::string& ns = r.namespace_;
   if (facts->object_name.empty() && !r.name.empty()) facts->object_name = r.name;
-  PodVerdict v = admit_pod(*facts, *where, ns, context, stage);
+  // An UPDATE is judged against the pod it replaces: read it as strictly.
+  std::optional<model::PodFacts> old_facts;
+  if (stage == Stage::Update) {
+    if (!r.old_object.is_object()) {
+      return undecidable("request.oldObject is missing or not an object on UPDATE");
+    }
+    if (auto mismatch = ensure_type_meta(r, r.old_object, kOldSource); !mismatch.empty()) {
+      return undecidable(mismatch);
+    }
+    auto old_where = model::locate_pod(r.old_object, kOldSource);
+    if (!old_where) return undecidable(old_where.error());
+    auto old = model::read_pod_facts(r.old_object, *old_where, kOldSource);
+    if (!old) return undecidable(old.error());
+    if (!old->namespace_.empty() && old->namespace_ != r.namespace_) {
+      return undecidable("request.oldObject.metadata.namespace " + quote(old->namespace_) +
+                         " is not request.namespace " + quote(r.namespace_));
+    }
+    old_facts = std::move(old).value();
+  }
+  PodVerdict v = admit_pod(*facts, *where, ns, context, stage,
+                           old_facts ? &*old_facts : nullptr);
   if (stage == Stage::Mutate && !v.patch.empty()) v.answer.patch = model::dump_json(v.patch);
   return std::move(v.answer);
 }
@@ -74,6 +100,10 @@ std::string refuse_subresource(const AdmissionRequest& r) {
   return "subresource " + r.sub_resource + " is not admitted here";
 }
 
+// The subresource through which ephemeral containers are added to a running
+// pod (kubectl debug): its object is the whole Pod.
+constexpr std::string_view kEphemeralContainers = "ephemeralcontainers";
+
 class PodHandler final : public Handler {
  public:
   explicit PodHandler(Stage stage) : stage_(stage) {}
@@ -81,10 +111,18 @@ class PodHandler final : public Handler {
     if (!(r.kind_group.empty() && r.kind == "Pod")) {
       return "this endpoint admits Pods, got " + kind_name(r);
     }
+    // /validate/pods also judges ephemeral containers added later.
+    if (stage_ == Stage::Validate && r.sub_resource == kEphemeralContainers) {
+      if (r.operation != Operation::Update) {
+        return "subresource " + r.sub_resource + " is admitted here on UPDATE only";
+      }
+      return {};
+    }
     return refuse_subresource(r);
   }
   Answer handle(AdmissionRequest& r, const AdmissionContext& context) const override {
-    return admit_object(r, context, stage_);
+    const bool update = stage_ == Stage::Validate && r.operation == Operation::Update;
+    return admit_object(r, context, update ? Stage::Update : stage_);
   }
 
  private:

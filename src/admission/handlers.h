@@ -5,9 +5,11 @@
 // input, and denies whatever it cannot decide.
 //
 //   MutatePodsHandler          /mutate/pods          decide, patch the pod onto the sandbox
-//   ValidatePodsHandler        /validate/pods        re-decide on the final pod, never patch
+//   ValidatePodsHandler        /validate/pods        re-decide on the final pod, never patch;
+//                                                    UPDATE and the pods/ephemeralcontainers
+//                                                    subresource are judged against oldObject
 //   ValidateWorkloadsHandler   /validate/workloads   decide on the pod template, never patch
-//   ValidateComponentsHandler  /validate/components  content_trust and spec.kind checks
+//   ValidateComponentsHandler  /validate/components  content_trust, spec.kind, spec.image checks
 #pragma once
 
 #include <string>

@@ -1,6 +1,9 @@
 #include "admission/pod_rules.h"
 
+#include <algorithm>
+
 #include "base/quote.h"
+#include "model/image.h"
 
 namespace ig::admission {
 namespace {
@@ -87,6 +90,59 @@ std::string microvm_conflicts(const model::PodFacts& facts) {
   return out;
 }
 
+// Does the update change anything the pod rules read?
+bool judged_fields_equal(const model::PodFacts& a, const model::PodFacts& b) {
+  return a.component == b.component && a.runtime_class == b.runtime_class &&
+         a.host_network == b.host_network && a.host_pid == b.host_pid &&
+         a.host_ipc == b.host_ipc && a.privileged_containers == b.privileged_containers &&
+         a.containers == b.containers && a.isolation_annotation == b.isolation_annotation;
+}
+
+// The image binding of a Component's pods (model/image.h). Empty when every
+// container runs the Component's image or an allowed extra image; otherwise
+// one phrase per container that does not, for the denial.
+struct ImageBinding {
+  bool bound = false;                 // the Component declares spec.image
+  std::string component_image_error;  // spec.image does not parse
+  std::vector<std::string> unbound;   // `container "x" runs "y"`, ...
+  bool digest_hint = false;           // a container names a digest the Component does not
+};
+
+ImageBinding check_image_binding(const model::PodFacts& facts, const model::Component& component,
+                                 const GateSettings& settings) {
+  ImageBinding out;
+  if (component.image.empty()) return out;
+  out.bound = true;
+  auto bound = model::parse_image(component.image);
+  if (!bound) {
+    out.component_image_error = bound.error();
+    return out;
+  }
+  for (const auto& c : facts.containers) {
+    const std::string who = "container " + q(c.name);
+    if (!c.image || c.image->empty()) {
+      out.unbound.push_back(who + " names no image");
+      continue;
+    }
+    auto image = model::parse_image(*c.image);
+    if (!image) {
+      out.unbound.push_back(who + " runs " + q(*c.image) + ", which is not a valid image reference");
+      continue;
+    }
+    if (model::image_matches(*bound, *image) ||
+        model::any_pattern_matches(settings.allowed_extra_images, *image)) {
+      continue;
+    }
+    std::string phrase = who + " runs " + q(*c.image);
+    if (image->canonical() != *c.image) phrase += " (" + image->canonical() + ")";
+    if (!image->digest.empty() && bound->digest.empty() && image->repository == bound->repository) {
+      out.digest_hint = true;
+    }
+    out.unbound.push_back(std::move(phrase));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string escape_pointer_token(std::string_view token) {
@@ -105,7 +161,8 @@ std::string escape_pointer_token(std::string_view token) {
 }
 
 PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& where,
-                     std::string_view ns, const AdmissionContext& context, Stage stage) {
+                     std::string_view ns, const AdmissionContext& context, Stage stage,
+                     const model::PodFacts* old) {
   const GateSettings& settings = context.settings;
   PodVerdict v;
   Answer& a = v.answer;
@@ -139,6 +196,36 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
   a.annotate("sandbox", sandbox_name);
 
   const std::string label(model::kComponentLabel);
+  if (stage == Stage::Update) {
+    if (old == nullptr) {
+      a = undecidable("the pod before the update (request.oldObject) is missing");
+      return v;
+    }
+    if (old->component != facts.component) {
+      auto label_value = [](const std::optional<std::string>& c) {
+        return c ? q(*c) : std::string("(none)");
+      };
+      deny(Reason::ComponentLabelChanged,
+           denied_prefix(facts, ns) + "the update changes its label " + label + " from " +
+               label_value(old->component) + " to " + label_value(facts.component) +
+               ": a pod's Component is fixed when it is created (it was admitted, isolated "
+               "and bound to an image as that Component). To fix: keep the label, and create a "
+               "new pod to run as another Component.");
+      a.annotate("decision", "Deny");
+      a.annotate("reason", "ComponentLabelChanged");
+      if (facts.component) a.component = *facts.component;
+      return v;
+    }
+    if (judged_fields_equal(*old, facts)) {
+      a.reason = Reason::PodUnchanged;
+      a.message = "the update of " + subject(facts, ns) +
+                  " changes nothing isolation-gate judges (component label, images, containers, "
+                  "privileges, host namespaces, runtimeClassName)";
+      a.annotate("decision", "Unchanged");
+      if (facts.component) a.component = *facts.component;
+      return v;
+    }
+  }
   if (!facts.component || facts.component->empty()) {
     deny(Reason::MissingComponentLabel,
          denied_prefix(facts, ns) + "it has no label " + label + ", and namespace " + q(ns) +
@@ -198,6 +285,54 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
            " declares no content_trust: treated as trusted; declare it");
   }
 
+  const ImageBinding binding = check_image_binding(facts, component, settings);
+  if (!binding.bound) {
+    a.warn("Component " + q(component.name) +
+           " declares no spec.image: its pods are not bound to an image");
+  }
+  // Carried out on every answer that would admit (after the gate's Deny and
+  // the microVM conflicts, which deny anyway).
+  auto deny_unbound = [&]() {
+    if (!binding.component_image_error.empty()) {
+      deny(Reason::ImageNotBound,
+           denied_prefix(facts, ns) + "Component " + q(component.name) + " has spec.image " +
+               q(component.image) + ", which is not a valid image reference (" +
+               binding.component_image_error +
+               "), so its pods cannot be bound to it; isolation-gate fails closed. To fix: "
+               "correct spec.image of the Component.");
+      a.annotate("reason", "ImageNotBound");
+      return true;
+    }
+    if (binding.unbound.empty()) return false;
+    // Every container up to kMaxNamed, then a count (a 24-container pod stays readable).
+    constexpr std::size_t kMaxNamed = 5;
+    const std::size_t named = std::min(binding.unbound.size(), kMaxNamed);
+    const std::size_t rest = binding.unbound.size() - named;
+    std::string list;
+    for (std::size_t i = 0; i < named; ++i) {
+      if (i > 0) list += (i + 1 == named && rest == 0) ? " and " : ", ";
+      list += binding.unbound[i];
+    }
+    if (rest > 0) {
+      list += " and " + std::to_string(rest) + " more container" + (rest == 1 ? "" : "s");
+    }
+    deny(Reason::ImageNotBound,
+         denied_prefix(facts, ns) + "its label " + label + " names Component " +
+             q(component.name) + ", which is bound to image " + q(component.image) +
+             " (spec.image), but " + list + ". Only the Component's image" +
+             (settings.allowed_extra_images.empty()
+                  ? std::string()
+                  : std::string(" and the images of --allowed-extra-images")) +
+             " may run under its label. To fix: run " + q(component.image) +
+             (binding.digest_hint
+                  ? std::string(" (a container that names a digest runs that digest: declare "
+                                "it in the Component's spec.image as repo:tag@sha256:...)")
+                  : std::string()) +
+             ", or label the pod with the Component that declares its image.");
+    a.annotate("reason", "ImageNotBound");
+    return true;
+  };
+
   in.sandbox_detail = context.sandbox.describe();
 
   // The one call to the gate.
@@ -233,8 +368,21 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
         a.annotate("reason", "IncompatibleWithMicroVM");
         return v;
       }
+      if (deny_unbound()) return v;
       const auto& rc = facts.runtime_class;
       const bool on_sandbox = rc && *rc == settings.runtime_class;
+      if (stage == Stage::Update && !on_sandbox) {
+        deny(Reason::RuntimeClassChanged,
+             denied_prefix(facts, ns) + "component " + q(component.name) +
+                 " must now run on RuntimeClass " + q(in.runtime_class) +
+                 " (RequireSetec), but the pod runs on " +
+                 (rc ? q(*rc) : std::string("the default runtime")) +
+                 ", and runtimeClassName cannot change on an existing pod, so it may not be "
+                 "changed in place. To fix: delete the pod (its controller recreates it on the "
+                 "sandbox).");
+        a.annotate("reason", "RuntimeClassChanged");
+        return v;
+      }
       if (stage == Stage::Validate && !on_sandbox) {
         deny(Reason::RuntimeClassChanged,
              denied_prefix(facts, ns) + "component " + q(component.name) +
@@ -263,6 +411,7 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
     }
 
     case Decision::AllowInProcess: {
+      if (deny_unbound()) return v;
       if (patches) add_annotation_patch(v, facts, where, decision_name);
       const bool trusted = policy::is_trusted(component.trust.trust);
       a.reason = trusted ? Reason::TrustedInProcess : Reason::CustomerIsolation;

@@ -11,8 +11,20 @@
 //  - the Component must exist (a lookup error denies, as its own reason);
 //  - a RequireSetec pod cannot use hostNetwork/hostPID/hostIPC or a
 //    privileged container (a microVM cannot provide them);
+//  - a Component that declares spec.image binds its pods to it: every
+//    container, init and ephemeral container runs that image (model/image.h:
+//    same repository and tag, or the Component's digest) or one of
+//    GateSettings::allowed_extra_images; else ImageNotBound, naming each
+//    container and both images. Without spec.image: a warning that the pods
+//    are not bound to an image. Checked on every answer that would admit;
 //  - Stage::Validate: a RequireSetec pod must already carry the sandbox's
-//    runtimeClassName (a later mutating webhook may have changed it).
+//    runtimeClassName (a later mutating webhook may have changed it);
+//  - Stage::Update (pod UPDATE, pods/ephemeralcontainers): a changed
+//    component label is denied (ComponentLabelChanged); an update that
+//    changes nothing these rules read (label, images, containers, privileges,
+//    host namespaces, runtimeClassName, the decision annotation) is admitted
+//    as PodUnchanged (finalizers, status-like metadata, graceful deletion of
+//    pods admitted earlier); any other update is judged like a new pod.
 #pragma once
 
 #include <string>
@@ -29,7 +41,8 @@ namespace ig::admission {
 
 enum class Stage {
   Mutate,    // /mutate/pods: decide and patch
-  Validate,  // /validate/pods: re-decide on the final object, never patch
+  Validate,  // /validate/pods on CREATE: re-decide on the final object, never patch
+  Update,    // /validate/pods on UPDATE (and pods/ephemeralcontainers): as Validate, vs the old pod
   Workload,  // /validate/workloads: decide on the template, never patch
   Evaluate,  // `isolation-gate evaluate`: decide and show the patch
 };
@@ -57,9 +70,11 @@ struct PodVerdict {
 
 // `ns` is the namespace the pod will live in. `where` is the pod template's
 // location in the admitted object (from model::locate_pod); patch paths are
-// relative to the object.
+// relative to the object. `old` is the pod before the update (Stage::Update
+// only; required there: without it the answer is undecidable).
 PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& where,
-                     std::string_view ns, const AdmissionContext& context, Stage stage);
+                     std::string_view ns, const AdmissionContext& context, Stage stage,
+                     const model::PodFacts* old = nullptr);
 
 // Escapes a JSON Pointer reference token (RFC 6901: ~ -> ~0, / -> ~1).
 std::string escape_pointer_token(std::string_view token);

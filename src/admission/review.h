@@ -63,7 +63,8 @@ struct AdmissionRequest {
   // request.object as the rules read it: projected to the fields they use
   // (model/json_projection.h); null when absent.
   nlohmann::json object;
-  // request.oldObject, projected the same way; null when absent (CREATE,
+  // request.oldObject (UPDATE): what /validate/pods and /validate/namespaces
+  // compare with, projected like request.object; null when absent (CREATE,
   // CONNECT).
   nlohmann::json old_object;
   // request.userInfo: who asked. The API server always sends it; absent

@@ -12,7 +12,8 @@ using enum Operation;
 const std::array<Route, kEndpointCount>& table() noexcept {
   static const std::array<Route, kEndpointCount> routes = {{
       {Endpoint::MutatePods, "/mutate/pods", {Create}, "enforced", mutate_pods_handler()},
-      {Endpoint::ValidatePods, "/validate/pods", {Create}, "enforced", validate_pods_handler()},
+      {Endpoint::ValidatePods, "/validate/pods", {Create, Update}, "enforced",
+       validate_pods_handler()},
       {Endpoint::ValidateWorkloads, "/validate/workloads", {Create, Update}, "enforced",
        validate_workloads_handler()},
       {Endpoint::ValidateComponents, "/validate/components", {Create, Update}, "validated",

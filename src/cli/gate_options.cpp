@@ -19,11 +19,27 @@ void add_gate_options(CLI::App& app, GateOptions& options) {
   app.add_option("--namespace", options.own_namespace,
                  "the namespace isolation-gate runs in (never enforced)")
       ->type_name("NS");
+  app.add_option_function<std::string>(
+         "--allowed-extra-images",
+         [&options](const std::string& list) {
+           auto patterns = model::parse_image_patterns(list);
+           if (patterns) options.allowed_extra_images = std::move(patterns).value();
+         },
+         "images every Component's pods may run besides its spec.image (sidecars):\n"
+         "comma list of REPO:TAG, REPO@DIGEST, REPO:* (any tag) or PREFIX/* (docs/security.md)")
+      ->check(CLI::Validator(
+          [](const std::string& list) {
+            auto patterns = model::parse_image_patterns(list);
+            return patterns ? std::string() : patterns.error();
+          },
+          "", "image patterns"))
+      ->type_name("PATTERNS");
 }
 
 admission::GateSettings gate_settings(const GateOptions& options, const config::ShapeFromEnv& shape) {
   return admission::GateSettings{shape.setting, shape.raw, options.runtime_class,
-                                 options.own_namespace, options.enforcement_admins};
+                                 options.own_namespace, options.enforcement_admins,
+                                 options.allowed_extra_images};
 }
 
 admission::FixedSandbox fixed_sandbox(const GateOptions& options) {

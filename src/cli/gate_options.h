@@ -4,8 +4,9 @@
 // local mode and `evaluate` (docs/architecture.md, "Where cluster mode plugs
 // in": cluster mode replaces only the sandbox view).
 //
-// Contract: add_gate_options() declares the three flags on a command with the
-// defaults of config/defaults.h; --sandbox is parsed into
+// Contract: add_gate_options() declares the flags on a command with the
+// defaults of config/defaults.h; --allowed-extra-images is a comma list of
+// image patterns (model/image.h), a bad pattern is a bad flag naming it; --sandbox is parsed into
 // policy::SandboxAvailability by its words (policy::to_string), so nothing
 // compares them afterwards. gate_settings() builds admission::GateSettings
 // whole from the parsed flags and the shape; fixed_sandbox() the sandbox view.
@@ -19,6 +20,7 @@
 #include "admission/context.h"
 #include "config/defaults.h"
 #include "config/environment.h"
+#include "model/image.h"
 #include "policy/gate.h"
 
 namespace ig::cli {
@@ -29,9 +31,11 @@ struct GateOptions {
   std::string own_namespace = std::string(config::kDefaultNamespace);
   // serve's --enforcement-admins (declared there: evaluate has no requester).
   std::vector<std::string> enforcement_admins = {std::string(config::kDefaultEnforcementAdmin)};
+  // --allowed-extra-images, parsed (model/image.h); empty: none.
+  std::vector<model::ImagePattern> allowed_extra_images;
 };
 
-// Declares --sandbox, --runtime-class and --namespace on `app`, parsed into `options`
+// Declares --sandbox, --runtime-class, --namespace and --allowed-extra-images on `app`, parsed into `options`
 // (which must outlive the parse).
 void add_gate_options(CLI::App& app, GateOptions& options);
 

@@ -117,7 +117,11 @@ int run_selftest(const std::vector<std::string>& args) {
     json component = {{"apiVersion", "gibson.zeroroot.ai/v1alpha1"},
                       {"kind", "Component"},
                       {"metadata", {{"name", "selftest"}, {"namespace", scratch}}},
-                      {"spec", {{"kind", "tool"}, {"policy", {{"content_trust", "trusted"}}}}}};
+                      // The image test_pod() runs: its pods are bound to it (the CRD requires spec.image).
+                      {"spec",
+                       {{"kind", "tool"},
+                        {"image", "registry.invalid/isolation-gate-selftest:1"},
+                        {"policy", {{"content_trust", "trusted"}}}}}};
     if (auto made = api.create(kube::collection_path(kComponents, scratch), component); !made) {
       result = could_not("creating the Component selftest", made.failure());
       return;

@@ -2,6 +2,7 @@
 
 #include "base/quote.h"
 #include "model/document.h"
+#include "model/image.h"
 
 namespace ig::model {
 namespace {
@@ -114,6 +115,11 @@ std::vector<std::string> component_problems(const Component& c, std::string_view
     problems.push_back(std::string(source) + ": spec.kind: " + quote(c.kind) +
                        " is not a valid component kind; expected one of: " +
                        std::string(kValidComponentKinds));
+  }
+  if (!c.image.empty()) {
+    if (auto image = parse_image(c.image); !image) {
+      problems.push_back(std::string(source) + ": spec.image: " + image.error());
+    }
   }
   return problems;
 }

@@ -33,7 +33,7 @@ struct Component {
   std::string name;
   std::string namespace_;  // "" when the manifest names none
   std::string kind;        // spec.kind, "" when omitted
-  std::string image;       // spec.image, "" when omitted
+  std::string image;       // spec.image, "" when omitted (pods are then not bound to an image)
   std::optional<std::string> trust_raw;  // spec.policy.content_trust as written; nullopt = omitted/null
   policy::TrustSetting trust;            // effective trust, declared or not, valid or not
 };
@@ -44,7 +44,8 @@ Result<Component> decode_component(const nlohmann::json& doc, std::string_view s
 const Projection& component_projection();
 
 // Validation problems a strict caller must refuse: an unknown content_trust
-// value, an unknown spec.kind. Each is one line naming source and field.
+// value, an unknown spec.kind, a spec.image that is not an image reference
+// (model/image.h). Each is one line naming source and field.
 std::vector<std::string> component_problems(const Component& c, std::string_view source);
 
 // A doc that claims to be a Component (by kind and group); used to pick

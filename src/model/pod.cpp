@@ -81,9 +81,12 @@ bool read_optional_bool(const json& parent, std::string_view key, std::string_vi
   return true;
 }
 
-bool read_privileged(const json& spec, std::string_view list_key, std::string_view prefix,
+// One container list (containers, initContainers, ephemeralContainers): the
+// privileged ones into `out`, every one with its image into `images`.
+bool read_containers(const json& spec, std::string_view list_key, std::string_view prefix,
                      std::string_view spec_path, std::string_view source,
-                     std::vector<std::string>& out, std::string& error) {
+                     std::vector<std::string>& out, std::vector<ContainerImage>& images,
+                     std::string& error) {
   auto it = spec.find(list_key);
   const std::string list_path = join_path(spec_path, list_key);
   if (it == spec.end() || it->is_null()) return true;
@@ -107,12 +110,16 @@ bool read_privileged(const json& spec, std::string_view list_key, std::string_vi
                             privileged, error)) {
       return false;
     }
-    if (privileged) {
-      std::optional<std::string> name;
-      if (!read_optional_string(container, "name", item_path + ".name", source, name, error))
-        return false;
-      out.push_back(std::string(prefix) + name.value_or("#" + std::to_string(index - 1)));
+    std::optional<std::string> name;
+    ContainerImage entry;
+    if (!read_optional_string(container, "name", item_path + ".name", source, name, error) ||
+        !read_optional_string(container, "image", item_path + ".image", source, entry.image,
+                              error)) {
+      return false;
     }
+    entry.name = std::string(prefix) + name.value_or("#" + std::to_string(index - 1));
+    if (privileged) out.push_back(entry.name);
+    images.push_back(std::move(entry));
   }
   return true;
 }
@@ -232,12 +239,12 @@ Result<PodFacts> read_pod_facts(const json& object, const PodLocation& where,
                           error) ||
       !read_optional_bool(*spec, "hostIPC", spec_path + ".hostIPC", source, facts.host_ipc,
                           error) ||
-      !read_privileged(*spec, "containers", "", spec_path, source, facts.privileged_containers,
-                       error) ||
-      !read_privileged(*spec, "initContainers", "init:", spec_path, source,
-                       facts.privileged_containers, error) ||
-      !read_privileged(*spec, "ephemeralContainers", "ephemeral:", spec_path, source,
-                       facts.privileged_containers, error)) {
+      !read_containers(*spec, "containers", "", spec_path, source, facts.privileged_containers,
+                       facts.containers, error) ||
+      !read_containers(*spec, "initContainers", "init:", spec_path, source,
+                       facts.privileged_containers, facts.containers, error) ||
+      !read_containers(*spec, "ephemeralContainers", "ephemeral:", spec_path, source,
+                       facts.privileged_containers, facts.containers, error)) {
     return fail(error);
   }
   return facts;
@@ -248,6 +255,7 @@ namespace {
 Projection pod_spec_projection() {
   auto container = Projection::array(Projection::object({
       {"name", Projection::whole()},
+      {"image", Projection::whole()},
       {"securityContext", Projection::object({{"privileged", Projection::whole()}})},
   }));
   return Projection::object({

@@ -37,6 +37,13 @@ struct PodLocation {
 // Finds the pod template by apiVersion/kind. Errors name what was found.
 Result<PodLocation> locate_pod(const nlohmann::json& object, std::string_view source);
 
+// One container of the pod (template) and the image it names.
+struct ContainerImage {
+  std::string name;                  // "name"; init/ephemeral: "init:name", "ephemeral:name"
+  std::optional<std::string> image;  // spec.*containers[].image; nullopt when absent or null
+  bool operator==(const ContainerImage&) const = default;
+};
+
 struct PodFacts {
   ObjectKind kind = ObjectKind::Pod;
   std::string object_name;  // metadata.name of the object (or generateName + "*")
@@ -45,6 +52,7 @@ struct PodFacts {
   std::optional<std::string> runtime_class;  // spec.runtimeClassName
   bool host_network = false, host_pid = false, host_ipc = false;
   std::vector<std::string> privileged_containers;  // "name" (init/ephemeral: "init:name")
+  std::vector<ContainerImage> containers;  // every container, init and ephemeral one, in order
   bool has_metadata = false;     // the pod (template) has a metadata map
   bool has_annotations = false;  // ... with an annotations map
   std::optional<std::string> isolation_annotation;  // current value of our annotation

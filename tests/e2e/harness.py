@@ -443,6 +443,16 @@ def component_review(obj, namespace="team-a", **kw):
                             resource="components", namespace=namespace, **kw)
 
 
+def component_image(component):
+    """spec.image of the example Component `component`: what its pods must run
+    (docs/security.md, "Pods are bound to their Component"); a placeholder for
+    names that are no example."""
+    path = os.path.join(EXAMPLE_COMPONENTS, "%s.yaml" % component) if component else None
+    if path and os.path.exists(path):
+        return load_yaml(path)["spec"]["image"]
+    return "registry.example.com/x:1"
+
+
 def make_pod(name="p", component="docs-indexer", namespace="team-a", annotations=None,
              labels=None, spec_extra=None, containers=None, metadata_extra=None):
     meta = {"name": name, "namespace": namespace}
@@ -455,7 +465,7 @@ def make_pod(name="p", component="docs-indexer", namespace="team-a", annotations
         meta["annotations"] = annotations
     if metadata_extra:
         meta.update(metadata_extra)
-    spec = {"containers": containers or [{"name": "main", "image": "registry.example.com/x:1"}]}
+    spec = {"containers": containers or [{"name": "main", "image": component_image(component)}]}
     if spec_extra:
         spec.update(spec_extra)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}

@@ -210,7 +210,8 @@ class Evaluate(unittest.TestCase):
         # (kubectl accepts it) and must not be refused as invalid JSON.
         pod = self.write("flow-pod.yaml",
                          "{apiVersion: v1, kind: Pod, metadata: {name: x, namespace: team-a, labels: "
-                         "{gibson.zeroroot.ai/component: docs-indexer}}, spec: {containers: [{name: c, image: i}]}}\n")
+                         "{gibson.zeroroot.ai/component: docs-indexer}}, spec: {containers: [{name: c, image: %s}]}}\n"
+                         % h.component_image("docs-indexer"))
         comp = self.write("flow-comp.yaml",
                           "{apiVersion: gibson.zeroroot.ai/v1alpha1, kind: Component, metadata: {name: docs-indexer, "
                           "namespace: team-a}, spec: {kind: agent, policy: {content_trust: trusted}}}\n")

@@ -91,7 +91,7 @@ class InstallCase(tc.ClusterCase):
     def create_pod(self, name, component=None, dry_run=False):
         import kubernetes
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS},
-               "spec": {"containers": [{"name": "main", "image": "registry.example/x:1"}]}}
+               "spec": {"containers": [{"name": "main", "image": h.component_image(component)}]}}
         if component:
             pod["metadata"]["labels"] = {h.COMPONENT_LABEL: component}
         try:

@@ -273,7 +273,8 @@ class RequireSetecRules(h.ServerTestCase):
             self.assert_denied(resp, 'privileged container "ephemeral:debugger"')
 
     def test_unprivileged_security_context_is_admitted(self):
-        c = {"name": "c", "image": "i", "securityContext": {"privileged": False, "runAsNonRoot": True}}
+        c = {"name": "c", "image": h.component_image("docs-indexer"),
+             "securityContext": {"privileged": False, "runAsNonRoot": True}}
         pod = h.make_pod(component="docs-indexer", containers=[c])
         v1pod, _, _ = h.patched_pod(pod, self.mutate(pod))
         self.assertEqual(v1pod.spec.runtime_class_name, "kata-fc")

@@ -669,9 +669,11 @@ class ChartTest(unittest.TestCase):
             "pods.mutate.gibson.zeroroot.ai": ("/mutate/pods", [
                 {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
                  "resources": ["pods"], "scope": "Namespaced"}]),
+            # UPDATE and pods/ephemeralcontainers: an image swap or an added container
+            # is judged too (docs/security.md, "Pods are bound to their Component").
             "pods.validate.gibson.zeroroot.ai": ("/validate/pods", [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
-                 "resources": ["pods"], "scope": "Namespaced"}]),
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                 "resources": ["pods", "pods/ephemeralcontainers"], "scope": "Namespaced"}]),
             "workloads.validate.gibson.zeroroot.ai": ("/validate/workloads", [
                 {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
                  "resources": ["deployments", "statefulsets", "daemonsets", "replicasets"],
@@ -958,6 +960,10 @@ class ChartTest(unittest.TestCase):
         self.assertEqual({e["name"]: e.get("value") for e in c["env"]}["GIBSON_UNTRUSTED_EXEC"],
                          "customer-isolation")
         self.assertIn("--runtime-class=my-sandbox", c["args"])
+        self.assertFalse([a for a in c["args"] if a.startswith("--allowed-extra-images")])
+        extra = render("--set-json", 'allowedExtraImages=["istio/proxyv2:1.20.0","gcr.io/mesh/*"]')
+        args = one(extra, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+        self.assertIn("--allowed-extra-images=istio/proxyv2:1.20.0,gcr.io/mesh/*", args)
         self.assertIn("--evict-drifted", c["args"])
         self.assertEqual(c["args"][c["args"].index("--evict-drifted") + 1], "--evict-rate=10")
         for _, w in self.webhooks(docs).values():
@@ -989,6 +995,7 @@ class ChartTest(unittest.TestCase):
             "leaseName": "isolation-gate-leader", "leaseDuration": "15s", "renewDeadline": "10s",
             "retryPeriod": "2s"})
         self.assertIs(values["evictDrifted"], False)
+        self.assertEqual(values["allowedExtraImages"], [])
         self.assertEqual(values["evictRate"], 10)
         self.assertEqual((values["tls"]["certValidity"], values["tls"]["caValidity"]), ("8760h", "87600h"))
 
@@ -1012,7 +1019,9 @@ class ChartTest(unittest.TestCase):
                 (["--set", "leaderElection.retryPeriod=-2s"], "retryPeriod"),
                 (["--set", "leaderElection.leaseTime=15s"], "leaseTime"),
                 (["--set", "tls.certValidity=1y"], "certValidity"),
-                (["--set", "tls.caValidity="], "caValidity")]:
+                (["--set", "tls.caValidity="], "caValidity"),
+                (["--set-json", 'allowedExtraImages=["a:1,b:2"]'], "allowedExtraImages"),
+                (["--set-json", 'allowedExtraImages=[""]'], "allowedExtraImages")]:
             with self.subTest(args=args):
                 proc = helm_template(*args, check=False)
                 self.assertNotEqual(proc.returncode, 0, "accepted %s" % args)

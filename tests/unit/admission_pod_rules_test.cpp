@@ -33,6 +33,8 @@ using policy::SandboxAvailability;
 const std::string kLabel(model::kComponentLabel);
 const std::string kAnnotation(model::kIsolationAnnotation);
 constexpr const char* kNs = "team-a";
+// The image every fixture Component declares (spec.image) and its pods run.
+constexpr const char* kImage = "registry.example.com/x:1";
 
 // ---- fixtures ------------------------------------------------------------
 
@@ -53,7 +55,7 @@ model::Component make_component(const std::string& name, Trust t) {
   c.name = name;
   c.namespace_ = kNs;
   c.kind = "tool";
-  c.image = "registry.example.com/x:1";
+  c.image = kImage;
   switch (t) {
     case Trust::Untrusted: c.trust_raw = "untrusted"; break;
     case Trust::Trusted: c.trust_raw = "trusted"; break;
@@ -87,7 +89,7 @@ json make_pod(const std::string& component) {
   json p = {{"apiVersion", "v1"},
             {"kind", "Pod"},
             {"metadata", {{"name", "p-0"}, {"namespace", kNs}}},
-            {"spec", {{"containers", json::array({{{"name", "main"}, {"image", "x"}}})}}}};
+            {"spec", {{"containers", json::array({{{"name", "main"}, {"image", kImage}}})}}}};
   if (!component.empty()) p["metadata"]["labels"] = {{kLabel, component}};
   return p;
 }
@@ -95,7 +97,7 @@ json make_pod(const std::string& component) {
 json make_workload(const std::string& api_version, const std::string& kind,
                    const std::string& component) {
   json tmpl = {{"metadata", {{"labels", {{kLabel, component}}}}},
-               {"spec", {{"containers", json::array({{{"name", "main"}, {"image", "x"}}})}}}};
+               {"spec", {{"containers", json::array({{{"name", "main"}, {"image", kImage}}})}}}};
   if (component.empty()) tmpl["metadata"].erase("labels");
   json w = {{"apiVersion", api_version}, {"kind", kind}, {"metadata", {{"name", "w"}}}};
   if (kind == "CronJob") {
@@ -422,7 +424,8 @@ TEST_P(RequireSetecConflict, IsDeniedWithTheReason) {
 }
 
 json privileged(const char* name) {
-  return json::array({{{"name", name}, {"securityContext", {{"privileged", true}}}}});
+  return json::array(
+      {{{"name", name}, {"image", kImage}, {"securityContext", {{"privileged", true}}}}});
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -627,7 +630,7 @@ TEST(DecisionAnnotationPatch, APodWithoutMetadataGetsTheWholeMetadataMap) {
   const StaticCatalog catalog = catalog_of_every_trust();
   const json pod = {{"apiVersion", "v1"},
                     {"kind", "Pod"},
-                    {"spec", {{"containers", json::array({{{"name", "m"}}})}}}};
+                    {"spec", {{"containers", json::array({{{"name", "m"}, {"image", kImage}}})}}}};
   auto where = model::locate_pod(pod, "t");
   ASSERT_TRUE(where.ok());
   auto facts = model::read_pod_facts(pod, *where, "t");
@@ -845,6 +848,341 @@ TEST(PodRulesMessages, AnUnnamedPodIsCalledUnnamed) {
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
   EXPECT_THAT(v.answer.message, testing::StartsWith("pod (unnamed) in namespace \"team-a\" denied: "));
+}
+
+// ---- pods are bound to their Component's image ---------------------------
+
+const std::string kSha = "sha256:" + std::string(64, 'c');
+
+json container(const std::string& name, const std::string& image) {
+  return {{"name", name}, {"image", image}};
+}
+
+// Every stage that can admit, with the sandbox states that lead to both
+// admitting decisions (RequireSetec and AllowInProcess).
+struct StageSandbox {
+  Stage stage;
+  SandboxAvailability sandbox;
+};
+std::vector<StageSandbox> admitting_paths() {
+  std::vector<StageSandbox> out;
+  for (Stage stage : {Stage::Mutate, Stage::Workload, Stage::Evaluate}) {
+    for (auto sb : {SandboxAvailability::Available, SandboxAvailability::Unavailable}) {
+      out.push_back({stage, sb});
+    }
+  }
+  return out;
+}
+
+TEST(ImageBinding, ATrustedComponentsLabelOnAForeignImageIsDenied) {
+  // The attack: label an arbitrary image as a trusted Component to run it
+  // in-process while the sandbox is down.
+  const StaticCatalog catalog = catalog_of_every_trust();
+  json pod = make_pod("trusted");
+  pod["spec"]["containers"] = json::array({container("main", "evil.example/miner:1")});
+  for (const auto& path : admitting_paths()) {
+    const PodVerdict v = admit(pod, catalog, path.sandbox, settings_for(DeploymentShape::SetecOnly),
+                               path.stage);
+    EXPECT_FALSE(v.answer.allowed());
+    EXPECT_EQ(v.answer.reason, Reason::ImageNotBound);
+    EXPECT_EQ(audit_value(v, "reason"), "ImageNotBound");
+    EXPECT_EQ(v.patch, json::array());
+    EXPECT_THAT(v.answer.message,
+                AllOf(HasSubstr("Component \"trusted\", which is bound to image "
+                                "\"registry.example.com/x:1\" (spec.image)"),
+                      HasSubstr("container \"main\" runs \"evil.example/miner:1\""),
+                      HasSubstr("To fix")));
+  }
+  // The validating stage too.
+  pod["spec"]["runtimeClassName"] = "kata-fc";
+  const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
+                             settings_for(DeploymentShape::SetecOnly), Stage::Validate);
+  EXPECT_EQ(v.answer.reason, Reason::ImageNotBound);
+}
+
+TEST(ImageBinding, EveryContainerKindIsBoundAndEachViolationIsNamed) {
+  const StaticCatalog catalog = catalog_of_every_trust();
+  json pod = make_pod("trusted");
+  pod["spec"]["containers"].push_back(container("sidecar", "registry.example.com/x:2"));
+  pod["spec"]["initContainers"] = json::array({container("setup", "busybox")});
+  pod["spec"]["ephemeralContainers"] = json::array({{{"name", "debug"}}});
+  const PodVerdict v = admit(pod, catalog, SandboxAvailability::Unavailable,
+                             settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
+  EXPECT_EQ(v.answer.reason, Reason::ImageNotBound);
+  EXPECT_THAT(v.answer.message,
+              HasSubstr("but container \"sidecar\" runs \"registry.example.com/x:2\", container "
+                        "\"init:setup\" runs \"busybox\" (docker.io/library/busybox:latest) and "
+                        "container \"ephemeral:debug\" names no image."));
+  EXPECT_THAT(v.answer.message, Not(HasSubstr("container \"main\"")));
+}
+
+TEST(ImageBinding, ManyForeignContainersAreNamedUpToFiveThenCounted) {
+  const StaticCatalog catalog = catalog_of_every_trust();
+  json pod = make_pod("trusted");
+  for (int i = 0; i < 7; ++i) {
+    pod["spec"]["containers"].push_back(container("c" + std::to_string(i), "evil.example/x:" + std::to_string(i)));
+  }
+  const PodVerdict v = admit(pod, catalog, SandboxAvailability::Unavailable,
+                             settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
+  EXPECT_EQ(v.answer.reason, Reason::ImageNotBound);
+  EXPECT_THAT(v.answer.message,
+              AllOf(HasSubstr("container \"c3\" runs \"evil.example/x:3\", container \"c4\" runs "
+                              "\"evil.example/x:4\" and 2 more containers."),
+                    Not(HasSubstr("\"c5\"")), Not(HasSubstr("container \"main\""))));
+}
+
+TEST(ImageBinding, TheComponentsImageUnderAnotherSpellingIsTheSameImage) {
+  StaticCatalog catalog;
+  model::Component c = make_component("hub", Trust::Trusted);
+  c.image = "nginx:1.25";
+  ASSERT_TRUE(catalog.add(c, kNs));
+  json pod = make_pod("hub");
+  pod["spec"]["containers"] = json::array({container("a", "docker.io/library/nginx:1.25"),
+                                           container("b", "index.docker.io/nginx:1.25")});
+  const PodVerdict v = admit(pod, catalog, SandboxAvailability::Unavailable,
+                             settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
+  EXPECT_TRUE(v.answer.allowed()) << v.answer.message;
+  EXPECT_THAT(v.answer.warnings, IsEmpty());
+}
+
+TEST(ImageBinding, AComponentDigestRequiresThatDigest) {
+  StaticCatalog catalog;
+  model::Component c = make_component("pinned", Trust::Trusted);
+  c.image = "registry.example.com/x:1@" + kSha;
+  ASSERT_TRUE(catalog.add(c, kNs));
+  json pod = make_pod("pinned");
+  pod["spec"]["containers"] = json::array({container("main", "registry.example.com/x@" + kSha)});
+  EXPECT_TRUE(admit(pod, catalog, SandboxAvailability::Unavailable,
+                    settings_for(DeploymentShape::SetecOnly), Stage::Mutate)
+                  .answer.allowed());
+  pod["spec"]["containers"] = json::array({container("main", "registry.example.com/x:1")});
+  const PodVerdict v = admit(pod, catalog, SandboxAvailability::Unavailable,
+                             settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
+  EXPECT_EQ(v.answer.reason, Reason::ImageNotBound);
+}
+
+TEST(ImageBinding, AContainerDigestWithATagOnlyComponentIsDeniedWithTheFix) {
+  const StaticCatalog catalog = catalog_of_every_trust();
+  json pod = make_pod("trusted");
+  pod["spec"]["containers"] = json::array({container("main", std::string(kImage) + "@" + kSha)});
+  const PodVerdict v = admit(pod, catalog, SandboxAvailability::Unavailable,
+                             settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
+  EXPECT_EQ(v.answer.reason, Reason::ImageNotBound);
+  EXPECT_THAT(v.answer.message, HasSubstr("declare it in the Component's spec.image"));
+}
+
+TEST(ImageBinding, AllowedExtraImagesAreExemptAndNamedInTheDenial) {
+  const StaticCatalog catalog = catalog_of_every_trust();
+  GateSettings settings = settings_for(DeploymentShape::SetecOnly);
+  auto patterns = model::parse_image_patterns("istio/proxyv2:1.20.0,gcr.io/mesh/*,envoy:*");
+  ASSERT_TRUE(patterns.ok()) << patterns.error();
+  settings.allowed_extra_images = *patterns;
+  json pod = make_pod("trusted");
+  pod["spec"]["containers"].push_back(container("istio-proxy", "docker.io/istio/proxyv2:1.20.0"));
+  pod["spec"]["initContainers"] = json::array({container("init", "gcr.io/mesh/init:7")});
+  pod["spec"]["ephemeralContainers"] = json::array({container("e", "envoy@" + kSha)});
+  for (const auto& path : admitting_paths()) {
+    const PodVerdict v = admit(pod, catalog, path.sandbox, settings, path.stage);
+    EXPECT_TRUE(v.answer.allowed()) << v.answer.message;
+  }
+  pod["spec"]["containers"].push_back(container("other", "istio/proxyv2:1.21.0"));
+  const PodVerdict v = admit(pod, catalog, SandboxAvailability::Unavailable, settings, Stage::Mutate);
+  EXPECT_EQ(v.answer.reason, Reason::ImageNotBound);
+  EXPECT_THAT(v.answer.message, AllOf(HasSubstr("container \"other\" runs \"istio/proxyv2:1.21.0\""),
+                                      HasSubstr("and the images of --allowed-extra-images")));
+}
+
+TEST(ImageBinding, AComponentWithoutSpecImageKeepsTodaysBehaviourWithAWarning) {
+  StaticCatalog catalog;
+  model::Component c = make_component("unbound", Trust::Trusted);
+  c.image.clear();
+  ASSERT_TRUE(catalog.add(c, kNs));
+  json pod = make_pod("unbound");
+  pod["spec"]["containers"] = json::array({container("main", "anything.example/at-all:9")});
+  for (const auto& path : admitting_paths()) {
+    const PodVerdict v = admit(pod, catalog, path.sandbox, settings_for(DeploymentShape::SetecOnly),
+                               path.stage);
+    EXPECT_TRUE(v.answer.allowed()) << v.answer.message;
+    EXPECT_THAT(v.answer.warnings,
+                Contains("Component \"unbound\" declares no spec.image: its pods are not bound to "
+                         "an image"));
+  }
+}
+
+TEST(ImageBinding, AnInvalidComponentImageDeniesItsPodsFailClosed) {
+  StaticCatalog catalog;
+  model::Component c = make_component("broken", Trust::Trusted);
+  c.image = "Not A Reference";
+  ASSERT_TRUE(catalog.add(c, kNs));
+  json pod = make_pod("broken");
+  pod["spec"]["containers"] = json::array({container("main", "Not A Reference")});
+  const PodVerdict v = admit(pod, catalog, SandboxAvailability::Unavailable,
+                             settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
+  EXPECT_EQ(v.answer.reason, Reason::ImageNotBound);
+  EXPECT_THAT(v.answer.message, HasSubstr("which is not a valid image reference"));
+}
+
+TEST(ImageBinding, AnInvalidContainerImageIsNotBound) {
+  const StaticCatalog catalog = catalog_of_every_trust();
+  json pod = make_pod("trusted");
+  pod["spec"]["containers"].push_back(container("odd", "UPPER:case:x"));
+  const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
+                             settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
+  EXPECT_EQ(v.answer.reason, Reason::ImageNotBound);
+  EXPECT_THAT(v.answer.message,
+              HasSubstr("container \"odd\" runs \"UPPER:case:x\", which is not a valid image reference"));
+}
+
+TEST(ImageBinding, AWorkloadTemplateOnAForeignImageIsDeniedAtApplyTime) {
+  const StaticCatalog catalog = catalog_of_every_trust();
+  for (const auto& [api, kind] : std::vector<std::pair<std::string, std::string>>{
+           {"apps/v1", "Deployment"}, {"batch/v1", "CronJob"}}) {
+    json w = make_workload(api, kind, "trusted");
+    json& tmpl = kind == "CronJob" ? w["spec"]["jobTemplate"]["spec"]["template"] : w["spec"]["template"];
+    tmpl["spec"]["containers"][0]["image"] = "evil.example/miner:1";
+    const PodVerdict v = admit(w, catalog, SandboxAvailability::Unavailable,
+                               settings_for(DeploymentShape::SetecOnly), Stage::Workload);
+    EXPECT_EQ(v.answer.reason, Reason::ImageNotBound) << kind;
+    EXPECT_THAT(v.answer.message, HasSubstr(kind + " \"w\" in namespace \"team-a\" denied: its pods "
+                                                   "would be denied: "));
+  }
+}
+
+TEST(ImageBinding, TheGatesDenyAndMicroVmConflictsComeFirst) {
+  // Those deny anyway; the binding is checked on every answer that would admit.
+  const StaticCatalog catalog = catalog_of_every_trust();
+  json pod = make_pod("untrusted");
+  pod["spec"]["containers"] = json::array({container("main", "evil.example/miner:1")});
+  EXPECT_EQ(admit(pod, catalog, SandboxAvailability::Unavailable,
+                  settings_for(DeploymentShape::SetecOnly), Stage::Mutate)
+                .answer.reason,
+            Reason::SandboxUnavailable);
+  pod["spec"]["hostPID"] = true;
+  EXPECT_EQ(admit(pod, catalog, SandboxAvailability::Available,
+                  settings_for(DeploymentShape::SetecOnly), Stage::Mutate)
+                .answer.reason,
+            Reason::IncompatibleWithMicroVM);
+}
+
+// ---- pod UPDATE (and pods/ephemeralcontainers) -----------------------------
+
+PodVerdict admit_update(const json& old_pod, const json& new_pod, const ComponentLookup& components,
+                        SandboxAvailability sb, const GateSettings& settings) {
+  auto where = model::locate_pod(new_pod, "test");
+  EXPECT_TRUE(where.ok()) << where.error();
+  auto facts = model::read_pod_facts(new_pod, *where, "test");
+  EXPECT_TRUE(facts.ok()) << facts.error();
+  auto old_where = model::locate_pod(old_pod, "old");
+  EXPECT_TRUE(old_where.ok()) << old_where.error();
+  auto old = model::read_pod_facts(old_pod, *old_where, "old");
+  EXPECT_TRUE(old.ok()) << old.error();
+  FixedSandbox sandbox(sb);
+  return admit_pod(*facts, *where, kNs, AdmissionContext{settings, components, sandbox},
+                   Stage::Update, &*old);
+}
+
+json on_sandbox(json pod) {
+  pod["spec"]["runtimeClassName"] = "kata-fc";
+  return pod;
+}
+
+TEST(PodUpdate, AnImageSwappedByUpdateIsDenied) {
+  const StaticCatalog catalog = catalog_of_every_trust();
+  const json old_pod = on_sandbox(make_pod("trusted"));
+  json new_pod = old_pod;
+  new_pod["spec"]["containers"][0]["image"] = "evil.example/miner:1";
+  for (auto sb : {SandboxAvailability::Available, SandboxAvailability::Unavailable}) {
+    const PodVerdict v =
+        admit_update(old_pod, new_pod, catalog, sb, settings_for(DeploymentShape::SetecOnly));
+    EXPECT_EQ(v.answer.reason, Reason::ImageNotBound);
+    EXPECT_EQ(v.patch, json::array());
+  }
+}
+
+TEST(PodUpdate, APrivilegedEphemeralContainerAddedLaterIsDenied) {
+  const StaticCatalog catalog = catalog_of_every_trust();
+  const json old_pod = on_sandbox(make_pod("untrusted"));
+  json new_pod = old_pod;
+  new_pod["spec"]["ephemeralContainers"] = privileged("debugger");
+  const PodVerdict v = admit_update(old_pod, new_pod, catalog, SandboxAvailability::Available,
+                                    settings_for(DeploymentShape::SetecOnly));
+  EXPECT_EQ(v.answer.reason, Reason::IncompatibleWithMicroVM);
+  EXPECT_THAT(v.answer.message, HasSubstr("privileged container \"ephemeral:debugger\""));
+  // An unprivileged debug container of the Component's image is admitted.
+  new_pod["spec"]["ephemeralContainers"] = json::array({container("debugger", kImage)});
+  EXPECT_TRUE(admit_update(old_pod, new_pod, catalog, SandboxAvailability::Available,
+                           settings_for(DeploymentShape::SetecOnly))
+                  .answer.allowed());
+}
+
+TEST(PodUpdate, AChangedComponentLabelIsDenied) {
+  const StaticCatalog catalog = catalog_of_every_trust();
+  const json old_pod = on_sandbox(make_pod("untrusted"));
+  json relabelled = old_pod;
+  relabelled["metadata"]["labels"][kLabel] = "trusted";
+  json unlabelled = old_pod;
+  unlabelled["metadata"].erase("labels");
+  for (const json* new_pod : {&relabelled, &unlabelled}) {
+    const PodVerdict v = admit_update(old_pod, *new_pod, catalog, SandboxAvailability::Available,
+                                      settings_for(DeploymentShape::SetecOnly));
+    EXPECT_EQ(v.answer.reason, Reason::ComponentLabelChanged);
+    EXPECT_EQ(audit_value(v, "reason"), "ComponentLabelChanged");
+    EXPECT_THAT(v.answer.message, HasSubstr("from \"untrusted\" to "));
+  }
+  // Adding the label to a pod that had none is a change too.
+  const PodVerdict v = admit_update(unlabelled, old_pod, catalog, SandboxAvailability::Available,
+                                    settings_for(DeploymentShape::SetecOnly));
+  EXPECT_EQ(v.answer.reason, Reason::ComponentLabelChanged);
+  EXPECT_THAT(v.answer.message, HasSubstr("from (none) to \"untrusted\""));
+}
+
+TEST(PodUpdate, AnUpdateThatChangesNothingJudgedIsAdmittedWhateverTheGateSaysNow) {
+  // A pod admitted on the sandbox, whose Component the gate would now deny
+  // (no sandbox, hosted, untrusted): a finalizer or label removal by its
+  // controller must not be refused, or it could never be deleted.
+  const StaticCatalog catalog = catalog_of_every_trust();
+  json old_pod = on_sandbox(make_pod("untrusted"));
+  old_pod["metadata"]["labels"]["app"] = "x";
+  json new_pod = old_pod;
+  new_pod["metadata"]["labels"].erase("app");
+  new_pod["metadata"]["finalizers"] = json::array();
+  const PodVerdict v = admit_update(old_pod, new_pod, catalog, SandboxAvailability::Unavailable,
+                                    settings_for(DeploymentShape::SetecOnly));
+  EXPECT_TRUE(v.answer.allowed()) << v.answer.message;
+  EXPECT_EQ(v.answer.reason, Reason::PodUnchanged);
+  EXPECT_FALSE(v.decided);
+  EXPECT_EQ(audit_value(v, "decision"), "Unchanged");
+  // Change an image and the same update is judged: the gate denies now.
+  new_pod["spec"]["containers"][0]["image"] = "registry.example.com/x:2";
+  EXPECT_EQ(admit_update(old_pod, new_pod, catalog, SandboxAvailability::Unavailable,
+                         settings_for(DeploymentShape::SetecOnly))
+                .answer.reason,
+            Reason::SandboxUnavailable);
+}
+
+TEST(PodUpdate, AJudgedUpdateOfAPodOffTheSandboxThatNowNeedsItIsDenied) {
+  const StaticCatalog catalog = catalog_of_every_trust();
+  const json old_pod = make_pod("trusted");  // admitted in-process, no runtimeClassName
+  json new_pod = old_pod;
+  new_pod["spec"]["ephemeralContainers"] = json::array({container("debugger", kImage)});
+  const PodVerdict v = admit_update(old_pod, new_pod, catalog, SandboxAvailability::Available,
+                                    settings_for(DeploymentShape::SetecOnly));
+  EXPECT_EQ(v.answer.reason, Reason::RuntimeClassChanged);
+  EXPECT_THAT(v.answer.message, AllOf(HasSubstr("cannot change on an existing pod"),
+                                      HasSubstr("delete the pod")));
+}
+
+TEST(PodUpdate, WithoutTheOldPodTheUpdateIsUndecidable) {
+  const StaticCatalog catalog = catalog_of_every_trust();
+  const json pod = make_pod("trusted");
+  auto where = model::locate_pod(pod, "test");
+  auto facts = model::read_pod_facts(pod, *where, "test");
+  FixedSandbox sandbox(SandboxAvailability::Available);
+  const GateSettings settings = settings_for(DeploymentShape::SetecOnly);
+  const PodVerdict v =
+      admit_pod(*facts, *where, kNs, AdmissionContext{settings, catalog, sandbox}, Stage::Update);
+  EXPECT_FALSE(v.answer.allowed());
+  EXPECT_EQ(v.answer.reason, Reason::UndecidableRequest);
 }
 
 }  // namespace

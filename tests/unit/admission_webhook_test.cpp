@@ -707,11 +707,99 @@ TEST_F(WebhookTest, DeleteIsAllowedWithoutADecision) {
   EXPECT_TRUE(c.allowed());
 }
 
-TEST_F(WebhookTest, PodUpdatesAreNotEnforced) {
-  const json pod = load_example("pods/report-parser-pod.yaml");
+// A pod UPDATE review as the API server sends it: object and oldObject.
+json update_review(const json& old_pod, const json& new_pod, const std::string& sub_resource = "") {
+  json r = review_json("u-up", kPodKind, "UPDATE", new_pod);
+  r["request"]["oldObject"] = old_pod;
+  if (!sub_resource.empty()) r["request"]["subResource"] = sub_resource;
+  return r;
+}
+
+json sandboxed_example_pod() {
+  json pod = load_example("pods/report-parser-pod.yaml");
+  pod["spec"]["runtimeClassName"] = "kata-fc";
+  return pod;
+}
+
+TEST_F(WebhookTest, PodUpdatesAreJudgedAgainstTheOldPod) {
+  sandbox_.set(SandboxAvailability::Available);
+  const json old_pod = sandboxed_example_pod();
+  // Nothing judged changed: admitted without a decision.
+  json same = old_pod;
+  same["metadata"]["finalizers"] = json::array({"example.com/keep"});
+  Reply a = review("/validate/pods", update_review(old_pod, same));
+  EXPECT_TRUE(a.allowed()) << a.message();
+  EXPECT_EQ(a.response()["auditAnnotations"]["decision"], "Unchanged");
+  // An image swap is judged: denied.
+  json swapped = old_pod;
+  swapped["spec"]["containers"][0]["image"] = "evil.example/report-parser:1.4.2";
+  Reply b = review("/validate/pods", update_review(old_pod, swapped));
+  EXPECT_FALSE(b.allowed());
+  EXPECT_EQ(b.response()["status"]["code"], 403);
+  EXPECT_EQ(b.response()["auditAnnotations"]["reason"], "ImageNotBound");
+  EXPECT_THAT(b.message(), HasSubstr("container \"parser\" runs \"evil.example/report-parser:1.4.2\""));
+  // A changed component label is denied.
+  json relabelled = old_pod;
+  relabelled["metadata"]["labels"]["gibson.zeroroot.ai/component"] = "docs-indexer";
+  Reply c = review("/validate/pods", update_review(old_pod, relabelled));
+  EXPECT_FALSE(c.allowed());
+  EXPECT_EQ(c.response()["auditAnnotations"]["reason"], "ComponentLabelChanged");
+  // /mutate/pods still decides only CREATE.
+  Reply d = review("/mutate/pods", update_review(old_pod, swapped));
+  EXPECT_TRUE(d.allowed());
+  EXPECT_EQ(d.response()["auditAnnotations"]["decision"], "NotEnforced");
+}
+
+TEST_F(WebhookTest, APodUpdateWithoutAUsableOldObjectIsUndecidable) {
+  const json pod = sandboxed_example_pod();
   Reply a = review("/validate/pods", review_json("u", kPodKind, "UPDATE", pod));
-  EXPECT_TRUE(a.allowed());
-  EXPECT_EQ(a.response()["auditAnnotations"]["decision"], "NotEnforced");
+  EXPECT_FALSE(a.allowed());
+  EXPECT_EQ(a.response()["status"]["code"], 400);
+  EXPECT_THAT(a.message(), HasSubstr("request.oldObject is missing"));
+  json other_ns = pod;
+  other_ns["metadata"]["namespace"] = "kube-system";
+  Reply b = review("/validate/pods", update_review(other_ns, pod));
+  EXPECT_FALSE(b.allowed());
+  EXPECT_THAT(b.message(), HasSubstr("request.oldObject.metadata.namespace"));
+  json wrong_kind = pod;
+  wrong_kind["kind"] = "Deployment";
+  Reply c = review("/validate/pods", update_review(wrong_kind, pod));
+  EXPECT_FALSE(c.allowed());
+  EXPECT_THAT(c.message(), HasSubstr("request.oldObject.kind does not match"));
+  json bad_type = pod;
+  bad_type["spec"]["containers"][0]["image"] = 7;
+  Reply d = review("/validate/pods", update_review(bad_type, pod));
+  EXPECT_FALSE(d.allowed());
+  EXPECT_THAT(d.message(), HasSubstr("request.oldObject: spec.containers[0].image: expected a string"));
+}
+
+TEST_F(WebhookTest, TheEphemeralContainersSubresourceIsJudgedOnValidatePods) {
+  sandbox_.set(SandboxAvailability::Available);
+  const json old_pod = sandboxed_example_pod();
+  json debugged = old_pod;
+  debugged["spec"]["ephemeralContainers"] = json::array(
+      {{{"name", "debugger"}, {"image", "registry.example.com/gibson/report-parser:1.4.2"},
+        {"securityContext", {{"privileged", true}}}}});
+  Reply a = review("/validate/pods", update_review(old_pod, debugged, "ephemeralcontainers"));
+  EXPECT_FALSE(a.allowed());
+  EXPECT_EQ(a.response()["auditAnnotations"]["reason"], "IncompatibleWithMicroVM");
+  EXPECT_THAT(a.message(), HasSubstr("privileged container \"ephemeral:debugger\""));
+  // A foreign debug image is not bound.
+  debugged["spec"]["ephemeralContainers"][0].erase("securityContext");
+  debugged["spec"]["ephemeralContainers"][0]["image"] = "busybox";
+  Reply b = review("/validate/pods", update_review(old_pod, debugged, "ephemeralcontainers"));
+  EXPECT_EQ(b.response()["auditAnnotations"]["reason"], "ImageNotBound");
+  // The Component's own image, unprivileged: admitted.
+  debugged["spec"]["ephemeralContainers"][0]["image"] = "registry.example.com/gibson/report-parser:1.4.2";
+  Reply c = review("/validate/pods", update_review(old_pod, debugged, "ephemeralcontainers"));
+  EXPECT_TRUE(c.allowed()) << c.message();
+  // Only UPDATE reaches that subresource; other subresources stay refused.
+  json create = review_json("u", kPodKind, "CREATE", debugged);
+  create["request"]["subResource"] = "ephemeralcontainers";
+  EXPECT_FALSE(review("/validate/pods", create).allowed());
+  Reply e = review("/validate/pods", update_review(old_pod, debugged, "status"));
+  EXPECT_FALSE(e.allowed());
+  EXPECT_THAT(e.message(), HasSubstr("subresource status is not admitted here"));
 }
 
 // ---- components ----------------------------------------------------------
@@ -954,7 +1042,9 @@ json review_for(const std::string& path, const std::string& operation) {
   json pod = load_example("pods/docs-indexer-pod.yaml");
   // /validate/pods sees the pod after /mutate/pods put it on the sandbox.
   if (path == "/validate/pods") pod["spec"]["runtimeClassName"] = "kata-fc";
-  return review_json("u-op", kPodKind, operation, pod);
+  json r = review_json("u-op", kPodKind, operation, pod);
+  if (operation == "UPDATE") r["request"]["oldObject"] = pod;  // as the API server sends it
+  return r;
 }
 
 TEST_F(WebhookTest, AnOperationThatIsNotExactlyOneOfTheApisIsUndecidableOnEveryEndpoint) {
@@ -1023,6 +1113,10 @@ TEST(RouteTable, OneRoutePerEndpointInEndpointOrderWithTheDocumentedOperations) 
   EXPECT_TRUE(mutate.enforced.contains(Operation::Create));
   EXPECT_FALSE(mutate.enforced.contains(Operation::Update));
   EXPECT_FALSE(mutate.enforced.contains(Operation::Delete));
+  const Route& validate = route_for(Endpoint::ValidatePods);
+  EXPECT_TRUE(validate.enforced.contains(Operation::Create));
+  EXPECT_TRUE(validate.enforced.contains(Operation::Update));  // image swaps, ephemeral containers
+  EXPECT_FALSE(validate.enforced.contains(Operation::Delete));
   const Route& workloads = route_for(Endpoint::ValidateWorkloads);
   EXPECT_TRUE(workloads.enforced.contains(Operation::Create));
   EXPECT_TRUE(workloads.enforced.contains(Operation::Update));

@@ -73,6 +73,31 @@ TEST(CliGateOptions, UnknownFlagsAndPositionalsAreBadInput) {
   EXPECT_EQ(parse_gate({"--help"}).exit_code, kExitAllowed);
 }
 
+TEST(CliGateOptions, AllowedExtraImagesAreParsedIntoTheSettings) {
+  EXPECT_TRUE(parse_gate({}).options.allowed_extra_images.empty());
+  const auto p = parse_gate({"--allowed-extra-images", "istio/proxyv2:1.20.0, gcr.io/mesh/*,envoy:*"});
+  ASSERT_FALSE(p.exit_code);
+  const auto settings = gate_settings(p.options, config::ShapeFromEnv{});
+  ASSERT_EQ(settings.allowed_extra_images.size(), 3u);
+  auto image = model::parse_image("gcr.io/mesh/init:7");
+  ASSERT_TRUE(image.ok());
+  EXPECT_TRUE(model::any_pattern_matches(settings.allowed_extra_images, *image));
+}
+
+TEST(CliGateOptions, ABadImagePatternIsBadInputNamingIt) {
+  for (const char* bad : {"nginx", "*", "a*b:1", "istio/proxyv2:1.20.0,UPPER"}) {
+    EXPECT_EQ(parse_gate({"--allowed-extra-images", bad}).exit_code, kExitBadInput) << bad;
+  }
+  auto app = make_app("test", "test");
+  GateOptions options;
+  add_gate_options(*app, options);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(parse(*app, {"--allowed-extra-images=nginx"}), kExitBadInput);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("--allowed-extra-images"), std::string::npos) << err;
+  EXPECT_NE(err.find("bare repository"), std::string::npos) << err;
+}
+
 TEST(ConfigDefaults, ServiceDnsNames) {
   EXPECT_EQ(config::service_dns_names("gate", "sys"),
             (std::vector<std::string>{"gate", "gate.sys", "gate.sys.svc", "gate.sys.svc.cluster.local"}));

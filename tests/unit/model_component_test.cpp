@@ -403,5 +403,36 @@ TEST(LooksLikeComponent, RecognisesTheGroupAndKindOnly) {
   EXPECT_FALSE(looks_like_component(json(nullptr)));
 }
 
+// ---- spec.image ------------------------------------------------------------
+
+TEST(ComponentImage, AnInvalidSpecImageIsAProblemNamingTheField) {
+  json doc = component_doc();
+  doc["spec"]["image"] = "Registry.Example/UPPER:1";
+  auto c = decode_component(doc, "components/x.yaml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  auto problems = component_problems(*c, "components/x.yaml");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_THAT(problems[0], HasSubstr("components/x.yaml: spec.image: \"Registry.Example/UPPER:1\" "
+                                     "is not a valid image reference"));
+  expect_one_line(problems[0]);
+}
+
+TEST(ComponentImage, ValidAndOmittedSpecImagesAreNoProblem) {
+  for (const char* image : {"registry.example.com/x:1", "nginx", "reg:5000/a/b:c",
+                            "reg.example/x@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}) {
+    json doc = component_doc();
+    doc["spec"]["image"] = image;
+    auto c = decode_component(doc, "x.yaml");
+    ASSERT_TRUE(c.ok()) << c.error();
+    EXPECT_TRUE(component_problems(*c, "x.yaml").empty()) << image;
+  }
+  json doc = component_doc();
+  doc["spec"].erase("image");
+  auto c = decode_component(doc, "x.yaml");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->image, "");
+  EXPECT_TRUE(component_problems(*c, "x.yaml").empty());
+}
+
 }  // namespace
 }  // namespace ig::model

@@ -84,11 +84,17 @@ TEST(JsonProjection, AgreesWithNlohmannOnTheExampleReviews) {
 
 TEST(JsonProjection, KeepsOnlyTheProjectedFieldsOfAPod) {
   const auto docs = seed_documents();
-  auto got = parse_projected(docs.front(), admission_review_projection(), "t");
+  json review = json::parse(docs.front());
+  json& first = review["request"]["object"]["spec"]["containers"][0];
+  first["ports"] = json::array({{{"containerPort", 80}}});
+  first["resources"] = {{"limits", {{"cpu", "1"}}}};
+  auto got = parse_projected(review.dump(), admission_review_projection(), "t");
   ASSERT_TRUE(got.ok()) << got.error();
   const json& obj = (*got)["request"]["object"];
   EXPECT_TRUE(obj["spec"].contains("containers"));
-  EXPECT_FALSE(obj["spec"]["containers"][0].contains("image"));  // not read by the rules
+  EXPECT_TRUE(obj["spec"]["containers"][0].contains("image"));       // the image binding reads it
+  EXPECT_FALSE(obj["spec"]["containers"][0].contains("ports"));      // not read by the rules
+  EXPECT_FALSE(obj["spec"]["containers"][0].contains("resources"));  // not read by the rules
   // Of userInfo, only who asked (the enforcement guard reads it).
   for (const auto& [key, value] : (*got)["request"]["userInfo"].items()) {
     EXPECT_TRUE(key == "username" || key == "groups") << key;

@@ -306,6 +306,28 @@ TEST(PodFacts, ListsPrivilegedContainersOfEveryKindWithPrefixes) {
               ElementsAre("app", "#2", "init:setup", "ephemeral:debugger"));
 }
 
+TEST(PodFacts, ListsEveryContainersImageInOrderWithPrefixes) {
+  json p = pod();
+  p["spec"]["containers"].push_back({{"name", "sidecar"}, {"image", "istio/proxyv2:1.20.0"}});
+  p["spec"]["containers"].push_back({{"image", "unnamed:1"}});
+  p["spec"]["initContainers"] = json::array({{{"name", "setup"}, {"image", nullptr}}});
+  p["spec"]["ephemeralContainers"] = json::array({{{"name", "debugger"}}});
+  auto facts = read_pod_facts(p, "pod.yaml");
+  ASSERT_TRUE(facts.ok()) << facts.error();
+  EXPECT_THAT(facts->containers,
+              ElementsAre(ContainerImage{"main", "busybox"},
+                          ContainerImage{"sidecar", "istio/proxyv2:1.20.0"},
+                          ContainerImage{"#2", "unnamed:1"}, ContainerImage{"init:setup", std::nullopt},
+                          ContainerImage{"ephemeral:debugger", std::nullopt}));
+}
+
+TEST(PodFacts, ReadsTheImagesOfATemplate) {
+  json w = workload("batch/v1", "CronJob");
+  auto facts = read_pod_facts(w, "cj.yaml");
+  ASSERT_TRUE(facts.ok()) << facts.error();
+  EXPECT_THAT(facts->containers, ElementsAre(ContainerImage{"main", "busybox"}));
+}
+
 TEST(PodFacts, ContainersWithoutSecurityContextAreNotPrivileged) {
   json p = pod();
   p["spec"]["containers"].push_back({{"name", "b"}, {"securityContext", nullptr}});
@@ -436,6 +458,10 @@ INSTANTIATE_TEST_SUITE_P(
                   json{{"privileged", "true"}},
                   "spec.containers[0].securityContext.privileged: expected a boolean, got a "
                   "string"},
+        ShapeCase{"ImageAsAList", "/spec/containers/0/image", json::array({"x"}),
+                  "spec.containers[0].image: expected a string, got a list"},
+        ShapeCase{"ContainerNameAsANumber", "/spec/containers/0/name", json(3),
+                  "spec.containers[0].name: expected a string, got a number"},
         ShapeCase{"SpecAsAList", "/spec", json::array(), "spec: expected a map, got a list"},
         ShapeCase{"SpecNull", "/spec", json(nullptr), "spec: required"}),
     [](const auto& info) { return std::string(info.param.name); });

@@ -55,14 +55,16 @@ metadata:
   {{- . | nindent 2 }}
   {{- end }}
 webhooks:
-  # Re-decides on the final pod, after every mutating webhook.
+  # Re-decides on the final pod, after every mutating webhook; on UPDATE and
+  # on pods/ephemeralcontainers (kubectl debug) judges an image swap, a
+  # changed component label or an added container by the same rules.
   - name: pods.validate.gibson.zeroroot.ai
     {{- include "isolation-gate.clientConfig" (list . "/validate/pods") | nindent 4 }}
     rules:
       - apiGroups: [""]
         apiVersions: ["v1"]
-        operations: ["CREATE"]
-        resources: ["pods"]
+        operations: ["CREATE", "UPDATE"]
+        resources: ["pods", "pods/ephemeralcontainers"]
         scope: Namespaced
     {{- include "isolation-gate.enforcedNamespaceSelector" . | nindent 4 }}
     {{- include "isolation-gate.webhookCommon" . | nindent 4 }}
