@@ -179,9 +179,8 @@ std::string why_allow_is_wrong(Route route, std::string_view body) {
   // The pod (template) the rules read.
   const json* pod = object;
   if (route == Route::Workloads) {
-    if (k == "CronJob") pod = member(member(member(object, "spec"), "jobTemplate"), "spec");
-    else pod = object;
-    pod = member(member(pod, "spec"), "template");
+    const json* owner = k == "CronJob" ? member(member(member(object, "spec"), "jobTemplate"), "spec") : object;
+    pod = member(member(owner, "spec"), "template");
   }
   const json* labels = member(member(pod, "metadata"), "labels");
   const json* label = member(labels, kLabel.data());

@@ -8,12 +8,14 @@
 // depth beyond kMaxDepth, alias cycles are walked once), never throws.
 #pragma once
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -96,9 +98,46 @@ inline StrictJson parse_strict_json(std::string_view text) {
 // scalar text (Kubernetes' YAML->JSON keys are strings, so `a` and "a" are
 // one key). nullopt: yaml-cpp cannot load the stream (syntax, depth) or the
 // walk passes its node budget, so nothing is claimed.
+// yaml-cpp 0.7's LoadAll loops forever (and eats memory) on a stream its
+// parser stops consuming (",": jbeder/yaml-cpp#1040); a first pass stops at
+// a document that starts where the previous one did. True: LoadAll ends.
+class YamlProgress final : public YAML::EventHandler {
+ public:
+  bool stuck = false;
+  void OnDocumentStart(const YAML::Mark& m) override {
+    stuck = stuck || (docs_++ > 0 && m.pos == last_);
+    last_ = m.pos;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  int docs_ = 0;
+  int last_ = -1;
+};
+
+inline bool yaml_load_all_ends(const std::string& text) {
+  try {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    YamlProgress progress;
+    while (parser.HandleNextDocument(progress))
+      if (progress.stuck) return false;
+  } catch (...) {
+  }
+  return true;
+}
+
 inline std::optional<bool> yaml_has_duplicate_key(std::string_view text) {
   std::vector<YAML::Node> docs;
   try {
+    if (!yaml_load_all_ends(std::string(text))) return std::nullopt;
     docs = YAML::LoadAll(std::string(text));
   } catch (...) {
     return std::nullopt;
