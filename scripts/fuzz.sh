@@ -54,7 +54,7 @@ for t in "${targets[@]}"; do
   log="$out/logs/$t.log"
   runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
   rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)"
-  cov="$(grep -o 'cov: [0-9]*' "$log" | tail -1)"
+  cov="$(grep -o 'cov: [0-9]*' "$log" | tail -1 || true)"
   echo "$t: $status, ${runs:-?} runs, ${rate:-?} exec/s, ${cov:-cov: ?}, corpus $(ls "$out/corpus/$t" | wc -l) files"
   if [[ $status == FAILED ]]; then
     echo "--- $log (last 60 lines) ---"

@@ -20,9 +20,10 @@
 //     the wrong type, a kind that is not the endpoint's, a subresource, no
 //     object or no namespace for an enforced operation, an object whose
 //     kind/apiVersion/namespace disagree with the request, a pod in an
-//     enforced namespace that does not name a Component of the catalog, an
-//     untrusted pod asking for host namespaces or privilege or (at
-//     /validate/pods) not on the sandbox's runtimeClassName, a Component
+//     enforced namespace that does not name a Component of the catalog, a
+//     pod (the sandbox is available, so every pod is RequireSetec) asking
+//     for host namespaces or privilege or (at /validate/pods) not on the
+//     sandbox's runtimeClassName, a Component
 //     with an unknown content_trust or spec.kind.
 //  4. The denial observer sees only denials.
 // Build and run: scripts/fuzz.sh [seconds] [admission_review_fuzz]
@@ -179,7 +180,7 @@ std::string why_allow_is_wrong(Route route, std::string_view body) {
   // The pod (template) the rules read.
   const json* pod = object;
   if (route == Route::Workloads) {
-    const json* owner = k == "CronJob" ? member(member(member(object, "spec"), "jobTemplate"), "spec") : object;
+    const json* owner = k == "CronJob" ? member(member(object, "spec"), "jobTemplate") : object;
     pod = member(member(owner, "spec"), "template");
   }
   const json* labels = member(member(pod, "metadata"), "labels");
@@ -187,20 +188,20 @@ std::string why_allow_is_wrong(Route route, std::string_view body) {
   if (label == nullptr || !label->is_string()) return "no component label";
   const std::string name = label->get<std::string>();
   if (ns != kNamespace || (name != kUntrusted && name != kTrusted)) return "no such Component";
-  if (name == kUntrusted) {
+  {  // The sandbox is available: every Component's pods go to the sandbox (README, "The rule").
     const json* spec = member(pod, "spec");
     for (const char* host : {"hostNetwork", "hostPID", "hostIPC"})
-      if (is_true(member(spec, host))) return std::string("untrusted pod with ") + host;
+      if (is_true(member(spec, host))) return std::string("sandboxed pod with ") + host;
     for (const char* list : {"containers", "initContainers", "ephemeralContainers"}) {
       const json* cs = member(spec, list);
       if (cs == nullptr || !cs->is_array()) continue;
       for (const auto& c : *cs)
-        if (is_true(member(member(&c, "securityContext"), "privileged"))) return "untrusted privileged container";
+        if (is_true(member(member(&c, "securityContext"), "privileged"))) return "sandboxed privileged container";
     }
     if (route == Route::ValidatePods) {
       const json* rc = member(spec, "runtimeClassName");
       if (rc == nullptr || !rc->is_string() || *rc != ig::config::kDefaultRuntimeClass)
-        return "untrusted pod not on the sandbox";
+        return "sandboxed pod not on the sandbox";
     }
   }
   return {};

@@ -9,6 +9,10 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "admission/catalog.h"
+#include "admission/webhook.h"
 #include "base/one_line.h"
 #include "base/quote.h"
 #include "kube/config.h"
@@ -79,6 +83,26 @@ TEST(FuzzRegressions, KubeconfigFuzzYamlErrorsAreOneLine) {
 TEST(FuzzRegressions, OneLineEscapesControlBytesOnly) {
   EXPECT_EQ(one_line(std::string("a\nb\rc\td\0e\x7f\x01 \xc3\xa9", 14)), "a\\nb\\rc\\td\\x00e\\x7f\\x01 \xc3\xa9");
   EXPECT_EQ(quote("two\nlines"), "\"two\\nlines\"");
+}
+
+// admission_review_fuzz, "allowed: true for an undecidable request": a
+// Component whose metadata.namespace is not request.namespace was validated
+// (the pod endpoints already refused such an object; the API server never
+// sends one). Byte 0 of the corpus file is the fuzz target's route byte.
+TEST(FuzzRegressions, AdmissionFuzzComponentInAnotherNamespaceIsUndecidable) {
+  admission::StaticCatalog catalog;
+  admission::FixedSandbox sandbox(policy::SandboxAvailability::Available);
+  admission::GateSettings settings;
+  settings.runtime_class = "kata-fc";
+  settings.own_namespace = "isolation-gate-system";
+  admission::Webhook hook(admission::AdmissionContext{settings, catalog, sandbox});
+  const std::string input = corpus_file("admission_review_fuzz", "regress-component-namespace-mismatch");
+  ASSERT_GT(input.size(), 1u);
+  auto response = hook.serve({"POST", "/validate/components", "application/json", input.substr(1)});
+  ASSERT_EQ(response.status, 200u) << response.body;
+  auto body = nlohmann::json::parse(response.body);
+  EXPECT_EQ(body["response"]["allowed"], false) << response.body;
+  EXPECT_THAT(body["response"]["status"]["message"].get<std::string>(), HasSubstr("is not request.namespace"));
 }
 
 }  // namespace
