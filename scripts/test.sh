@@ -40,7 +40,8 @@ if [[ "${IG_SKIP_SANITIZERS:-0}" != "1" ]]; then
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIG_TSAN=ON \
     -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" >/dev/null
   ninja -C build-tsan -j "$jobs" tsan_tests
-  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" build-tsan/tsan_tests --gtest_brief=1
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/unit/tsan_suppressions.txt" \
+    build-tsan/tsan_tests --gtest_brief=1
 fi
 
 echo "== Optimised build =="
