@@ -35,7 +35,7 @@ std::string corpus_file(const std::string& target, const std::string& name) {
 // (jbeder/yaml-cpp#1040). Before the fix this never returned (and ran the
 // process out of memory); now it is an error naming the position.
 TEST(FuzzRegressions, ComponentFuzzYamlCommaOutsideFlowIsAnErrorNotAHang) {
-  for (const std::string text : {std::string(","), std::string(", *b]\n"), std::string("a: 1\n---\n,\n"),
+  for (const std::string& text : {std::string(","), std::string(", *b]\n"), std::string("a: 1\n---\n,\n"),
                                  corpus_file("component_fuzz", "regress-yaml-comma-hang")}) {
     ASSERT_FALSE(text.empty());
     auto docs = parse_documents(text, "c.yaml");
@@ -57,7 +57,7 @@ TEST(FuzzRegressions, ComponentFuzzYamlCommasInsideFlowStillParse) {
 // line": yaml-cpp's "unknown escape character: " quotes the byte itself (here
 // a newline after a backslash in a double-quoted scalar).
 TEST(FuzzRegressions, ComponentFuzzYamlErrorsAreOneLine) {
-  for (const std::string text : {std::string("a: \"\\\v\"\n"), std::string("a: \"\\\0\"\n", 8),
+  for (const std::string& text : {std::string("a: \"\\\v\"\n"), std::string("a: \"\\\0\"\n", 8),
                                  corpus_file("component_fuzz", "regress-yaml-error-two-lines")}) {
     auto docs = parse_documents(text, "c.yaml");
     ASSERT_FALSE(docs) << text;
