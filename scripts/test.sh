@@ -30,6 +30,20 @@ if [[ "${IG_SKIP_SANITIZERS:-0}" != "1" ]]; then
   unset ASAN_OPTIONS UBSAN_OPTIONS
 fi
 
+if [[ "${IG_SKIP_SANITIZERS:-0}" != "1" ]]; then
+  # Every libFuzzer target 30 s, two at a time; fails on any finding
+  # (scripts/fuzz.sh; the longer run is `scripts/fuzz.sh` alone).
+  scripts/fuzz.sh 30
+  echo "== ThreadSanitizer build =="
+  # Only the threaded tests (server, reflector/store, leader election, event
+  # recorder, certificate reload): tsan_tests in CMakeLists.txt.
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIG_TSAN=ON \
+    -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" >/dev/null
+  ninja -C build-tsan -j "$jobs" tsan_tests
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/unit/tsan_suppressions.txt" \
+    build-tsan/tsan_tests --gtest_brief=1
+fi
+
 echo "== Optimised build =="
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build -j "$jobs"

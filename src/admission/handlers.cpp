@@ -164,6 +164,11 @@ class ComponentHandler final : public Handler {
     };
     auto component = model::decode_component(r.object, source);
     if (!component) return invalid(component.error());
+    // As for pods: an object claiming another namespace is not decided.
+    if (!component->namespace_.empty() && component->namespace_ != r.namespace_) {
+      return undecidable("request.object.metadata.namespace " + quote(component->namespace_) +
+                         " is not request.namespace " + quote(r.namespace_));
+    }
     auto problems = model::component_problems(*component, source);
     if (!problems.empty()) {
       std::string message;

@@ -1,5 +1,7 @@
 #include "base/quote.h"
 
+#include "base/one_line.h"
+
 namespace ig {
 
 std::string cut_utf8(std::string_view value, std::size_t max) {
@@ -16,11 +18,33 @@ std::string quote(std::string_view value) {
   if (value.size() > kMaxQuoted) {
     std::size_t cut = kMaxQuoted;
     while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80) --cut;
-    out.append(value.substr(0, cut)).append("...");
+    out.append(one_line(value.substr(0, cut))).append("...");
   } else {
-    out.append(value);
+    out.append(one_line(value));
   }
   out.push_back('"');
+  return out;
+}
+
+std::string one_line(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c != 0x7f) {
+      out.push_back(ch);
+    } else if (c == '\n') {
+      out.append("\\n");
+    } else if (c == '\r') {
+      out.append("\\r");
+    } else if (c == '\t') {
+      out.append("\\t");
+    } else {
+      out.append("\\x").push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/one_line.h"
 #include "base/quote.h"
 #include "kube/tls_material.h"
 #include "tls/certificates.h"
@@ -186,7 +187,7 @@ Result<ClusterConfig> Kubeconfig::load(std::string_view context_flag) {
   try {
     root = YAML::Load(*text);
   } catch (const YAML::Exception& e) {
-    return err("not YAML: line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+    return err("not YAML: line " + std::to_string(e.mark.line + 1) + ": " + one_line(e.msg));
   }
   if (!root.IsMap()) return err("not a kubeconfig (the top level is not a map)");
   if (auto dup = check_duplicate_keys(root); !dup) return dup.failure();

@@ -1,6 +1,7 @@
 #include "model/document.h"
 
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
@@ -9,9 +10,11 @@
 #include <charconv>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
+#include "base/one_line.h"
 #include "base/quote.h"
 
 namespace ig::model {
@@ -185,6 +188,50 @@ Result<json> parse_json(std::string_view text, std::string_view source,
   }
 }
 
+namespace {
+
+// yaml-cpp 0.7's LoadAll never returns on a stream where its parser stops
+// consuming tokens (a ',' outside a flow collection: ",", ", *b]"): it
+// appends a null document per turn until memory runs out (found by
+// tests/fuzz/component_fuzz; upstream jbeder/yaml-cpp#1040, fixed after 0.8
+// by PR #1319). A first pass through the parser with a handler that keeps
+// nothing refuses a document that starts where the previous one did.
+class ProgressCheck final : public YAML::EventHandler {
+ public:
+  // The stuck position, once a document made no progress.
+  std::optional<YAML::Mark> stuck;
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (started_ && mark.pos == last_.pos) stuck = mark;
+    started_ = true;
+    last_ = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  bool started_ = false;
+  YAML::Mark last_;
+};
+
+// Throws YAML exceptions as LoadAll does; the stuck stream as a ParserException.
+void check_yaml_progress(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  ProgressCheck check;
+  while (parser.HandleNextDocument(check)) {
+    if (check.stuck) throw YAML::ParserException(*check.stuck, "unexpected token (a ',' outside [] or {}?)");
+  }
+}
+
+}  // namespace
+
 Result<std::vector<json>> parse_yaml_documents(std::string_view text, std::string_view source,
                                                const DecodeLimits& limits) {
   if (text.size() > limits.max_bytes) {
@@ -193,13 +240,15 @@ Result<std::vector<json>> parse_yaml_documents(std::string_view text, std::strin
   }
   std::vector<YAML::Node> nodes;
   try {
-    nodes = YAML::LoadAll(std::string(text));
+    std::string input(text);
+    check_yaml_progress(input);
+    nodes = YAML::LoadAll(input);
   } catch (const YAML::DeepRecursion& e) {
     return fail(prefixed(source, mark_text(e.mark) + "YAML nested too deeply"));
   } catch (const YAML::Exception& e) {
-    return fail(prefixed(source, mark_text(e.mark) + "invalid YAML: " + e.msg));
+    return fail(prefixed(source, mark_text(e.mark) + "invalid YAML: " + one_line(e.msg)));
   } catch (const std::exception& e) {
-    return fail(prefixed(source, std::string("invalid YAML: ") + e.what()));
+    return fail(prefixed(source, "invalid YAML: " + one_line(e.what())));
   }
   std::vector<json> docs;
   docs.reserve(nodes.size());
@@ -210,7 +259,7 @@ Result<std::vector<json>> parse_yaml_documents(std::string_view text, std::strin
     try {
       if (!converter.convert(node, doc, 1)) return fail(converter.error());
     } catch (const YAML::Exception& e) {
-      return fail(prefixed(source, mark_text(e.mark) + "invalid YAML: " + e.msg));
+      return fail(prefixed(source, mark_text(e.mark) + "invalid YAML: " + one_line(e.msg)));
     }
     docs.push_back(std::move(doc));
   }
