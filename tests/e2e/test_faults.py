@@ -133,7 +133,7 @@ class TestApiServerFaults(FaultCase):
         try:
             self.hold_fault("503")
             n = self.api.watches_started()
-            self.assertEqual(self.api.open_watches(), 0, "no watch survives the 503s")
+            self.assertEqual(sum(self.api.open_watches().values()), 0, "no watch survives the 503s")
         finally:
             self.api.clear_faults()
         self.check_recovered("503")

@@ -219,8 +219,10 @@ def check(case, status, body, t_send, t_recv, timeline, stats):
                 stats.failures += 1
             stats.breach("%s: HTTP 200 without an AdmissionReview answer: %r" % (case.name, body[:300]))
             return
-    elif not (case.undecidable and status == 400):
-        # A refusal at the HTTP level is only right for a body that is not a review at all.
+    elif case.undecidable and status == 400:
+        allowed = False  # refused as not a readable AdmissionReview: not an allow
+    else:
+        # Any other refusal at the HTTP level is a failed request (the API server would reject the pod).
         with stats.lock:
             stats.failures += 1
         stats.breach("%s: HTTP %d: %r" % (case.name, status, body[:300]))
@@ -269,7 +271,7 @@ class Client(threading.Thread):
     """One keep-alive connection (renewed every `reconnect_every` requests, so rotated certificates are
     seen), sending cases round-robin from a random start, at `rate` requests per second."""
 
-    def __init__(self, index, gate, cases, rate, stop, pause, timeline, stats, reconnect_every=200):
+    def __init__(self, index, gate, cases, rate, stop, pause, timeline, stats, reconnect_every=50):
         super().__init__(name="client-%d" % index, daemon=True)
         self.gate = gate
         self.cases = list(cases)
@@ -650,8 +652,8 @@ def main(argv=None):
             breaches.append("harness errors: churn %d, rotation %d" % (churn.errors, rotator.errors))
 
         figures = [
-            ("command", "`%s` (%s, %d clients at %.0f req/s in all)" % (command, fmt_duration(elapsed),
-                                                                         args.clients, args.rate)),
+            ("command", "`%s` (ran %s; %d keep-alive clients, target %.0f req/s, achieved %.1f req/s)"
+             % (command, fmt_duration(elapsed), args.clients, args.rate, stats.requests / elapsed)),
             ("when", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())),
             ("requests", "%d (%s)" % (stats.requests, ", ".join("%s %d" % kv for kv in sorted(stats.by_endpoint.items())))),
             ("failed requests", str(stats.failures)),
