@@ -85,24 +85,34 @@ def component(name, trust, generation_note=0):
 
 
 class Timeline(object):
-    """What each churn Component was, when (monotonic). A change to `state` is recorded as the
-    interval [before, after] around the API write: it happened somewhere in it."""
+    """What each churn Component was, when (monotonic). A change is recorded before its API write
+    starts (begin) and completed when the write returns (end): it happened somewhere in [before,
+    after]; while the write is in flight `after` is unknown (infinity), so a checker that reads the
+    timeline during a write assumes the worst for both states."""
+
+    INF = float("inf")
 
     def __init__(self, names):
         self.lock = threading.Lock()
-        self.changes = {n: [(0.0, 0.0, "absent")] for n in names}
+        self.changes = {n: [[0.0, 0.0, "absent"]] for n in names}
 
-    def record(self, name, before, after, state):
+    def begin(self, name, state):
         with self.lock:
-            self.changes[name].append((before, after, state))
+            entry = [time.monotonic(), self.INF, state]
+            self.changes[name].append(entry)
+            return entry
+
+    def end(self, entry):
+        with self.lock:
+            entry[1] = time.monotonic()
 
     def certainly_untrusted(self, name, since, until):
         """True when `name` was not trusted at any moment in [since, until]."""
         with self.lock:
-            changes = list(self.changes[name])
-        for i, (before, after, state) in enumerate(changes):
+            changes = [tuple(c) for c in self.changes[name]]
+        for i, (before, _after, state) in enumerate(changes):
             # This state held (at most) from `before` until the next change's `after`.
-            end = changes[i + 1][1] if i + 1 < len(changes) else float("inf")
+            end = changes[i + 1][1] if i + 1 < len(changes) else self.INF
             if state == "trusted" and before <= until and end >= since:
                 return False
         return True
@@ -364,15 +374,16 @@ class Churn(threading.Thread):
         self.note = 0
 
     def _write(self, name, new):
-        before = time.monotonic()
+        entry = self.timeline.begin(name, new)
         if new == "absent":
             self.api.delete("components", name, namespace=NS)
         else:
             trust = "maybe" if new == "invalid" else new
             self.note += 1
             self.api.put("components", component(name, trust, self.note), namespace=NS)
-        after = time.monotonic()
-        self.timeline.record(name, before, after, new)
+        # Only a write that returned ends its interval: after a failed one the previous state may
+        # last for ever, as far as the checks are concerned (and churn errors fail the soak anyway).
+        self.timeline.end(entry)
         self.state[name] = new
         self.writes += 1
 
