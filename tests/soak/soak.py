@@ -620,7 +620,7 @@ def main(argv=None):
             if not gate.alive():
                 breaches.append("the server exited (%s)" % gate.proc.returncode)
                 break
-            samples.append((rss_kib(gate.proc.pid), fd_count(gate.proc.pid)))
+            samples.append((rss_kib(gate.proc.pid), fd_count(gate.proc.pid), time.monotonic() - started))
             with stats.lock:
                 log("%d requests, %d failed, %d undecidable (%d allowed), %d wrong; RSS %d KiB, %d fds"
                     % (stats.requests, stats.failures, stats.undecidable, stats.undecidable_allowed,
@@ -679,6 +679,7 @@ def main(argv=None):
             ("RSS after warm-up (%.0fs) / at end / peak" % warmup,
              "%d KiB / %s KiB / %d KiB (growth %+.2f%%, limit 5%%)"
              % (warm["rss_kib"], end["rss_kib"] if end else "-", peak_rss, rss_growth)),
+            ("RSS under load (KiB at minute)", rss_trajectory(samples)),
             ("open fds after warm-up / at end", "%d / %s" % (warm["fds"], end["fds"] if end else "-")),
             ("verdict", "PASS" if not breaches else "FAIL: " + "; ".join(breaches)),
         ]
@@ -708,6 +709,17 @@ def main(argv=None):
         return 1
     log("PASS")
     return 0
+
+
+def rss_trajectory(samples, points=8):
+    """About `points` of the 30 s samples, evenly spaced, as "RSS@minute" (the last one always)."""
+    if not samples:
+        return "-"
+    step = max(1, -(-len(samples) // points))
+    chosen = samples[::step]
+    if chosen[-1] is not samples[-1]:
+        chosen.append(samples[-1])
+    return ", ".join("%d@%.1f" % (rss, at / 60) for rss, _fds, at in chosen)
 
 
 def fmt_duration(seconds):
