@@ -17,4 +17,9 @@ if [[ ! -x "$IG_BINARY" ]]; then
   echo "soak: $IG_BINARY is missing; build it first (ninja -C build isolation-gate)" >&2
   exit 2
 fi
+# The soak's own checks first (no server; well under a second).
+if ! checks="$(/usr/bin/python3 -m unittest discover -s "$root/tests/soak" -p 'test_*.py' 2>&1)"; then
+  echo "$checks" >&2
+  exit 1
+fi
 exec /usr/bin/python3 "$root/tests/soak/soak.py" "$@"

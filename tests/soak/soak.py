@@ -23,13 +23,10 @@ Only /usr/bin/python3 and the packages the e2e tests use. Every wait is bounded.
 
 import argparse
 import hashlib
-import http.client
 import json
 import os
 import random
 import re
-import socket
-import ssl
 import subprocess
 import sys
 import tempfile
@@ -576,7 +573,7 @@ def main(argv=None):
                         max_history=100000).start()
     gate = None
     stop = threading.Event()
-    changes_stop = stop
+    changes_stop = stop  # replaced by its own event once the churn threads exist
     pause = threading.Event()
     threads = []
     breaches = []
