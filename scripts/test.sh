@@ -48,3 +48,4 @@ echo "== Optimised build =="
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
+scripts/soak.sh --duration 2m

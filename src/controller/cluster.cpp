@@ -35,11 +35,35 @@ admission::LookupResult ClusterComponents::find(std::string_view ns, std::string
   auto got = client_.get(kube::object_path(kComponents, ns, name), timeout_);
   if (!got) {
     if (got.failure().not_found()) return {Status::NotFound, nullptr, {}};
-    return {Status::Error, nullptr, "the Kubernetes API did not answer: " + got.error()};
+    std::string error = "the Kubernetes API did not answer: " + got.error();
+    note_error(ns, name, error);
+    return {Status::Error, nullptr, std::move(error)};
   }
   auto component = model::decode_component(*got, "Component " + quote(name));
-  if (!component) return {Status::Error, nullptr, component.error()};
+  if (!component) {
+    note_error(ns, name, component.error());
+    return {Status::Error, nullptr, component.error()};
+  }
   return {Status::Found, std::make_shared<const model::Component>(std::move(component).value()), {}};
+}
+
+void ClusterComponents::note_error(std::string_view ns, std::string_view name, std::string_view error) const {
+  const std::uint64_t total = lookup_errors_.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (!log_) return;
+  const auto now = std::chrono::steady_clock::now();
+  std::uint64_t since_last = 0;
+  {
+    std::lock_guard lock(log_mu_);
+    if (errors_at_last_log_ != 0 && now - last_log_ < log_interval_) return;
+    since_last = total - errors_at_last_log_;
+    errors_at_last_log_ = total;
+    last_log_ = now;
+  }
+  log_("warn", "Component lookups are failing (a cache miss needs a live GET, and the GET failed; "
+               "such pods are denied): " +
+                   std::to_string(since_last) + " failed since the last report, " + std::to_string(total) +
+                   " in all; the latest: Component " + quote(name) + " in namespace " + quote(ns) + ": " +
+                   std::string(error));
 }
 
 Cluster::Cluster(kube::Client& client, ClusterOptions options)
@@ -51,7 +75,8 @@ Cluster::Cluster(kube::Client& client, ClusterOptions options)
                   }),
       runtime_classes_(decode_runtime_class, [this](std::string_view) { recompute_sandbox(); }),
       nodes_(decode_node, [this](std::string_view) { recompute_sandbox(); }),
-      lookup_(components_, client_, options_.lookup_timeout) {
+      lookup_(components_, client_, options_.lookup_timeout, options_.lookup_error_log_interval,
+              options_.log) {
   auto reflector = [this](std::string name, const kube::Resource& r, kube::ReflectorSink& sink) {
     kube::ReflectorOptions o;
     o.name = std::move(name);
@@ -114,6 +139,9 @@ void Cluster::write_metrics(prometheus::TextWriter& out, std::span<const CacheVi
   out.family("isolation_gate_component_live_gets_total", Type::Counter,
              "Component lookups that missed the cache and asked the API server.");
   out.sample("isolation_gate_component_live_gets_total", {}, lookup_.live_gets());
+  out.family("isolation_gate_component_lookup_errors_total", Type::Counter,
+             "Component lookups that missed the cache and whose live GET failed (the pod is denied).");
+  out.sample("isolation_gate_component_lookup_errors_total", {}, lookup_.lookup_errors());
 
   const CacheView mine[] = {
       {"components", component_reflector_.get(), components_.size(), components_.synced(),

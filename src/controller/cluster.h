@@ -11,7 +11,10 @@
 //    `lookup_timeout` (well inside the webhook's timeoutSeconds) before
 //    answering NotFound, so a Component applied together with its Deployment
 //    is found; an API error (or an undecodable Component) is Status::Error,
-//    which the pod rules deny as a lookup error (fail closed).
+//    which the pod rules deny as a lookup error (fail closed). Each such
+//    error counts in isolation_gate_component_lookup_errors_total and is
+//    logged ("warn") at most once per `lookup_error_log_interval`, the line
+//    saying how many failed since the last one (never one line per request).
 //  - sandbox() is recomputed by controller::assess_sandbox on every
 //    RuntimeClass or Node event, so a change reaches decisions as soon as its
 //    watch event arrives; until the caches have synced it reads unavailable.
@@ -56,6 +59,7 @@ struct ClusterOptions {
   std::string runtime_class;       // --runtime-class
   policy::DeploymentShape shape{};  // GIBSON_UNTRUSTED_EXEC
   std::chrono::milliseconds lookup_timeout{2000};
+  std::chrono::milliseconds lookup_error_log_interval{10'000};
   std::size_t page_size = 500;
   std::chrono::seconds watch_timeout{300};
   kube::BackoffPolicy backoff;
@@ -96,17 +100,28 @@ class ClusterSandbox final : public admission::SandboxView {
 
 class ClusterComponents final : public admission::ComponentLookup {
  public:
+  using LogFn = std::function<void(std::string_view level, std::string_view message)>;
   ClusterComponents(const kube::Store<ComponentRecord>& store, kube::Client& client,
-                    std::chrono::milliseconds timeout)
-      : store_(store), client_(client), timeout_(timeout) {}
+                    std::chrono::milliseconds timeout, std::chrono::milliseconds log_interval = {},
+                    LogFn log = {})
+      : store_(store), client_(client), timeout_(timeout), log_interval_(log_interval), log_(std::move(log)) {}
   admission::LookupResult find(std::string_view ns, std::string_view name) const override;
   std::uint64_t live_gets() const noexcept { return live_gets_.load(std::memory_order_relaxed); }
+  std::uint64_t lookup_errors() const noexcept { return lookup_errors_.load(std::memory_order_relaxed); }
 
  private:
+  void note_error(std::string_view ns, std::string_view name, std::string_view error) const;
+
   const kube::Store<ComponentRecord>& store_;
   kube::Client& client_;
   std::chrono::milliseconds timeout_;
+  std::chrono::milliseconds log_interval_;
+  LogFn log_;
   mutable std::atomic<std::uint64_t> live_gets_{0};
+  mutable std::atomic<std::uint64_t> lookup_errors_{0};
+  mutable std::mutex log_mu_;  // guards the two below
+  mutable std::chrono::steady_clock::time_point last_log_{};
+  mutable std::uint64_t errors_at_last_log_ = 0;
 };
 
 class Cluster {

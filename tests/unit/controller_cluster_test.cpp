@@ -140,11 +140,13 @@ struct ClusterFixture {
   std::unique_ptr<Cluster> cluster;
   const std::string nodes_path = kube::collection_path(kNodes);
   const std::string rc_path = kube::collection_path(kRuntimeClasses);
+  std::chrono::milliseconds lookup_error_log_interval{10'000};
 
   void start(policy::DeploymentShape shape = policy::DeploymentShape::SetecOnly) {
     ClusterOptions o;
     o.runtime_class = "kata-fc";
     o.shape = shape;
+    o.lookup_error_log_interval = lookup_error_log_interval;
     o.log = [this](std::string_view, std::string_view m) {
       std::lock_guard lock(log_mu);
       logs.emplace_back(m);
@@ -233,6 +235,34 @@ TEST(Cluster, ACacheMissMakesOneLiveGetAndMapsItsOutcome) {
                         kube::ApiResult<json>(json{{"kind", "Component"}, {"spec", 1}}));
   EXPECT_EQ(f.cluster->components().find("team-a", "bad").status, Status::Error);
   EXPECT_EQ(f.api.gets.size(), 4u);  // one GET per miss
+}
+
+TEST(Cluster, FailedLiveGetsAreCountedAndLoggedAtMostOncePerInterval) {
+  ClusterFixture f;
+  f.lookup_error_log_interval = std::chrono::hours(1);
+  kube::ApiError down;
+  down.code = 503;
+  down.message = "GET ...: 503 ServiceUnavailable";
+  f.api.objects.emplace(kube::object_path(kComponents, "team-a", "x"), kube::ApiResult<json>(down));
+  f.start();
+  ASSERT_TRUE(eventually([&] { return f.cluster->synced(); }));
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(f.cluster->components().find("team-a", "x").status, Status::Error);
+  EXPECT_EQ(f.cluster->components().find("team-a", "nope").status, Status::NotFound);  // not an error
+
+  std::string text;
+  prometheus::TextWriter out(text);
+  f.cluster->write_metrics(out);
+  EXPECT_THAT(text, HasSubstr("isolation_gate_component_lookup_errors_total 5\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_component_live_gets_total 6\n"));
+  std::lock_guard lock(f.log_mu);
+  std::vector<std::string> lines;
+  for (const auto& l : f.logs) {
+    if (l.find("Component lookups are failing") != std::string::npos) lines.push_back(l);
+  }
+  ASSERT_EQ(lines.size(), 1u);  // one line for five errors within the interval
+  EXPECT_THAT(lines[0], HasSubstr("1 failed since the last report, 1 in all"));
+  EXPECT_THAT(lines[0], HasSubstr("503 ServiceUnavailable"));
+  EXPECT_THAT(lines[0], HasSubstr("\"x\""));
 }
 
 TEST(Cluster, MetricsExportTheSandboxAndEveryCache) {
