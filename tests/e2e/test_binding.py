@@ -281,20 +281,6 @@ class InstalledBindingTest(ti.InstallCase):
     webhooks as kube-apiserver does: the pods rule covers UPDATE and pods/ephemeralcontainers, so writes through
     the API itself are refused."""
 
-    # Not the inherited install test: only this class's own.
-    test_no_webhook_until_a_replica_answers_then_enforced_selftest_and_cleanup = None
-
-    def call(self, fn, *args):
-        import kubernetes
-        try:
-            fn(*args)
-            return 200, ""
-        except kubernetes.client.ApiException as e:
-            try:
-                return e.status, json.loads(e.body).get("message", e.body)
-            except ValueError:
-                return e.status, e.body
-
     def test_the_api_server_refuses_an_image_swap_a_relabel_and_a_privileged_debug_container(self):
         self.start_gate_from_chart()
         tc.wait_until("both configurations applied", lambda: None not in self.configurations())
@@ -303,20 +289,20 @@ class InstalledBindingTest(ti.InstallCase):
         self.assertEqual(pod["spec"]["runtime_class_name"], tc.RC)  # untrusted, the sandbox is there
         denied_by = 'admission webhook "pods.validate.gibson.zeroroot.ai" denied the request'
 
-        status, msg = self.call(self.kube.patch_namespaced_pod, "parser-0", ti.NS, [
+        status, msg = self.api_call(self.kube.patch_namespaced_pod, "parser-0", ti.NS, [
             {"op": "replace", "path": "/spec/containers/0/image", "value": FOREIGN}])
         self.assertEqual(status, 403, msg)
         self.assertIn(denied_by, msg)
         self.assertIn('container "main" runs "%s"' % FOREIGN, msg)
 
-        status, msg = self.call(self.kube.patch_namespaced_pod, "parser-0", ti.NS, [
+        status, msg = self.api_call(self.kube.patch_namespaced_pod, "parser-0", ti.NS, [
             {"op": "replace", "path": "/metadata/labels/gibson.zeroroot.ai~1component", "value": "docs-indexer"}])
         self.assertEqual(status, 403, msg)
         self.assertIn(denied_by, msg)
         self.assertIn('from "report-parser" to "docs-indexer"', msg)
 
         debugger = {"name": "debugger", "image": PARSER_IMAGE, "securityContext": {"privileged": True}}
-        status, msg = self.call(self.kube.patch_namespaced_pod_ephemeralcontainers, "parser-0", ti.NS, [
+        status, msg = self.api_call(self.kube.patch_namespaced_pod_ephemeralcontainers, "parser-0", ti.NS, [
             {"op": "add", "path": "/spec/ephemeralContainers", "value": [debugger]}])
         self.assertEqual(status, 403, msg)
         self.assertIn(denied_by, msg)
@@ -324,10 +310,10 @@ class InstalledBindingTest(ti.InstallCase):
 
         # What the rules allow goes through: an unprivileged debugger of the Component's image, a finalizer.
         del debugger["securityContext"]
-        status, msg = self.call(self.kube.patch_namespaced_pod_ephemeralcontainers, "parser-0", ti.NS, [
+        status, msg = self.api_call(self.kube.patch_namespaced_pod_ephemeralcontainers, "parser-0", ti.NS, [
             {"op": "add", "path": "/spec/ephemeralContainers", "value": [debugger]}])
         self.assertEqual(status, 200, msg)
-        status, msg = self.call(self.kube.patch_namespaced_pod, "parser-0", ti.NS, [
+        status, msg = self.api_call(self.kube.patch_namespaced_pod, "parser-0", ti.NS, [
             {"op": "add", "path": "/metadata/labels/app", "value": "parser"}])
         self.assertEqual(status, 200, msg)
         stored = self.api.get("pods", "parser-0", namespace=ti.NS)

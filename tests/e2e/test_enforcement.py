@@ -15,7 +15,6 @@ objectSelector, the requester's userInfo, TLS verified against caBundle):
 Every wait is bounded; nothing asserts how long something took.
 """
 
-import json
 import unittest
 
 import harness as h
@@ -37,35 +36,18 @@ class Enforcement(ti.InstallCase):
         hooks = [w["name"] for w in self.configurations()[1]["webhooks"]]
         self.assertIn(HOOK, hooks)
 
-    def core(self, token):
-        import kubernetes
-        c = kubernetes.client.Configuration()
-        c.host = self.api.url
-        c.ssl_ca_cert = self.api_ca
-        c.api_key = {"authorization": "Bearer " + token}
-        client = kubernetes.client.ApiClient(c)
-        self.addCleanup(client.close)
-        return kubernetes.client.CoreV1Api(client)
-
     def set_labels(self, token, namespace, labels):
-        import kubernetes
-        core = self.core(token)
-        try:
-            ns = core.read_namespace(namespace)
-            current = dict(ns.metadata.labels or {})
-            for k, v in labels.items():
-                if v is None:
-                    current.pop(k, None)
-                else:
-                    current[k] = v
-            ns.metadata.labels = current
-            core.replace_namespace(namespace, ns)  # an UPDATE, as kubectl label does with --overwrite
-            return 200, ""
-        except kubernetes.client.ApiException as e:
-            try:
-                return e.status, json.loads(e.body).get("message", e.body)
-            except ValueError:
-                return e.status, e.body
+        core = self._client(token)
+        ns = core.read_namespace(namespace)
+        current = dict(ns.metadata.labels or {})
+        for k, v in labels.items():
+            if v is None:
+                current.pop(k, None)
+            else:
+                current[k] = v
+        ns.metadata.labels = current
+        # An UPDATE, as `kubectl label --overwrite` makes.
+        return self.api_call(core.replace_namespace, namespace, ns)
 
     def label(self, namespace="team-a"):
         return ((self.api.get("namespaces", namespace) or {}).get("metadata", {}).get("labels") or {}).get(LABEL)

@@ -65,16 +65,32 @@ class InstallCase(tc.ClusterCase):
         self.api.update("namespaces", ns)
         self.kube = self._client()
 
-    def _client(self):
+    def _client(self, token=None):
+        """python3-kubernetes' CoreV1Api, with the gate's token or `token`."""
         import kubernetes
         c = kubernetes.client.Configuration()
         c.host = self.api.url
         c.ssl_ca_cert = self.api_ca
-        with open(self.token_file) as f:
-            c.api_key = {"authorization": "Bearer " + f.read().strip()}
+        if token is None:
+            with open(self.token_file) as f:
+                token = f.read().strip()
+        c.api_key = {"authorization": "Bearer " + token}
         client = kubernetes.client.ApiClient(c)
         self.addCleanup(client.close)
         return kubernetes.client.CoreV1Api(client)
+
+    @staticmethod
+    def api_call(fn, *args):
+        """(200, "") when fn(*args) succeeds, else (HTTP status, the API's message)."""
+        import kubernetes
+        try:
+            fn(*args)
+            return 200, ""
+        except kubernetes.client.ApiException as e:
+            try:
+                return e.status, json.loads(e.body).get("message", e.body)
+            except ValueError:
+                return e.status, e.body
 
     def start_gate_from_chart(self):
         g = h.GateServer(kubeconfig=self.kubeconfig, tls="self-managed", wait_ready=False,
