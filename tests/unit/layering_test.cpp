@@ -122,7 +122,7 @@ bool is_posix_header(std::string_view name) {
     if (starts_with(name, dir)) return name.find('/', dir.size()) == std::string_view::npos;
   static constexpr std::string_view kPosix[] = {
       "assert.h", "ctype.h",  "dirent.h", "dlfcn.h",    "errno.h",  "fcntl.h",  "fnmatch.h",
-      "glob.h",   "grp.h",    "inttypes.h", "limits.h", "netdb.h",  "poll.h",   "pthread.h",
+      "glob.h",   "grp.h",    "inttypes.h", "limits.h", "malloc.h", "netdb.h",  "poll.h",   "pthread.h",
       "pwd.h",    "sched.h",  "signal.h", "spawn.h",    "stdint.h", "stdio.h",  "stdlib.h",
       "string.h", "strings.h", "syslog.h", "termios.h", "time.h",   "unistd.h"};
   return std::find(std::begin(kPosix), std::end(kPosix), name) != std::end(kPosix);
