@@ -287,7 +287,8 @@ http {{
         if os.path.exists(os.path.join(self.dir, "access.log")):
             os.unlink(os.path.join(self.dir, "access.log"))
         self.proc = subprocess.Popen(self.argv(), stdout=subprocess.DEVNULL,
-                                     stderr=open(os.path.join(self.dir, "stderr.log"), "a"))
+                                     stderr=open(os.path.join(self.dir, "stderr.log"), "a"),
+                                     env=getattr(self, "env", None))
         if not wait_tcp(NGINX_PORT, ready_timeout):
             raise RuntimeError("nginx did not start: see " + self.dir + "/error.log")
         deadline = time.monotonic() + 5

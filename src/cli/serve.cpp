@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -23,6 +24,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <variant>
 
 #ifndef IG_VERSION
@@ -353,6 +355,8 @@ server::Response to_server(admission::WebhookResponse&& r) {
 // Descriptors beyond the webhook's connections: the probe listener's, the API
 // clients', files, the log.
 constexpr std::size_t probe_headroom = 256;
+// How often serve_webhook's signal loop returns malloc's free pages (tune_malloc).
+constexpr time_t kMallocTrimSeconds = 60;
 
 // Every accepted connection is a descriptor: at the soft RLIMIT_NOFILE accept()
 // fails (EMFILE) and nobody is served, so raise the soft limit to the hard one
@@ -511,7 +515,16 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
 
   int signal_number = 0;
   for (;;) {
-    sigwait(&signals, &signal_number);
+    // Between signals, once a minute, hand the pages malloc holds free back
+    // to the kernel (see tune_malloc below).
+    timespec trim_interval{};
+    trim_interval.tv_sec = kMallocTrimSeconds;
+    siginfo_t info{};
+    signal_number = sigtimedwait(&signals, &info, &trim_interval);
+    if (signal_number < 0) {
+      if (errno == EAGAIN) malloc_trim(0);
+      continue;  // the interval passed (EAGAIN), or EINTR
+    }
     if (signal_number != SIGHUP) break;
     // Certificates reload on their own (files watched, the Secret watched);
     // there is nothing else to reload.
@@ -792,17 +805,24 @@ int check_config(const ServeOptions& o) {
 
 // glibc gives each thread that allocates an arena of its own (up to 8 per
 // core) and keeps what is freed there: under the soak (docs/security.md,
-// "Soak") RSS grew 8-12 % over 25 minutes with a flat live heap. Two arenas
-// keep it flat (+0.7 %). MALLOC_ARENA_MAX, when set, wins.
-void cap_malloc_arenas() {
-  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 2);
+// "Soak") RSS grew 8-12 % over 25 minutes with a flat live heap. So serve
+// caps the arenas, but at the I/O threads plus two (the main thread's arena
+// and one for the rest), not lower: with two arenas the I/O threads shared
+// one and contended on its lock, which cost 2.4x the CPU per review
+// (docs/benchmarks.md, "malloc arenas"). What the arenas keep free goes back
+// to the kernel once a minute (malloc_trim, from serve_webhook's signal
+// loop). MALLOC_ARENA_MAX, when set, wins.
+void tune_malloc(unsigned io_threads) {
+  if (std::getenv("MALLOC_ARENA_MAX") != nullptr) return;
+  if (io_threads == 0) io_threads = std::max(1u, std::thread::hardware_concurrency());
+  mallopt(M_ARENA_MAX, static_cast<int>(io_threads + 2));
 }
 
 int run_serve(const std::vector<std::string>& args) {
   const auto started = Clock::now();
-  cap_malloc_arenas();
   ServeOptions options;
   if (auto exit_code = parse_serve_options(args, options)) return *exit_code;
+  tune_malloc(options.threads);
   config::set_min_log_level(options.log_level);
   if (options.check_config) return check_config(options);
   if (options.local) return serve_local(options, started);
