@@ -30,6 +30,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402
@@ -66,12 +67,27 @@ def read_counters(directory, pids):
 def perf_start(pids):
     argv = ["perf", "stat", "-x", ",", "--no-big-num", "-e", "syscalls:sys_enter_*",
             "-p", ",".join(str(p) for p in pids)]
-    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # perf opens hundreds of tracepoints per thread before it counts, and a
+    # SIGINT that arrives before its handler is set is lost: give it a moment
+    # (the load run starts after, so nothing is missed).
+    time.sleep(1.0)
+    return proc
 
 
 def perf_stop(proc):
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    err = ""
+    for _ in range(3):
+        proc.send_signal(signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=20)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    else:
+        proc.kill()
+        proc.communicate()
+        raise RuntimeError("perf stat did not stop on SIGINT")
     counts = {}
     for line in err.splitlines():
         parts = line.split(",")
