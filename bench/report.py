@@ -552,8 +552,8 @@ def body_size_section(res, find):
                       f"{o['cpu_us_per_req'] / kb:.2f}", f"{n['cpu_us_per_req'] / kb:.2f}", marg("ours"), marg("nginx"),
                       f"{o['rps']:,.0f}", f"{n['rps']:,.0f}", fmt_ratio(ratio(o["rps"], n["rps"]))])
         prev = (kb, g)
-    out.append(table(["case", "bytes", "CPU us/review", "nginx", "ratio", "CPU us/KB", "nginx", "marginal us/KB",
-                      "nginx", "req/s", "nginx", "ratio"], lines))
+    out.append(table(["case", "bytes", "CPU us/review", "nginx CPU us", "ratio", "CPU us/KB", "nginx us/KB",
+                      "marginal us/KB", "nginx marginal", "req/s", "nginx req/s", "ratio"], lines))
     f = flatness(sized)
     if f:
         out.append(f"\nMarginal CPU per KB (isolation-gate): 200 KB -> 1 MB {f['last']:.2f} us/KB, 8 -> 64 KB "
