@@ -579,6 +579,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="only the typical pod (for trying the script)")
     ap.add_argument("--no-catalog", action="store_true")
     ap.add_argument("--no-perf", action="store_true")
+    ap.add_argument("--no-counts", action="store_true", help="skip bench/counts.py (per-request counts)")
     args = ap.parse_args()
 
     class Cfg:
@@ -639,9 +640,25 @@ def main():
             continue
         pair(cfg, case, 16, "keep-alive", d, cfg.responses, case["sandbox"], results)
 
+    # The body-size series (RequireSetec on /mutate/pods, 16 keep-alive): its rows were measured
+    # above (every case is); this names them, smallest first, for bench/report.py.
+    series = [by_name[n] for n in ("pod-small-RequireSetec", "pod-typical-RequireSetec",
+                                   "pod-64k-RequireSetec", "pod-large-RequireSetec",
+                                   "pod-1m-RequireSetec") if n in by_name]
+    results["body_size"] = [c["name"] for c in series if not args.quick or c is typical]
+    save(cfg, results)
+
     if not args.no_catalog and os.path.isdir(cfg.catalog_dir):
         log("100,000-Component catalog")
         catalog_case(cfg, results, typical, d)
+
+    if not args.no_counts:
+        # After the load runs, before perf: what each server does per request (counts.json).
+        log("per-request counts (bench/counts.py)")
+        rc = subprocess.call([sys.executable, os.path.join(args.repo, "bench", "counts.py"),
+                              "--build", args.build, "--out", args.out, "--duration", str(min(d, 5))])
+        results["counts_rc"] = rc
+        save(cfg, results)
 
     if not args.no_perf:
         log("perf profiles")

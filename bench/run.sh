@@ -9,9 +9,11 @@
 # the corpus (bench/corpus/gen.py) and a fixed certificate, run the Google
 # Benchmark microbenchmarks, run the load benchmark (bench/bench.py:
 # isolation-gate and nginx, both fresh per row, driven by wrk over loopback
-# TLS), then write docs/benchmarks.md (bench/report.py).
+# TLS), count what each server does per request (bench/counts.py), profile
+# with perf, then write docs/benchmarks.md (bench/report.py).
 # Raw results: build-bench/results/ (results.json, micro.json, logs, perf).
-# Options (passed to bench/bench.py): --quick, --no-catalog, --no-perf.
+# Options (passed to bench/bench.py): --quick, --no-catalog, --no-perf, --no-counts
+# (bench/counts.py, per-request counts, runs after the load runs and before perf).
 # Environment: BENCH_DURATION (seconds per wrk run, default 10),
 # BENCH_DOC (output document, default docs/benchmarks.md).
 set -euo pipefail

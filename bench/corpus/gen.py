@@ -19,6 +19,8 @@ DIR/cases.json    the cases: name, file, endpoint, size class, the server
 
 Cases (size class x decision):
   pod-small / pod-typical / pod-large  on /mutate/pods
+  pod-64k / pod-1m (RequireSetec only) on /mutate/pods: with the above, the
+  body-size series 1, 8, 64, 200 KB, 1 MB
   deployment                           on /validate/workloads
   component                            on /validate/components
   decisions: RequireSetec (untrusted Component, --sandbox available),
@@ -39,7 +41,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
 # Target body sizes in bytes (the generator grows env lists to reach them).
-TARGETS = {"pod-small": 1024, "pod-typical": 8 * 1024, "pod-large": 200 * 1024}
+TARGETS = {"pod-small": 1024, "pod-typical": 8 * 1024, "pod-64k": 64 * 1024,
+           "pod-large": 200 * 1024, "pod-1m": 1024 * 1024}
+# The body-size series (RequireSetec on /mutate/pods): 1, 8, 64, 200 KB and 1 MB.
+SIZE_SERIES = ("pod-small", "pod-typical", "pod-64k", "pod-large", "pod-1m")
 
 
 def dumps(obj):
@@ -195,7 +200,8 @@ def bind_images(spec, component):
 
 
 def make_pod(size, component, uid):
-    containers, volume_count = {"pod-small": (1, 0), "pod-typical": (2, 4), "pod-large": (24, 96)}[size]
+    containers, volume_count = {"pod-small": (1, 0), "pod-typical": (2, 4), "pod-64k": (8, 32),
+                                "pod-large": (24, 96), "pod-1m": (48, 192)}[size]
     name = f"{component}-{size}-5f7d9"
 
     def build(env_count):
@@ -327,6 +333,10 @@ def write_corpus(out):
             add(f"{size}-{decision}", "/mutate/pods", size, decision, sandbox,
                 make_pod(size, comp, uid()),
                 {"allowed": decision != "Deny", "patch": decision != "Deny", "decision": decision})
+    for size in ("pod-64k", "pod-1m"):  # the rest of the body-size series: RequireSetec only
+        add(f"{size}-RequireSetec", "/mutate/pods", size, "RequireSetec", "available",
+            make_pod(size, "bench-untrusted", uid()),
+            {"allowed": True, "patch": True, "decision": "RequireSetec"})
     for decision, comp, sandbox in decisions:
         add(f"deployment-{decision}", "/validate/workloads", "deployment", decision, sandbox,
             make_deployment(comp, uid()),
