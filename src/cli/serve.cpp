@@ -118,6 +118,7 @@ struct ServeOptions {
   std::chrono::milliseconds ca_validity{std::chrono::hours(24 * 365 * 10)};
   double kube_api_qps = kube::RateLimiter::kDefaultQps;
   int kube_api_burst = kube::RateLimiter::kDefaultBurst;
+  std::size_t kube_list_page_size = 5000;
 };
 
 int usage_error(const std::string& message) {
@@ -238,6 +239,13 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
       ->type_name("QPS");
   app->add_option("--kube-api-burst", o.kube_api_burst, "cluster mode: Kubernetes API request burst")
       ->check(CLI::Range(1, 10000).description(""))
+      ->type_name("N");
+  app->add_option("--kube-list-page-size", o.kube_list_page_size,
+                  "cluster mode: objects per LIST page of the Component, RuntimeClass\n"
+                  "and Node caches (each page is one rate-limited request; larger\n"
+                  "pages make the initial list fit the burst, at the cost of a larger\n"
+                  "transient response buffer; client-go uses 500)")
+      ->check(CLI::Range(1, 100000).description(""))
       ->type_name("N");
   app->footer("The deployment shape comes from GIBSON_UNTRUSTED_EXEC (default setec-only).");
   if (auto exit_code = parse(*app, args)) return exit_code;
@@ -666,6 +674,7 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
   cluster_options.runtime_class = settings.runtime_class;
   cluster_options.shape = settings.shape.shape;
   cluster_options.log = log_adapter;
+  cluster_options.page_size = o.kube_list_page_size;
   controller::Cluster cluster(**client, cluster_options);
 
   kube::EventRecorderOptions event_options;

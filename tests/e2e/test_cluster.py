@@ -393,7 +393,7 @@ class ClusterFlags(unittest.TestCase):
         out = p.stdout.decode()
         for flag in ("--kubeconfig", "--context", "--namespace", "--service-name", "--webhook-config-name",
                      "--tls-secret", "--cert-mode", "--lease-name", "--runtime-class", "--evict-drifted",
-                     "--kube-api-qps", "--kube-api-burst", "--listen", "--metrics-listen", "--lease-duration",
+                     "--kube-api-qps", "--kube-api-burst", "--kube-list-page-size", "--listen", "--metrics-listen", "--lease-duration",
                      "--renew-deadline", "--retry-period", "--evict-rate", "--cert-validity", "--ca-validity"):
             self.assertIn(flag, out)
 
