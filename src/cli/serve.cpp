@@ -818,7 +818,7 @@ int check_config(const ServeOptions& o) {
 // caps the arenas, but at the I/O threads plus two (the main thread's arena
 // and one for the rest), not lower: with two arenas the I/O threads shared
 // one and contended on its lock, which cost 2.4x the CPU per review
-// (docs/benchmarks.md, "malloc arenas"). What the arenas keep free goes back
+// (docs/benchmarks-changes.md, section 2). What the arenas keep free goes back
 // to the kernel once a minute (malloc_trim, from serve_webhook's signal
 // loop). MALLOC_ARENA_MAX, when set, wins.
 void tune_malloc(unsigned io_threads) {
