@@ -48,19 +48,7 @@ def main():
     ap.add_argument("--json", help="write every row here")
     args = ap.parse_args()
 
-    class Cfg:
-        pass
-    cfg = Cfg()
-    cfg.repo, cfg.build = repo, args.build
-    cfg.out = os.path.join(args.build, "ab")
-    os.makedirs(os.path.join(cfg.out, "logs"), exist_ok=True)
-    cfg.components = os.path.join(args.build, "corpus", "components")
-    certs = os.path.join(args.build, "bench-certs")
-    cfg.cert, cfg.key, cfg.ca = (os.path.join(certs, f) for f in ("tls.crt", "tls.key", "ca.crt"))
-    cfg.lua = os.path.join(repo, "bench", "wrk", "post.lua")
-    cfg.no_resume = os.path.join(args.build, "no_resume.so")
-    cfg.wrk = bench.shutil.which("wrk")
-    cfg.nginx = bench.shutil.which("nginx") or "/usr/sbin/nginx"
+    cfg = bench.Cfg(repo, args.build, os.path.join(args.build, "ab"))
     cases = {c["name"]: c for c in json.load(open(os.path.join(args.build, "corpus", "cases.json")))}
     case = cases[args.case]
 

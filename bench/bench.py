@@ -93,6 +93,24 @@ class Sampler(threading.Thread):
         self.join()
 
 
+class Cfg:
+    """Where a benchmark finds its inputs (bench/run.sh's build-bench/ layout)."""
+
+    def __init__(self, repo, build, out, binary=None):
+        self.repo, self.build, self.out = repo, build, out
+        os.makedirs(os.path.join(out, "logs"), exist_ok=True)
+        self.binary = os.path.abspath(binary or os.path.join(build, "isolation-gate"))
+        self.components = os.path.join(build, "corpus", "components")
+        self.catalog_dir = os.path.join(build, "catalog-100k")
+        certs = os.path.join(build, "bench-certs")
+        self.cert, self.key, self.ca = (os.path.join(certs, f) for f in ("tls.crt", "tls.key", "ca.crt"))
+        self.lua = os.path.join(repo, "bench", "wrk", "post.lua")
+        self.no_resume = os.path.join(build, "no_resume.so")
+        self.wrk, self.nginx = shutil.which("wrk"), shutil.which("nginx") or "/usr/sbin/nginx"
+        self.server_env = {k: v for k, v in os.environ.items()
+                           if k not in ("GIBSON_UNTRUSTED_EXEC", "LD_PRELOAD")}
+
+
 # ---------------------------------------------------------------- servers
 
 def http_get_status(port, path, timeout=0.5):
@@ -582,20 +600,7 @@ def main():
     ap.add_argument("--no-counts", action="store_true", help="skip bench/counts.py (per-request counts)")
     args = ap.parse_args()
 
-    class Cfg:
-        pass
-    cfg = Cfg()
-    cfg.repo, cfg.build, cfg.out = args.repo, args.build, args.out
-    cfg.binary = os.path.join(args.build, "isolation-gate")
-    cfg.components = os.path.join(args.build, "corpus", "components")
-    cfg.catalog_dir = os.path.join(args.build, "catalog-100k")
-    certs = os.path.join(args.build, "bench-certs")
-    cfg.cert, cfg.key, cfg.ca = (os.path.join(certs, f) for f in ("tls.crt", "tls.key", "ca.crt"))
-    cfg.lua = os.path.join(args.repo, "bench", "wrk", "post.lua")
-    cfg.no_resume = os.path.join(args.build, "no_resume.so")
-    cfg.wrk, cfg.nginx = shutil.which("wrk"), shutil.which("nginx") or "/usr/sbin/nginx"
-    cfg.server_env = {k: v for k, v in os.environ.items() if k != "GIBSON_UNTRUSTED_EXEC"}
-    os.makedirs(os.path.join(cfg.out, "logs"), exist_ok=True)
+    cfg = Cfg(args.repo, args.build, args.out)
     cases = json.load(open(os.path.join(args.build, "corpus", "cases.json")))
     by_name = {c["name"]: c for c in cases}
     typical = by_name["pod-typical-RequireSetec"]

@@ -165,21 +165,7 @@ def main():
     ap.add_argument("--out", help="directory for counts.json (default BUILD/results)")
     args = ap.parse_args()
 
-    class Cfg:
-        pass
-    cfg = Cfg()
-    cfg.repo, cfg.build = REPO, args.build
-    cfg.out = args.out or os.path.join(args.build, "results")
-    os.makedirs(os.path.join(cfg.out, "logs"), exist_ok=True)
-    cfg.binary = os.path.abspath(args.binary or os.path.join(args.build, "isolation-gate"))
-    cfg.components = os.path.join(args.build, "corpus", "components")
-    certs = os.path.join(args.build, "bench-certs")
-    cfg.cert, cfg.key, cfg.ca = (os.path.join(certs, f) for f in ("tls.crt", "tls.key", "ca.crt"))
-    cfg.lua = os.path.join(REPO, "bench", "wrk", "post.lua")
-    cfg.no_resume = os.path.join(args.build, "no_resume.so")
-    cfg.wrk = shutil.which("wrk")
-    cfg.nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    cfg.server_env = {k: v for k, v in os.environ.items() if k not in ("GIBSON_UNTRUSTED_EXEC", "LD_PRELOAD")}
+    cfg = bench.Cfg(REPO, args.build, args.out or os.path.join(args.build, "results"), args.binary)
     shim = build_shim(args.build)
     by_name = {c["name"]: c for c in json.load(open(os.path.join(args.build, "corpus", "cases.json")))}
     cases = [by_name[n] for n in args.cases.split(",")]
