@@ -505,6 +505,11 @@ def main():
       "only; the groups add up the symbols of at least 0.05% each, the tables show the top 20.\n")
     w(perf_section(perf))
     w(closing_note(rows, micro, perf, ka16, large, targets))
+    # The extrapolation is written by hand (it is arithmetic on these figures
+    # and on stated assumptions): copied in as it stands.
+    scale = os.path.join(a.repo, "docs", "benchmarks-scale.md")
+    if os.path.exists(scale):
+        w("\n" + open(scale).read().rstrip("\n"))
     w("")
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
