@@ -125,6 +125,19 @@ def http_get_status(port, path, timeout=0.5):
         return None
 
 
+def probe_metrics(timeout=2):
+    """The raw /metrics response from isolation-gate's probe port (OSError when it does not answer)."""
+    with socket.create_connection(("127.0.0.1", OURS_PROBE_PORT), timeout=timeout) as s:
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return data
+
+
 def terminate(proc):
     """SIGTERM a server process, SIGKILL it if it has not exited in 15 s."""
     if proc and proc.poll() is None:
@@ -193,14 +206,7 @@ class Ours:
 
     def metric(self, name):
         try:
-            with socket.create_connection(("127.0.0.1", OURS_PROBE_PORT), timeout=2) as s:
-                s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                data = b""
-                while True:
-                    chunk = s.recv(65536)
-                    if not chunk:
-                        break
-                    data += chunk
+            data = probe_metrics()
             # Transport series carry listener="webhook" (or "probes").
             m = re.search(rb"^" + re.escape(name.encode()) + rb'(?:\{listener="webhook"\})? (\S+)$',
                           data, re.M)

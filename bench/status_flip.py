@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import re
-import socket
 import sys
 import time
 
@@ -35,15 +34,7 @@ WRITES, WRITTEN = "isolation_gate_status_writes_total", 'result="written"'
 
 
 def metrics():
-    with socket.create_connection(("127.0.0.1", bench.OURS_PROBE_PORT), timeout=5) as s:
-        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    return data.decode(errors="replace")
+    return bench.probe_metrics(timeout=5).decode(errors="replace")
 
 
 def metric_sum(text, name, labels=""):
