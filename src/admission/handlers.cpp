@@ -91,7 +91,7 @@ Answer admit_object(AdmissionRequest& r, const AdmissionContext& context, Stage 
   }
   PodVerdict v = admit_pod(*facts, *where, ns, context, stage,
                            old_facts ? &*old_facts : nullptr);
-  if (stage == Stage::Mutate && !v.patch.empty()) v.answer.patch = model::dump_json(v.patch);
+  if (stage == Stage::Mutate) v.answer.patch = std::move(v.patch);
   return std::move(v.answer);
 }
 

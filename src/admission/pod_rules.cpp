@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/json_text.h"
 #include "base/quote.h"
 #include "model/image.h"
 
@@ -60,19 +61,39 @@ std::string shape_phrase(const GateInputsReport& in) {
   return out;
 }
 
+// Appends one operation to `patch` (RFC 6902 text, kept a complete array:
+// "" -> "[op]", "[...]" -> "[...,op]"); `value` writes the operation's value.
+template <typename WriteValue>
+void append_op(std::string& patch, std::string_view op, std::string_view path, WriteValue value) {
+  if (patch.empty()) {
+    patch.reserve(192);
+    patch.push_back('[');
+  } else {
+    patch.back() = ',';
+  }
+  json_text::Writer w(patch);
+  w.begin_object().key("op").string(op).key("path").string(path).key("value");
+  value(w);
+  w.end_object();
+  patch.push_back(']');
+}
+
 void add_annotation_patch(PodVerdict& v, const model::PodFacts& facts, const model::PodLocation& where,
               std::string_view value) {
   if (facts.isolation_annotation && *facts.isolation_annotation == value) return;
   const std::string meta = where.pointer + "/metadata";
-  const std::string key(model::kIsolationAnnotation);
+  const std::string_view key = model::kIsolationAnnotation;
   if (!facts.has_metadata) {
-    v.patch.push_back({{"op", "add"}, {"path", meta}, {"value", {{"annotations", {{key, value}}}}}});
+    append_op(v.patch, "add", meta, [&](json_text::Writer& w) {
+      w.begin_object().key("annotations").begin_object().key(key).string(value).end_object().end_object();
+    });
   } else if (!facts.has_annotations) {
-    v.patch.push_back({{"op", "add"}, {"path", meta + "/annotations"}, {"value", {{key, value}}}});
+    append_op(v.patch, "add", meta + "/annotations", [&](json_text::Writer& w) {
+      w.begin_object().key(key).string(value).end_object();
+    });
   } else {
-    v.patch.push_back({{"op", "add"},
-                       {"path", meta + "/annotations/" + escape_pointer_token(key)},
-                       {"value", value}});
+    append_op(v.patch, "add", meta + "/annotations/" + escape_pointer_token(key),
+              [&](json_text::Writer& w) { w.string(value); });
   }
 }
 
@@ -399,9 +420,8 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
                ": component " + q(component.name) + " runs only in the sandbox");
       }
       if (patches && !on_sandbox) {
-        v.patch.push_back({{"op", rc ? "replace" : "add"},
-                           {"path", where.pointer + "/spec/runtimeClassName"},
-                           {"value", settings.runtime_class}});
+        append_op(v.patch, rc ? "replace" : "add", where.pointer + "/spec/runtimeClassName",
+                  [&](json_text::Writer& w) { w.string(settings.runtime_class); });
       }
       if (patches) add_annotation_patch(v, facts, where, decision_name);
       a.reason = Reason::SandboxAvailable;

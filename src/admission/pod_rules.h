@@ -64,7 +64,10 @@ struct PodVerdict {
   Answer answer;                // reason (so allowed or not), message, warnings, audit
   bool decided = false;         // the gate ran (false: denied or skipped before it)
   policy::Decision decision{};  // valid when decided
-  nlohmann::json patch = nlohmann::json::array();  // RFC 6902 operations (Mutate, Evaluate)
+  // RFC 6902 operations as JSON text, "[...]" (Mutate, Evaluate); "" for none.
+  // Written directly (base/json_text.h), never through a DOM: it is on every
+  // mutating review.
+  std::string patch;
   GateInputsReport inputs;
 };
 

@@ -1,6 +1,9 @@
 #include "admission/review.h"
 
+#include <algorithm>
+
 #include "admission/namespace_guard.h"
+#include "base/json_text.h"
 #include "base/quote.h"
 #include "model/component.h"
 #include "model/document.h"
@@ -202,30 +205,54 @@ std::string base64_encode(std::string_view data) {
 }
 
 std::string encode_response(const AdmissionRequest& request, const Answer& answer) {
+  // Written as text, members in sorted order (the bytes a std::map DOM dumps:
+  // tests/unit/admission_webhook_test.cpp compares the two).
   const bool allowed = answer.allowed();
-  json resp = {{"uid", request.uid}, {"allowed", allowed}};
-  if (!allowed) {
-    resp["status"] = {{"metadata", json::object()},
-                      {"status", "Failure"},
-                      {"code", answer.code()},
-                      {"reason", answer.status_reason()},
-                      {"message", answer.message}};
+  std::string out;
+  out.reserve(256 + answer.message.size() + answer.patch.size() * 4 / 3);
+  json_text::Writer w(out);
+  w.begin_object();
+  w.key("apiVersion").string(request.api_version.empty() ? std::string_view("admission.k8s.io/v1")
+                                                         : std::string_view(request.api_version));
+  w.key("kind").string("AdmissionReview");
+  w.key("response").begin_object();
+  w.key("allowed").boolean(allowed);
+  if (!answer.audit.empty()) {
+    // Sorted by key; a key given twice keeps its last value (as a map would).
+    std::vector<const std::pair<std::string, std::string>*> audit;
+    audit.reserve(answer.audit.size());
+    for (const auto& kv : answer.audit) audit.push_back(&kv);
+    std::stable_sort(audit.begin(), audit.end(),
+                     [](const auto* a, const auto* b) { return a->first < b->first; });
+    w.key("auditAnnotations").begin_object();
+    for (std::size_t i = 0; i < audit.size(); ++i) {
+      if (i + 1 < audit.size() && audit[i + 1]->first == audit[i]->first) continue;
+      w.key(audit[i]->first).string(audit[i]->second);
+    }
+    w.end_object();
   }
   if (!answer.patch.empty()) {
-    resp["patchType"] = "JSONPatch";
-    resp["patch"] = base64_encode(answer.patch);
+    w.key("patch").string(base64_encode(answer.patch));
+    w.key("patchType").string("JSONPatch");
   }
-  if (!answer.warnings.empty()) resp["warnings"] = answer.warnings;
-  if (!answer.audit.empty()) {
-    json audit = json::object();
-    for (const auto& [k, v] : answer.audit) audit[k] = v;
-    resp["auditAnnotations"] = std::move(audit);
+  if (!allowed) {
+    w.key("status").begin_object();
+    w.key("code").integer(answer.code());
+    w.key("message").string(answer.message);
+    w.key("metadata").begin_object().end_object();
+    w.key("reason").string(answer.status_reason());
+    w.key("status").string("Failure");
+    w.end_object();
   }
-  json review = {{"apiVersion", request.api_version.empty() ? std::string("admission.k8s.io/v1")
-                                                            : request.api_version},
-                 {"kind", "AdmissionReview"},
-                 {"response", std::move(resp)}};
-  return model::dump_json(review);
+  w.key("uid").string(request.uid);
+  if (!answer.warnings.empty()) {
+    w.key("warnings").begin_array();
+    for (const auto& text : answer.warnings) w.string(text);
+    w.end_array();
+  }
+  w.end_object();
+  w.end_object();
+  return out;
 }
 
 }  // namespace ig::admission

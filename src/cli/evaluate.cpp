@@ -68,7 +68,7 @@ void print_text(const admission::PodVerdict& v, const std::string& ns) {
   }
   out += (a.allowed() ? "summary:   " : "reason:    ") + a.message + "\n";
   for (const auto& w : a.warnings) out += "warning:   " + w + "\n";
-  if (!v.patch.empty()) out += "patch (RFC 6902):\n" + model::dump_json(v.patch, 2) + "\n";
+  if (!v.patch.empty()) out += "patch (RFC 6902):\n" + model::dump_json(json::parse(v.patch), 2) + "\n";
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
 
@@ -82,7 +82,7 @@ void print_json(const admission::PodVerdict& v, const std::string& ns) {
               {"namespace", ns},
               {"message", a.message},
               {"warnings", a.warnings},
-              {"patch", v.patch}};
+              {"patch", v.patch.empty() ? json::array() : json::parse(v.patch)}};
   if (v.decided) {
     out["contentTrust"] = {{"effective", trust_name(in)},
                            {"declared", in.trust.declared},

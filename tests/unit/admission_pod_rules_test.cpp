@@ -30,6 +30,10 @@ using policy::Decision;
 using policy::DeploymentShape;
 using policy::SandboxAvailability;
 
+// The verdict's patch (RFC 6902 text, "" for none) as JSON: [] for none. The
+// text must always parse: json::parse throws, and the test fails, if not.
+json ops(const PodVerdict& v) { return v.patch.empty() ? json::array() : json::parse(v.patch); }
+
 const std::string kLabel(model::kComponentLabel);
 const std::string kAnnotation(model::kIsolationAnnotation);
 constexpr const char* kNs = "team-a";
@@ -123,9 +127,9 @@ PodVerdict admit(const json& object, const ComponentLookup& components, SandboxA
 // Applies the verdict's patch in-process (a sanity check; the independent
 // python jsonpatch check lives in the e2e tests).
 json applied(const json& object, const PodVerdict& v) {
-  EXPECT_TRUE(v.patch.is_array());
+  EXPECT_TRUE(ops(v).is_array());
   json out;
-  EXPECT_NO_THROW(out = object.patch(v.patch)) << v.patch.dump();
+  EXPECT_NO_THROW(out = object.patch(ops(v))) << ops(v).dump();
   return out;
 }
 
@@ -206,18 +210,18 @@ TEST_P(EveryGateCombination, MutateStageDecidesAndPatchesAsTheGateSays) {
 
   switch (c.expected) {
     case Decision::RequireSetec:
-      EXPECT_EQ(v.patch, json::parse(R"([
+      EXPECT_EQ(ops(v), json::parse(R"([
         {"op":"add","path":"/spec/runtimeClassName","value":"kata-fc"},
         {"op":"add","path":"/metadata/annotations","value":{"gibson.zeroroot.ai/isolation":"RequireSetec"}}
       ])"));
       break;
     case Decision::AllowInProcess:
-      EXPECT_EQ(v.patch, json::parse(R"([
+      EXPECT_EQ(ops(v), json::parse(R"([
         {"op":"add","path":"/metadata/annotations","value":{"gibson.zeroroot.ai/isolation":"AllowInProcess"}}
       ])"));
       break;
     case Decision::Deny:
-      EXPECT_EQ(v.patch, json::array());
+      EXPECT_EQ(ops(v), json::array());
       EXPECT_THAT(v.answer.message, HasSubstr("To fix"));
       break;
   }
@@ -251,14 +255,14 @@ TEST_P(EveryGateCombination, ValidateAndWorkloadStagesDecideTheSameAndNeverPatch
       admit(pod, catalog, c.sandbox, settings_for(c.shape), Stage::Validate);
   EXPECT_EQ(validate.decision, c.expected);
   EXPECT_EQ(validate.answer.allowed(), c.expected != Decision::Deny);
-  EXPECT_EQ(validate.patch, json::array());
+  EXPECT_EQ(ops(validate), json::array());
 
   const json deployment = make_workload("apps/v1", "Deployment", trust_name(c.trust));
   const PodVerdict workload =
       admit(deployment, catalog, c.sandbox, settings_for(c.shape), Stage::Workload);
   EXPECT_EQ(workload.decision, c.expected);
   EXPECT_EQ(workload.answer.allowed(), c.expected != Decision::Deny);
-  EXPECT_EQ(workload.patch, json::array());
+  EXPECT_EQ(ops(workload), json::array());
 }
 
 INSTANTIATE_TEST_SUITE_P(AllInputs, EveryGateCombination,
@@ -278,7 +282,7 @@ TEST(PodRules, MissingComponentLabelIsDeniedWithAFix) {
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
   EXPECT_FALSE(v.answer.allowed());
   EXPECT_FALSE(v.decided);
-  EXPECT_EQ(v.patch, json::array());
+  EXPECT_EQ(ops(v), json::array());
   EXPECT_THAT(v.answer.message, AllOf(HasSubstr("pod \"p-0\" in namespace \"team-a\" denied"),
                                HasSubstr("it has no label gibson.zeroroot.ai/component"),
                                HasSubstr("namespace \"team-a\" is enforced"),
@@ -322,7 +326,7 @@ TEST(PodRules, UnknownComponentIsDeniedWithAFix) {
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
   EXPECT_FALSE(v.answer.allowed());
   EXPECT_FALSE(v.decided);
-  EXPECT_EQ(v.patch, json::array());
+  EXPECT_EQ(ops(v), json::array());
   EXPECT_THAT(v.answer.message,
               AllOf(HasSubstr("names Component \"no-such-component\", which does not exist in "
                               "namespace \"team-a\""),
@@ -346,7 +350,7 @@ TEST(PodRules, ALookupErrorIsDeniedFailClosed) {
                              settings_for(DeploymentShape::CustomerIsolation), Stage::Mutate);
   EXPECT_FALSE(v.answer.allowed());
   EXPECT_FALSE(v.decided);
-  EXPECT_EQ(v.patch, json::array());
+  EXPECT_EQ(ops(v), json::array());
   EXPECT_THAT(v.answer.message, AllOf(HasSubstr("Component \"trusted\" could not be looked up (the API "
                                          "server did not answer within 2s)"),
                                HasSubstr("fails closed")));
@@ -365,7 +369,7 @@ TEST(PodRules, NeverEnforcedNamespacesAreAllowedWithoutADecision) {
         admit(pod, lookup, SandboxAvailability::Unavailable, settings, Stage::Mutate, ns);
     EXPECT_TRUE(v.answer.allowed()) << ns;
     EXPECT_FALSE(v.decided) << ns;
-    EXPECT_EQ(v.patch, json::array()) << ns;
+    EXPECT_EQ(ops(v), json::array()) << ns;
     EXPECT_THAT(v.answer.message, HasSubstr("is never enforced")) << ns;
     EXPECT_EQ(audit_value(v, "decision"), "NotEnforced") << ns;
   }
@@ -414,7 +418,7 @@ TEST_P(RequireSetecConflict, IsDeniedWithTheReason) {
     EXPECT_FALSE(v.answer.allowed());
     EXPECT_TRUE(v.decided);
     EXPECT_EQ(v.decision, Decision::RequireSetec);
-    EXPECT_EQ(v.patch, json::array());
+    EXPECT_EQ(ops(v), json::array());
     EXPECT_THAT(v.answer.message, AllOf(HasSubstr("component \"untrusted\" must run in the setec sandbox "
                                            "(RuntimeClass \"kata-fc\", a Firecracker microVM), "
                                            "which cannot provide "),
@@ -489,7 +493,7 @@ TEST(PodRules, AnotherRuntimeClassIsReplacedWithAWarning) {
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
   ASSERT_TRUE(v.answer.allowed());
-  EXPECT_EQ(v.patch[0], (json{{"op", "replace"},
+  EXPECT_EQ(ops(v)[0], (json{{"op", "replace"},
                               {"path", "/spec/runtimeClassName"},
                               {"value", "kata-fc"}}));
   EXPECT_THAT(v.answer.warnings, Contains("runtimeClassName \"runc\" replaced by \"kata-fc\": component "
@@ -503,7 +507,7 @@ TEST(PodRules, AMissingRuntimeClassIsAddedWithoutAWarning) {
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
   ASSERT_TRUE(v.answer.allowed());
-  EXPECT_EQ(v.patch[0], (json{{"op", "add"},
+  EXPECT_EQ(ops(v)[0], (json{{"op", "add"},
                               {"path", "/spec/runtimeClassName"},
                               {"value", "kata-fc"}}));
   EXPECT_THAT(v.answer.warnings, IsEmpty());
@@ -516,7 +520,7 @@ TEST(PodRules, TheSandboxRuntimeClassAlreadySetNeedsNoRuntimeClassOp) {
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
   ASSERT_TRUE(v.answer.allowed());
-  EXPECT_EQ(v.patch, json::parse(R"([{"op":"add","path":"/metadata/annotations",
+  EXPECT_EQ(ops(v), json::parse(R"([{"op":"add","path":"/metadata/annotations",
                                       "value":{"gibson.zeroroot.ai/isolation":"RequireSetec"}}])"));
   EXPECT_THAT(v.answer.warnings, IsEmpty());
 }
@@ -554,7 +558,7 @@ TEST(PodRules, ValidateDeniesRequireSetecPodsWithoutTheSandboxRuntimeClass) {
                              settings_for(DeploymentShape::SetecOnly), Stage::Validate);
   EXPECT_FALSE(a.answer.allowed());
   EXPECT_EQ(a.decision, Decision::RequireSetec);
-  EXPECT_EQ(a.patch, json::array());
+  EXPECT_EQ(ops(a), json::array());
   EXPECT_THAT(a.answer.message, AllOf(HasSubstr("must run on RuntimeClass \"kata-fc\" (RequireSetec), but "
                                          "the pod's runtimeClassName is not set"),
                                HasSubstr("To fix")));
@@ -565,7 +569,7 @@ TEST(PodRules, ValidateDeniesRequireSetecPodsWithoutTheSandboxRuntimeClass) {
   const PodVerdict b = admit(other, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Validate);
   EXPECT_FALSE(b.answer.allowed());
-  EXPECT_EQ(b.patch, json::array());
+  EXPECT_EQ(ops(b), json::array());
   EXPECT_THAT(b.answer.message, HasSubstr("the pod's runtimeClassName is \"runc\""));
 }
 
@@ -576,7 +580,7 @@ TEST(PodRules, ValidateAllowsRequireSetecPodsOnTheSandboxWithoutAPatch) {
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Validate);
   EXPECT_TRUE(v.answer.allowed());
-  EXPECT_EQ(v.patch, json::array());
+  EXPECT_EQ(ops(v), json::array());
   EXPECT_THAT(v.answer.warnings, IsEmpty());
 }
 
@@ -592,7 +596,7 @@ TEST(PodRules, WorkloadStageNeverPatchesEvenWhenTheTemplateNeedsIt) {
                                settings_for(DeploymentShape::SetecOnly), Stage::Workload);
     EXPECT_TRUE(v.answer.allowed()) << kind;
     EXPECT_EQ(v.decision, Decision::RequireSetec) << kind;
-    EXPECT_EQ(v.patch, json::array()) << kind;
+    EXPECT_EQ(ops(v), json::array()) << kind;
   }
 }
 
@@ -613,9 +617,9 @@ TEST(PodRules, EvaluateStagePatchesAtTheTemplatePointerOfAWorkload) {
   const PodVerdict v = admit(cj, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Evaluate);
   ASSERT_TRUE(v.answer.allowed());
-  ASSERT_EQ(v.patch.size(), 2u);
-  EXPECT_EQ(v.patch[0]["path"], "/spec/jobTemplate/spec/template/spec/runtimeClassName");
-  EXPECT_EQ(v.patch[1]["path"], "/spec/jobTemplate/spec/template/metadata/annotations");
+  ASSERT_EQ(ops(v).size(), 2u);
+  EXPECT_EQ(ops(v)[0]["path"], "/spec/jobTemplate/spec/template/spec/runtimeClassName");
+  EXPECT_EQ(ops(v)[1]["path"], "/spec/jobTemplate/spec/template/metadata/annotations");
   const json result = applied(cj, v);
   const json& tmpl = result["spec"]["jobTemplate"]["spec"]["template"];
   EXPECT_EQ(tmpl["spec"]["runtimeClassName"], "kata-fc");
@@ -642,7 +646,7 @@ TEST(DecisionAnnotationPatch, APodWithoutMetadataGetsTheWholeMetadataMap) {
                 AdmissionContext{settings_for(DeploymentShape::SetecOnly), catalog, sandbox},
                 Stage::Mutate);
   ASSERT_TRUE(v.answer.allowed());
-  EXPECT_EQ(v.patch, json::parse(R"([{"op":"add","path":"/metadata",
+  EXPECT_EQ(ops(v), json::parse(R"([{"op":"add","path":"/metadata",
       "value":{"annotations":{"gibson.zeroroot.ai/isolation":"AllowInProcess"}}}])"));
   EXPECT_EQ(applied(pod, v)["metadata"]["annotations"][kAnnotation], "AllowInProcess");
 }
@@ -652,7 +656,7 @@ TEST(DecisionAnnotationPatch, APodWithoutAnnotationsGetsTheWholeAnnotationsMap) 
   const json pod = make_pod("trusted");
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Unavailable,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
-  EXPECT_EQ(v.patch, json::parse(R"([{"op":"add","path":"/metadata/annotations",
+  EXPECT_EQ(ops(v), json::parse(R"([{"op":"add","path":"/metadata/annotations",
       "value":{"gibson.zeroroot.ai/isolation":"AllowInProcess"}}])"));
   const json result = applied(pod, v);
   EXPECT_EQ(result["metadata"]["labels"][kLabel], "trusted");  // untouched
@@ -664,7 +668,7 @@ TEST(DecisionAnnotationPatch, APodWithAnnotationsGetsOnlyTheEscapedKey) {
   pod["metadata"]["annotations"] = {{"team", "docs"}};
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Unavailable,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
-  EXPECT_EQ(v.patch, json::parse(R"([{"op":"add",
+  EXPECT_EQ(ops(v), json::parse(R"([{"op":"add",
       "path":"/metadata/annotations/gibson.zeroroot.ai~1isolation","value":"AllowInProcess"}])"));
   const json result = applied(pod, v);
   EXPECT_EQ(result["metadata"]["annotations"],
@@ -678,7 +682,7 @@ TEST(DecisionAnnotationPatch, AnAnnotationAlreadyEqualNeedsNoOp) {
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Unavailable,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
   EXPECT_TRUE(v.answer.allowed());
-  EXPECT_EQ(v.patch, json::array());
+  EXPECT_EQ(ops(v), json::array());
 }
 
 TEST(DecisionAnnotationPatch, AnAnnotationWithAnotherValueIsOverwritten) {
@@ -886,7 +890,7 @@ TEST(ImageBinding, ATrustedComponentsLabelOnAForeignImageIsDenied) {
     EXPECT_FALSE(v.answer.allowed());
     EXPECT_EQ(v.answer.reason, Reason::ImageNotBound);
     EXPECT_EQ(audit_value(v, "reason"), "ImageNotBound");
-    EXPECT_EQ(v.patch, json::array());
+    EXPECT_EQ(ops(v), json::array());
     EXPECT_THAT(v.answer.message,
                 AllOf(HasSubstr("Component \"trusted\", which is bound to image "
                                 "\"registry.example.com/x:1\" (spec.image)"),
@@ -1095,7 +1099,7 @@ TEST(PodUpdate, AnImageSwappedByUpdateIsDenied) {
     const PodVerdict v =
         admit_update(old_pod, new_pod, catalog, sb, settings_for(DeploymentShape::SetecOnly));
     EXPECT_EQ(v.answer.reason, Reason::ImageNotBound);
-    EXPECT_EQ(v.patch, json::array());
+    EXPECT_EQ(ops(v), json::array());
   }
 }
 

@@ -992,6 +992,55 @@ TEST(EncodeResponse, InvalidUtf8InAMessageIsReplacedNotThrown) {
   EXPECT_THAT(parsed["response"]["status"]["message"].get<std::string>(), StartsWith("bad "));
 }
 
+// The response used to be built as an nlohmann DOM and dumped; it is written
+// as text now. The bytes must be the DOM's, for every shape of answer.
+std::string dom_encoded(const AdmissionRequest& request, const Answer& answer) {
+  json resp = {{"uid", request.uid}, {"allowed", answer.allowed()}};
+  if (!answer.allowed()) {
+    resp["status"] = {{"metadata", json::object()}, {"status", "Failure"},
+                      {"code", answer.code()},      {"reason", answer.status_reason()},
+                      {"message", answer.message}};
+  }
+  if (!answer.patch.empty()) {
+    resp["patchType"] = "JSONPatch";
+    resp["patch"] = base64_encode(answer.patch);
+  }
+  if (!answer.warnings.empty()) resp["warnings"] = answer.warnings;
+  if (!answer.audit.empty()) {
+    json audit = json::object();
+    for (const auto& [k, v] : answer.audit) audit[k] = v;
+    resp["auditAnnotations"] = std::move(audit);
+  }
+  json review = {{"apiVersion", request.api_version.empty() ? std::string("admission.k8s.io/v1")
+                                                            : request.api_version},
+                 {"kind", "AdmissionReview"},
+                 {"response", std::move(resp)}};
+  return ig::model::dump_json(review);
+}
+
+TEST(EncodeResponse, WritesTheBytesTheDomDumpWrote) {
+  AdmissionRequest request;
+  request.uid = "0b1e\"quoted\"-\u00e9-uid";
+  std::vector<Answer> answers;
+  answers.push_back(allowed(Reason::TrustedInProcess, "runs in-process"));
+  Answer setec = allowed(Reason::SandboxAvailable, "sandbox");
+  setec.patch = R"([{"op":"add","path":"/spec/runtimeClassName","value":"kata-fc"}])";
+  setec.warn("runtimeClassName \"runc\" replaced by \"kata-fc\"").warn("second \xe2\x98\x83 warning");
+  setec.annotate("reason", "b").annotate("decision", "RequireSetec").annotate("reason", "last wins");
+  answers.push_back(setec);
+  answers.push_back(denied(Reason::SandboxUnavailable, "no sandbox:\n\ttabs \x01 and \"quotes\" \\"));
+  answers.push_back(denied(Reason::UnknownComponent, "bad \xff\xc3 bytes \xed\xa0\x80 \xf4\x90"));
+  answers.push_back(undecidable("request.kind is missing").warn("w"));
+  answers.push_back(errored("boom"));
+  answers.push_back(not_enforced(Reason::NamespaceNotEnforced, "namespace is not enforced"));
+  for (const char* api : {"", "admission.k8s.io/v1beta1"}) {
+    request.api_version = api;
+    for (const Answer& a : answers) {
+      EXPECT_EQ(encode_response(request, a), dom_encoded(request, a)) << a.message;
+    }
+  }
+}
+
 TEST(DecodeReview, ReadsEveryFieldAndMovesTheObjectOut) {
   const json body = {{"apiVersion", "admission.k8s.io/v1"},
                      {"kind", "AdmissionReview"},

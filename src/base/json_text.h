@@ -1,0 +1,56 @@
+// JSON text written directly, without a DOM: for the documents the admission
+// hot path sends on every review (the AdmissionReview response and the JSON
+// Patch). Building them as nlohmann objects cost an allocation per member and
+// a second pass to dump (docs/benchmarks-changes.md §7).
+//
+// Contract:
+//  - append_string() writes a JSON string (with its quotes) escaped exactly
+//    as model::dump_json() escapes it (nlohmann's dump, ensure_ascii off,
+//    invalid UTF-8 replaced): '"' and '\\' escaped, \b \f \n \r \t by name,
+//    the other control characters as \u00xx (lowercase hex), every other
+//    valid UTF-8 sequence as it is, and each invalid sequence replaced by
+//    U+FFFD with nlohmann's rule for where the next one starts. So the
+//    output is always valid UTF-8 JSON, whatever the bytes.
+//  - Writer emits the separators (',' and ':') itself; the caller names
+//    members and values in order. Written in the order a std::map-backed
+//    DOM would dump them (sorted keys), the bytes equal model::dump_json()'s;
+//    tests/unit/base_json_text_test.cpp checks both differentially.
+//  - Writer does not check nesting or that keys precede values: callers
+//    are a few fixed shapes, each covered by tests.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ig::json_text {
+
+// `"s"`, escaped as above, appended to `out`.
+void append_string(std::string& out, std::string_view s);
+
+class Writer {
+ public:
+  explicit Writer(std::string& out) : out_(out) {}
+
+  Writer& begin_object() { return open('{'); }
+  Writer& end_object() { return close('}'); }
+  Writer& begin_array() { return open('['); }
+  Writer& end_array() { return close(']'); }
+  // A member name; the next call writes its value.
+  Writer& key(std::string_view name);
+  Writer& string(std::string_view value);
+  Writer& boolean(bool value);
+  Writer& integer(std::int64_t value);
+
+ private:
+  Writer& open(char c);
+  Writer& close(char c);
+  void separate() {
+    if (need_comma_) out_.push_back(',');
+  }
+
+  std::string& out_;
+  bool need_comma_ = false;
+};
+
+}  // namespace ig::json_text
