@@ -34,6 +34,7 @@ enum class Lib {
   Boost,      // <boost/...> (Asio, Beast)
   CppRest,    // <cpprest/...>, <pplx/...> (cpprestsdk)
   Cli11,      // <CLI/...>
+  Simd,       // <emmintrin.h> (SSE2 intrinsics, the projected parser's string scan)
 };
 
 struct Layer {
@@ -51,7 +52,7 @@ const std::vector<Layer>& layers() {
   static const std::vector<Layer> kLayers = {
       {"base", {}, {}, /*threads=*/false},
       {"policy", {}, {}, /*threads=*/false, /*io=*/false},
-      {"model", {"policy", "base"}, {Lib::Nlohmann, Lib::YamlCpp}, /*threads=*/false},
+      {"model", {"policy", "base"}, {Lib::Nlohmann, Lib::YamlCpp, Lib::Simd}, /*threads=*/false},
       {"admission", {"model", "policy", "base"}, {Lib::Nlohmann}, /*threads=*/false},
       {"config", {"policy", "base"}, {Lib::Posix}},
       {"tls", {"config", "base"}, {Lib::Posix, Lib::OpenSsl, Lib::Boost}},
@@ -143,6 +144,7 @@ const std::vector<LibInfo>& libraries() {
       {Lib::Boost, "Boost (Asio/Beast)", {"boost/"}, "server, tls, kube, cli"},
       {Lib::CppRest, "cpprestsdk", {"cpprest/", "pplx/"}, "kube only"},
       {Lib::Cli11, "CLI11", {"CLI/"}, "cli only"},
+      {Lib::Simd, "SSE2 intrinsics", {"emmintrin.h"}, "model only"},
   };
   return kLibs;
 }

@@ -185,3 +185,24 @@ TEST(JsonProjection, AgreesWithNlohmannOnTwentyThousandMutatedReviews) {
 }
 
 }  // namespace
+
+// The string scan takes 16 bytes at a time (SSE2), then 8, then one: a
+// special byte (quote, backslash escape, control character, UTF-8 lead,
+// invalid byte) at every offset of strings up to 40 bytes, kept and skipped,
+// near the end of the input and not, must give nlohmann's verdict and value.
+TEST(JsonProjection, AgreesWithNlohmannOnASpecialByteAtEveryOffsetOfAString) {
+  const Projection keep = Projection::object({{"k", Projection::whole()}});
+  const std::string specials[] = {"\\\"", "\\\\", "\\n", "\\u00e9", "\x01", "\xc3\xa9", "\xe2\x98\x83",
+                                  "\xf0\x9f\x98\x80", "\xff", "\xc3", "\xed\xa0\x80", "\""};
+  for (std::size_t len = 0; len <= 40; ++len) {
+    for (std::size_t at = 0; at <= len; ++at) {
+      for (const std::string& special : specials) {
+        const std::string s = std::string(at, 'a') + special + std::string(len - at, 'b');
+        for (const char* member : {"k", "skipped"}) {
+          expect_same_as_nlohmann("{\"" + std::string(member) + "\":\"" + s + "\"}", keep);
+          expect_same_as_nlohmann("{\"" + std::string(member) + "\":\"" + s + "\",\"z\":[1,2,3,4,5,6,7,8,9,10,11,12,13]}", keep);
+        }
+      }
+    }
+  }
+}
