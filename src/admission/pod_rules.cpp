@@ -140,21 +140,22 @@ ImageBinding check_image_binding(const model::PodFacts& facts, const model::Comp
     return out;
   }
   for (const auto& c : facts.containers) {
-    const std::string who = "container " + q(c.name);
+    // Only a container that is refused is named (no allocation on the bound path).
+    const auto who = [&] { return "container " + q(c.name); };
     if (!c.image || c.image->empty()) {
-      out.unbound.push_back(who + " names no image");
+      out.unbound.push_back(who() + " names no image");
       continue;
     }
     auto image = model::parse_image(*c.image);
     if (!image) {
-      out.unbound.push_back(who + " runs " + q(*c.image) + ", which is not a valid image reference");
+      out.unbound.push_back(who() + " runs " + q(*c.image) + ", which is not a valid image reference");
       continue;
     }
     if (model::image_matches(*bound, *image) ||
         model::any_pattern_matches(settings.allowed_extra_images, *image)) {
       continue;
     }
-    std::string phrase = who + " runs " + q(*c.image);
+    std::string phrase = who() + " runs " + q(*c.image);
     if (image->canonical() != *c.image) phrase += " (" + image->canonical() + ")";
     if (!image->digest.empty() && bound->digest.empty() && image->repository == bound->repository) {
       out.digest_hint = true;

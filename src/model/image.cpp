@@ -133,48 +133,54 @@ bool is_domain_element(std::string_view first) {
          first.find_first_of(".:") != std::string_view::npos || has_upper(first);
 }
 
+// A name's registry domain and repository path, as views (into the name, or
+// the default domain); `official` when the path takes the library/ prefix.
 struct SplitName {
-  std::string domain;
-  std::string path;
+  std::string_view domain;
+  std::string_view path;
+  bool official = false;
 };
 
 // splitDockerDomain, then the library/ prefix for single-element Docker Hub
 // names. `name` has no tag and no digest.
 SplitName split_domain(std::string_view name) {
-  SplitName out;
   const auto slash = name.find('/');
-  if (slash == std::string_view::npos) {
-    out.domain = std::string(kDefaultDomain);
-    out.path = std::string(kOfficialRepoPrefix) + std::string(name);
-    return out;
-  }
+  if (slash == std::string_view::npos) return {kDefaultDomain, name, true};
+  SplitName out;
   const std::string_view first = name.substr(0, slash);
   if (is_domain_element(first)) {
-    out.domain = first == kLegacyDefaultDomain ? std::string(kDefaultDomain) : std::string(first);
-    out.path = std::string(name.substr(slash + 1));
+    out.domain = first == kLegacyDefaultDomain ? kDefaultDomain : first;
+    out.path = name.substr(slash + 1);
   } else {
-    out.domain = std::string(kDefaultDomain);
-    out.path = std::string(name);
+    out.domain = kDefaultDomain;
+    out.path = name;
   }
-  if (out.domain == kDefaultDomain && out.path.find('/') == std::string::npos) {
-    out.path = std::string(kOfficialRepoPrefix) + out.path;
-  }
+  out.official = out.domain == kDefaultDomain && out.path.find('/') == std::string_view::npos;
   return out;
 }
 
+// "domain/path", built in one allocation (this runs for every container of
+// every admitted pod).
 Result<std::string> normalise_name(std::string_view name, std::string_view reference) {
   const auto bad = [&](std::string_view why) {
     return fail(quote(reference) + " is not a valid image reference: " + std::string(why));
   };
   if (name.empty()) return bad("it has no repository name");
-  SplitName split = split_domain(name);
+  const SplitName split = split_domain(name);
   if (!valid_domain(split.domain)) return bad("registry " + quote(split.domain) + " is not a host[:port]");
-  if (!valid_path(split.path)) {
-    return bad("repository " + quote(split.path) +
+  std::string full;
+  full.reserve(split.domain.size() + 1 + (split.official ? kOfficialRepoPrefix.size() : 0) +
+               split.path.size());
+  full.append(split.domain);
+  full.push_back('/');
+  if (split.official) full.append(kOfficialRepoPrefix);
+  full.append(split.path);
+  const std::string_view path = std::string_view(full).substr(split.domain.size() + 1);
+  if (!valid_path(path)) {
+    return bad("repository " + quote(path) +
                " must be lowercase letters, digits and single separators (. _ __ -) between "
                "/-separated components");
   }
-  std::string full = split.domain + "/" + split.path;
   if (full.size() > kNameTotalLengthMax) return bad("the repository name is longer than 255 characters");
   return full;
 }

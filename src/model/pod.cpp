@@ -27,12 +27,54 @@ constexpr KindInfo kKinds[] = {
      "spec.jobTemplate.spec.template"},
 };
 
+// A field's path for messages ("spec.containers[0].image"), built only when
+// a message needs it: reading a pod names dozens of fields and almost never
+// fails, so the happy path allocates no path strings.
+class FieldPath {
+ public:
+  explicit FieldPath(std::string_view root) : leaf_(root) {}
+  FieldPath(const FieldPath& parent, std::string_view member) : parent_(&parent), leaf_(member) {}
+  FieldPath(const FieldPath& parent, std::size_t index)
+      : parent_(&parent), index_(index), kind_(Kind::Index) {}
+  // parent[key]: a label or annotation key.
+  static FieldPath key(const FieldPath& parent, std::string_view key) {
+    FieldPath p(parent, key);
+    p.kind_ = Kind::Key;
+    return p;
+  }
+
+  std::string str() const {
+    std::string out = parent_ ? parent_->str() : std::string();
+    switch (kind_) {
+      case Kind::Member:
+        if (!out.empty() && !leaf_.empty()) out.push_back('.');
+        out.append(leaf_);
+        break;
+      case Kind::Index: out.append("[").append(std::to_string(index_)).append("]"); break;
+      case Kind::Key: out.append("[").append(leaf_).append("]"); break;
+    }
+    return out;
+  }
+
+ private:
+  enum class Kind { Member, Index, Key };
+  const FieldPath* parent_ = nullptr;
+  std::string_view leaf_;
+  std::size_t index_ = 0;
+  Kind kind_ = Kind::Member;
+};
+
 std::string field_error(std::string_view source, std::string_view path, std::string_view expected,
                         const json& got) {
   std::string out(source);
   out.append(": ").append(path).append(": expected ").append(expected).append(", got ");
   out.append(json_type_phrase(got));
   return out;
+}
+
+std::string field_error(std::string_view source, const FieldPath& path, std::string_view expected,
+                        const json& got) {
+  return field_error(source, std::string_view(path.str()), expected, got);
 }
 
 std::string join_path(std::string_view base, std::string_view leaf) {
@@ -45,36 +87,39 @@ std::string join_path(std::string_view base, std::string_view leaf) {
 
 // Member `key` of `parent` when it is a map; nullptr when absent or null.
 // Sets `error` when present with another type.
-const json* map_member(const json& parent, std::string_view key, std::string_view path,
+const json* map_member(const json& parent, std::string_view key, const FieldPath& where,
                        std::string_view source, std::string& error) {
   auto it = parent.find(key);
   if (it == parent.end() || it->is_null()) return nullptr;
   if (!it->is_object()) {
-    error = field_error(source, path, "a map", *it);
+    error = field_error(source, FieldPath(where, key), "a map", *it);
     return nullptr;
   }
   return &*it;
 }
 
-bool read_optional_string(const json& parent, std::string_view key, std::string_view path,
+// `where` is the parent's path; the member's is where.key. A label or
+// annotation key is named as parent[key] (`subscript`).
+bool read_optional_string(const json& parent, std::string_view key, const FieldPath& where,
                           std::string_view source, std::optional<std::string>& out,
-                          std::string& error) {
+                          std::string& error, bool subscript = false) {
   auto it = parent.find(key);
   if (it == parent.end() || it->is_null()) return true;
   if (!it->is_string()) {
-    error = field_error(source, path, "a string", *it);
+    error = field_error(source, subscript ? FieldPath::key(where, key) : FieldPath(where, key),
+                        "a string", *it);
     return false;
   }
   out = it->get<std::string>();
   return true;
 }
 
-bool read_optional_bool(const json& parent, std::string_view key, std::string_view path,
+bool read_optional_bool(const json& parent, std::string_view key, const FieldPath& where,
                         std::string_view source, bool& out, std::string& error) {
   auto it = parent.find(key);
   if (it == parent.end() || it->is_null()) return true;
   if (!it->is_boolean()) {
-    error = field_error(source, path, "a boolean", *it);
+    error = field_error(source, FieldPath(where, key), "a boolean", *it);
     return false;
   }
   out = it->get<bool>();
@@ -84,40 +129,43 @@ bool read_optional_bool(const json& parent, std::string_view key, std::string_vi
 // One container list (containers, initContainers, ephemeralContainers): the
 // privileged ones into `out`, every one with its image into `images`.
 bool read_containers(const json& spec, std::string_view list_key, std::string_view prefix,
-                     std::string_view spec_path, std::string_view source,
+                     const FieldPath& spec_path, std::string_view source,
                      std::vector<std::string>& out, std::vector<ContainerImage>& images,
                      std::string& error) {
   auto it = spec.find(list_key);
-  const std::string list_path = join_path(spec_path, list_key);
   if (it == spec.end() || it->is_null()) return true;
+  const FieldPath list_path(spec_path, list_key);
   if (!it->is_array()) {
     error = field_error(source, list_path, "a list", *it);
     return false;
   }
   std::size_t index = 0;
   for (const auto& container : *it) {
-    const std::string item_path = list_path + "[" + std::to_string(index++) + "]";
+    const FieldPath item_path(list_path, index++);
     if (!container.is_object()) {
       error = field_error(source, item_path, "a map", container);
       return false;
     }
-    const json* sc = map_member(container, "securityContext", item_path + ".securityContext",
-                                source, error);
+    const json* sc = map_member(container, "securityContext", item_path, source, error);
     if (!error.empty()) return false;
     bool privileged = false;
     if (sc != nullptr &&
-        !read_optional_bool(*sc, "privileged", item_path + ".securityContext.privileged", source,
+        !read_optional_bool(*sc, "privileged", FieldPath(item_path, "securityContext"), source,
                             privileged, error)) {
       return false;
     }
     std::optional<std::string> name;
     ContainerImage entry;
-    if (!read_optional_string(container, "name", item_path + ".name", source, name, error) ||
-        !read_optional_string(container, "image", item_path + ".image", source, entry.image,
-                              error)) {
+    if (!read_optional_string(container, "name", item_path, source, name, error) ||
+        !read_optional_string(container, "image", item_path, source, entry.image, error)) {
       return false;
     }
-    entry.name = std::string(prefix) + name.value_or("#" + std::to_string(index - 1));
+    entry.name = std::string(prefix);
+    if (name) {
+      entry.name += *name;
+    } else {
+      entry.name += "#" + std::to_string(index - 1);
+    }
     if (privileged) out.push_back(entry.name);
     images.push_back(std::move(entry));
   }
@@ -182,12 +230,13 @@ Result<PodFacts> read_pod_facts(const json& object, const PodLocation& where,
   std::string error;
 
   // The object's own name and namespace (for a workload, the workload's).
-  if (const json* meta = map_member(object, "metadata", "metadata", source, error)) {
+  const FieldPath top("");
+  if (const json* meta = map_member(object, "metadata", top, source, error)) {
+    const FieldPath meta_path(top, "metadata");
     std::optional<std::string> name, generate_name, ns;
-    if (!read_optional_string(*meta, "name", "metadata.name", source, name, error) ||
-        !read_optional_string(*meta, "generateName", "metadata.generateName", source,
-                              generate_name, error) ||
-        !read_optional_string(*meta, "namespace", "metadata.namespace", source, ns, error)) {
+    if (!read_optional_string(*meta, "name", meta_path, source, name, error) ||
+        !read_optional_string(*meta, "generateName", meta_path, source, generate_name, error) ||
+        !read_optional_string(*meta, "namespace", meta_path, source, ns, error)) {
       return fail(error);
     }
     if (name && !name->empty()) {
@@ -200,45 +249,37 @@ Result<PodFacts> read_pod_facts(const json& object, const PodLocation& where,
   if (!error.empty()) return fail(error);
 
   const json& pod = *where.pod;
-  const std::string meta_path = join_path(where.field_path, "metadata");
-  const json* pod_meta = map_member(pod, "metadata", meta_path, source, error);
+  const FieldPath pod_path(where.field_path);
+  const json* pod_meta = map_member(pod, "metadata", pod_path, source, error);
   if (!error.empty()) return fail(error);
   if (pod_meta != nullptr) {
     facts.has_metadata = true;
-    if (const json* labels =
-            map_member(*pod_meta, "labels", meta_path + ".labels", source, error)) {
-      if (!read_optional_string(*labels, kComponentLabel,
-                                meta_path + ".labels[" + std::string(kComponentLabel) + "]",
-                                source, facts.component, error)) {
+    const FieldPath meta_path(pod_path, "metadata");
+    if (const json* labels = map_member(*pod_meta, "labels", meta_path, source, error)) {
+      if (!read_optional_string(*labels, kComponentLabel, FieldPath(meta_path, "labels"), source,
+                                facts.component, error, /*subscript=*/true)) {
         return fail(error);
       }
     }
     if (!error.empty()) return fail(error);
-    if (const json* annotations =
-            map_member(*pod_meta, "annotations", meta_path + ".annotations", source, error)) {
+    if (const json* annotations = map_member(*pod_meta, "annotations", meta_path, source, error)) {
       facts.has_annotations = true;
-      if (!read_optional_string(*annotations, kIsolationAnnotation,
-                                meta_path + ".annotations[" + std::string(kIsolationAnnotation) +
-                                    "]",
-                                source, facts.isolation_annotation, error)) {
+      if (!read_optional_string(*annotations, kIsolationAnnotation, FieldPath(meta_path, "annotations"),
+                                source, facts.isolation_annotation, error, /*subscript=*/true)) {
         return fail(error);
       }
     }
     if (!error.empty()) return fail(error);
   }
 
-  const std::string spec_path = join_path(where.field_path, "spec");
-  const json* spec = map_member(pod, "spec", spec_path, source, error);
+  const json* spec = map_member(pod, "spec", pod_path, source, error);
   if (!error.empty()) return fail(error);
-  if (spec == nullptr) return fail(std::string(source) + ": " + spec_path + ": required");
-  if (!read_optional_string(*spec, "runtimeClassName", spec_path + ".runtimeClassName", source,
-                            facts.runtime_class, error) ||
-      !read_optional_bool(*spec, "hostNetwork", spec_path + ".hostNetwork", source,
-                          facts.host_network, error) ||
-      !read_optional_bool(*spec, "hostPID", spec_path + ".hostPID", source, facts.host_pid,
-                          error) ||
-      !read_optional_bool(*spec, "hostIPC", spec_path + ".hostIPC", source, facts.host_ipc,
-                          error) ||
+  const FieldPath spec_path(pod_path, "spec");
+  if (spec == nullptr) return fail(std::string(source) + ": " + spec_path.str() + ": required");
+  if (!read_optional_string(*spec, "runtimeClassName", spec_path, source, facts.runtime_class, error) ||
+      !read_optional_bool(*spec, "hostNetwork", spec_path, source, facts.host_network, error) ||
+      !read_optional_bool(*spec, "hostPID", spec_path, source, facts.host_pid, error) ||
+      !read_optional_bool(*spec, "hostIPC", spec_path, source, facts.host_ipc, error) ||
       !read_containers(*spec, "containers", "", spec_path, source, facts.privileged_containers,
                        facts.containers, error) ||
       !read_containers(*spec, "initContainers", "init:", spec_path, source,
