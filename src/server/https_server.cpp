@@ -267,6 +267,52 @@ namespace {
 using State = HttpServer::State;
 using Listener = HttpServer::Listener;
 
+// The request body: a std::string that the bytes are appended to, reserved
+// from Content-Length (which the parser has checked against the body limit).
+// Beast's string_body resizes before it copies, so every body was zero-filled
+// first: a memset of the whole body per request (8.3k instructions of the
+// typical review's 360k, bench/instructions.py).
+struct RequestBody {
+  using value_type = std::string;
+
+  static std::uint64_t size(const value_type& body) { return body.size(); }
+
+  class reader {
+   public:
+    template <bool isRequest, class Fields>
+    explicit reader(http::header<isRequest, Fields>&, value_type& body) : body_(body) {}
+
+    void init(const boost::optional<std::uint64_t>& length, beast::error_code& ec) {
+      ec = {};
+      if (!length) return;
+      if (*length > body_.max_size()) {
+        ec = http::error::buffer_overflow;
+        return;
+      }
+      body_.reserve(static_cast<std::size_t>(*length));
+    }
+
+    template <class ConstBufferSequence>
+    std::size_t put(const ConstBufferSequence& buffers, beast::error_code& ec) {
+      const std::size_t extra = beast::buffer_bytes(buffers);
+      if (extra > body_.max_size() - body_.size()) {
+        ec = http::error::buffer_overflow;
+        return 0;
+      }
+      ec = {};
+      for (const auto b : beast::buffers_range_ref(buffers)) {
+        body_.append(static_cast<const char*>(b.data()), b.size());
+      }
+      return extra;
+    }
+
+    void finish(beast::error_code& ec) { ec = {}; }
+
+   private:
+    value_type& body_;
+  };
+};
+
 template <bool Tls>
 class Session final : public SessionBase, public std::enable_shared_from_this<Session<Tls>> {
  public:
@@ -472,7 +518,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   void handle_request() {
     bump(state_.counters->requests);
-    http::request<http::string_body> msg = parser_->release();
+    http::request<RequestBody> msg = parser_->release();
     const unsigned version = msg.version();
     const bool keep_alive = msg.keep_alive();
     const bool head = msg.method() == http::verb::head;
@@ -617,7 +663,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   bool timer_pending_ = false;
   bool timed_out_ = false;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::request_parser<RequestBody>> parser_;
   http::response<http::string_body> res_;
   std::size_t drained_ = 0;
   std::chrono::steady_clock::time_point drain_deadline_{};
