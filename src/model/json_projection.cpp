@@ -64,7 +64,7 @@ class Scanner {
     return false;
   }
 
-  void skip_ws() {
+  [[gnu::always_inline]] void skip_ws() {
     // One compare for the usual case, a byte above the space.
     while (p_ != end_ && static_cast<unsigned char>(*p_) <= ' ' &&
            (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t'))
@@ -278,7 +278,7 @@ class Scanner {
   // Skips plain string bytes (no '"', '\\', control character or non-ASCII
   // byte) 16 at a time with SSE2 (8 at a time without), stopping ON the first
   // special byte it sees; the byte loop after it handles the rest.
-  void skip_plain_ascii() {
+  [[gnu::always_inline]] void skip_plain_ascii() {
 #if defined(__SSE2__)
     const __m128i quote = _mm_set1_epi8('"');
     const __m128i backslash = _mm_set1_epi8('\\');
