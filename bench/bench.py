@@ -31,7 +31,13 @@ import time
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 # BENCH_PORT_BASE moves all three (two benchmarks on one machine must not share ports).
+# Keep them below the ephemeral range (32768-60999 on Linux): the readiness
+# poll connects before the server listens, and a connect to a free port in
+# that range can pick the same port as its source and connect to itself,
+# holding the port the server is about to bind (seen under valgrind's slow start).
 _BASE = int(os.environ.get("BENCH_PORT_BASE", "18443"))
+if not 363 < _BASE < 32767:
+    raise SystemExit(f"BENCH_PORT_BASE={_BASE}: use 364..32766 (ports below the ephemeral range)")
 OURS_PORT, OURS_PROBE_PORT, NGINX_PORT = _BASE, _BASE - 363, _BASE + 1
 TLS12_CIPHERS = ("ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
                  "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
