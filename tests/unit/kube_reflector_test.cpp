@@ -198,6 +198,43 @@ TEST(Reflector, A410ErrorEventRelistsAndTheRelistReplacesTheStore) {
   EXPECT_TRUE(f.waits.empty() || f.waits.front() > 0ms);
 }
 
+TEST(Reflector, RelistStopsTheWatchAndListsAgain) {
+  Fixture f;
+  f.client.lists.push_back(page({obj("a", "5")}, "10"));
+  // The second event asks for a list (what the Node cache does when the
+  // RuntimeClass's scheduling changes); the third is never applied.
+  f.client.watches.push_back(ScriptedWatch{{event(WatchEvent::Type::Added, obj("b", "11")),
+                                            event(WatchEvent::Type::Added, obj("c", "12")),
+                                            event(WatchEvent::Type::Added, obj("d", "13"))}});
+  f.client.lists.push_back(page({obj("x", "20")}, "21"));
+  f.client.watches.push_back(ScriptedWatch{});
+  Reflector* reflector = nullptr;
+  Store<std::string> asking{[](const json& o) -> Result<std::string> { return o["v"].get<std::string>(); },
+                            [&](std::string_view key) {
+                              if (key == "c") reflector->relist();
+                            }};
+  ReflectorOptions options;
+  options.name = "things";
+  options.path = "/api/v1/things";
+  options.wait = [](std::chrono::milliseconds) { return true; };
+  Reflector r(f.client, asking, options);
+  reflector = &r;
+  f.client.reflector = &r;
+  r.run();
+  ASSERT_GE(f.client.list_calls.size(), 2u);
+  ASSERT_GE(f.client.watch_calls.size(), 2u);
+  EXPECT_EQ(f.client.watch_calls[1].resource_version, "21");
+  auto value = [&](const std::string& k) {
+    auto v = asking.find(k);
+    return v ? *v : std::string("(none)");
+  };
+  EXPECT_EQ(value("x"), "x@20");
+  EXPECT_EQ(value("d"), "(none)");  // the watch stopped before it
+  EXPECT_EQ(value("b"), "(none)");  // replaced by the list
+  EXPECT_EQ(r.stats().lists, 2u);
+  EXPECT_EQ(r.stats().relists_gone, 0u);
+}
+
 TEST(Reflector, A410StatusOnTheWatchRequestRelists) {
   Fixture f;
   f.client.lists.push_back(page({obj("a", "5")}, "10"));
