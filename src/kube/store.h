@@ -95,7 +95,7 @@ class Store final : public ReflectorSink {
       std::unique_lock lock(mu_);
       objects_.swap(pending_);
     }
-    pending_.clear();
+    decltype(pending_)().swap(pending_);  // the old entries and their buckets (clear() keeps the buckets)
     synced_.store(true, std::memory_order_release);
     if (on_change_) on_change_({});
   }
