@@ -36,6 +36,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.h"
+#include "kube/store.h"
 #include "model/component.h"
 #include "policy/gate.h"
 
@@ -83,6 +84,20 @@ struct ComponentRecord {
 };
 
 Result<ComponentRecord> decode_component_record(const nlohmann::json& object);
+
+}  // namespace ig::controller
+
+// The Components cache keys a record by the namespace and name it carries:
+// no copy of the key per Component.
+template <>
+struct ig::kube::KeyParts<ig::controller::ComponentRecord> {
+  static constexpr bool kCarried = true;
+  static std::pair<std::string_view, std::string_view> of(const ig::controller::ComponentRecord& r) noexcept {
+    return {r.component.namespace_, r.component.name};
+  }
+};
+
+namespace ig::controller {
 
 struct StatusInputs {
   policy::SandboxAvailability sandbox = policy::SandboxAvailability::Unavailable;

@@ -15,6 +15,17 @@
 #include "kube/store.h"
 
 namespace ig::kube {
+
+// A value that carries its namespace and name: stored without a key copy.
+struct Named {
+  std::string ns, name, v;
+};
+template <>
+struct KeyParts<Named> {
+  static constexpr bool kCarried = true;
+  static std::pair<std::string_view, std::string_view> of(const Named& n) noexcept { return {n.ns, n.name}; }
+};
+
 namespace {
 
 using json = nlohmann::json;
@@ -296,6 +307,36 @@ TEST(Reflector, NotSyncedUntilTheFirstListCompletes) {
   f.reflector->run();  // the second list call stops it
   EXPECT_FALSE(f.reflector->synced());
   EXPECT_FALSE(f.store.synced());
+}
+
+TEST(Store, AValueThatCarriesItsKeyIsFoundReplacedAndDeletedByIt) {
+  std::vector<std::string> changed;
+  Store<Named> store{[](const json& o) -> Result<Named> {
+                       return Named{o["metadata"].value("namespace", ""), o["metadata"]["name"], o["v"]};
+                     },
+                     [&](std::string_view k) { changed.emplace_back(k); }};
+  store.begin_replace();
+  store.add_listed(obj("a", "1", "team-a"));
+  store.add_listed(obj("a", "2", "team-b"));
+  store.add_listed(obj("team-a", "3"));  // cluster-scoped "team-a": not "team-a/..."
+  store.add_listed(obj("a", "4", "team-a"));  // the same key again: replaces
+  store.end_replace("5");
+  EXPECT_EQ(store.size(), 3u);
+  ASSERT_TRUE(store.find("team-a/a"));
+  EXPECT_EQ(store.find("team-a/a")->v, "a@4");
+  EXPECT_EQ(store.find("team-b/a")->v, "a@2");
+  EXPECT_EQ(store.find("team-a")->v, "team-a@3");
+  EXPECT_FALSE(store.find("a"));
+  EXPECT_FALSE(store.find("team-a/"));
+  EXPECT_FALSE(store.find("team-a/ab"));
+  EXPECT_FALSE(store.find("team-/a"));
+  store.apply(WatchEvent::Type::Modified, obj("a", "6", "team-b"));
+  EXPECT_EQ(store.find("team-b/a")->v, "a@6");
+  store.apply(WatchEvent::Type::Deleted, obj("a", "7", "team-a"));
+  EXPECT_FALSE(store.find("team-a/a"));
+  EXPECT_EQ(store.size(), 2u);
+  EXPECT_EQ(store.snapshot().size(), 2u);
+  EXPECT_EQ(changed, (std::vector<std::string>{"", "team-b/a", "team-a/a"}));
 }
 
 TEST(Store, AnUndecodableVersionIsDroppedAndCountedNeverServedStale) {
