@@ -296,21 +296,20 @@ def main():
         bench.terminate(proc)
     results["ready_ms_page500"] = small
     api.stop()
-    api, kubeconfig = fx.api(0, 1, corpus=False)
-    proc, results["ready_ms_empty"] = fx.gate(kubeconfig)
-    results["rss_empty_kib"] = rss_kib(proc)
-    bench.terminate(proc)
-    api.stop()
-    api, kubeconfig = fx.api(args.components, 1, corpus=False)
-    proc, _ = fx.gate(kubeconfig)
-    rss_components = rss_kib(proc)
-    bench.terminate(proc)
-    api.stop()
-    api, kubeconfig = fx.api(0, args.memory_nodes, corpus=False)
-    proc, _ = fx.gate(kubeconfig)
-    rss_nodes = rss_kib(proc)
-    bench.terminate(proc)
-    api.stop()
+    # Each RSS is the median of --repeats starts: one start's RSS varies by MiBs.
+    def median_rss(components, nodes):
+        api, kubeconfig = fx.api(components, nodes, corpus=False)
+        runs, ready_ms = [], []
+        for _ in range(args.repeats):
+            proc, ms = fx.gate(kubeconfig)
+            ready_ms.append(ms)
+            runs.append(rss_kib(proc))
+            bench.terminate(proc)
+        api.stop()
+        return statistics.median(runs), runs, statistics.median(ready_ms)
+    results["rss_empty_kib"], results["rss_empty_runs_kib"], results["ready_ms_empty"] = median_rss(0, 1)
+    rss_components, results["rss_components_runs_kib"], _ = median_rss(args.components, 1)
+    rss_nodes, results["rss_nodes_runs_kib"], _ = median_rss(0, args.memory_nodes)
     results["rss_components_kib"] = rss_components
     results["rss_nodes_kib"] = rss_nodes
     results["bytes_per_component"] = (rss_components - results["rss_empty_kib"]) * 1024 / args.components
@@ -349,6 +348,7 @@ def main():
                                                 cluster["api_cpu_pct"]), file=sys.stderr)
     api.stop()
     results["pairs"] = pairs
+    results["loadavg"] = " ".join(open("/proc/loadavg").read().split()[:3])
     write(results)
 
 
@@ -377,13 +377,14 @@ def write(r):
         % (statistics.median(r["ready_ms_qps50"]), ", ".join("%.0f" % x for x in r["ready_ms_qps50"])),
         "| start to ready, the same with `--kube-list-page-size 500` (client-go's page) | %.0f ms (%s) |"
         % (statistics.median(r["ready_ms_page500"]), ", ".join("%.0f" % x for x in r["ready_ms_page500"])),
-        "| start to ready, empty cluster (1 Node) | %.0f ms |" % r["ready_ms_empty"],
+        "| start to ready, empty cluster (1 Node; median) | %.0f ms |" % r["ready_ms_empty"],
         "| RSS once ready: empty / %d Components + %d Nodes | %.1f / %.1f MiB |"
         % (a["components"], a["nodes"], r["rss_empty_kib"] / 1024, statistics.median(r["rss_full_kib"]) / 1024),
-        "| memory per cached Component (RSS delta / N, %d Components: %.1f MiB) | %.0f bytes |"
-        % (a["components"], r["rss_components_kib"] / 1024, r["bytes_per_component"]),
-        "| memory per cached Node (RSS delta / N, %d Nodes: %.1f MiB) | %.0f bytes |"
-        % (a["memory_nodes"], r["rss_nodes_kib"] / 1024, r["bytes_per_node"]),
+        "| memory per cached Component (RSS delta / N, %d Components: %.1f MiB; medians of %d starts) | %.0f bytes |"
+        % (a["components"], r["rss_components_kib"] / 1024, len(r["rss_components_runs_kib"]),
+           r["bytes_per_component"]),
+        "| memory per cached Node (RSS delta / N, %d Nodes: %.1f MiB; medians of %d starts) | %.0f bytes |"
+        % (a["memory_nodes"], r["rss_nodes_kib"] / 1024, len(r["rss_nodes_runs_kib"]), r["bytes_per_node"]),
         "| CPU per review, `/mutate/pods` typical pod, 16 keep-alive: local (median of %d) | %.1f us |"
         % (len(local), statistics.median(local)),
         "| CPU per review, cluster mode while %d Components/s and %d Nodes/s change (median of %d) | %.1f us (%.2fx local) |"
@@ -403,7 +404,10 @@ def write(r):
         "Components get a label; Nodes alternately get a label the RuntimeClass does not select on and a flip "
         "of one Node's Ready condition (one of %d NotReady leaves the sandbox available). The test API server "
         "runs in a process of its own for the CPU runs and also drives the churn; its CPU is not in the "
-        "gate's figures." % a["nodes"],
+        "gate's figures. RSS of each start (KiB): empty %s; %d Components %s; %d Nodes %s. Load average "
+        "when the run ended: %s (the machine is shared)." % (
+            a["nodes"], r["rss_empty_runs_kib"], a["components"], r["rss_components_runs_kib"],
+            a["memory_nodes"], r["rss_nodes_runs_kib"], r.get("loadavg", "?")),
         "",
         "Interleaved pairs (local, then cluster under churn):",
         "",
