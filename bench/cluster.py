@@ -6,20 +6,30 @@ Components and Nodes.
   1. time from start to /readyz 200 with 10,000 Components and 1,000 Nodes
      (median of --repeats starts);
   2. memory per cached Component and per cached Node: RSS once ready with N
-     objects minus RSS with none, divided by N;
+     objects minus RSS with none, divided by N (Nodes: --memory-nodes of them,
+     10,000 by default, so the difference stands above the noise of RSS);
   3. CPU per review on /mutate/pods (typical pod, RequireSetec, 16 keep-alive
      connections, wrk) in local mode and in cluster mode while the API server
-     changes 100 Components a second, interleaved (local, cluster, local,
-     cluster, ...), so both see the same machine.
+     changes 100 Components and 10 Nodes a second, interleaved (local,
+     cluster, local, cluster, ...), so both see the same machine. The churn
+     keeps the decision stable (the target is CPU per review unchanged):
+     Components get a label, Nodes alternately a label and a flip of their
+     Ready condition (one Node of 1,000 NotReady for a while leaves the
+     sandbox available). For this part the test API server runs in a process
+     of its own (it also drives the churn, as library calls), and its CPU
+     (utime + stime from /proc over each run) is reported apart from the
+     gate's.
 
 Needs what bench/run.sh builds first (build-bench/: the binary, the corpus,
 the certificate, wrk). Writes docs/benchmarks-cluster.md and
 build-bench/results/cluster.json.
   bench/cluster.py [--pairs 3] [--duration 10] [--components 10000] [--nodes 1000]
+                   [--churn 100] [--node-churn 10] [--memory-nodes 10000]
 """
 import argparse
 import datetime
 import json
+import multiprocessing
 import os
 import platform
 import statistics
@@ -122,6 +132,91 @@ class Fixture:
         raise RuntimeError("not ready within 120 s")
 
 
+class ApiProcess:
+    """The test API server in a process of its own, so that its CPU can be read
+    from /proc apart from this script's. Forked from the Fixture: seeds as
+    Fixture.api does, then runs the churn when asked."""
+
+    def __init__(self, fx, components, nodes, corpus=True):
+        ctx = multiprocessing.get_context("fork")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_api_child, args=(child, fx, components, nodes, corpus), daemon=True)
+        self.proc.start()
+        self.url, self.kubeconfig, self.names = self.conn.recv()
+        self.pid = self.proc.pid
+
+    def churn(self, component_rate, node_rate):
+        self.conn.send(("churn", component_rate, node_rate))
+        assert self.conn.recv() == "churning"
+
+    def end_churn(self):
+        self.conn.send(("end",))
+        return self.conn.recv()  # (components changed, nodes changed, seconds)
+
+    def stop(self):
+        self.conn.send(("quit",))
+        self.conn.recv()
+        self.proc.join(10)
+
+
+def _api_child(conn, fx, components, nodes, corpus):
+    api, kubeconfig = fx.api(components, nodes, corpus)
+    names = [(c["metadata"]["name"], c["metadata"]["namespace"]) for c in api.list("components")
+             if c["metadata"]["name"].startswith("catalog-")]
+    node_names = [n["metadata"]["name"] for n in api.list("nodes")]
+    conn.send((api.url, kubeconfig, len(names)))
+    stop, threads, counts = None, [], {}
+    while True:
+        msg = conn.recv()
+        if msg[0] == "churn":
+            stop, counts = threading.Event(), {}
+            threads = [threading.Thread(target=lambda: counts.__setitem__("c", churn(api, stop, msg[1], names))),
+                       threading.Thread(target=lambda: counts.__setitem__("n", node_churn(api, stop, msg[2],
+                                                                                          node_names)))]
+            for t in threads:
+                t.start()
+            t0 = time.monotonic()
+            conn.send("churning")
+        elif msg[0] == "end":
+            stop.set()
+            for t in threads:
+                t.join()
+            conn.send((counts.get("c", 0), counts.get("n", 0), time.monotonic() - t0))
+        else:
+            api.stop()
+            conn.send("stopped")
+            return
+
+
+def node_churn(api, stop, per_second, names):
+    """Changes `per_second` Nodes a second, spread evenly, keeping the decision
+    stable: even changes set a label the RuntimeClass does not select on, odd
+    ones flip one Node's Ready condition (False, then True again the next
+    time that Node comes round); with 1,000 Nodes the sandbox stays available."""
+    i, interval, t = 0, 1.0 / per_second, time.monotonic()
+    ready = {}
+    while not stop.is_set():
+        name = names[(i // 2) % len(names)]
+        if i % 2 == 0:
+            api.patch("nodes", name, {"metadata": {"labels": {"churn": str(i)}}})
+        else:
+            ready[name] = not ready.get(name, True)
+            api.patch("nodes", name, {"status": {"conditions": [
+                {"type": "Ready", "status": "True" if ready[name] else "False"},
+                {"type": "MemoryPressure", "status": "False"}]}}, subresource="status")
+        i += 1
+        t += interval
+        delay = t - time.monotonic()
+        if delay > 0:
+            stop.wait(delay)
+    for name, r in ready.items():  # leave every Node Ready
+        if not r:
+            api.patch("nodes", name, {"status": {"conditions": [
+                {"type": "Ready", "status": "True"}, {"type": "MemoryPressure", "status": "False"}]}},
+                subresource="status")
+    return i
+
+
 def rss_kib(proc, settle=1.0):
     time.sleep(settle)  # let the last watch events land; a measurement, not a test
     return bench.proc_status_kib(proc.pid, "VmRSS")
@@ -141,13 +236,20 @@ def churn(api, stop, per_second, names):
     return i
 
 
-def cpu_per_review(fx, cfg, case, proc, duration):
+def cpu_per_review(fx, cfg, case, proc, duration, api_pid=None):
     cpu0 = bench.proc_cpu_ticks(proc.pid)
+    api0 = bench.proc_cpu_ticks(api_pid) if api_pid else 0
     w = bench.run_wrk(cfg, bench.OURS_PORT, case, 16, "keep-alive", duration)
     cpu1 = bench.proc_cpu_ticks(proc.pid)
-    return {"requests": w["requests"], "rps": w["requests"] / (w["duration_us"] / 1e6),
-            "errors": sum(w["errors"].values()),
-            "cpu_us": (cpu1 - cpu0) * 1e6 / bench.CLK_TCK / max(w["requests"], 1)}
+    api1 = bench.proc_cpu_ticks(api_pid) if api_pid else 0
+    seconds = w["duration_us"] / 1e6
+    out = {"requests": w["requests"], "rps": w["requests"] / seconds,
+           "errors": sum(w["errors"].values()),
+           "cpu_us": (cpu1 - cpu0) * 1e6 / bench.CLK_TCK / max(w["requests"], 1)}
+    if api_pid:
+        out["api_cpu_s"] = (api1 - api0) / bench.CLK_TCK
+        out["api_cpu_pct"] = 100.0 * out["api_cpu_s"] / seconds
+    return out
 
 
 def main():
@@ -157,7 +259,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--duration", type=int, default=10)
-    ap.add_argument("--churn", type=int, default=100)
+    ap.add_argument("--churn", type=int, default=100, help="Component updates a second")
+    ap.add_argument("--node-churn", type=int, default=10, help="Node updates a second")
+    ap.add_argument("--memory-nodes", type=int, default=10000, help="Nodes for the memory per Node")
     args = ap.parse_args()
     fx = Fixture(args)
     results = {"started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -192,23 +296,24 @@ def main():
         bench.terminate(proc)
     results["ready_ms_page500"] = small
     api.stop()
-    api, kubeconfig = fx.api(0, 1, corpus=False)
-    proc, results["ready_ms_empty"] = fx.gate(kubeconfig)
-    results["rss_empty_kib"] = rss_kib(proc)
-    bench.terminate(proc)
-    api.stop()
-    api, kubeconfig = fx.api(args.components, 1, corpus=False)
-    proc, _ = fx.gate(kubeconfig)
-    rss_components = rss_kib(proc)
-    bench.terminate(proc)
-    api.stop()
-    api, kubeconfig = fx.api(0, args.nodes, corpus=False)
-    proc, _ = fx.gate(kubeconfig)
-    rss_nodes = rss_kib(proc)
-    bench.terminate(proc)
-    api.stop()
+    # Each RSS is the median of --repeats starts: one start's RSS varies by MiBs.
+    def median_rss(components, nodes):
+        api, kubeconfig = fx.api(components, nodes, corpus=False)
+        runs, ready_ms = [], []
+        for _ in range(args.repeats):
+            proc, ms = fx.gate(kubeconfig)
+            ready_ms.append(ms)
+            runs.append(rss_kib(proc))
+            bench.terminate(proc)
+        api.stop()
+        return statistics.median(runs), runs, statistics.median(ready_ms)
+    results["rss_empty_kib"], results["rss_empty_runs_kib"], results["ready_ms_empty"] = median_rss(0, 1)
+    rss_components, results["rss_components_runs_kib"], _ = median_rss(args.components, 1)
+    rss_nodes, results["rss_nodes_runs_kib"], _ = median_rss(0, args.memory_nodes)
+    results["rss_components_kib"] = rss_components
+    results["rss_nodes_kib"] = rss_nodes
     results["bytes_per_component"] = (rss_components - results["rss_empty_kib"]) * 1024 / args.components
-    results["bytes_per_node"] = (rss_nodes - results["rss_empty_kib"]) * 1024 / max(args.nodes - 1, 1)
+    results["bytes_per_node"] = (rss_nodes - results["rss_empty_kib"]) * 1024 / max(args.memory_nodes - 1, 1)
 
     # 3. CPU per review, local vs cluster under churn, interleaved.
     class Cfg:
@@ -220,30 +325,30 @@ def main():
     cfg.no_resume = None
     cases = json.load(open(os.path.join(fx.build, "corpus", "cases.json")))
     case = next(c for c in cases if c["name"] == "pod-typical-RequireSetec")
-    api, kubeconfig = fx.api(args.components, args.nodes)
-    names = [(c["metadata"]["name"], c["metadata"]["namespace"]) for c in api.list("components")
-             if c["metadata"]["name"].startswith("catalog-")]
+    api = ApiProcess(fx, args.components, args.nodes)
     pairs = []
     for _ in range(args.pairs):
         proc, _ = fx.gate(None)
         local = cpu_per_review(fx, cfg, case, proc, args.duration)
         bench.terminate(proc)
-        proc, _ = fx.gate(kubeconfig)
-        stop = threading.Event()
-        changed = []
-        t = threading.Thread(target=lambda: changed.append(churn(api, stop, args.churn, names)))
-        t.start()
-        cluster = cpu_per_review(fx, cfg, case, proc, args.duration)
-        stop.set()
-        t.join()
-        cluster["components_changed"] = changed[0]
-        cluster["churn_per_s"] = changed[0] / args.duration
+        proc, _ = fx.gate(api.kubeconfig)
+        api.churn(args.churn, args.node_churn)
+        cluster = cpu_per_review(fx, cfg, case, proc, args.duration, api_pid=api.pid)
+        changed, nodes_changed, seconds = api.end_churn()
+        cluster["components_changed"] = changed
+        cluster["churn_per_s"] = changed / seconds
+        cluster["nodes_changed"] = nodes_changed
+        cluster["node_churn_per_s"] = nodes_changed / seconds
+        cluster["sandbox_available"] = bench.http_get_status(bench.OURS_PROBE_PORT, "/readyz") == 200 and \
+            b"isolation_gate_sandbox_available 1\n" in bench.probe_metrics()
         bench.terminate(proc)
         pairs.append({"local": local, "cluster": cluster})
-        print("cluster-bench: local %.1f us/review, cluster %.1f us/review (%d changes)"
-              % (local["cpu_us"], cluster["cpu_us"], changed[0]), file=sys.stderr)
+        print("cluster-bench: local %.1f us/review, cluster %.1f us/review (%d Component, %d Node changes; "
+              "API server %.0f%% of a core)" % (local["cpu_us"], cluster["cpu_us"], changed, nodes_changed,
+                                                cluster["api_cpu_pct"]), file=sys.stderr)
     api.stop()
     results["pairs"] = pairs
+    results["loadavg"] = " ".join(open("/proc/loadavg").read().split()[:3])
     write(results)
 
 
@@ -272,15 +377,20 @@ def write(r):
         % (statistics.median(r["ready_ms_qps50"]), ", ".join("%.0f" % x for x in r["ready_ms_qps50"])),
         "| start to ready, the same with `--kube-list-page-size 500` (client-go's page) | %.0f ms (%s) |"
         % (statistics.median(r["ready_ms_page500"]), ", ".join("%.0f" % x for x in r["ready_ms_page500"])),
-        "| start to ready, empty cluster (1 Node) | %.0f ms |" % r["ready_ms_empty"],
+        "| start to ready, empty cluster (1 Node; median) | %.0f ms |" % r["ready_ms_empty"],
         "| RSS once ready: empty / %d Components + %d Nodes | %.1f / %.1f MiB |"
         % (a["components"], a["nodes"], r["rss_empty_kib"] / 1024, statistics.median(r["rss_full_kib"]) / 1024),
-        "| memory per cached Component (RSS delta / N) | %.0f bytes |" % r["bytes_per_component"],
-        "| memory per cached Node (RSS delta / N) | %.0f bytes |" % r["bytes_per_node"],
+        "| memory per cached Component (RSS delta / N, %d Components: %.1f MiB; medians of %d starts) | %.0f bytes |"
+        % (a["components"], r["rss_components_kib"] / 1024, len(r["rss_components_runs_kib"]),
+           r["bytes_per_component"]),
+        "| memory per cached Node (RSS delta / N, %d Nodes: %.1f MiB; medians of %d starts) | %.0f bytes |"
+        % (a["memory_nodes"], r["rss_nodes_kib"] / 1024, len(r["rss_nodes_runs_kib"]), r["bytes_per_node"]),
         "| CPU per review, `/mutate/pods` typical pod, 16 keep-alive: local (median of %d) | %.1f us |"
         % (len(local), statistics.median(local)),
-        "| CPU per review, cluster mode while %d Components/s change (median of %d) | %.1f us (%.2fx local) |"
-        % (a["churn"], len(cluster), statistics.median(cluster), ratio),
+        "| CPU per review, cluster mode while %d Components/s and %d Nodes/s change (median of %d) | %.1f us (%.2fx local) |"
+        % (a["churn"], a["node_churn"], len(cluster), statistics.median(cluster), ratio),
+        "| the test API server's own CPU meanwhile (its process, utime + stime; median of %d) | %.1f%% of a core |"
+        % (len(cluster), statistics.median(p["cluster"]["api_cpu_pct"] for p in r["pairs"])),
         "",
         "At the default client rate limit (5 requests/s, burst 10, client-go's defaults) every request "
         "goes through the limiter. With the default `--kube-list-page-size 5000`, %d Components, the Nodes "
@@ -288,17 +398,32 @@ def write(r):
         "pages of 500 they are about 25 requests, 10 at once and then 5 a second. The test API server is "
         "Python; a real API server answers those pages faster." % a["components"],
         "",
+        "Memory is the resident size (VmRSS) 1 s after /readyz with N objects minus the same with none, over N: "
+        "it counts the caches and whatever else stays resident because of them (allocator slack, the leader's "
+        "status queue of every Component), not a heap count. The churn keeps every decision as it was: "
+        "Components get a label; Nodes alternately get a label the RuntimeClass does not select on and a flip "
+        "of one Node's Ready condition (one of %d NotReady leaves the sandbox available). The test API server "
+        "runs in a process of its own for the CPU runs and also drives the churn; its CPU is not in the "
+        "gate's figures. RSS of each start (KiB): empty %s; %d Components %s; %d Nodes %s. Load average "
+        "when the run ended: %s (the machine is shared)." % (
+            a["nodes"], r["rss_empty_runs_kib"], a["components"], r["rss_components_runs_kib"],
+            a["memory_nodes"], r["rss_nodes_runs_kib"], r.get("loadavg", "?")),
+        "",
         "Interleaved pairs (local, then cluster under churn):",
         "",
-        "| pair | local us/review | local req/s | cluster us/review | cluster req/s | changes/s | errors |",
-        "|---|---|---|---|---|---|---|",
+        "| pair | local us/review | local req/s | cluster us/review | cluster req/s | Components/s | Nodes/s "
+        "| API server CPU | sandbox available after | errors |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for i, p in enumerate(r["pairs"], 1):
-        lines.append("| %d | %.1f | %.0f | %.1f | %.0f | %.0f | %d |" % (
+        lines.append("| %d | %.1f | %.0f | %.1f | %.0f | %.0f | %.0f | %.0f%% | %s | %d |" % (
             i, p["local"]["cpu_us"], p["local"]["rps"], p["cluster"]["cpu_us"], p["cluster"]["rps"],
-            p["cluster"]["churn_per_s"], p["local"]["errors"] + p["cluster"]["errors"]))
-    lines += ["", "Command: `bench/cluster.py --components %d --nodes %d --pairs %d --duration %d --churn %d`."
-              % (a["components"], a["nodes"], a["pairs"], a["duration"], a["churn"]), ""]
+            p["cluster"]["churn_per_s"], p["cluster"]["node_churn_per_s"], p["cluster"]["api_cpu_pct"],
+            "yes" if p["cluster"]["sandbox_available"] else "NO", p["local"]["errors"] + p["cluster"]["errors"]))
+    lines += ["", "Command: `bench/cluster.py --components %d --nodes %d --pairs %d --duration %d --churn %d "
+              "--node-churn %d --memory-nodes %d`."
+              % (a["components"], a["nodes"], a["pairs"], a["duration"], a["churn"], a["node_churn"],
+                 a["memory_nodes"]), ""]
     with open(os.path.join(REPO, "docs", "benchmarks-cluster.md"), "w") as f:
         f.write("\n".join(lines))
     print("\n".join(lines))

@@ -74,7 +74,8 @@ Cluster::Cluster(kube::Client& client, ClusterOptions options)
                     if (listener_) listener_->component_changed(key);
                   }),
       runtime_classes_(decode_runtime_class, [this](std::string_view) { recompute_sandbox(); }),
-      nodes_(decode_node, [this](std::string_view) { recompute_sandbox(); }),
+      nodes_([this](const nlohmann::json& o) { return decode_node_fit(o, *projection()); },
+             [this](std::string_view) { recompute_sandbox(); }),
       lookup_(components_, client_, options_.lookup_timeout, options_.lookup_error_log_interval,
               options_.log) {
   auto reflector = [this](std::string name, const kube::Resource& r, kube::ReflectorSink& sink) {
@@ -96,11 +97,26 @@ Cluster::~Cluster() { stop(); }
 
 void Cluster::start() {
   component_reflector_->start();
-  runtime_class_reflector_->start();
+  runtime_class_reflector_->start();  // its first list starts the Node reflector
+}
+
+void Cluster::start_nodes() {
+  std::lock_guard lock(start_mu_);
+  if (nodes_started_.load(std::memory_order_relaxed) || stopped_) return;
+  nodes_started_.store(true, std::memory_order_relaxed);
   node_reflector_->start();
 }
 
+std::shared_ptr<const NodeProjection> Cluster::projection() const {
+  std::lock_guard lock(projection_mu_);
+  return projection_;
+}
+
 void Cluster::stop() noexcept {
+  {
+    std::lock_guard lock(start_mu_);
+    stopped_ = true;
+  }
   component_reflector_->stop();
   runtime_class_reflector_->stop();
   node_reflector_->stop();
@@ -113,11 +129,41 @@ bool Cluster::synced() const noexcept {
 void Cluster::recompute_sandbox() {
   // Both reflectors call this; one computation at a time, from whole snapshots.
   std::lock_guard lock(recompute_mu_);
-  if (!runtime_classes_.synced() || !nodes_.synced()) return;
+  if (!runtime_classes_.synced()) return;
   std::optional<RuntimeClassFacts> rc;
   if (auto found = runtime_classes_.find(options_.runtime_class)) rc = *found;
-  std::vector<NodeFacts> nodes;
-  for (const auto& n : nodes_.snapshot()) nodes.push_back(*n);
+  auto current = projection();
+  if (!current->same_scheduling(rc)) {
+    // Fits made under the old scheduling say nothing of the new one: list
+    // the Nodes again under it; the list's end comes back here.
+    auto next = std::make_shared<NodeProjection>();
+    next->generation = current->generation + 1;
+    if (rc) {
+      next->node_selector = rc->node_selector;
+      next->tolerations = rc->tolerations;
+    }
+    {
+      std::lock_guard plock(projection_mu_);
+      projection_ = std::move(next);
+    }
+    current = projection();
+    if (nodes_started_.load(std::memory_order_relaxed) && options_.log) {
+      options_.log("info", "RuntimeClass " + quote(options_.runtime_class) +
+                               " scheduling changed: listing the Nodes again");
+    }
+    node_reflector_->relist();
+  }
+  start_nodes();
+  if (!nodes_.synced()) return;
+  std::vector<NodeFit> nodes;
+  {
+    auto snapshot = nodes_.snapshot();
+    nodes.reserve(snapshot.size());
+    for (const auto& n : snapshot) {
+      if (n->projection != current->generation) return;  // not all fitted under it yet
+      nodes.push_back(*n);
+    }
+  }
   const SandboxAssessment a = assess_sandbox(options_.runtime_class, rc, nodes, options_.shape);
   const bool was = policy::is_available(sandbox_.availability());
   if (sandbox_.update(a) && options_.log) {

@@ -20,6 +20,14 @@
 //    watch event arrives; until the caches have synced it reads unavailable.
 //    Each change of availability (or of the reason while unavailable) is
 //    logged once.
+//  - The Node cache holds NodeFits (controller/sandbox_rule.h): each Node
+//    evaluated against the RuntimeClass's scheduling (nodeSelector,
+//    tolerations) when it arrived, not its labels and taints. So the Node
+//    reflector starts once the RuntimeClass cache has listed, and when the
+//    RuntimeClass's scheduling changes the Node cache is listed again under
+//    the new projection; until every cached Node was fitted under it, the
+//    sandbox keeps its previous assessment (as if the RuntimeClass event had
+//    arrived a list later), never one made from fits of another scheduling.
 //  - A ClusterListener set before start() hears, on the reflector threads,
 //    each Component change (its key; "" after a relist) and each change of
 //    sandbox availability: the operator's loops (controller/operator.h)
@@ -147,14 +155,21 @@ class Cluster {
 
  private:
   void recompute_sandbox();
+  void start_nodes();
+  std::shared_ptr<const NodeProjection> projection() const;
 
   kube::Client& client_;
   ClusterOptions options_;
   std::mutex recompute_mu_;
+  mutable std::mutex projection_mu_;
+  std::shared_ptr<const NodeProjection> projection_ = std::make_shared<const NodeProjection>();  // what Nodes are fitted under now
+  std::mutex start_mu_;  // starting the Node reflector, stopped_
+  std::atomic<bool> nodes_started_{false};
+  bool stopped_ = false;
   ClusterListener* listener_ = nullptr;
   kube::Store<ComponentRecord> components_;
   kube::Store<RuntimeClassFacts> runtime_classes_;
-  kube::Store<NodeFacts> nodes_;
+  kube::Store<NodeFit> nodes_;
   ClusterSandbox sandbox_;
   ClusterComponents lookup_;
   std::unique_ptr<kube::Reflector> component_reflector_, runtime_class_reflector_, node_reflector_;

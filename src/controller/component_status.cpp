@@ -156,13 +156,79 @@ std::int64_t parse_time(std::string_view text) noexcept {
   return t < 0 ? 0 : static_cast<std::int64_t>(t) - offset;
 }
 
+namespace {
+constexpr std::size_t kUuidLength = 36;
+bool uuid_dash(std::size_t i) noexcept { return i == 8 || i == 13 || i == 18 || i == 23; }
+int hex_digit(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;  // upper case is kept as written: str() must give back the same text
+}
+}  // namespace
+
+ObjectUid::ObjectUid(std::string_view text) {
+  bool uuid = text.size() == kUuidLength;
+  std::array<std::uint8_t, 16> bytes{};
+  for (std::size_t i = 0, b = 0; uuid && i < text.size(); ++i) {
+    if (uuid_dash(i)) {
+      uuid = text[i] == '-';
+      continue;
+    }
+    const int d = hex_digit(text[i]);
+    if (d < 0) {
+      uuid = false;
+      break;
+    }
+    bytes[b / 2] = static_cast<std::uint8_t>(bytes[b / 2] | (b % 2 == 0 ? d << 4 : d));
+    ++b;
+  }
+  const bool zero = bytes == std::array<std::uint8_t, 16>{};
+  if (uuid && !zero) {
+    bytes_ = bytes;
+  } else if (!text.empty()) {
+    other_ = std::make_unique<std::string>(text);
+  }
+}
+
+ObjectUid::ObjectUid(const ObjectUid& other)
+    : bytes_(other.bytes_), other_(other.other_ ? std::make_unique<std::string>(*other.other_) : nullptr) {}
+
+ObjectUid& ObjectUid::operator=(const ObjectUid& other) {
+  if (this != &other) *this = ObjectUid(other);
+  return *this;
+}
+
+bool ObjectUid::empty() const noexcept {
+  return !other_ && bytes_ == std::array<std::uint8_t, 16>{};
+}
+
+std::string ObjectUid::str() const {
+  if (other_) return *other_;
+  if (empty()) return {};
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(kUuidLength);
+  for (std::size_t i = 0, b = 0; i < kUuidLength; ++i) {
+    if (uuid_dash(i)) {
+      out.push_back('-');
+      continue;
+    }
+    const std::uint8_t byte = bytes_[b / 2];
+    out.push_back(kHex[b % 2 == 0 ? byte >> 4 : byte & 0xf]);
+    ++b;
+  }
+  return out;
+}
+
 Result<ComponentRecord> decode_component_record(const json& object) {
   auto component = model::decode_component(object, "Component");
   if (!component) return component.failure();
   ComponentRecord r;
   r.component = std::move(component).value();
   if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) {
-    if (auto uid = meta->find("uid"); uid != meta->end() && uid->is_string()) r.uid = *uid;
+    if (auto uid = meta->find("uid"); uid != meta->end() && uid->is_string()) {
+      r.uid = ObjectUid(uid->get_ref<const std::string&>());
+    }
     if (auto g = meta->find("generation"); g != meta->end() && g->is_number_integer()) {
       r.generation = g->get<std::int64_t>();
     }
@@ -185,7 +251,8 @@ Result<ComponentRecord> decode_component_record(const json& object) {
       ConditionMark& mark = r.conditions[static_cast<std::size_t>(*which)];
       mark.status = condition_status(condition.value("status", json()));
       if (auto t = condition.find("lastTransitionTime"); t != condition.end() && t->is_string()) {
-        mark.last_transition = parse_time(t->get_ref<const std::string&>());
+        const std::int64_t at = parse_time(t->get_ref<const std::string&>());
+        mark.last_transition = at > 0 && at <= std::int64_t{UINT32_MAX} ? static_cast<std::uint32_t>(at) : 0;
       }
     }
   }

@@ -28,6 +28,7 @@
 #include <array>
 #include <cstdint>
 #include <ctime>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +36,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.h"
+#include "kube/store.h"
 #include "model/component.h"
 #include "policy/gate.h"
 
@@ -46,21 +48,56 @@ inline constexpr std::array<std::string_view, 3> kConditionTypes = {"Admitted", 
 
 enum class ConditionStatus : std::uint8_t { Absent, True, False, Unknown };
 
-// One condition as the API server holds it.
+// One condition as the API server holds it (8 bytes).
 struct ConditionMark {
+  // Unix seconds; 0 when absent, unreadable, before 1970 or after 2106 (then
+  // the status loop treats it as unknown and takes `now`, as for unreadable).
+  std::uint32_t last_transition = 0;
   ConditionStatus status = ConditionStatus::Absent;
-  std::int64_t last_transition = 0;  // Unix seconds; 0 when absent or unreadable
+};
+
+// metadata.uid in 24 bytes: the API server's UUIDs (36 characters, lower-case
+// hex) as their 16 bytes, anything else as written; str() gives back the
+// text exactly.
+class ObjectUid {
+ public:
+  ObjectUid() = default;
+  explicit ObjectUid(std::string_view text);
+  ObjectUid(const ObjectUid& other);
+  ObjectUid& operator=(const ObjectUid& other);
+  ObjectUid(ObjectUid&&) noexcept = default;
+  ObjectUid& operator=(ObjectUid&&) noexcept = default;
+  std::string str() const;
+  bool empty() const noexcept;
+
+ private:
+  std::array<std::uint8_t, 16> bytes_{};  // a UUID when other_ is null and not all zero
+  std::unique_ptr<std::string> other_;    // not a UUID (or the all-zero one)
 };
 
 struct ComponentRecord {
   model::Component component;
-  std::string uid;
+  ObjectUid uid;
   std::int64_t generation = 0;
   std::uint64_t status_fingerprint = 0;  // 0: no status (or none readable)
   std::array<ConditionMark, 3> conditions{};  // by ConditionType
 };
 
 Result<ComponentRecord> decode_component_record(const nlohmann::json& object);
+
+}  // namespace ig::controller
+
+// The Components cache keys a record by the namespace and name it carries:
+// no copy of the key per Component.
+template <>
+struct ig::kube::KeyParts<ig::controller::ComponentRecord> {
+  static constexpr bool kCarried = true;
+  static std::pair<std::string_view, std::string_view> of(const ig::controller::ComponentRecord& r) noexcept {
+    return {r.component.namespace_, r.component.name};
+  }
+};
+
+namespace ig::controller {
 
 struct StatusInputs {
   policy::SandboxAvailability sandbox = policy::SandboxAvailability::Unavailable;

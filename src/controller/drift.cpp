@@ -305,7 +305,7 @@ void DriftAudit::record_event(const ComponentRecord& record, std::string reason,
   if (!events_) return;
   kube::EventSpec spec;
   spec.regarding = {std::string(model::kComponentKind), std::string(model::kComponentApiVersion),
-                    record.component.namespace_, record.component.name, record.uid};
+                    record.component.namespace_, record.component.name, record.uid.str()};
   spec.type = "Warning";
   spec.reason = std::move(reason);
   spec.action = std::move(action);

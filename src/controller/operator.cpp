@@ -74,7 +74,7 @@ void Operator::record_denial(const admission::DenialNotice& d) noexcept {
     if (!d.component.empty()) record = cluster_.component_records().find(kube::object_key(d.namespace_, d.component));
     if (record) {
       spec.regarding = {std::string(model::kComponentKind), std::string(model::kComponentApiVersion),
-                        std::string(d.namespace_), std::string(d.component), record->uid};
+                        std::string(d.namespace_), std::string(d.component), record->uid.str()};
     } else {
       spec.regarding = {"Namespace", "v1", "", std::string(d.namespace_), ""};
     }

@@ -78,9 +78,51 @@ bool tolerates(const Toleration& t, const Taint& taint) noexcept {
   return t.op == "Equal" && !t.key.empty() && t.key == taint.key && t.value == taint.value;
 }
 
+bool NodeProjection::same_scheduling(const std::optional<RuntimeClassFacts>& rc) const {
+  if (!rc) return node_selector.empty() && tolerations.empty();
+  return node_selector == rc->node_selector && tolerations == rc->tolerations;
+}
+
+NodeFit fit_node(const NodeFacts& node, const NodeProjection& p) {
+  NodeFit fit;
+  fit.projection = p.generation;
+  fit.ready = node.ready;
+  fit.unschedulable = node.unschedulable;
+  fit.selected = matches(p.node_selector, node.labels);
+  fit.tolerated = true;
+  for (const auto& taint : node.taints) {
+    // PreferNoSchedule never excludes a node.
+    if (taint.effect != "NoSchedule" && taint.effect != "NoExecute") continue;
+    bool tolerated = false;
+    for (const auto& t : p.tolerations) tolerated = tolerated || tolerates(t, taint);
+    if (!tolerated) {
+      fit.tolerated = false;
+      break;
+    }
+  }
+  return fit;
+}
+
 SandboxAssessment assess_sandbox(const std::string& name,
                                  const std::optional<RuntimeClassFacts>& rc,
                                  const std::vector<NodeFacts>& nodes,
+                                 policy::DeploymentShape shape) {
+  std::vector<NodeFit> fits;
+  if (rc) {
+    NodeProjection p;
+    p.node_selector = rc->node_selector;
+    p.tolerations = rc->tolerations;
+    fits.reserve(nodes.size());
+    for (const auto& n : nodes) fits.push_back(fit_node(n, p));
+  } else {
+    fits.resize(nodes.size());
+  }
+  return assess_sandbox(name, rc, fits, shape);
+}
+
+SandboxAssessment assess_sandbox(const std::string& name,
+                                 const std::optional<RuntimeClassFacts>& rc,
+                                 const std::vector<NodeFit>& nodes,
                                  policy::DeploymentShape shape) {
   SandboxAssessment out;
   const std::string rc_phrase = "RuntimeClass " + quote(name);
@@ -102,19 +144,9 @@ SandboxAssessment assess_sandbox(const std::string& name,
     ++ready;
     if (node.unschedulable) continue;
     ++schedulable;
-    if (!matches(rc->node_selector, node.labels)) continue;
+    if (!node.selected) continue;
     ++selected;
-    bool blocked = false;
-    for (const auto& taint : node.taints) {
-      if (taint.effect != "NoSchedule" && taint.effect != "NoExecute") continue;
-      bool tolerated = false;
-      for (const auto& t : rc->tolerations) tolerated = tolerated || tolerates(t, taint);
-      if (!tolerated) {
-        blocked = true;
-        break;
-      }
-    }
-    if (!blocked) ++out.capable_nodes;
+    if (node.tolerated) ++out.capable_nodes;
   }
   if (out.capable_nodes > 0) {
     out.availability = policy::SandboxAvailability::Available;
@@ -221,6 +253,12 @@ Result<NodeFacts> decode_node(const json& object) {
     }
   }
   return out;
+}
+
+Result<NodeFit> decode_node_fit(const json& object, const NodeProjection& projection) {
+  auto node = decode_node(object);
+  if (!node) return fail(node.error());
+  return fit_node(*node, projection);
 }
 
 }  // namespace ig::controller

@@ -15,9 +15,19 @@
 // The facts decoders read only those fields and fail on a wrong type
 // (the object is then left out of the cache, so it cannot make the sandbox
 // look available).
+//
+// The Node cache keeps far less than NodeFacts: a NodeFit, the four facts
+// of rule 3 for one Node, its labels and taints already evaluated against
+// the RuntimeClass's scheduling (a NodeProjection) when the Node was
+// decoded, 8 bytes instead of every label and taint. A NodeFit is only
+// meaningful under the projection it names: when the RuntimeClass's
+// scheduling changes, the cache is listed again under the new projection
+// (controller/cluster.h). assess_sandbox on NodeFacts projects them the
+// same way, so there is one rule.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -38,6 +48,7 @@ struct Taint {
 
 struct Toleration {
   std::string key, op = "Equal", value, effect;  // op: Equal or Exists; effect "" = any
+  bool operator==(const Toleration&) const = default;
 };
 
 struct RuntimeClassFacts {
@@ -56,6 +67,27 @@ struct NodeFacts {
   std::vector<Taint> taints;
 };
 
+// What a NodeFit is evaluated against: the RuntimeClass's scheduling.
+// `generation` names it (NodeFit::projection); equal scheduling, same fits.
+struct NodeProjection {
+  std::uint32_t generation = 0;
+  std::map<std::string, std::string> node_selector;
+  std::vector<Toleration> tolerations;
+  // The RuntimeClass's scheduling is this one (nullopt RuntimeClass: none).
+  bool same_scheduling(const std::optional<RuntimeClassFacts>& rc) const;
+};
+
+// One Node as rule 3 reads it, under the projection `projection` names.
+struct NodeFit {
+  std::uint32_t projection = 0;  // NodeProjection::generation
+  bool ready = false;
+  bool unschedulable = false;
+  bool selected = false;   // labels match the projection's nodeSelector
+  bool tolerated = false;  // every NoSchedule/NoExecute taint is tolerated
+};
+
+NodeFit fit_node(const NodeFacts& node, const NodeProjection& projection);
+
 struct SandboxAssessment {
   policy::SandboxAvailability availability{};  // Unavailable unless every rule holds
   std::size_t capable_nodes = 0;
@@ -69,8 +101,15 @@ SandboxAssessment assess_sandbox(const std::string& runtime_class_name,
                                  const std::optional<RuntimeClassFacts>& runtime_class,
                                  const std::vector<NodeFacts>& nodes,
                                  policy::DeploymentShape shape);
+// The same rule on fits made under `rc`'s scheduling (the caller checks
+// that they were: NodeFit::projection).
+SandboxAssessment assess_sandbox(const std::string& runtime_class_name,
+                                 const std::optional<RuntimeClassFacts>& runtime_class,
+                                 const std::vector<NodeFit>& nodes, policy::DeploymentShape shape);
 
 Result<RuntimeClassFacts> decode_runtime_class(const nlohmann::json& object);
 Result<NodeFacts> decode_node(const nlohmann::json& object);
+// decode_node then fit_node: what the Node cache keeps.
+Result<NodeFit> decode_node_fit(const nlohmann::json& object, const NodeProjection& projection);
 
 }  // namespace ig::controller

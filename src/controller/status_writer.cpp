@@ -39,6 +39,9 @@ void StatusWriter::stop() noexcept {
   std::lock_guard lock(mu_);
   queue_.clear();
   queued_.clear();
+  sweep_keys_ = {};
+  sweep_ends_ = {};
+  sweep_next_ = 0;
   retry_.clear();
   backoff_.clear();
 }
@@ -66,7 +69,7 @@ void StatusWriter::enqueue_all() {
 StatusWriterStats StatusWriter::stats() const {
   std::lock_guard lock(mu_);
   StatusWriterStats s = stats_;
-  s.queued = queue_.size() + retry_.size();
+  s.queued = queue_.size() + retry_.size() + (sweep_ends_.size() - sweep_next_);
   return s;
 }
 
@@ -87,20 +90,38 @@ bool StatusWriter::next(std::string& key) {
     if (all_pending_) {
       all_pending_ = false;
       lock.unlock();
-      auto records = components_.snapshot();
-      std::vector<std::string> keys;
-      keys.reserve(records.size());
-      for (const auto& r : records) keys.push_back(kube::object_key(r->component.namespace_, r->component.name));
-      lock.lock();
-      for (auto& k : keys) {
-        if (queued_.insert(k).second) queue_.push_back(std::move(k));
+      std::string keys;
+      std::vector<std::uint32_t> ends;
+      {
+        auto records = components_.snapshot();
+        ends.reserve(records.size());
+        for (const auto& r : records) {
+          keys += kube::object_key(r->component.namespace_, r->component.name);
+          ends.push_back(static_cast<std::uint32_t>(keys.size()));
+        }
       }
+      keys.shrink_to_fit();
+      lock.lock();
+      // The new sweep replaces what is left of an older one: it holds every key.
+      sweep_keys_ = std::move(keys);
+      sweep_ends_ = std::move(ends);
+      sweep_next_ = 0;
       continue;
     }
     if (!queue_.empty()) {
       key = std::move(queue_.front());
       queue_.pop_front();
       queued_.erase(key);
+      return true;
+    }
+    if (sweep_next_ < sweep_ends_.size()) {
+      const std::uint32_t begin = sweep_next_ == 0 ? 0 : sweep_ends_[sweep_next_ - 1];
+      key.assign(sweep_keys_, begin, sweep_ends_[sweep_next_] - begin);
+      if (++sweep_next_ == sweep_ends_.size()) {
+        sweep_keys_ = {};
+        sweep_ends_ = {};
+        sweep_next_ = 0;
+      }
       return true;
     }
     if (retry_.empty()) {

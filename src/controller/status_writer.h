@@ -92,6 +92,14 @@ class StatusWriter {
   std::condition_variable cv_;
   std::deque<std::string> queue_;
   std::unordered_set<std::string> queued_;
+  // Every key of an enqueue_all() (a new term, a relist, a sandbox flip),
+  // packed: one string of all keys and where each ends, about 30 bytes a
+  // Component instead of a queue_ and queued_ entry each (~170 bytes); taken
+  // after queue_, from the front. A key in both is checked twice (the second
+  // finds nothing to write).
+  std::string sweep_keys_;
+  std::vector<std::uint32_t> sweep_ends_;
+  std::size_t sweep_next_ = 0;
   std::multimap<std::chrono::steady_clock::time_point, std::string> retry_;  // due -> key
   std::unordered_map<std::string, std::chrono::milliseconds> backoff_;
   bool all_pending_ = false;

@@ -1,5 +1,7 @@
 #include "kube/reflector.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 
 namespace ig::kube {
@@ -48,6 +50,15 @@ void Reflector::stop() noexcept {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
+void Reflector::relist() {
+  {
+    std::lock_guard lock(mu_);
+    relist_.store(true, std::memory_order_release);
+    if (stream_ != nullptr) stream_->stop();
+  }
+  cv_.notify_all();
+}
+
 std::string Reflector::resource_version() const {
   std::lock_guard lock(mu_);
   return resource_version_;
@@ -66,7 +77,7 @@ bool Reflector::wait(std::chrono::milliseconds d) {
   if (stopping()) return false;
   if (options_.wait) return options_.wait(d) && !stopping();
   std::unique_lock lock(mu_);
-  cv_.wait_for(lock, d, [this] { return stopping(); });
+  cv_.wait_for(lock, d, [this] { return stopping() || relist_requested(); });
   return !stopping();
 }
 
@@ -96,6 +107,8 @@ bool Reflector::list_all() {
   sink_.begin_replace();
   std::string list_rv;
   while (!stopping()) {
+    // Cleared per attempt: a relist() after this point lists once more.
+    if (options.continue_token.empty()) relist_.store(false, std::memory_order_release);
     auto page = client_.list(options_.path, options);
     if (!page) {
       const ApiError& e = page.failure();
@@ -135,10 +148,16 @@ bool Reflector::list_all() {
   sink_.end_replace(list_rv);
   synced_.store(true, std::memory_order_release);
   reset_backoff();
+  // The pages (parsed JSON: several MiB for thousands of objects, far more
+  // than the decoded cache) are freed by now, but glibc keeps freed memory
+  // inside its heaps and arenas: give it back, so what stays resident is the
+  // cache (a few ms, once per list).
+  malloc_trim(0);
   return true;
 }
 
 Reflector::Next Reflector::watch_once() {
+  if (relist_requested()) return Next::Relist;
   WatchOptions options;
   options.resource_version = resource_version();
   options.allow_bookmarks = true;
@@ -166,6 +185,7 @@ Reflector::Next Reflector::watch_once() {
   {
     std::lock_guard lock(mu_);
     if (stopping()) return Next::Stop;
+    if (relist_requested()) return Next::Relist;  // asked before stream_ was set: stream_ not stopped
     stream_ = stream.get();
     ++stats_.watches;
   }
@@ -176,6 +196,12 @@ Reflector::Next Reflector::watch_once() {
   bool got_event = false;
   while (!stopping()) {
     auto next = stream->next();
+    if (relist_requested()) {
+      detach();
+      if (stopping()) return Next::Stop;
+      log("info", "listing again (asked for)");
+      return Next::Relist;
+    }
     if (!next) {
       detach();
       if (stopping()) return Next::Stop;

@@ -14,6 +14,13 @@
 // cpprestsdk pool thread); stop() makes it end promptly (an open watch is
 // stopped, a backoff wait is cut short) and joins. Every wait is
 // interruptible; the reflector never blocks a caller of the sink.
+// relist() asks for a fresh list (the open watch is stopped, a backoff wait
+// cut short): for a sink whose decoding depends on something that changed
+// (the Node cache's projection, controller/cluster.h). Any thread may call it;
+// a request made while a list runs is honoured by one more list after it.
+// After each complete list the freed memory of its pages is handed back to
+// the system (malloc_trim), so the resident size after a start is the
+// caches', not the list's.
 #pragma once
 
 #include <atomic>
@@ -74,6 +81,7 @@ class Reflector {
 
   void start();
   void stop() noexcept;
+  void relist();
   // Runs the loop on the calling thread until stop() (for tests).
   void run();
 
@@ -91,6 +99,7 @@ class Reflector {
   void reset_backoff() noexcept { backoff_ = {}; }
   void log(std::string_view level, const std::string& message) const;
   bool stopping() const noexcept { return stopping_.load(std::memory_order_acquire); }
+  bool relist_requested() const noexcept { return relist_.load(std::memory_order_acquire); }
 
   Client& client_;
   ReflectorSink& sink_;
@@ -98,6 +107,7 @@ class Reflector {
   std::thread thread_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> synced_{false};
+  std::atomic<bool> relist_{false};  // set by relist() under mu_
   mutable std::mutex mu_;  // resource_version_, stats_, stream_
   std::condition_variable cv_;
   std::string resource_version_;

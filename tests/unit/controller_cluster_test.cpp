@@ -188,6 +188,63 @@ TEST(Cluster, SyncsThenTheSandboxFollowsNodeAndRuntimeClassEvents) {
   EXPECT_THAT(f.logs, ::testing::Contains(HasSubstr("sandbox unavailable: no node can run")));
 }
 
+// The Node cache keeps fits made under the RuntimeClass's scheduling, not
+// labels: a nodeSelector naming a label no fit was made for lists the Nodes
+// again, and the decision follows the new selector (never one made from
+// fits of the old one).
+TEST(Cluster, ANewNodeSelectorOnALabelNotKeptBeforeStillDecidesRight) {
+  ClusterFixture f;
+  auto labelled = [](const std::string& name, json labels) {
+    json n = node(name, true);
+    n["metadata"]["labels"] = std::move(labels);
+    return n;
+  };
+  const json fc = {{"setec.zeroroot.ai/runtime.firecracker", "true"}};
+  f.api.collections[f.nodes_path] = {
+      labelled("n1", fc), labelled("n2", {{"pool", "setec"}}),
+      labelled("n3", {{"pool", "setec"}, {"setec.zeroroot.ai/runtime.firecracker", "true"}}),
+      labelled("n4", {{"pool", "setec"}})};
+  f.api.collections[f.rc_path] = {runtime_class(true)};
+  auto describe = [&] { return f.cluster->sandbox().describe(); };
+  auto node_lists = [&](int n) {
+    std::string text;
+    prometheus::TextWriter out(text);
+    f.cluster->write_metrics(out);
+    return text.find("isolation_gate_reflector_lists_total{resource=\"nodes\"} " + std::to_string(n) + "\n") !=
+           std::string::npos;
+  };
+  f.start();
+  ASSERT_TRUE(eventually([&] { return f.cluster->synced(); }));
+  ASSERT_TRUE(eventually([&] { return describe().find("available: 2 of 4 nodes") == 0; })) << describe();  // n1, n3
+  EXPECT_TRUE(node_lists(1));  // listed once, after the RuntimeClass
+
+  json rc = runtime_class(true);
+  rc["scheduling"]["nodeSelector"] = {{"pool", "setec"}};  // "pool" was in no fit
+  ASSERT_TRUE(f.api.push(f.rc_path, {kube::WatchEvent::Type::Modified, rc}));
+  ASSERT_TRUE(eventually([&] { return describe().find("available: 3 of 4 nodes") == 0; })) << describe();  // n2-n4
+  EXPECT_TRUE(node_lists(2));
+
+  rc["scheduling"]["nodeSelector"] = {{"pool", "setec"}, {"zone", "a"}};  // no Node has a zone
+  ASSERT_TRUE(f.api.push(f.rc_path, {kube::WatchEvent::Type::Modified, rc}));
+  ASSERT_TRUE(eventually([&] { return !policy::is_available(f.cluster->sandbox().availability()); }));
+  EXPECT_THAT(describe(), HasSubstr("4 Ready, 4 schedulable, 0 matching its nodeSelector"));
+
+  rc["scheduling"]["nodeSelector"] = fc;
+  ASSERT_TRUE(f.api.push(f.rc_path, {kube::WatchEvent::Type::Modified, rc}));
+  ASSERT_TRUE(eventually([&] { return describe().find("available: 2 of 4 nodes") == 0; })) << describe();
+
+  // A Node event after the relist is fitted under the current scheduling.
+  ASSERT_TRUE(f.api.push(f.nodes_path, {kube::WatchEvent::Type::Modified, labelled("n2", fc)}));
+  ASSERT_TRUE(eventually([&] { return describe().find("available: 3 of 4 nodes") == 0; })) << describe();
+  // A change that keeps the scheduling (a label of the RuntimeClass) lists nothing again.
+  json relabelled = rc;
+  relabelled["metadata"]["labels"]["team"] = "platform";
+  ASSERT_TRUE(f.api.push(f.rc_path, {kube::WatchEvent::Type::Modified, relabelled}));
+  ASSERT_TRUE(f.api.push(f.nodes_path, {kube::WatchEvent::Type::Modified, node("n2", false)}));
+  ASSERT_TRUE(eventually([&] { return describe().find("available: 2 of 4 nodes") == 0; })) << describe();
+  EXPECT_TRUE(node_lists(4));
+}
+
 TEST(Cluster, TheCustomerIsolationShapeAcceptsAnUnlabelledRuntimeClass) {
   ClusterFixture f;
   f.api.collections[f.nodes_path] = {node("n1", true)};

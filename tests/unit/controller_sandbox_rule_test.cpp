@@ -154,6 +154,41 @@ TEST(Decoders, ReadARuntimeClassAndANodeAsTheApiSendsThem) {
   EXPECT_FALSE(decode_node(unknown)->ready);
 }
 
+TEST(Decoders, ANodeFitIsTheRuleEvaluatedUnderOneProjection) {
+  NodeProjection p;
+  p.generation = 7;
+  p.node_selector = {{"pool", "setec"}};
+  p.tolerations = {{"dedicated", "Exists", "", ""}};
+  const json node = json::parse(R"({
+    "metadata": {"name": "n1", "labels": {"pool": "setec", "zone": "a"}},
+    "spec": {"taints": [{"key": "dedicated", "effect": "NoSchedule"},
+                        {"key": "gpu", "effect": "PreferNoSchedule"}]},
+    "status": {"conditions": [{"type": "Ready", "status": "True"}]}})");
+  auto fit = decode_node_fit(node, p);
+  ASSERT_TRUE(fit.ok()) << fit.error();
+  EXPECT_EQ(fit->projection, 7u);
+  EXPECT_TRUE(fit->ready);
+  EXPECT_FALSE(fit->unschedulable);
+  EXPECT_TRUE(fit->selected);
+  EXPECT_TRUE(fit->tolerated);  // PreferNoSchedule never excludes
+  json other = node;
+  other["metadata"]["labels"]["pool"] = "general";
+  other["spec"]["taints"][0]["key"] = "other";
+  EXPECT_FALSE(decode_node_fit(other, p)->selected);
+  EXPECT_FALSE(decode_node_fit(other, p)->tolerated);
+  EXPECT_FALSE(decode_node_fit(json{{"metadata", {{"name", "x"}}}, {"spec", {{"unschedulable", "yes"}}}}, p).ok());
+
+  RuntimeClassFacts rc = setec_rc();
+  EXPECT_FALSE(p.same_scheduling(rc));
+  p.node_selector = rc.node_selector;
+  p.tolerations = rc.tolerations;
+  EXPECT_TRUE(p.same_scheduling(rc));
+  rc.platform_operated = false;  // not part of the scheduling
+  EXPECT_TRUE(p.same_scheduling(rc));
+  EXPECT_FALSE(p.same_scheduling(std::nullopt));
+  EXPECT_TRUE(NodeProjection{}.same_scheduling(std::nullopt));
+}
+
 TEST(Decoders, AWrongTypeIsAnErrorNamingTheField) {
   auto rc = decode_runtime_class(json{{"metadata", {{"name", "x"}}}, {"scheduling", {{"nodeSelector", {{"a", 1}}}}}});
   ASSERT_FALSE(rc.ok());

@@ -15,6 +15,17 @@
 #include "kube/store.h"
 
 namespace ig::kube {
+
+// A value that carries its namespace and name: stored without a key copy.
+struct Named {
+  std::string ns, name, v;
+};
+template <>
+struct KeyParts<Named> {
+  static constexpr bool kCarried = true;
+  static std::pair<std::string_view, std::string_view> of(const Named& n) noexcept { return {n.ns, n.name}; }
+};
+
 namespace {
 
 using json = nlohmann::json;
@@ -198,6 +209,43 @@ TEST(Reflector, A410ErrorEventRelistsAndTheRelistReplacesTheStore) {
   EXPECT_TRUE(f.waits.empty() || f.waits.front() > 0ms);
 }
 
+TEST(Reflector, RelistStopsTheWatchAndListsAgain) {
+  Fixture f;
+  f.client.lists.push_back(page({obj("a", "5")}, "10"));
+  // The second event asks for a list (what the Node cache does when the
+  // RuntimeClass's scheduling changes); the third is never applied.
+  f.client.watches.push_back(ScriptedWatch{{event(WatchEvent::Type::Added, obj("b", "11")),
+                                            event(WatchEvent::Type::Added, obj("c", "12")),
+                                            event(WatchEvent::Type::Added, obj("d", "13"))}});
+  f.client.lists.push_back(page({obj("x", "20")}, "21"));
+  f.client.watches.push_back(ScriptedWatch{});
+  Reflector* reflector = nullptr;
+  Store<std::string> asking{[](const json& o) -> Result<std::string> { return o["v"].get<std::string>(); },
+                            [&](std::string_view key) {
+                              if (key == "c") reflector->relist();
+                            }};
+  ReflectorOptions options;
+  options.name = "things";
+  options.path = "/api/v1/things";
+  options.wait = [](std::chrono::milliseconds) { return true; };
+  Reflector r(f.client, asking, options);
+  reflector = &r;
+  f.client.reflector = &r;
+  r.run();
+  ASSERT_GE(f.client.list_calls.size(), 2u);
+  ASSERT_GE(f.client.watch_calls.size(), 2u);
+  EXPECT_EQ(f.client.watch_calls[1].resource_version, "21");
+  auto value = [&](const std::string& k) {
+    auto v = asking.find(k);
+    return v ? *v : std::string("(none)");
+  };
+  EXPECT_EQ(value("x"), "x@20");
+  EXPECT_EQ(value("d"), "(none)");  // the watch stopped before it
+  EXPECT_EQ(value("b"), "(none)");  // replaced by the list
+  EXPECT_EQ(r.stats().lists, 2u);
+  EXPECT_EQ(r.stats().relists_gone, 0u);
+}
+
 TEST(Reflector, A410StatusOnTheWatchRequestRelists) {
   Fixture f;
   f.client.lists.push_back(page({obj("a", "5")}, "10"));
@@ -259,6 +307,36 @@ TEST(Reflector, NotSyncedUntilTheFirstListCompletes) {
   f.reflector->run();  // the second list call stops it
   EXPECT_FALSE(f.reflector->synced());
   EXPECT_FALSE(f.store.synced());
+}
+
+TEST(Store, AValueThatCarriesItsKeyIsFoundReplacedAndDeletedByIt) {
+  std::vector<std::string> changed;
+  Store<Named> store{[](const json& o) -> Result<Named> {
+                       return Named{o["metadata"].value("namespace", ""), o["metadata"]["name"], o["v"]};
+                     },
+                     [&](std::string_view k) { changed.emplace_back(k); }};
+  store.begin_replace();
+  store.add_listed(obj("a", "1", "team-a"));
+  store.add_listed(obj("a", "2", "team-b"));
+  store.add_listed(obj("team-a", "3"));  // cluster-scoped "team-a": not "team-a/..."
+  store.add_listed(obj("a", "4", "team-a"));  // the same key again: replaces
+  store.end_replace("5");
+  EXPECT_EQ(store.size(), 3u);
+  ASSERT_TRUE(store.find("team-a/a"));
+  EXPECT_EQ(store.find("team-a/a")->v, "a@4");
+  EXPECT_EQ(store.find("team-b/a")->v, "a@2");
+  EXPECT_EQ(store.find("team-a")->v, "team-a@3");
+  EXPECT_FALSE(store.find("a"));
+  EXPECT_FALSE(store.find("team-a/"));
+  EXPECT_FALSE(store.find("team-a/ab"));
+  EXPECT_FALSE(store.find("team-/a"));
+  store.apply(WatchEvent::Type::Modified, obj("a", "6", "team-b"));
+  EXPECT_EQ(store.find("team-b/a")->v, "a@6");
+  store.apply(WatchEvent::Type::Deleted, obj("a", "7", "team-a"));
+  EXPECT_FALSE(store.find("team-a/a"));
+  EXPECT_EQ(store.size(), 2u);
+  EXPECT_EQ(store.snapshot().size(), 2u);
+  EXPECT_EQ(changed, (std::vector<std::string>{"", "team-b/a", "team-a/a"}));
 }
 
 TEST(Store, AnUndecodableVersionIsDroppedAndCountedNeverServedStale) {
