@@ -132,26 +132,43 @@ void Cluster::recompute_sandbox() {
   if (!runtime_classes_.synced()) return;
   std::optional<RuntimeClassFacts> rc;
   if (auto found = runtime_classes_.find(options_.runtime_class)) rc = *found;
+  const auto publish = [&](const SandboxAssessment& a) {
+    const bool was = policy::is_available(sandbox_.availability());
+    if (sandbox_.update(a) && options_.log) {
+      options_.log(policy::is_available(a.availability) ? "info" : "warn", "sandbox " + a.reason);
+    }
+    if (listener_ && was != policy::is_available(a.availability)) listener_->sandbox_changed();
+  };
+  if (!rc) {
+    // No RuntimeClass: unavailable whatever the Nodes are (rule 1), at once.
+    // The fits stay as they are: a RuntimeClass that comes back with the same
+    // scheduling needs no new list.
+    start_nodes();
+    publish(assess_sandbox(options_.runtime_class, rc, std::vector<NodeFit>{}, options_.shape));
+    return;
+  }
   auto current = projection();
   if (!current->same_scheduling(rc)) {
     // Fits made under the old scheduling say nothing of the new one: list
     // the Nodes again under it; the list's end comes back here.
     auto next = std::make_shared<NodeProjection>();
     next->generation = current->generation + 1;
-    if (rc) {
-      next->node_selector = rc->node_selector;
-      next->tolerations = rc->tolerations;
-    }
+    next->node_selector = rc->node_selector;
+    next->tolerations = rc->tolerations;
     {
       std::lock_guard plock(projection_mu_);
       projection_ = std::move(next);
     }
-    current = projection();
     if (nodes_started_.load(std::memory_order_relaxed) && options_.log) {
       options_.log("info", "RuntimeClass " + quote(options_.runtime_class) +
                                " scheduling changed: listing the Nodes again");
     }
     node_reflector_->relist();
+    start_nodes();
+    // Until every Node is fitted under the new scheduling, no Node is known to
+    // run it: unavailable (fail closed), not the old scheduling's answer.
+    publish(assess_sandbox(options_.runtime_class, rc, std::vector<NodeFit>{}, options_.shape));
+    return;
   }
   start_nodes();
   if (!nodes_.synced()) return;
@@ -164,13 +181,7 @@ void Cluster::recompute_sandbox() {
       nodes.push_back(*n);
     }
   }
-  const SandboxAssessment a = assess_sandbox(options_.runtime_class, rc, nodes, options_.shape);
-  const bool was = policy::is_available(sandbox_.availability());
-  if (sandbox_.update(a) && options_.log) {
-    options_.log(policy::is_available(a.availability) ? "info" : "warn",
-                 "sandbox " + a.reason);
-  }
-  if (listener_ && was != policy::is_available(a.availability)) listener_->sandbox_changed();
+  publish(assess_sandbox(options_.runtime_class, rc, nodes, options_.shape));
 }
 
 void Cluster::write_metrics(prometheus::TextWriter& out, std::span<const CacheView> more) const {

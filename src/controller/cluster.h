@@ -25,9 +25,11 @@
 //    tolerations) when it arrived, not its labels and taints. So the Node
 //    reflector starts once the RuntimeClass cache has listed, and when the
 //    RuntimeClass's scheduling changes the Node cache is listed again under
-//    the new projection; until every cached Node was fitted under it, the
-//    sandbox keeps its previous assessment (as if the RuntimeClass event had
-//    arrived a list later), never one made from fits of another scheduling.
+//    the new projection; until every cached Node was fitted under it the
+//    sandbox reads unavailable (fail closed: no Node is known to run the new
+//    scheduling), never an answer made from fits of another scheduling. A
+//    deleted RuntimeClass reads unavailable at once and lists nothing; when
+//    it comes back with the same scheduling, the fits still hold.
 //  - A ClusterListener set before start() hears, on the reflector threads,
 //    each Component change (its key; "" after a relist) and each change of
 //    sandbox availability: the operator's loops (controller/operator.h)
