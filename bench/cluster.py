@@ -272,39 +272,26 @@ def main():
     # 1. Ready time and 2. memory.
     print("cluster-bench: API server with %d Components, %d Nodes" % (args.components, args.nodes), file=sys.stderr)
     api, kubeconfig = fx.api(args.components, args.nodes)
-    ready, rss_full = [], []
-    for _ in range(args.repeats):
-        proc, ms = fx.gate(kubeconfig)
-        ready.append(ms)
-        rss_full.append(rss_kib(proc))
-        bench.terminate(proc)
-    results["ready_ms"] = ready
-    results["rss_full_kib"] = rss_full
+    def starts(kubeconfig, extra=()):
+        """--repeats fresh starts: each one's ready time and RSS once ready."""
+        ready_ms, rss = [], []
+        for _ in range(args.repeats):
+            proc, ms = fx.gate(kubeconfig, extra)
+            ready_ms.append(ms)
+            rss.append(rss_kib(proc))
+            bench.terminate(proc)
+        return ready_ms, rss
+    results["ready_ms"], results["rss_full_kib"] = starts(kubeconfig)
     # The client-side rate limit (5 QPS, burst 10, as client-go) paces the
     # paginated lists; the same start with a higher limit shows how much.
-    fast = []
-    for _ in range(args.repeats):
-        proc, ms = fx.gate(kubeconfig, ["--kube-api-qps", "50", "--kube-api-burst", "100"])
-        fast.append(ms)
-        bench.terminate(proc)
-    results["ready_ms_qps50"] = fast
+    results["ready_ms_qps50"], _ = starts(kubeconfig, ["--kube-api-qps", "50", "--kube-api-burst", "100"])
     # client-go's page size (500), for comparison with our default (5000).
-    small = []
-    for _ in range(args.repeats):
-        proc, ms = fx.gate(kubeconfig, ["--kube-list-page-size", "500"])
-        small.append(ms)
-        bench.terminate(proc)
-    results["ready_ms_page500"] = small
+    results["ready_ms_page500"], _ = starts(kubeconfig, ["--kube-list-page-size", "500"])
     api.stop()
     # Each RSS is the median of --repeats starts: one start's RSS varies by MiBs.
     def median_rss(components, nodes):
         api, kubeconfig = fx.api(components, nodes, corpus=False)
-        runs, ready_ms = [], []
-        for _ in range(args.repeats):
-            proc, ms = fx.gate(kubeconfig)
-            ready_ms.append(ms)
-            runs.append(rss_kib(proc))
-            bench.terminate(proc)
+        ready_ms, runs = starts(kubeconfig)
         api.stop()
         return statistics.median(runs), runs, statistics.median(ready_ms)
     results["rss_empty_kib"], results["rss_empty_runs_kib"], results["ready_ms_empty"] = median_rss(0, 1)

@@ -30,20 +30,12 @@ constexpr Lead lead_of(unsigned char b) {
   return {0, 0, 0};
 }
 
-// Whole 8-byte words of plain bytes, skipped at once (SWAR: the high bit of a
-// byte is set in `special` where the byte is '"', '\\', below 0x20 or above
-// 0x7F; a false alarm only ends the fast path).
+// Whole 8-byte words of plain bytes, skipped at once.
 const unsigned char* skip_plain_words(const unsigned char* p, const unsigned char* end) {
-  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
-  constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
   while (end - p >= 8) {
     std::uint64_t x;
     std::memcpy(&x, p, sizeof x);
-    const std::uint64_t quote = x ^ (kOnes * '"');
-    const std::uint64_t backslash = x ^ (kOnes * '\\');
-    const std::uint64_t special =
-        ((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) | (x - kOnes * 0x20) | x;
-    if (special & kHighs) break;
+    if (may_hold_json_special(x)) break;
     p += 8;
   }
   return p;

@@ -28,6 +28,20 @@ namespace ig::json_text {
 // `"s"`, escaped as above, appended to `out`.
 void append_string(std::string& out, std::string_view s);
 
+// Whether an 8-byte word (as loaded from memory) may hold a byte a JSON string
+// cannot carry as it is: '"', '\\', a control character or a byte above 0x7F
+// (SWAR). A plain word can read true near such a byte (a borrow), never the
+// reverse: callers use it to skip plain runs and look closer on true.
+constexpr bool may_hold_json_special(std::uint64_t word) noexcept {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
+  const std::uint64_t quote = word ^ (kOnes * '"');
+  const std::uint64_t backslash = word ^ (kOnes * '\\');
+  const std::uint64_t special = ((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) |
+                                (word - kOnes * 0x20) | word;
+  return (special & kHighs) != 0;
+}
+
 class Writer {
  public:
   explicit Writer(std::string& out) : out_(out) {}

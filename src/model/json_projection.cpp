@@ -13,6 +13,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "base/json_text.h"
 #include "base/quote.h"
 
 namespace ig::model {
@@ -296,18 +297,10 @@ class Scanner {
       p_ += 16;
     }
 #endif
-    constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
-    constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
     while (end_ - p_ >= 8) {
       std::uint64_t x;
       std::memcpy(&x, p_, sizeof x);
-      const std::uint64_t quote = x ^ (kOnes * '"');
-      const std::uint64_t backslash = x ^ (kOnes * '\\');
-      // High bit set in a byte where: the byte is '"' or '\\' (zero after the
-      // xor), below 0x20, or itself >= 0x80. False alarms only end the fast path.
-      const std::uint64_t special = ((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) |
-                                    (x - kOnes * 0x20) | x;
-      if (special & kHighs) return;
+      if (json_text::may_hold_json_special(x)) return;
       p_ += 8;
     }
   }
