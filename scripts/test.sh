@@ -5,8 +5,8 @@
 # UndefinedBehaviorSanitizer, and (2) everything - unit, end-to-end and
 # packaging (Helm chart, CRD, manifests) - on the optimised build.
 #   scripts/test.sh              # everything; each stage prints "== stage X: N s =="
-# Time, fresh clone, 2 cores, 4 December 2026, the cores shared with another
-# engineer's build all along: about 43 minutes (ASan+UBSan build 1068 s, unit
+# Time, fresh clone, 2 cores, 4 December 2026, another engineer's build on the
+# same cores for much of it: about 43 minutes (ASan+UBSan build 1068 s, unit
 # 64 s, e2e 263 s; fuzz 186 s; TSan 194 + 35 s; optimised build 464 s, ctest
 # 196 s; soak 123 s): 2606 s. The budget is 25 minutes: not met yet.
 #   IG_SKIP_SANITIZERS=1 scripts/test.sh   # only the optimised build
