@@ -23,9 +23,12 @@ jobs="${IG_FUZZ_JOBS:-2}"
 out="$root/build-fuzz"
 
 echo "== libFuzzer build (clang-14, ASan+UBSan) =="
+# IG_UNITY: the libraries unity-built, as in scripts/test.sh's sanitizer builds.
 cmake -S . -B "$out" -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DIG_FUZZ=ON -DIG_BUILD_TESTS=OFF \
-  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" >/dev/null
+  -DIG_UNITY=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" >/dev/null
+SECONDS=0
 ninja -C "$out" -j "$(nproc)" "${targets[@]}"
+echo "== stage fuzz-build: $SECONDS s =="
 
 # Per-target options: inputs up to 64 KiB (a review or a manifest is a few).
 run_one() {
