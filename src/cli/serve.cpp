@@ -821,7 +821,19 @@ int check_config(const ServeOptions& o) {
 // (docs/benchmarks-changes.md, section 2). What the arenas keep free goes back
 // to the kernel once a minute (malloc_trim, from serve_webhook's signal
 // loop). MALLOC_ARENA_MAX, when set, wins.
+//
+// And the mmap and trim thresholds are fixed at 4 MiB (above the 3 MiB body
+// limit): by default a body over 128 KiB was mmapped and unmapped per request,
+// and an arena's top was trimmed back (madvise) after each large review, so
+// a 200 KB pod took 10-26 page faults per request and its CPU was bimodal,
+// 470-720 us, against about 335 us with the thresholds fixed
+// (docs/benchmarks-changes.md §8). The minute's malloc_trim still returns
+// what is free. MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_, when set, win.
+constexpr int kMallocThresholdBytes = 4 << 20;
+
 void tune_malloc(unsigned io_threads) {
+  if (std::getenv("MALLOC_MMAP_THRESHOLD_") == nullptr) mallopt(M_MMAP_THRESHOLD, kMallocThresholdBytes);
+  if (std::getenv("MALLOC_TRIM_THRESHOLD_") == nullptr) mallopt(M_TRIM_THRESHOLD, kMallocThresholdBytes);
   if (std::getenv("MALLOC_ARENA_MAX") != nullptr) return;
   if (io_threads == 0) io_threads = std::max(1u, std::thread::hardware_concurrency());
   mallopt(M_ARENA_MAX, static_cast<int>(io_threads + 2));
