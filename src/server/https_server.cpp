@@ -23,6 +23,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include "base/json_text.h"
 #include "tls/server_context.h"
 
 namespace ig::server {
@@ -75,27 +76,11 @@ void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
   c.fetch_add(n, std::memory_order_relaxed);
 }
 
+// {"error":"<message>"}, the message escaped as every JSON string the gate writes.
 std::string json_error(std::string_view message) {
-  std::string out = R"({"error":")";
-  for (const char c : message) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          static constexpr char hex[] = "0123456789abcdef";
-          out += "\\u00";
-          out += hex[(c >> 4) & 0xf];
-          out += hex[c & 0xf];
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += "\"}";
+  std::string out = R"({"error":)";
+  json_text::append_string(out, message);
+  out += "}";
   return out;
 }
 
