@@ -34,6 +34,8 @@ constexpr auto kStringClass = [] {
 }();
 
 class Scanner {
+  class Names;
+
  public:
   Scanner(std::string_view text, std::size_t max_depth)
       : begin_(text.data()), p_(text.data()), end_(text.data() + text.size()),
@@ -122,22 +124,37 @@ class Scanner {
       --depth_;
       return true;
     }
-    const std::size_t keys_base = keys_.size();  // this object's names: keys_[keys_base..]
+    Names names(keys_.size());  // this object's names: keys_[base..]
     std::string key;
     while (true) {
       if (p_ == end_ || *p_ != '"') return fail("expected a member name");
       const Projection* member = nullptr;
-      const bool want_key = whole || fields != nullptr;
       const char* raw = p_ + 1;
       saw_escape_ = false;
-      if (want_key) {
+      // The name is copied out only when it is kept: a whole object's, or
+      // one the projection names. Read raw (no escape) it is its bytes.
+      const std::string* decoded = nullptr;
+      if (whole) {
         key.clear();
         if (!string(&key)) return false;
-        if (fields) member = fields->field(key);
+        decoded = &key;
       } else if (!string(nullptr)) {
         return false;
+      } else if (saw_escape_) {
+        const char* resume = p_;
+        p_ = raw - 1;  // the opening quote: decode what was just validated
+        key.clear();
+        if (!string(&key)) return false;
+        p_ = resume;
+        decoded = &key;
       }
-      if (!note_key(raw, p_ - 1, want_key ? &key : nullptr)) return false;
+      if (fields) {
+        const std::string_view name =
+            decoded ? std::string_view(*decoded) : std::string_view(raw, static_cast<std::size_t>(p_ - 1 - raw));
+        member = fields->field(name);
+        if (member && !decoded) key.assign(name);
+      }
+      if (!note_key(raw, p_ - 1, decoded, names)) return false;
       skip_ws();
       if (p_ == end_ || *p_ != ':') return fail("expected ':'");
       ++p_;
@@ -150,7 +167,7 @@ class Scanner {
         json child;
         if (!value(member, &child)) return false;
         out->get_ref<json::object_t&>().emplace(std::move(key), std::move(child));
-      } else if (!value(nullptr, nullptr)) {
+      } else if (!skip_value()) {
         return false;
       }
       skip_ws();
@@ -161,8 +178,7 @@ class Scanner {
         continue;
       }
       if (*p_ == '}') {
-        if (!no_duplicate_since(keys_base)) return false;
-        keys_.resize(keys_base);
+        if (!names.finish(*this)) return false;
         ++p_;
         --depth_;
         return true;
@@ -191,7 +207,7 @@ class Scanner {
         json child;
         if (!value(element, &child)) return false;  // element null + whole: full value
         out->push_back(std::move(child));
-      } else if (!value(nullptr, nullptr)) {
+      } else if (!skip_value()) {
         return false;
       }
       skip_ws();
@@ -207,6 +223,209 @@ class Scanner {
         return true;
       }
       return fail("expected ',' or ']'");
+    }
+  }
+
+
+  // ---- Skipping: validate a value the projection does not keep. ----
+  // Most of a review is skipped (a typical pod: ~850 tokens, a few dozen
+  // kept), so skipping has a fast path of its own below, written for the API
+  // server's compact JSON: the position in a register, not a member, no
+  // projection or DOM branches, no error text. value(nullptr, nullptr) is
+  // the checked path: the same grammar, with the error's words and byte.
+
+  // p_ on the value's first byte (whitespace already skipped). The fast
+  // path first. It stops only at an error; then the value is skipped again
+  // by the checked path, which finds the same error and says what and
+  // where. The fast path is off from then on, so a document costs at most
+  // one fast and one checked pass whatever its depth.
+  bool skip_value() {
+    if (fast_) {
+      const char* start = p_;
+      const std::size_t keys_before = keys_.size();
+      if (const char* q = fast_value(start, depth_)) {
+        p_ = q;
+        return true;
+      }
+      fast_ = false;
+      p_ = start;      // the checked scanners the fast path called moved it
+      error_.clear();  // the checked path words it
+      keys_.erase(keys_.begin() + static_cast<std::ptrdiff_t>(keys_before), keys_.end());
+    }
+    return value(nullptr, nullptr);
+  }
+
+  // ---- The fast path: state in locals (registers), no error text. ----
+  // Returns the byte after the value at p (its first byte, not
+  // whitespace), or nullptr at any error (a duplicate name and nesting
+  // beyond the limit included); never at valid JSON. A string with an
+  // escape or non-ASCII bytes, and a number with a fraction, an exponent or
+  // 19+ digits, are handed to the checked scanners (string_rest, string,
+  // number), which may record an error text that skip_value() discards.
+  // `depth` is the number of containers open around the value.
+
+  [[gnu::always_inline]] static const char* fast_ws(const char* p, const char* end) {
+    while (p != end && static_cast<unsigned char>(*p) <= ' ' &&
+           (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+      ++p;
+    return p;
+  }
+
+  const char* fast_value(const char* p, std::size_t depth) {
+    const char* const end = end_;
+    if (p == end) return nullptr;
+    switch (*p) {
+      case '"': return fast_string(p + 1, false);
+      case '{': return fast_object(p, depth);
+      case '[': return fast_array(p, depth);
+      case 't': return end - p >= 4 && std::memcmp(p, "true", 4) == 0 ? p + 4 : nullptr;
+      case 'f': return end - p >= 5 && std::memcmp(p, "false", 5) == 0 ? p + 5 : nullptr;
+      case 'n': return end - p >= 4 && std::memcmp(p, "null", 4) == 0 ? p + 4 : nullptr;
+      default: return fast_number(p);
+    }
+  }
+
+  // p after the opening quote. `name`: a member name, where an escape stops
+  // the fast path.
+  [[gnu::always_inline]] const char* fast_string(const char* p, bool name) {
+    const char* const end = end_;
+    while (true) {
+#if defined(__SSE2__)
+      if (end - p >= 16) {
+        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+        const __m128i special = _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
+            _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
+        const unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(special));
+        if (mask == 0) {
+          p += 16;
+          continue;
+        }
+        p += __builtin_ctz(mask);
+      } else
+#endif
+      {
+        while (p != end && kStringClass[static_cast<unsigned char>(*p)] == 0) ++p;
+        if (p == end) return nullptr;
+      }
+      const unsigned char c = static_cast<unsigned char>(*p);
+      if (c == '"') return p + 1;
+      if (c < 0x20 || (name && c == '\\')) return nullptr;
+      // An escape or a multi-byte sequence: the checked scanner validates
+      // the rest of the string.
+      p_ = p;
+      return string_rest(nullptr) ? p_ : nullptr;
+    }
+  }
+
+  // -?(0|[1-9][0-9]*) followed by a delimiter; anything longer or with a
+  // fraction or exponent goes to number() (its overflow rule).
+  const char* fast_number(const char* p) {
+    const char* const end = end_;
+    const char* start = p;
+    if (*p == '-') ++p;
+    if (p == end) return nullptr;
+    if (*p == '0') {
+      ++p;
+    } else if (*p >= '1' && *p <= '9') {
+      ++p;
+      while (p != end && *p >= '0' && *p <= '9') ++p;
+    } else {
+      return nullptr;
+    }
+    if (p - start < 19 && (p == end || (*p != '.' && *p != 'e' && *p != 'E'))) return p;
+    p_ = start;
+    return number(nullptr) ? p_ : nullptr;
+  }
+
+  const char* fast_array(const char* p, std::size_t depth) {
+    if (++depth > max_depth_) return nullptr;
+    const char* const end = end_;
+    p = fast_ws(p + 1, end);
+    if (p == end) return nullptr;
+    if (*p == ']') return p + 1;
+    while (true) {
+      p = fast_value(p, depth);
+      if (!p) return nullptr;
+      p = fast_ws(p, end);
+      if (p == end) return nullptr;
+      if (*p == ',') {
+        p = fast_ws(p + 1, end);
+        continue;
+      }
+      return *p == ']' ? p + 1 : nullptr;
+    }
+  }
+
+  const char* fast_object(const char* p, std::size_t depth) {
+    if (++depth > max_depth_) return nullptr;
+    const char* const end = end_;
+    p = fast_ws(p + 1, end);
+    if (p == end) return nullptr;
+    if (*p == '}') return p + 1;
+    // The names: the first 16 in a local filter (a name compared with the
+    // earlier ones only when its bit was already set), the rest sorted at
+    // the end in keys_ (see Names).
+    struct Name {
+      const char* data;
+      std::size_t size;
+    } names[16];  // not initialised: names[0..n) are set before use
+    std::size_t n = 0;
+    std::uint64_t seen = 0;
+    std::size_t spill = 0;  // keys_ index of names[0] once more than 16
+    while (true) {
+      if (*p != '"') return nullptr;
+      const char* name = p + 1;
+      const char* after = fast_string(name, true);
+      std::string_view key;
+      if (after) {
+        key = std::string_view(name, static_cast<std::size_t>(after - 1 - name));
+      } else {
+        // An escape (or an error): the duplicate check needs the decoded name.
+        p_ = p;
+        std::string decoded;
+        if (!string(&decoded)) return nullptr;
+        after = p_;
+        escaped_.push_front(std::move(decoded));
+        key = escaped_.front();
+      }
+      p = after;
+      if (n < 16) {
+        const std::uint64_t bit = std::uint64_t{1} << (Names::filter_hash(key) & 63);
+        if (seen & bit) {
+          for (std::size_t j = 0; j < n; ++j)
+            if (std::string_view(names[j].data, names[j].size) == key) return nullptr;
+        }
+        seen |= bit;
+        names[n] = {key.data(), key.size()};
+      } else {
+        if (n == 16) {
+          spill = keys_.size();
+          for (const Name& earlier : names) keys_.emplace_back(earlier.data, earlier.size);
+        }
+        keys_.push_back(key);
+      }
+      ++n;
+      p = fast_ws(p, end);
+      if (p == end || *p != ':') return nullptr;
+      p = fast_ws(p + 1, end);
+      p = fast_value(p, depth);
+      if (!p) return nullptr;
+      p = fast_ws(p, end);
+      if (p == end) return nullptr;
+      if (*p == ',') {
+        p = fast_ws(p + 1, end);
+        if (p == end) return nullptr;
+        continue;
+      }
+      if (*p != '}') return nullptr;
+      if (n > 16) {
+        sorted_.assign(keys_.begin() + static_cast<std::ptrdiff_t>(spill), keys_.end());
+        std::sort(sorted_.begin(), sorted_.end());
+        if (std::adjacent_find(sorted_.begin(), sorted_.end()) != sorted_.end()) return nullptr;
+        keys_.erase(keys_.begin() + static_cast<std::ptrdiff_t>(spill), keys_.end());
+      }
+      return p + 1;
     }
   }
 
@@ -308,6 +527,11 @@ class Scanner {
   // A string at p_ (on the opening quote). `out` null: validate only.
   bool string(std::string* out) {
     ++p_;
+    return string_rest(out);
+  }
+
+  // The rest of a string, p_ inside it (after the opening quote).
+  bool string_rest(std::string* out) {
     while (true) {
       const char* run = p_;
       skip_plain_ascii();
@@ -411,11 +635,66 @@ class Scanner {
     return true;
   }
 
+  // The names of one object, for the duplicate check. The API server never
+  // sends an object with a repeated member name, and with the last one
+  // winning a request could say two things: refused. Each name sets a bit of
+  // a 64-bit filter on (length, first and last byte) as it is read; only a
+  // name whose bit was already set is compared with the earlier ones, so
+  // distinct names (the API server's case) cost a few instructions each.
+  // Past 16 names the comparisons wait for the object's end and are done by
+  // sorting (an object of 100,000 names must not cost 10^10 comparisons).
+  class Names {
+   public:
+    explicit Names(std::size_t base) : base_(base) {}
+
+    [[gnu::always_inline]] bool add(Scanner& s, std::string_view name) {
+      const std::size_t n = s.keys_.size() - base_;
+      s.keys_.push_back(name);
+      if (n >= 16) {
+        sort_at_end_ = true;
+        return true;
+      }
+      const std::uint64_t bit = std::uint64_t{1} << (filter_hash(name) & 63);
+      if ((seen_ & bit) != 0) {
+        for (std::size_t j = base_; j < base_ + n; ++j)
+          if (s.keys_[j] == name) return s.duplicate(name);
+      }
+      seen_ |= bit;
+      return true;
+    }
+
+    // At the object's closing brace (p_ on it): the deferred check, then the
+    // names are dropped.
+    bool finish(Scanner& s) {
+      if (sort_at_end_) {
+        s.sorted_.assign(s.keys_.begin() + static_cast<std::ptrdiff_t>(base_), s.keys_.end());
+        std::sort(s.sorted_.begin(), s.sorted_.end());
+        const auto it = std::adjacent_find(s.sorted_.begin(), s.sorted_.end());
+        if (it != s.sorted_.end()) return s.duplicate(*it);
+      }
+      s.keys_.erase(s.keys_.begin() + static_cast<std::ptrdiff_t>(base_), s.keys_.end());
+      return true;
+    }
+
+    static unsigned filter_hash(std::string_view k) noexcept {
+      if (k.empty()) return 0;
+      const auto at = [&](std::size_t i) { return static_cast<unsigned char>(k[i]); };
+      return static_cast<unsigned>(k.size()) * 5u + at(0) * 7u + at(k.size() - 1) * 13u;
+    }
+
+   private:
+
+    std::size_t base_;
+    std::uint64_t seen_ = 0;
+    bool sort_at_end_ = false;
+  };
+
   // Member names, for the duplicate check: a name without escapes is its
   // bytes in the input; one with escapes is decoded into `escaped_` (a
-  // list: its strings never move, and an empty one allocates nothing). `decoded` is the name already decoded,
-  // or null.
-  bool note_key(const char* raw, const char* raw_end, const std::string* decoded) {
+  // list: its strings never move, and an empty one allocates nothing).
+  // `decoded` is the name already decoded, or null. Returns the name, empty
+  // with ok false on an error.
+  bool note_key(const char* raw, const char* raw_end, const std::string* decoded, Names& names) {
     std::string_view name(raw, static_cast<std::size_t>(raw_end - raw));
     if (saw_escape_) {
       if (decoded != nullptr) {
@@ -430,49 +709,11 @@ class Scanner {
       }
       name = escaped_.front();
     }
-    keys_.push_back(name);
-    return true;
+    return names.add(*this, name);
   }
 
-  static unsigned filter_hash(std::string_view k) noexcept {
-    if (k.empty()) return 0;
-    const auto at = [&](std::size_t i) { return static_cast<unsigned char>(k[i]); };
-    return static_cast<unsigned>(k.size()) * 5u + at(0) * 7u + at(k.size() / 2) * 11u + at(k.size() - 1) * 13u;
-  }
-
-  // The API server never sends an object with a repeated member name, and
-  // with the last one winning a request could say two things: refused.
-  // Linear for the small objects Kubernetes has, sorted for large ones (an
-  // object of 100,000 names must not cost 10^10 comparisons).
-  bool no_duplicate_since(std::size_t base) {
-    const std::size_t n = keys_.size() - base;
-    if (n < 2) return true;
-    const std::string_view* dup = nullptr;
-    if (n <= 16) {
-      // A 64-bit filter on (length, first, middle and last byte): a name is
-      // compared with the earlier ones only when its bit was already set, so
-      // distinct names (the API server's case) cost one step each.
-      std::uint64_t seen = 0;
-      for (std::size_t i = base; i < keys_.size() && !dup; ++i) {
-        const std::string_view k = keys_[i];
-        const std::uint64_t bit = std::uint64_t{1} << (filter_hash(k) & 63);
-        if (seen & bit) {
-          for (std::size_t j = base; j < i; ++j)
-            if (keys_[j] == k) {
-              dup = &keys_[i];
-              break;
-            }
-        }
-        seen |= bit;
-      }
-    } else {
-      sorted_.assign(keys_.begin() + static_cast<std::ptrdiff_t>(base), keys_.end());
-      std::sort(sorted_.begin(), sorted_.end());
-      const auto it = std::adjacent_find(sorted_.begin(), sorted_.end());
-      if (it != sorted_.end()) dup = &*it;
-    }
-    if (!dup) return true;
-    error_ = "invalid JSON at byte " + std::to_string(p_ - begin_) + ": duplicate member name " + quote(*dup);
+  bool duplicate(std::string_view name) {
+    error_ = "invalid JSON at byte " + std::to_string(p_ - begin_) + ": duplicate member name " + quote(name);
     return false;
   }
 
@@ -483,9 +724,10 @@ class Scanner {
   std::size_t max_depth_;
   std::string error_;
   std::vector<std::string_view> keys_;    // the names of every open object, innermost last
-  std::vector<std::string_view> sorted_;  // scratch of no_duplicate_since()
+  std::vector<std::string_view> sorted_;  // scratch of Names::finish()
   std::forward_list<std::string> escaped_;
   bool saw_escape_ = false;  // set by escape(): the last string had one
+  bool fast_ = true;         // skip_value() may try the fast path
 };
 
 }  // namespace

@@ -206,3 +206,55 @@ TEST(JsonProjection, AgreesWithNlohmannOnASpecialByteAtEveryOffsetOfAString) {
     }
   }
 }
+
+// A member the projection does not keep is skipped by a fast path (state in
+// registers, no error text) that hands any error to the checked path to be
+// worded. Every edge case, placed where it is skipped (inside an unread
+// member, in an object of more than 16 names, nested), must give nlohmann's
+// verdict, and an error must name the byte where it is.
+TEST(JsonProjection, SkippedValuesAgreeWithNlohmannWhereverTheyAre) {
+  const std::vector<std::string> values = {
+      "0", "-0", "01", "1.", ".5", "1e", "1e+", "-", "+1", "1.5e300", "1e500", "-1e500", "1e-500",
+      "123456789012345678", "1234567890123456789", "123456789012345678901234567890", std::string(400, '9'),
+      "18446744073709551616", "-9223372036854775809", "true", "false", "null", "tru", "nul", "fals", "truex",
+      R"("\ud800")", R"("\ud800\udc00")", R"("\udc00")", R"("\x")", R"("\u12G4")", "\"\xc3\xa9\"", "\"\xc0\xaf\"",
+      "\"\xed\xa0\x80\"", "\"\xf4\x90\x80\x80\"", "\"\x1f\"", "\"\t\"", "\"\xff\"", "\"abc", "\"a\\\"b\"",
+      "{}", "[]", "{ }", "[ ]", "{\"a\":1,}", "[1,]", "[,1]", "{\"a\" 1}", "{\"a\":}", "{1:2}", "[1 2]", "{\"a\":1 \"b\":2}",
+      "{\"x\":1,\"y\":2,\"x\":3}", "{\"\\u0078\":1,\"x\":2}", "{\"x\":1,\"\\u0078\":2}", "{\"a\\\"b\":1,\"a\\u0022b\":2}",
+      "{\"\\u0078\":1,\"\\u0079\":2}", "{ \"a\" : [ 1 , { \"b\" : null } ] , \"c\" : \"d\" }",
+      std::string(127, '[') + std::string(127, ']'), std::string(140, '[') + std::string(140, ']'),
+  };
+  std::string many_names;  // 20 distinct names: the sorted check
+  for (int i = 0; i < 20; ++i) many_names += "\"n" + std::to_string(i) + "\":" + std::to_string(i) + ",";
+  for (const std::string& v : values) {
+    SCOPED_TRACE(v);
+    expect_same_as_nlohmann(R"({"request":{"object":{"spec":{"unread":)" + v + "}}}}");
+    expect_same_as_nlohmann(R"({"request":{"object":{"spec":{"unread":[1,{"a":[)" + v + "]}]}}}}");
+    expect_same_as_nlohmann(R"({"skipped":{)" + many_names + R"("last":)" + v + "}}");
+    expect_same_as_nlohmann(R"({"skipped":{)" + many_names + R"("n3":)" + v + "}}");  // a repeat past 16
+    expect_same_as_nlohmann(R"({"skipped":{"\u0061":)" + v + R"(,"a":0}})");
+    if (HasFailure()) return;
+  }
+}
+
+TEST(JsonProjection, AnErrorInASkippedValueNamesItsByte) {
+  struct Case {
+    std::string doc;
+    std::string at;  // the text the error is at (its first occurrence)
+    std::string words;
+  };
+  const std::vector<Case> cases = {
+      {R"({"skipped":[[[[1,]]]],"k":1})", "]]]]", "invalid value"},
+      {R"({"skipped":{"a":{"b":tru}},"k":1})", "tru}", "invalid literal"},
+      {R"({"skipped":{"a":[1,2 3]}})", "3]", "expected ',' or ']'"},
+      {R"({"skipped":{"a":{"b":1 "c":2}}})", "\"c\":2", "expected ',' or '}'"},
+      {"{\"skipped\":{\"a\":[\"x\x01y\"]}}", "\x01", "control character in a string"},
+      {R"({"skipped":{"a":{"x":1,"\u0078":2}}})", ":2}", "duplicate member name \"x\""},
+  };
+  for (const Case& c : cases) {
+    auto got = parse_projected(c.doc, admission_review_projection(), "t");
+    ASSERT_FALSE(got.ok()) << c.doc;
+    const std::string want = "at byte " + std::to_string(c.doc.find(c.at)) + ": " + c.words;
+    EXPECT_NE(got.error().find(want), std::string::npos) << c.doc << "\n got: " << got.error() << "\nwant: " << want;
+  }
+}
