@@ -138,7 +138,9 @@ class Scanner {
         key.clear();
         if (!string(&key)) return false;
         decoded = &key;
-      } else if (!string(nullptr)) {
+      } else if (const char* after = fast_string(raw, true)) {
+        p_ = after;  // no escape: the name is its bytes
+      } else if (p_ = raw - 1; !string(nullptr)) {  // an escape, or an error to word
         return false;
       } else if (saw_escape_) {
         const char* resume = p_;
