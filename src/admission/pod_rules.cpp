@@ -146,6 +146,9 @@ ImageBinding check_image_binding(const model::PodFacts& facts, const model::Comp
       out.unbound.push_back(who() + " names no image");
       continue;
     }
+    // The Component's own reference, byte for byte (the usual pod): it
+    // parsed above, and a reference runs what it names (image_matches).
+    if (*c.image == component.image) continue;
     auto image = model::parse_image(*c.image);
     if (!image) {
       out.unbound.push_back(who() + " runs " + q(*c.image) + ", which is not a valid image reference");

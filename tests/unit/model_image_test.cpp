@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace ig::model {
 namespace {
@@ -52,6 +53,19 @@ TEST(ImageRef, NormalisesDockerHubNamesExactlyAsTheRuntime) {
            Case{"a-b.c-d/e__f.g-h:T_1.x", "a-b.c-d/e__f.g-h:T_1.x"},
        }) {
     EXPECT_EQ(parsed(c.in).canonical(), c.canonical) << c.in;
+  }
+}
+
+// admission's binding check takes a container whose reference is the
+// Component's, byte for byte, as bound without parsing it again: every valid
+// reference must run what it names.
+TEST(ImageRef, EveryReferenceMatchesItself) {
+  const std::vector<std::string> references = {
+      "nginx", "nginx:1.25", "docker.io/nginx", "index.docker.io/library/nginx:1", "reg:5000/x", "reg:5000/x:1",
+      "x@" + kSha, "x:1@" + kSha, "registry.example.com/gibson/app:1.0.0", "localhost/x", "Registry/x:1",
+      "a-b.c-d/e__f.g-h:T_1.x"};
+  for (const std::string& r : references) {
+    EXPECT_TRUE(binds(r, r)) << r;
   }
 }
 
