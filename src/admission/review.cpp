@@ -180,26 +180,24 @@ DecodedReview decode_review(std::string_view body) {
 std::string base64_encode(std::string_view data) {
   static constexpr char kAlphabet[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((data.size() + 2) / 3 * 4);
+  std::string out((data.size() + 2) / 3 * 4, '=');
+  char* o = out.data();
+  const auto* in = reinterpret_cast<const unsigned char*>(data.data());
   std::size_t i = 0;
-  for (; i + 2 < data.size(); i += 3) {
-    const unsigned n = (static_cast<unsigned char>(data[i]) << 16) |
-                       (static_cast<unsigned char>(data[i + 1]) << 8) |
-                       static_cast<unsigned char>(data[i + 2]);
-    out.push_back(kAlphabet[(n >> 18) & 63]);
-    out.push_back(kAlphabet[(n >> 12) & 63]);
-    out.push_back(kAlphabet[(n >> 6) & 63]);
-    out.push_back(kAlphabet[n & 63]);
+  for (; i + 2 < data.size(); i += 3, o += 4) {
+    const unsigned n = (unsigned{in[i]} << 16) | (unsigned{in[i + 1]} << 8) | in[i + 2];
+    o[0] = kAlphabet[(n >> 18) & 63];
+    o[1] = kAlphabet[(n >> 12) & 63];
+    o[2] = kAlphabet[(n >> 6) & 63];
+    o[3] = kAlphabet[n & 63];
   }
-  if (i < data.size()) {
-    unsigned n = static_cast<unsigned char>(data[i]) << 16;
+  if (i < data.size()) {  // one or two bytes left: "xx==" or "xxx="
+    unsigned n = unsigned{in[i]} << 16;
     const bool two = i + 1 < data.size();
-    if (two) n |= static_cast<unsigned char>(data[i + 1]) << 8;
-    out.push_back(kAlphabet[(n >> 18) & 63]);
-    out.push_back(kAlphabet[(n >> 12) & 63]);
-    out.push_back(two ? kAlphabet[(n >> 6) & 63] : '=');
-    out.push_back('=');
+    if (two) n |= unsigned{in[i + 1]} << 8;
+    o[0] = kAlphabet[(n >> 18) & 63];
+    o[1] = kAlphabet[(n >> 12) & 63];
+    if (two) o[2] = kAlphabet[(n >> 6) & 63];
   }
   return out;
 }
