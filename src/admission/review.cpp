@@ -17,9 +17,10 @@ using model::Projection;
 
 constexpr std::string_view kOperations[] = {"CREATE", "UPDATE", "DELETE", "CONNECT"};
 
-// An optional string member: absent or null -> "" and true; a string -> it;
-// any other type -> false with `error` naming the field.
-bool optional_string(const json& obj, std::string_view key, std::string_view path,
+// An optional string member: absent or null -> "" and true; a string -> it,
+// moved out of `obj` (the review is decoded once and dropped); any other type
+// -> false with `error` naming the field.
+bool optional_string(json& obj, std::string_view key, std::string_view path,
                      std::string& out, std::string& error) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return true;
@@ -28,7 +29,7 @@ bool optional_string(const json& obj, std::string_view key, std::string_view pat
             std::string(model::json_type_phrase(*it));
     return false;
   }
-  out = it->get<std::string>();
+  out = std::move(it->get_ref<std::string&>());
   return true;
 }
 
@@ -101,7 +102,7 @@ DecodedReview decode_review(std::string_view body) {
   }
   json& req = *req_it;
   AdmissionRequest& r = out.request;
-  r.api_version = api->get<std::string>();
+  r.api_version = std::move(api->get_ref<std::string&>());
   std::string error;
   if (!optional_string(req, "uid", "request.uid", r.uid, error)) {
     out.error = "request body: " + error;
@@ -168,7 +169,8 @@ DecodedReview decode_review(std::string_view body) {
         out.error = "request.userInfo.groups: expected a list of strings";
         return out;
       }
-      for (const json& name : *g) r.groups.push_back(name.get<std::string>());
+      r.groups.reserve(g->size());
+      for (json& name : *g) r.groups.push_back(std::move(name.get_ref<std::string&>()));
     }
   }
   if (auto o = req.find("object"); o != req.end()) r.object = std::move(*o);
