@@ -19,7 +19,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config \
       libcpprest-dev nlohmann-json3-dev libssl-dev libyaml-cpp-dev \
-      libboost-dev libboost-system-dev libcli11-dev libmimalloc-dev \
+      libboost-dev libboost-system-dev libcli11-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src

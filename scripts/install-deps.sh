@@ -6,7 +6,6 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libcpprest-dev nlohmann-json3-dev libssl-dev libyaml-cpp-dev libboost-dev libboost-system-dev libcli11-dev
-  libmimalloc-dev  # the process allocator of the optimised build (src/config/allocator.h)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev
   openssl curl ca-certificates unzip

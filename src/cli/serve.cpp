@@ -9,6 +9,7 @@
 // serve_local() reads Components from files and the sandbox from a flag;
 // serve_cluster() builds both from the API server's caches
 // (docs/architecture.md, "Where cluster mode plugs in").
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -36,7 +37,6 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/gate_options.h"
-#include "config/allocator.h"
 #include "config/defaults.h"
 #include "config/environment.h"
 #include "config/log.h"
@@ -363,7 +363,7 @@ server::Response to_server(admission::WebhookResponse&& r) {
 // Descriptors beyond the webhook's connections: the probe listener's, the API
 // clients', files, the log.
 constexpr std::size_t probe_headroom = 256;
-// How often serve_webhook's signal loop returns the allocator's free pages.
+// How often serve_webhook's signal loop returns malloc's free pages (tune_malloc).
 constexpr time_t kMallocTrimSeconds = 60;
 
 // Every accepted connection is a descriptor: at the soft RLIMIT_NOFILE accept()
@@ -519,19 +519,18 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
                                {"sandbox", context.sandbox.describe()},
                                {"components", std::to_string(facts.component_count())},
                                {"runtime_class", context.settings.runtime_class},
-                               {"allocator", config::allocator_name()},
                                {"startup_ms", std::to_string(startup_ms)}});
 
   int signal_number = 0;
   for (;;) {
-    // Between signals, once a minute, hand the pages the allocator holds
-    // free back to the kernel (config/allocator.h).
+    // Between signals, once a minute, hand the pages malloc holds free back
+    // to the kernel (see tune_malloc below).
     timespec trim_interval{};
     trim_interval.tv_sec = kMallocTrimSeconds;
     siginfo_t info{};
     signal_number = sigtimedwait(&signals, &info, &trim_interval);
     if (signal_number < 0) {
-      if (errno == EAGAIN) config::release_free_memory();
+      if (errno == EAGAIN) malloc_trim(0);
       continue;  // the interval passed (EAGAIN), or EINTR
     }
     if (signal_number != SIGHUP) break;
@@ -813,11 +812,38 @@ int check_config(const ServeOptions& o) {
 
 }  // namespace
 
+// glibc gives each thread that allocates an arena of its own (up to 8 per
+// core) and keeps what is freed there: under the soak (docs/security.md,
+// "Soak") RSS grew 8-12 % over 25 minutes with a flat live heap. So serve
+// caps the arenas, but at the I/O threads plus two (the main thread's arena
+// and one for the rest), not lower: with two arenas the I/O threads shared
+// one and contended on its lock, which cost 2.4x the CPU per review
+// (docs/benchmarks-changes.md, section 2). What the arenas keep free goes back
+// to the kernel once a minute (malloc_trim, from serve_webhook's signal
+// loop). MALLOC_ARENA_MAX, when set, wins.
+//
+// And the mmap and trim thresholds are fixed at 4 MiB (above the 3 MiB body
+// limit): by default a body over 128 KiB was mmapped and unmapped per request,
+// and an arena's top was trimmed back (madvise) after each large review, so
+// a 200 KB pod took 10-26 page faults per request and its CPU was bimodal,
+// 470-720 us, against about 335 us with the thresholds fixed
+// (docs/benchmarks-changes.md §8). The minute's malloc_trim still returns
+// what is free. MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_, when set, win.
+constexpr int kMallocThresholdBytes = 4 << 20;
+
+void tune_malloc(unsigned io_threads) {
+  if (std::getenv("MALLOC_MMAP_THRESHOLD_") == nullptr) mallopt(M_MMAP_THRESHOLD, kMallocThresholdBytes);
+  if (std::getenv("MALLOC_TRIM_THRESHOLD_") == nullptr) mallopt(M_TRIM_THRESHOLD, kMallocThresholdBytes);
+  if (std::getenv("MALLOC_ARENA_MAX") != nullptr) return;
+  if (io_threads == 0) io_threads = std::max(1u, std::thread::hardware_concurrency());
+  mallopt(M_ARENA_MAX, static_cast<int>(io_threads + 2));
+}
+
 int run_serve(const std::vector<std::string>& args) {
   const auto started = Clock::now();
   ServeOptions options;
   if (auto exit_code = parse_serve_options(args, options)) return *exit_code;
-  config::tune_allocator(options.threads);
+  tune_malloc(options.threads);
   config::set_min_log_level(options.log_level);
   if (options.check_config) return check_config(options);
   if (options.local) return serve_local(options, started);

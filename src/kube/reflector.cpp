@@ -1,8 +1,8 @@
 #include "kube/reflector.h"
 
-#include <algorithm>
+#include <malloc.h>
 
-#include "config/allocator.h"
+#include <algorithm>
 
 namespace ig::kube {
 namespace {
@@ -149,10 +149,10 @@ bool Reflector::list_all() {
   synced_.store(true, std::memory_order_release);
   reset_backoff();
   // The pages (parsed JSON: several MiB for thousands of objects, far more
-  // than the decoded cache) are freed by now, but the allocator keeps freed
-  // memory in its heaps: give it back, so what stays resident is the cache
-  // (a few ms, once per list).
-  config::release_free_memory();
+  // than the decoded cache) are freed by now, but glibc keeps freed memory
+  // inside its heaps and arenas: give it back, so what stays resident is the
+  // cache (a few ms, once per list).
+  malloc_trim(0);
   return true;
 }
 

@@ -19,7 +19,7 @@
 // (the Node cache's projection, controller/cluster.h). Any thread may call it;
 // a request made while a list runs is honoured by one more list after it.
 // After each complete list the freed memory of its pages is handed back to
-// the system (config::release_free_memory), so the resident size after a start is the
+// the system (malloc_trim), so the resident size after a start is the
 // caches', not the list's.
 #pragma once
 

@@ -1204,8 +1204,7 @@ class DockerfileTest(unittest.TestCase):
 
     # find_package() name -> the Debian -dev package that provides it
     PACKAGES = {"OpenSSL": "libssl-dev", "nlohmann_json": "nlohmann-json3-dev", "yaml-cpp": "libyaml-cpp-dev",
-                "Boost": "libboost-dev", "CLI11": "libcli11-dev", "cpprestsdk": "libcpprest-dev",
-                "mimalloc": "libmimalloc-dev"}
+                "Boost": "libboost-dev", "CLI11": "libcli11-dev", "cpprestsdk": "libcpprest-dev"}
 
     def setUp(self):
         with open(os.path.join(ROOT, "Dockerfile")) as f:

@@ -35,7 +35,6 @@ enum class Lib {
   CppRest,    // <cpprest/...>, <pplx/...> (cpprestsdk)
   Cli11,      // <CLI/...>
   Simd,       // <emmintrin.h> (SSE2 intrinsics, the projected parser's string scan)
-  Mimalloc,   // <mimalloc.h> (the process allocator, config/allocator.cpp)
 };
 
 struct Layer {
@@ -55,7 +54,7 @@ const std::vector<Layer>& layers() {
       {"policy", {}, {}, /*threads=*/false, /*io=*/false},
       {"model", {"policy", "base"}, {Lib::Nlohmann, Lib::YamlCpp, Lib::Simd}, /*threads=*/false},
       {"admission", {"model", "policy", "base"}, {Lib::Nlohmann}, /*threads=*/false},
-      {"config", {"policy", "base"}, {Lib::Posix, Lib::Mimalloc}},
+      {"config", {"policy", "base"}, {Lib::Posix}},
       {"tls", {"config", "base"}, {Lib::Posix, Lib::OpenSsl, Lib::Boost}},
       {"server", {"tls", "config", "base"}, {Lib::Posix, Lib::Boost}},
       {"kube", {"config", "tls", "base"},
@@ -146,7 +145,6 @@ const std::vector<LibInfo>& libraries() {
       {Lib::CppRest, "cpprestsdk", {"cpprest/", "pplx/"}, "kube only"},
       {Lib::Cli11, "CLI11", {"CLI/"}, "cli only"},
       {Lib::Simd, "SSE2 intrinsics", {"emmintrin.h"}, "model only"},
-      {Lib::Mimalloc, "mimalloc", {"mimalloc.h"}, "config only"},
   };
   return kLibs;
 }
