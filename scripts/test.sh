@@ -5,10 +5,14 @@
 # UndefinedBehaviorSanitizer, and (2) everything - unit, end-to-end and
 # packaging (Helm chart, CRD, manifests) - on the optimised build.
 #   scripts/test.sh              # everything; each stage prints "== stage X: N s =="
-# Time, fresh clone, 2 cores, 4 December 2026, another engineer's build on the
-# same cores for much of it: about 43 minutes (ASan+UBSan build 1068 s, unit
-# 64 s, e2e 263 s; fuzz 186 s; TSan 194 + 35 s; optimised build 464 s, ctest
-# 196 s; soak 123 s): 2606 s. The budget is 25 minutes: not met yet.
+# Time, fresh clone, 2 cores, 4 December 2026 17:58-18:18 UTC (nice -n 5),
+# another engineer's fuzzer, soak and benchmark on the same cores (load
+# average 1 to 7): 1182 s, about 20 minutes (deps 7 s; ASan+UBSan build 450 s,
+# unit + e2e 73 s; fuzz 160 s, its build 95; TSan 84 + 34 s; optimised build
+# 190 s, ctest 61 s; soak 123 s). The budget is 25 minutes. Before (unit test
+# files compiled one by one, one serial e2e entry, -g), quiet: 1800-1870 s
+# (ASan build 499, unit 45, e2e 220; fuzz 122, its build 57; TSan 119 + 33;
+# optimised build 444, ctest 185; soak 124).
 #   IG_SKIP_SANITIZERS=1 scripts/test.sh   # only the optimised build
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
