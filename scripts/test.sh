@@ -5,25 +5,45 @@
 # UndefinedBehaviorSanitizer, and (2) everything - unit, end-to-end and
 # packaging (Helm chart, CRD, manifests) - on the optimised build.
 #   scripts/test.sh              # everything; each stage prints "== stage X: N s =="
-# Time, fresh clone, 2 cores, 4 December 2026, another engineer's build on the
-# same cores for much of it: about 43 minutes (ASan+UBSan build 1068 s, unit
-# 64 s, e2e 263 s; fuzz 186 s; TSan 194 + 35 s; optimised build 464 s, ctest
-# 196 s; soak 123 s): 2606 s. The budget is 25 minutes: not met yet.
+# Time, fresh clone, 2 cores, 4 December 2026 17:58-18:18 UTC (nice -n 5),
+# another engineer's fuzzer, soak and benchmark on the same cores (load
+# average 1 to 7): 1182 s, about 20 minutes (deps 7 s; ASan+UBSan build 450 s,
+# unit + e2e 73 s; fuzz 160 s, its build 95; TSan 84 + 34 s; optimised build
+# 190 s, ctest 61 s; soak 123 s). The budget is 25 minutes. Before (unit test
+# files compiled one by one, one serial e2e entry, -g), quiet: 1800-1870 s
+# (ASan build 499, unit 45, e2e 220; fuzz 122, its build 57; TSan 119 + 33;
+# optimised build 444, ctest 185; soak 124).
 #   IG_SKIP_SANITIZERS=1 scripts/test.sh   # only the optimised build
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-# Per-stage wall time in the log ("== stage X: N s =="), and the total at the end.
+# Per-stage wall time in the log ("== stage X: N s =="), and the total at the end;
+# under it the stage's CPU time (user+sys of the processes it ran and waited
+# for) and the load average, so a time taken beside another build can be read.
 SECONDS=0
 stage_start=0
-stage_done() { echo "== stage $1: $((SECONDS - stage_start)) s =="; stage_start=$SECONDS; }
+clk_tck="$(getconf CLK_TCK)"
+cpu_total() {  # this shell's cutime + cstime (/proc/PID/stat fields 16, 17), in seconds
+  local st; read -r -a st < "/proc/$$/stat"
+  echo $(( (st[15] + st[16]) / clk_tck ))
+}
+stage_cpu=0
+stage_done() {
+  local cpu; cpu="$(cpu_total)"
+  echo "== stage $1: $((SECONDS - stage_start)) s =="
+  echo "   ($1: CPU $((cpu - stage_cpu)) s; $(uptime | sed 's/.*load/load/'))"
+  stage_start=$SECONDS; stage_cpu=$cpu
+}
 trap 'echo "== total: $SECONDS s =="' EXIT
 
 scripts/install-deps.sh
 scripts/install-k8s-tools.sh
 export PATH="$root/.tools/bin:$PATH"
 jobs="$(nproc)"
+# ctest entries (unit_tests, one per e2e file, the API server's and the
+# packaging checks) mostly wait on servers and timers: twice the cores.
+ctest_jobs="$((jobs * 2))"
 stage_done deps
 
 if [[ "${IG_SKIP_SANITIZERS:-0}" != "1" ]]; then
@@ -33,18 +53,21 @@ if [[ "${IG_SKIP_SANITIZERS:-0}" != "1" ]]; then
   # the instrumented code each file instantiates from nlohmann/json is compiled
   # once per batch, not once per file. Sanitizer builds only; the optimised
   # build below compiles every file on its own, as the image does.
+  # IG_UNITY_TESTS: the unit test files compiled in groups (CMakeLists.txt),
+  # here, in the TSan build and in the optimised build.
+  # IG_CTEST_UNIT_CASES=OFF: ctest runs unit_tests as one entry, one process
+  # (a sanitized process start costs ~1 s), beside the e2e entries.
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIG_SANITIZE=ON \
-    -DIG_UNITY=ON -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" >/dev/null
+    -DIG_UNITY=ON -DIG_UNITY_TESTS=ON -DIG_CTEST_UNIT_CASES=OFF \
+    -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" >/dev/null
   ninja -C build-asan -j "$jobs" unit_tests isolation-gate
   stage_done asan-build
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-  # One process for all unit tests (a sanitized process start costs ~1 s),
-  # then the end-to-end tests against the sanitized binary.
-  build-asan/unit_tests --gtest_brief=1
-  stage_done asan-unit
-  ctest --test-dir build-asan --output-on-failure -R '^e2e'
-  stage_done asan-e2e
+  # All unit tests in one process, and the end-to-end tests (one entry per
+  # tests/e2e file) against the sanitized binary, side by side.
+  ctest --test-dir build-asan --output-on-failure -j "$ctest_jobs" -R '^(unit_tests|e2e\..*)$'
+  stage_done asan-tests
   unset ASAN_OPTIONS UBSAN_OPTIONS
 fi
 
@@ -57,7 +80,7 @@ if [[ "${IG_SKIP_SANITIZERS:-0}" != "1" ]]; then
   # Only the threaded tests (server, reflector/store, leader election, event
   # recorder, certificate reload): tsan_tests in CMakeLists.txt.
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIG_TSAN=ON \
-    -DIG_UNITY=ON -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" >/dev/null
+    -DIG_UNITY=ON -DIG_UNITY_TESTS=ON -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" >/dev/null
   ninja -C build-tsan -j "$jobs" tsan_tests
   stage_done tsan-build
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/unit/tsan_suppressions.txt" \
@@ -66,10 +89,16 @@ if [[ "${IG_SKIP_SANITIZERS:-0}" != "1" ]]; then
 fi
 
 echo "== Optimised build =="
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# RelWithDebInfo (-O2 -DNDEBUG, as the image) with -g1, line tables, instead
+# of -g: GCC's code does not depend on the debug level (the same
+# instructions, objdump -d), and full -g costs half as much CPU again.
+# The product's files each on their own (no IG_UNITY), as the image.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+  -DIG_UNITY_TESTS=ON -DIG_CTEST_UNIT_CASES=OFF >/dev/null
 ninja -C build -j "$jobs"
 stage_done opt-build
-ctest --test-dir build --output-on-failure -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$ctest_jobs"
 stage_done opt-ctest
 scripts/soak.sh --duration 2m
 stage_done soak
