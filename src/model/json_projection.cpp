@@ -228,7 +228,6 @@ class Scanner {
     }
   }
 
-
   // ---- Skipping: validate a value the projection does not keep. ----
   // Most of a review is skipped (a typical pod: ~850 tokens, a few dozen
   // kept), so skipping has a fast path of its own below, written for the API
