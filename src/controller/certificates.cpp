@@ -100,6 +100,12 @@ class FieldSelectedClient final : public kube::Client {
     o.field_selector = selector_;
     return inner_.list(path, o);
   }
+  kube::ApiResult<kube::ListPage> list_each(std::string_view path, const kube::ListOptions& options,
+                                            const std::function<void(json&&)>& each) override {
+    kube::ListOptions o = options;
+    o.field_selector = selector_;
+    return inner_.list_each(path, o, each);
+  }
   kube::ApiResult<std::unique_ptr<kube::WatchStream>> watch(std::string_view path,
                                                             const kube::WatchOptions& options) override {
     kube::WatchOptions o = options;

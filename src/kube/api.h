@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -118,6 +119,19 @@ class Client {
   // `timeout` bounds the whole call, rate-limiter wait included.
   virtual ApiResult<nlohmann::json> get(std::string_view path, std::chrono::milliseconds timeout) = 0;
   virtual ApiResult<ListPage> list(std::string_view path, const ListOptions& options) = 0;
+  // list() that hands each item to `each` as soon as it is decoded, instead
+  // of collecting the page (the returned page's items are empty): a client
+  // that decodes as it reads keeps one item, not the page, in memory at a
+  // time (kube/list_decoder.h). Items handed over before an error stay
+  // handed over. The default calls list() and hands over its items.
+  virtual ApiResult<ListPage> list_each(std::string_view path, const ListOptions& options,
+                                        const std::function<void(nlohmann::json&&)>& each) {
+    auto page = list(path, options);
+    if (!page) return page;
+    for (auto& item : page->items) each(std::move(item));
+    page->items = nlohmann::json::array();
+    return page;
+  }
   virtual ApiResult<std::unique_ptr<WatchStream>> watch(std::string_view path,
                                                         const WatchOptions& options) = 0;
   virtual ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body) = 0;

@@ -19,6 +19,7 @@
 
 #include "base/json_depth.h"
 #include "base/quote.h"
+#include "kube/list_decoder.h"
 #include "kube/tls_material.h"
 
 namespace ig::kube {
@@ -479,6 +480,13 @@ struct HttpClient::Impl {
 
   // A whole exchange whose answer is one JSON object.
   ApiResult<nlohmann::json> call(const Outgoing& out, Deadline deadline) {
+    auto body = call_for_body(out, deadline);
+    if (!body) return body.failure();
+    return parse_json(out, *body);
+  }
+
+  // A whole exchange; the answer's body, not yet parsed.
+  ApiResult<std::string> call_for_body(const Outgoing& out, Deadline deadline) {
     const auto c = shared_client();
     auto sent = send(*c, out, deadline);
     if (!sent) {
@@ -492,7 +500,7 @@ struct HttpClient::Impl {
       renew_client(c);
       return body.failure();
     }
-    return parse_json(out, *body);
+    return body;
   }
 };
 
@@ -634,29 +642,21 @@ ApiResult<nlohmann::json> HttpClient::get(std::string_view path, std::chrono::mi
 }
 
 ApiResult<ListPage> HttpClient::list(std::string_view path, const ListOptions& options) {
+  nlohmann::json items = nlohmann::json::array();
+  auto page = list_each(path, options, [&items](nlohmann::json&& item) { items.push_back(std::move(item)); });
+  if (page) page->items = std::move(items);
+  return page;
+}
+
+ApiResult<ListPage> HttpClient::list_each(std::string_view path, const ListOptions& options,
+                                          const std::function<void(nlohmann::json&&)>& each) {
   Outgoing out{"LIST", http::methods::GET, std::string(path), std::string(path) + list_query(options),
                std::nullopt, {}};
-  auto doc = impl_->call(out, Clock::now() + impl_->options.request_timeout);
-  if (!doc) return doc.failure();
-  ListPage page;
-  auto items = doc->find("items");
-  if (items != doc->end() && !items->is_null()) {
-    if (!items->is_array()) return no_answer(out.verb, out.path, "field items is not a list");
-    page.items = std::move(*items);
-  }
-  auto meta = doc->find("metadata");
-  if (meta != doc->end() && !meta->is_null()) {
-    if (!meta->is_object()) return no_answer(out.verb, out.path, "field metadata is not an object");
-    for (auto [key, target] : {std::pair{"resourceVersion", &page.resource_version},
-                               std::pair{"continue", &page.continue_token}}) {
-      auto f = meta->find(key);
-      if (f == meta->end() || f->is_null()) continue;
-      if (!f->is_string())
-        return no_answer(out.verb, out.path, std::string("field metadata.") + key + " is not a string");
-      *target = f->get<std::string>();
-    }
-  }
-  return page;
+  auto body = impl_->call_for_body(out, Clock::now() + impl_->options.request_timeout);
+  if (!body) return body.failure();
+  auto page = decode_list(*body, impl_->options.max_json_depth, each);
+  if (!page) return no_answer(out.verb, out.path, page.error());
+  return std::move(*page);
 }
 
 ApiResult<std::unique_ptr<WatchStream>> HttpClient::watch(std::string_view path, const WatchOptions& options) {

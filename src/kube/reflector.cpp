@@ -109,7 +109,10 @@ bool Reflector::list_all() {
   while (!stopping()) {
     // Cleared per attempt: a relist() after this point lists once more.
     if (options.continue_token.empty()) relist_.store(false, std::memory_order_release);
-    auto page = client_.list(options_.path, options);
+    // Each item goes into the sink as it is decoded: no page of thousands
+    // of parsed objects is held while the cache fills (kube/list_decoder.h).
+    auto page = client_.list_each(options_.path, options,
+                                  [this](nlohmann::json&& item) { sink_.add_listed(item); });
     if (!page) {
       const ApiError& e = page.failure();
       {
@@ -134,7 +137,6 @@ bool Reflector::list_all() {
       continue;
     }
     if (options.continue_token.empty()) list_rv = page->resource_version;
-    for (const auto& item : page->items) sink_.add_listed(item);
     if (page->continue_token.empty()) break;
     options.continue_token = page->continue_token;
   }
@@ -148,10 +150,10 @@ bool Reflector::list_all() {
   sink_.end_replace(list_rv);
   synced_.store(true, std::memory_order_release);
   reset_backoff();
-  // The pages (parsed JSON: several MiB for thousands of objects, far more
-  // than the decoded cache) are freed by now, but glibc keeps freed memory
-  // inside its heaps and arenas: give it back, so what stays resident is the
-  // cache (a few ms, once per list).
+  // The pages' bodies (several MiB for thousands of objects) and each item's
+  // parsed JSON are freed by now, but glibc keeps freed memory inside its
+  // heaps and arenas: give it back, so what stays resident is the cache (a
+  // few ms, once per list).
   malloc_trim(0);
   return true;
 }

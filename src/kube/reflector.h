@@ -18,9 +18,11 @@
 // cut short): for a sink whose decoding depends on something that changed
 // (the Node cache's projection, controller/cluster.h). Any thread may call it;
 // a request made while a list runs is honoured by one more list after it.
-// After each complete list the freed memory of its pages is handed back to
-// the system (malloc_trim), so the resident size after a start is the
-// caches', not the list's.
+// A list's items go into the sink one at a time as each is decoded
+// (Client::list_each), so no page of parsed objects is held while the cache
+// fills; after each complete list the freed memory is handed back to the
+// system (malloc_trim), so the resident size after a start is the caches',
+// not the list's.
 #pragma once
 
 #include <atomic>
