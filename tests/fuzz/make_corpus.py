@@ -114,4 +114,12 @@ write(wd, "error-status", b"\x01\x20" + (ev("ADDED", node) + ev("ERROR", {"kind"
 write(wd, "partial", b"\x02\x05\x09" + (ev("ADDED", node) + '{"type":"ADDED","obj').encode())
 write(wd, "not-json", b"\x01\x03" + (ev("ADDED", node) + "{\n").encode())
 write(wd, "long-line", b"\x01\xff" + ev("ADDED", {"data": {"k": "x" * 600}}).encode())
+# list_decoder_fuzz: a LIST answer's body.
+ld = "list_decoder_fuzz"
+write(ld, "page", json.dumps({"kind": "NodeList", "apiVersion": "v1",
+                              "metadata": {"resourceVersion": "42", "continue": "eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ"},
+                              "items": [node, {"metadata": {"name": "b"}, "spec": {"items": [1, [2]]}}]}).encode())
+write(ld, "scalars", b'{"items":[1,"two",null,true,-3.5e2,[],{}],"metadata":{"continue":null}}')
+write(ld, "twice", b'{"items":[],"items":[{}]}')
+write(ld, "not-a-list", b'{"metadata":{"resourceVersion":7},"items":{}}')
 print("corpora written under", out)
