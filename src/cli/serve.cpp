@@ -117,6 +117,7 @@ struct ServeOptions {
   std::chrono::milliseconds cert_validity{std::chrono::hours(24 * 365)};
   std::chrono::milliseconds ca_validity{std::chrono::hours(24 * 365 * 10)};
   double kube_api_qps = kube::RateLimiter::kDefaultQps;
+  std::size_t status_workers = 1;
   int kube_api_burst = kube::RateLimiter::kDefaultBurst;
   std::size_t kube_list_page_size = 5000;
 };
@@ -239,6 +240,12 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
       ->type_name("QPS");
   app->add_option("--kube-api-burst", o.kube_api_burst, "cluster mode: Kubernetes API request burst")
       ->check(CLI::Range(1, 10000).description(""))
+      ->type_name("N");
+  app->add_option("--status-workers", o.status_workers,
+                  "cluster mode, leader: Component status writes in flight at once\n"
+                  "(all under the --kube-api-qps limit; more help only when the API\n"
+                  "server's round trip, not the limit, bounds the rate)")
+      ->check(CLI::Range(1, 64).description(""))
       ->type_name("N");
   app->add_option("--kube-list-page-size", o.kube_list_page_size,
                   "cluster mode: objects per LIST page of the Component, RuntimeClass\n"
@@ -686,6 +693,7 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
   controller::OperatorOptions operator_options;
   operator_options.evict = o.evict_drifted;
   operator_options.evict_per_minute = o.evict_rate;
+  operator_options.status.workers = o.status_workers;
   operator_options.log = log_adapter;
   controller::Operator op(**client, cluster, &events, std::move(operator_options));
 

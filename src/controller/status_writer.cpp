@@ -22,11 +22,12 @@ StatusWriter::~StatusWriter() { stop(); }
 
 void StatusWriter::start() {
   std::lock_guard lock(mu_);
-  if (thread_.joinable()) return;
+  if (!threads_.empty()) return;
   stopping_ = false;
   all_pending_ = true;  // a new term: every Component is checked once
   written_.clear();
-  thread_ = std::thread([this] { run(); });
+  for (std::size_t i = 0; i < std::max<std::size_t>(options_.workers, 1); ++i)
+    threads_.emplace_back([this] { run(); });
 }
 
 void StatusWriter::stop() noexcept {
@@ -35,8 +36,21 @@ void StatusWriter::stop() noexcept {
     stopping_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard lock(mu_);
+    threads.swap(threads_);
+  }
+  for (auto& t : threads) {
+    if (t.get_id() == std::this_thread::get_id()) {
+      t.detach();  // (not reached: the workers never call stop())
+    } else if (t.joinable()) {
+      t.join();
+    }
+  }
   std::lock_guard lock(mu_);
+  processing_.clear();
+  dirty_.clear();
   queue_.clear();
   queued_.clear();
   sweep_keys_ = {};
@@ -112,7 +126,8 @@ bool StatusWriter::next(std::string& key) {
       key = std::move(queue_.front());
       queue_.pop_front();
       queued_.erase(key);
-      return true;
+      if (take(key)) return true;
+      continue;
     }
     if (sweep_next_ < sweep_ends_.size()) {
       const std::uint32_t begin = sweep_next_ == 0 ? 0 : sweep_ends_[sweep_next_ - 1];
@@ -122,7 +137,8 @@ bool StatusWriter::next(std::string& key) {
         sweep_ends_ = {};
         sweep_next_ = 0;
       }
-      return true;
+      if (take(key)) return true;
+      continue;
     }
     if (retry_.empty()) {
       cv_.wait(lock);
@@ -130,6 +146,25 @@ bool StatusWriter::next(std::string& key) {
       cv_.wait_until(lock, retry_.begin()->first);
     }
   }
+}
+
+bool StatusWriter::take(std::string& key) {
+  if (processing_.count(key) != 0) {
+    dirty_.insert(std::move(key));  // done() queues it again
+    return false;
+  }
+  processing_.insert(key);
+  return true;
+}
+
+void StatusWriter::done(const std::string& key) {
+  {
+    std::lock_guard lock(mu_);
+    processing_.erase(key);
+    if (dirty_.erase(key) == 0 || stopping_ || !queued_.insert(key).second) return;
+    queue_.push_back(key);
+  }
+  cv_.notify_one();
 }
 
 void StatusWriter::run() {
@@ -140,12 +175,14 @@ void StatusWriter::run() {
     } catch (const std::exception& e) {
       if (options_.log) options_.log("error", "component status " + key + ": " + e.what());
     }
+    done(key);
   }
 }
 
 void StatusWriter::process(const std::string& key) {
   auto record = components_.find(key);
   if (!record) {
+    std::lock_guard lock(mu_);
     written_.erase(key);
     return;
   }
@@ -157,19 +194,21 @@ void StatusWriter::process(const std::string& key) {
   in.now = options_.now ? options_.now() : std::time(nullptr);
   json status = desired_status(*record, in);
   const std::uint64_t want = status_fingerprint(status);
-  auto written = written_.find(key);
-  if (written != written_.end() && written->second == record->status_fingerprint) {
-    written_.erase(written);  // the cache shows our write now
-    written = written_.end();
-  }
-  if (want == record->status_fingerprint || (written != written_.end() && written->second == want)) {
-    std::lock_guard lock(mu_);
-    ++stats_.unchanged;
-    backoff_.erase(key);
-    return;
-  }
   {
     std::lock_guard lock(mu_);
+    bool ours = false;  // what this writer last wrote for the key is `want`
+    if (auto written = written_.find(key); written != written_.end()) {
+      if (written->second == record->status_fingerprint) {
+        written_.erase(written);  // the cache shows our write now
+      } else {
+        ours = written->second == want;
+      }
+    }
+    if (want == record->status_fingerprint || ours) {
+      ++stats_.unchanged;
+      backoff_.erase(key);
+      return;
+    }
     if (stopping_) return;  // the fence: no write starts after stop()
   }
   json body = {{"status", status}};

@@ -4,7 +4,10 @@
 // changes.
 //
 // The shape is controller-runtime's: a work queue of keys, deduplicated (a
-// key queued twice is processed once), one worker; triggers enqueue keys:
+// key queued twice is processed once), `workers` workers (its
+// MaxConcurrentReconciles; a key is never processed by two at once: one
+// enqueued while it is processed is processed again after); triggers enqueue
+// keys:
 // a Component change its key, a sandbox flip or a relist every key
 // (enqueue_all), a drift count change its Component's key.
 //
@@ -18,7 +21,9 @@
 //    subresource; runtimeClassName is nulled when not RequireSetec.
 //  - Errors: 404 (the Component is gone) drops the key; others requeue it
 //    with exponential backoff per key (500 ms doubling to 30 s), logged once
-//    per distinct message. The client's rate limit paces the writes.
+//    per distinct message. The client's rate limit paces the writes (shared
+//    by every worker: more workers only help while one write's round trip,
+//    not the limit, is what bounds the rate).
 //  - start()/stop() (stop is prompt: no new write starts after it; a write
 //    in flight finishes within the client's request timeout) may be called
 //    again for each term of leadership. enqueue*() are thread-safe and never
@@ -39,6 +44,7 @@
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "admission/context.h"
 #include "controller/component_status.h"
@@ -54,6 +60,7 @@ struct StatusWriterOptions {
   std::function<bool()> ready;                                              // empty: always
   std::function<std::time_t()> now;                                         // empty: time()
   std::chrono::milliseconds retry_initial{500}, retry_max{30'000};
+  std::size_t workers = 1;  // --status-workers; at least 1
   std::function<void(std::string_view level, std::string_view message)> log;
 };
 
@@ -72,7 +79,7 @@ class StatusWriter {
   StatusWriter(const StatusWriter&) = delete;
   StatusWriter& operator=(const StatusWriter&) = delete;
 
-  void start();           // enqueues every key, then runs the worker
+  void start();           // enqueues every key, then runs the workers
   void stop() noexcept;
   void enqueue(std::string_view key);
   void enqueue_all();
@@ -80,7 +87,9 @@ class StatusWriter {
 
  private:
   void run();
-  bool next(std::string& key);  // false when stopping
+  bool next(std::string& key);  // false when stopping; marks the key in process
+  bool take(std::string& key);  // under mu_: claims `key` unless in process (then dirty)
+  void done(const std::string& key);
   void process(const std::string& key);
 
   kube::Client& client_;
@@ -104,11 +113,12 @@ class StatusWriter {
   std::unordered_map<std::string, std::chrono::milliseconds> backoff_;
   bool all_pending_ = false;
   bool stopping_ = true;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
   StatusWriterStats stats_;
   std::string last_error_;
-  // Worker thread only: key -> fingerprint this writer last wrote, until the
-  // cache shows it.
+  // Keys a worker is processing, and those of them enqueued again meanwhile.
+  std::unordered_set<std::string> processing_, dirty_;
+  // key -> fingerprint this writer last wrote, until the cache shows it.
   std::unordered_map<std::string, std::uint64_t> written_;
 };
 

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <map>
+#include <set>
 #include <mutex>
 #include <thread>
 
@@ -37,10 +39,17 @@ class PatchRecorder final : public kube::Client {
     return refused();
   }
   kube::ApiResult<json> patch(std::string_view path, kube::PatchType type, const json& body) override {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     EXPECT_EQ(type, kube::PatchType::Merge);
     patches.push_back({std::string(path), body});
+    if (++in_flight[std::string(path)] > 1) overlapped = true;
+    ++in_flight_total;
+    max_in_flight = std::max(max_in_flight, in_flight_total);
     cv_.notify_all();
+    // Held writes stay in flight until release() (bounded).
+    cv_.wait_for(lock, 10s, [&] { return !hold; });
+    --in_flight[std::string(path)];
+    --in_flight_total;
     if (!answers.empty()) {
       int code = answers.front();
       answers.pop_front();
@@ -56,6 +65,16 @@ class PatchRecorder final : public kube::Client {
     std::unique_lock lock(mu_);
     return cv_.wait_for(lock, 10s, [&] { return patches.size() >= n; });
   }
+  // Waits (bounded) until `n` writes are in flight at once.
+  bool wait_in_flight(int n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, 10s, [&] { return in_flight_total >= n; });
+  }
+  void release() {
+    std::lock_guard lock(mu_);
+    hold = false;
+    cv_.notify_all();
+  }
   json last_status() {
     std::lock_guard lock(mu_);
     return patches.back().second["status"];
@@ -65,6 +84,10 @@ class PatchRecorder final : public kube::Client {
   std::condition_variable cv_;
   std::vector<std::pair<std::string, json>> patches;
   std::deque<int> answers;
+  bool hold = false;
+  std::map<std::string, int> in_flight;  // by path
+  int in_flight_total = 0, max_in_flight = 0;
+  bool overlapped = false;  // two writes of one Component at once
 };
 
 class Sandbox final : public admission::SandboxView {
@@ -90,7 +113,7 @@ struct Fixture {
   std::atomic<bool> ready{true};
   std::unique_ptr<StatusWriter> writer;
 
-  explicit Fixture(const std::vector<json>& components) {
+  explicit Fixture(const std::vector<json>& components, std::size_t workers = 1) {
     store.begin_replace();
     for (const auto& c : components) store.add_listed(c);
     store.end_replace("1");
@@ -100,6 +123,7 @@ struct Fixture {
     o.now = [] { return std::time_t{1'790'000'000}; };
     o.retry_initial = 1ms;
     o.retry_max = 5ms;
+    o.workers = workers;
     writer = std::make_unique<StatusWriter>(api, store, sandbox, std::move(o));
   }
   // Waits (bounded) until the writer has looked at `n` keys in all.
@@ -183,6 +207,46 @@ TEST(StatusWriter, FailuresAreRetriedAndAVanishedComponentIsDropped) {
   ASSERT_TRUE(f.api.wait_for(5));
   ASSERT_TRUE(f.processed(5));
   EXPECT_EQ(f.api.count(), 5u);
+}
+
+}  // namespace
+}  // namespace ig::controller
+
+namespace ig::controller {
+namespace {
+
+TEST(StatusWriter, WorkersWriteInParallelButNeverOneComponentTwiceAtOnce) {
+  std::vector<json> components;
+  for (int i = 0; i < 40; ++i) components.push_back(component("c" + std::to_string(i), "untrusted"));
+  Fixture f(components, 4);
+  f.api.hold = true;
+  f.writer->start();
+  // Four writes in flight at once: one per worker.
+  ASSERT_TRUE(f.api.wait_in_flight(4));
+  // A Component being written is enqueued again: it is not written by a
+  // second worker meanwhile, but checked again once its write is done.
+  std::vector<std::string> held;
+  {
+    std::lock_guard lock(f.api.mu_);
+    for (const auto& [path, n] : f.api.in_flight)
+      if (n > 0) held.push_back(path);
+  }
+  ASSERT_EQ(held.size(), 4u);
+  const std::string first = held[0].substr(held[0].find("/components/") + 12);
+  const std::string name = first.substr(0, first.find('/'));
+  f.writer->enqueue("team-a/" + name);
+  f.api.release();
+  ASSERT_TRUE(f.api.wait_for(40));
+  // 40 Components, each written once; the one enqueued twice was looked at
+  // again (unchanged: its write is remembered).
+  ASSERT_TRUE(f.processed(41));
+  EXPECT_EQ(f.api.count(), 40u);
+  EXPECT_FALSE(f.api.overlapped);
+  EXPECT_EQ(f.api.max_in_flight, 4);
+  std::set<std::string> paths;
+  for (const auto& [path, body] : f.api.patches) paths.insert(path);
+  EXPECT_EQ(paths.size(), 40u);
+  f.writer->stop();
 }
 
 }  // namespace
