@@ -16,14 +16,14 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/ssl.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 
 #include "base/json_text.h"
+#include "tls/direct_stream.h"
 #include "tls/server_context.h"
 
 namespace ig::server {
@@ -301,7 +301,8 @@ struct RequestBody {
 template <bool Tls>
 class Session final : public SessionBase, public std::enable_shared_from_this<Session<Tls>> {
  public:
-  using Stream = std::conditional_t<Tls, beast::ssl_stream<ConnSocket>, ConnSocket>;
+  // TLS: OpenSSL on the socket's descriptor (tls/direct_stream.h).
+  using Stream = std::conditional_t<Tls, tls::DirectStream<ConnSocket>, ConnSocket>;
 
   // The connection holds one slot of `source` (Listener::take_source), given
   // back by the destructor.
@@ -342,7 +343,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
  private:
   static Stream make_stream(ConnSocket&& socket, ssl::context* ctx) {
     if constexpr (Tls) {
-      return Stream(std::move(socket), *ctx);
+      return Stream(std::move(socket), ctx->native_handle());
     } else {
       (void)ctx;
       return Stream(std::move(socket));
@@ -396,7 +397,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   void on_start() {
     if constexpr (Tls) {
       set_deadline(opts_.handshake_timeout);
-      stream_.async_handshake(ssl::stream_base::server, bind(&Session::on_handshake));
+      stream_.async_handshake(bind(&Session::on_handshake));
     } else {
       read_request();
     }

@@ -9,7 +9,9 @@
 //   It serves any number of listeners (add_listener), each plain HTTP or TLS;
 //   a TLS listener needs the ReloadingTlsContext given at construction and each
 //   accepted connection takes tls.current() once, at accept time (so a reload
-//   never disturbs open connections).
+//   never disturbs open connections). TLS runs in OpenSSL on the socket's
+//   descriptor (tls::DirectStream, tls/direct_stream.h), Asio only waiting for
+//   readiness; Beast reads and writes through it.
 // - Each request is read with the listener's limits and timeouts, then passed
 //   to the Handler on an I/O thread (see http_exchange.h). HTTP/1.0 and 1.1,
 //   keep-alive, pipelining (sequentially), Expect: 100-continue. A response

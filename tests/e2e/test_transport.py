@@ -190,6 +190,66 @@ class Exhaustion(unittest.TestCase):
                 self.assertEqual(proc.returncode, 2, proc.stderr)
 
 
+class TlsRecords(h.ServerTestCase):
+    """TLS on the socket's descriptor (tls/direct_stream.h) against real clients:
+    records that stop half way, TLS 1.2 and 1.3 with a body of many records."""
+
+    server_kwargs = {"sandbox": "available", "extra_args": ["--tls-handshake-timeout", "1s"]}
+
+    # The first 5 bytes of an application-data record announcing 100 bytes, and 10 of them.
+    PARTIAL_RECORD = bytes([0x17, 0x03, 0x03, 0x00, 0x64]) + b"z" * 10
+
+    def raw_twin(self, tls):
+        """A second socket object on the TLS socket's connection, to write bytes past TLS."""
+        return socket.socket(fileno=os.dup(tls.fileno()))
+
+    def test_a_partial_client_hello_then_silence_is_closed_by_the_handshake_timeout(self):
+        before = metric(self.server, "isolation_gate_tls_handshake_timeouts_total", listener="webhook")
+        s = socket.create_connection((self.server.host, self.server.port), timeout=10)
+        self.addCleanup(s.close)
+        s.sendall(bytes([0x16, 0x03, 0x01, 0x02, 0x00]) + b"\x01\x00")  # a ClientHello's first 7 bytes
+        self.assertTrue(closed_at_once(s, timeout=20), "the stalled handshake was not closed")
+        wait_for(lambda: metric(self.server, "isolation_gate_tls_handshake_timeouts_total",
+                                listener="webhook") >= before + 1, "the handshake timeout to be counted")
+
+    def test_a_peer_that_closes_mid_record_leaves_the_server_serving(self):
+        requests = metric(self.server, "isolation_gate_http_requests_total", listener="webhook")
+        for prefix in (b"", ("POST /mutate/pods HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                             "Content-Length: 1000\r\n\r\n" % h.SERVICE_HOST).encode()):
+            with self.subTest(after_header=bool(prefix)):
+                tls = self.server.tls_socket()
+                if prefix:
+                    tls.sendall(prefix)
+                raw = self.raw_twin(tls)
+                raw.sendall(self.PARTIAL_RECORD)
+                raw.close()
+                tls.close()
+        wait_for(lambda: metric(self.server, "isolation_gate_connections_active", listener="webhook") == 0,
+                 "the half-record connections to be closed")
+        self.assertEqual(metric(self.server, "isolation_gate_http_requests_total", listener="webhook"), requests)
+        r = self.server.request("GET", "/healthz")
+        self.assertEqual(r.status, 200, r)
+
+    def test_tls_1_2_and_1_3_clients_get_a_large_review_answered(self):
+        pod = h.example_pod("report-parser-pod.yaml")
+        pod.setdefault("metadata", {}).setdefault("annotations", {})["padding"] = "p" * (200 * 1024)
+        body = json.dumps(h.pod_review(pod)).encode()
+        self.assertGreater(len(body), 200 * 1024)
+        for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+            with self.subTest(version=version.name):
+                ctx = self.server.context()
+                ctx.minimum_version = ctx.maximum_version = version
+                conn = self.server.connection(context=ctx)
+                self.addCleanup(conn.close)
+                for _ in range(2):  # keep-alive: the second request on the same connection
+                    r = self.server.request("POST", "/mutate/pods", body=body, conn=conn)
+                    self.assertEqual(r.status, 200, r)
+                    review = json.loads(r.body)
+                    self.assertIn("allowed", review["response"])
+                self.assertEqual(conn.sock.version(), {ssl.TLSVersion.TLSv1_2: "TLSv1.2",
+                                                       ssl.TLSVersion.TLSv1_3: "TLSv1.3"}[version])
+
+
 @unittest.skipUnless(OPENSSL, "openssl is not installed")
 class Protocols(h.ServerTestCase):
     server_kwargs = {"sandbox": "available"}
