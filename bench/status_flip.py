@@ -12,7 +12,7 @@ the time until the status queue is empty, and the achieved rate against the
 client limit; at the end, every Component's status in the API is checked to
 carry the decision after the flip.
 
-  bench/status_flip.py [--components 5000] [--qps 100] [--burst 100]
+  bench/status_flip.py [--components 5000] [--qps 100] [--burst 100] [--workers 1]
 
 Needs bench/run.sh's build-bench/. Prints a Markdown table; writes
 build-bench/results/status_flip.json.
@@ -74,13 +74,16 @@ def main():
     ap.add_argument("--components", type=int, default=5000)
     ap.add_argument("--qps", type=float, default=100)
     ap.add_argument("--burst", type=int, default=100)
+    ap.add_argument("--workers", type=int, default=1, help="--status-workers")
     ap.add_argument("--out", default=os.path.join(cluster.REPO, "build-bench", "results", "status_flip.json"))
     args = ap.parse_args()
     fx = cluster.Fixture(args)
     api, kubeconfig = fx.api(args.components, 1, corpus=False)
     started = time.monotonic()
-    proc, ready_ms = fx.gate(kubeconfig, ["--kube-api-qps", str(args.qps), "--kube-api-burst", str(args.burst)])
-    results = {"components": args.components, "qps": args.qps, "burst": args.burst, "ready_ms": ready_ms}
+    proc, ready_ms = fx.gate(kubeconfig, ["--kube-api-qps", str(args.qps), "--kube-api-burst", str(args.burst),
+                                        "--status-workers", str(args.workers)])
+    results = {"components": args.components, "qps": args.qps, "burst": args.burst, "workers": args.workers,
+               "ready_ms": ready_ms}
     try:
         first_s, first_writes, first_samples = drain(args.components, 0, started)
         writes0 = metric_sum(metrics(), WRITES, WRITTEN) or 0
@@ -106,7 +109,8 @@ def main():
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(results, f, indent=1)
-    print(f"\n{args.components} Components, --kube-api-qps {args.qps:g} --kube-api-burst {args.burst}\n")
+    print(f"\n{args.components} Components, --kube-api-qps {args.qps:g} --kube-api-burst {args.burst} "
+          f"--status-workers {args.workers}\n")
     print("| pass | status writes | seconds until the queue is empty | steady writes/s (10-90 %) | client limit |")
     print("|---|---|---|---|---|")
     for key, label in (("first_pass", "first pass, after start"), ("after_flip", "after the sandbox flip")):
