@@ -31,18 +31,21 @@ bool is_workload_kind(std::string_view group, std::string_view kind) {
 // chosen by request.kind. Returns the disagreement, or "" when they agree.
 std::string ensure_type_meta(AdmissionRequest& r, nlohmann::json& object,
                              std::string_view field = "request.object") {
-  const std::string api_version =
-      r.kind_group.empty() ? r.kind_version : r.kind_group + "/" + r.kind_version;
+  // Compared as strings (a json == string builds a json first), and the
+  // group/version joined only when there is a group.
   auto kind = object.find("kind");
   if (kind == object.end() || kind->is_null()) {
     object["kind"] = r.kind;
-  } else if (!kind->is_string() || *kind != r.kind) {
+  } else if (!kind->is_string() || kind->get_ref<const std::string&>() != r.kind) {
     return std::string(field) + ".kind does not match request.kind " + r.kind;
   }
+  std::string joined;
+  if (!r.kind_group.empty()) joined.append(r.kind_group).append("/").append(r.kind_version);
+  const std::string& api_version = r.kind_group.empty() ? r.kind_version : joined;
   auto api = object.find("apiVersion");
   if (api == object.end() || api->is_null()) {
     object["apiVersion"] = api_version;
-  } else if (!api->is_string() || *api != api_version) {
+  } else if (!api->is_string() || api->get_ref<const std::string&>() != api_version) {
     return std::string(field) + ".apiVersion does not match request.kind " + api_version;
   }
   return {};

@@ -84,14 +84,17 @@ DecodedReview decode_review(std::string_view body) {
     out.error = "request body: expected an AdmissionReview object";
     return out;
   }
+  // Compared as strings: a json == "literal" builds a json (an allocation) first.
   auto api = review.find("apiVersion");
   if (api == review.end() || !api->is_string() ||
-      (*api != "admission.k8s.io/v1" && *api != "admission.k8s.io/v1beta1")) {
+      (api->get_ref<const std::string&>() != "admission.k8s.io/v1" &&
+       api->get_ref<const std::string&>() != "admission.k8s.io/v1beta1")) {
     out.error = "request body: apiVersion must be admission.k8s.io/v1";
     return out;
   }
   auto kind = review.find("kind");
-  if (kind == review.end() || !kind->is_string() || *kind != "AdmissionReview") {
+  if (kind == review.end() || !kind->is_string() ||
+      kind->get_ref<const std::string&>() != "AdmissionReview") {
     out.error = "request body: kind must be AdmissionReview";
     return out;
   }
@@ -180,27 +183,8 @@ DecodedReview decode_review(std::string_view body) {
 }
 
 std::string base64_encode(std::string_view data) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out((data.size() + 2) / 3 * 4, '=');
-  char* o = out.data();
-  const auto* in = reinterpret_cast<const unsigned char*>(data.data());
-  std::size_t i = 0;
-  for (; i + 2 < data.size(); i += 3, o += 4) {
-    const unsigned n = (unsigned{in[i]} << 16) | (unsigned{in[i + 1]} << 8) | in[i + 2];
-    o[0] = kAlphabet[(n >> 18) & 63];
-    o[1] = kAlphabet[(n >> 12) & 63];
-    o[2] = kAlphabet[(n >> 6) & 63];
-    o[3] = kAlphabet[n & 63];
-  }
-  if (i < data.size()) {  // one or two bytes left: "xx==" or "xxx="
-    unsigned n = unsigned{in[i]} << 16;
-    const bool two = i + 1 < data.size();
-    if (two) n |= unsigned{in[i + 1]} << 8;
-    o[0] = kAlphabet[(n >> 18) & 63];
-    o[1] = kAlphabet[(n >> 12) & 63];
-    if (two) o[2] = kAlphabet[(n >> 6) & 63];
-  }
+  std::string out;
+  json_text::append_base64(out, data);
   return out;
 }
 
@@ -209,7 +193,10 @@ std::string encode_response(const AdmissionRequest& request, const Answer& answe
   // tests/unit/admission_webhook_test.cpp compares the two).
   const bool allowed = answer.allowed();
   std::string out;
-  out.reserve(256 + answer.message.size() + answer.patch.size() * 4 / 3);
+  std::size_t size = 256 + request.uid.size() + answer.message.size() + answer.patch.size() * 4 / 3;
+  for (const auto& [key, value] : answer.audit) size += key.size() + value.size() + 6;
+  for (const auto& text : answer.warnings) size += text.size() + 3;
+  out.reserve(size);
   json_text::Writer w(out);
   w.begin_object();
   w.key("apiVersion").string(request.api_version.empty() ? std::string_view("admission.k8s.io/v1")
@@ -219,20 +206,38 @@ std::string encode_response(const AdmissionRequest& request, const Answer& answe
   w.key("allowed").boolean(allowed);
   if (!answer.audit.empty()) {
     // Sorted by key; a key given twice keeps its last value (as a map would).
-    std::vector<const std::pair<std::string, std::string>*> audit;
-    audit.reserve(answer.audit.size());
-    for (const auto& kv : answer.audit) audit.push_back(&kv);
-    std::stable_sort(audit.begin(), audit.end(),
-                     [](const auto* a, const auto* b) { return a->first < b->first; });
+    // The order is sorted on the stack (a review has a handful).
+    using Entry = const std::pair<std::string, std::string>*;
+    Entry small[16];
+    std::vector<Entry> large;
+    Entry* audit = small;
+    const std::size_t n = answer.audit.size();
+    if (n > std::size(small)) {
+      large.resize(n);
+      audit = large.data();
+    }
+    for (std::size_t i = 0; i < n; ++i) audit[i] = &answer.audit[i];
+    const auto by_key = [](Entry a, Entry b) { return a->first < b->first; };
+    if (n > std::size(small)) {
+      std::stable_sort(audit, audit + n, by_key);
+    } else {
+      // Stable, in place: insertion sort (std::stable_sort takes a heap buffer).
+      for (std::size_t i = 1; i < n; ++i) {
+        const Entry e = audit[i];
+        std::size_t j = i;
+        for (; j > 0 && by_key(e, audit[j - 1]); --j) audit[j] = audit[j - 1];
+        audit[j] = e;
+      }
+    }
     w.key("auditAnnotations").begin_object();
-    for (std::size_t i = 0; i < audit.size(); ++i) {
-      if (i + 1 < audit.size() && audit[i + 1]->first == audit[i]->first) continue;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i + 1 < n && audit[i + 1]->first == audit[i]->first) continue;
       w.key(audit[i]->first).string(audit[i]->second);
     }
     w.end_object();
   }
   if (!answer.patch.empty()) {
-    w.key("patch").string(base64_encode(answer.patch));
+    w.key("patch").base64(answer.patch);
     w.key("patchType").string("JSONPatch");
   }
   if (!allowed) {

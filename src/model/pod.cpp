@@ -160,11 +160,16 @@ bool read_containers(const json& spec, std::string_view list_key, std::string_vi
         !read_optional_string(container, "image", item_path, source, entry.image, error)) {
       return false;
     }
-    entry.name = std::string(prefix);
-    if (name) {
-      entry.name += *name;
+    if (name && prefix.empty()) {
+      entry.name = std::move(*name);  // the usual container: its name as it is
     } else {
-      entry.name += "#" + std::to_string(index - 1);
+      entry.name.reserve(prefix.size() + (name ? name->size() : 8));
+      entry.name.append(prefix);
+      if (name) {
+        entry.name += *name;
+      } else {
+        entry.name += "#" + std::to_string(index - 1);
+      }
     }
     if (privileged) out.push_back(entry.name);
     images.push_back(std::move(entry));
@@ -192,7 +197,8 @@ Result<PodLocation> locate_pod(const json& object, std::string_view source) {
   for (const auto& info : kKinds) {
     if (kind != info.kind) continue;
     auto api = object.find("apiVersion");
-    if (api != object.end() && !(api->is_string() && *api == info.api_version)) {
+    if (api != object.end() &&
+        !(api->is_string() && api->get_ref<const std::string&>() == info.api_version)) {
       return fail(src + ": apiVersion: expected " + std::string(info.api_version) + " for kind " +
                   kind);
     }
@@ -240,11 +246,12 @@ Result<PodFacts> read_pod_facts(const json& object, const PodLocation& where,
       return fail(error);
     }
     if (name && !name->empty()) {
-      facts.object_name = *name;
+      facts.object_name = std::move(*name);
     } else if (generate_name && !generate_name->empty()) {
-      facts.object_name = *generate_name + "*";
+      facts.object_name = std::move(*generate_name);
+      facts.object_name.push_back('*');
     }
-    facts.namespace_ = ns.value_or("");
+    if (ns) facts.namespace_ = std::move(*ns);
   }
   if (!error.empty()) return fail(error);
 
