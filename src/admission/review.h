@@ -82,7 +82,12 @@ struct DecodedReview {
 
 // What isolation-gate reads of an AdmissionReview: the request's identity
 // and, of request.object, what Pods, workload templates and Components need.
+// The envelope's fields carry capture slots (model/json_projection.h):
+// decode_review() reads them with model::parse_captured(), without a DOM;
+// parse_projected() with it gives the same DOM as without slots.
 const model::Projection& admission_review_projection();
+// The number of capture slots in admission_review_projection().
+std::size_t admission_review_slot_count() noexcept;
 
 DecodedReview decode_review(std::string_view body);
 
