@@ -261,7 +261,8 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
   a.annotate("shape", shape_name);
   a.annotate("sandbox", sandbox_name);
 
-  const std::string label(model::kComponentLabel);
+  // The label's name, for the denials only (no copy on the admitted path).
+  const auto label = [] { return std::string(model::kComponentLabel); };
   if (stage == Stage::Update) {
     if (old == nullptr) {
       a = undecidable("the pod before the update (request.oldObject) is missing");
@@ -272,7 +273,7 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
         return c ? q(*c) : std::string("(none)");
       };
       deny(Reason::ComponentLabelChanged,
-           denied_prefix(facts, ns) + "the update changes its label " + label + " from " +
+           denied_prefix(facts, ns) + "the update changes its label " + label() + " from " +
                label_value(old->component) + " to " + label_value(facts.component) +
                ": a pod's Component is fixed when it is created (it was admitted, isolated "
                "and bound to an image as that Component). To fix: keep the label, and create a "
@@ -294,10 +295,10 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
   }
   if (!facts.component || facts.component->empty()) {
     deny(Reason::MissingComponentLabel,
-         denied_prefix(facts, ns) + "it has no label " + label + ", and namespace " + q(ns) +
+         denied_prefix(facts, ns) + "it has no label " + label() + ", and namespace " + q(ns) +
              " is enforced by isolation-gate, so every pod must name the Component it runs. "
              "To fix: add the label " +
-             label + ": <Component name> to the pod" +
+             label() + ": <Component name> to the pod" +
              (is_workload(facts.kind) ? " template (" + where.field_path + ".metadata.labels)"
                                       : " (metadata.labels)") +
              ".");
@@ -313,7 +314,7 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
     case LookupResult::Status::Found: break;
     case LookupResult::Status::NotFound:
       deny(Reason::UnknownComponent,
-           denied_prefix(facts, ns) + "its label " + label + " names Component " +
+           denied_prefix(facts, ns) + "its label " + label() + " names Component " +
                q(*facts.component) + ", which does not exist in namespace " + q(ns) +
                ". To fix: create the Component first (kubectl apply -n " + std::string(ns) +
                " -f <component>.yaml) or correct the label.");
@@ -383,7 +384,7 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
       list += " and " + std::to_string(rest) + " more container" + (rest == 1 ? "" : "s");
     }
     deny(Reason::ImageNotBound,
-         denied_prefix(facts, ns) + "its label " + label + " names Component " +
+         denied_prefix(facts, ns) + "its label " + label() + " names Component " +
              q(component.name) + ", which is bound to image " + q(component.image) +
              " (spec.image), but " + list + ". Only the Component's image" +
              (settings.allowed_extra_images.empty()
