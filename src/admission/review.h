@@ -62,8 +62,8 @@ struct AdmissionRequest {
   bool dry_run = false;
   // request.object as the rules read it: projected to the fields they use
   // (model/json_projection.h); null when absent. The pod handlers move the
-  // strings they read out of it (model::take_pod_facts), as of oldObject:
-  // after Webhook::review they are empty.
+  // strings they read out of it and out of old_object
+  // (model::take_pod_facts): after Webhook::review those strings are empty.
   nlohmann::json object;
   // request.oldObject (UPDATE): what /validate/pods and /validate/namespaces
   // compare with, projected like request.object; null when absent (CREATE,
