@@ -23,7 +23,21 @@ bool StaticCatalog::add(model::Component component, std::string_view default_nam
 }
 
 LookupResult StaticCatalog::find(std::string_view ns, std::string_view name) const {
-  auto it = by_key_.find(key(ns, name));
+  // The key "ns/name" on the stack (a namespace is at most 63 bytes, a name
+  // 253): the map is looked up by string_view, without allocating.
+  char buf[320];
+  std::string heap;
+  std::string_view k;
+  if (ns.size() + name.size() + 1 <= sizeof buf) {
+    std::copy_n(ns.data(), ns.size(), buf);
+    buf[ns.size()] = '/';
+    std::copy_n(name.data(), name.size(), buf + ns.size() + 1);
+    k = std::string_view(buf, ns.size() + name.size() + 1);
+  } else {
+    heap = key(ns, name);
+    k = heap;
+  }
+  auto it = by_key_.find(k);
   if (it == by_key_.end()) return {LookupResult::Status::NotFound, nullptr, {}};
   return {LookupResult::Status::Found, it->second, {}};
 }

@@ -31,18 +31,21 @@ bool is_workload_kind(std::string_view group, std::string_view kind) {
 // chosen by request.kind. Returns the disagreement, or "" when they agree.
 std::string ensure_type_meta(AdmissionRequest& r, nlohmann::json& object,
                              std::string_view field = "request.object") {
-  const std::string api_version =
-      r.kind_group.empty() ? r.kind_version : r.kind_group + "/" + r.kind_version;
+  // Compared as strings (a json == string builds a json first), and the
+  // group/version joined only when there is a group.
   auto kind = object.find("kind");
   if (kind == object.end() || kind->is_null()) {
     object["kind"] = r.kind;
-  } else if (!kind->is_string() || *kind != r.kind) {
+  } else if (!kind->is_string() || kind->get_ref<const std::string&>() != r.kind) {
     return std::string(field) + ".kind does not match request.kind " + r.kind;
   }
+  std::string joined;
+  if (!r.kind_group.empty()) joined.append(r.kind_group).append("/").append(r.kind_version);
+  const std::string& api_version = r.kind_group.empty() ? r.kind_version : joined;
   auto api = object.find("apiVersion");
   if (api == object.end() || api->is_null()) {
     object["apiVersion"] = api_version;
-  } else if (!api->is_string() || *api != api_version) {
+  } else if (!api->is_string() || api->get_ref<const std::string&>() != api_version) {
     return std::string(field) + ".apiVersion does not match request.kind " + api_version;
   }
   return {};
@@ -58,7 +61,9 @@ Answer admit_object(AdmissionRequest& r, const AdmissionContext& context, Stage 
   if (auto mismatch = ensure_type_meta(r); !mismatch.empty()) return undecidable(mismatch);
   auto where = model::locate_pod(r.object, kSource);
   if (!where) return undecidable(where.error());
-  auto facts = model::read_pod_facts(r.object, *where, kSource);
+  // The review is dropped after this answer: the facts take their strings
+  // out of the object rather than copy them (nothing reads them there again).
+  auto facts = model::take_pod_facts(r.object, *where, kSource);
   if (!facts) return undecidable(facts.error());
   // Every kind these endpoints admit is namespaced, and the API server always
   // sends request.namespace for them: without it (or with an object claiming
@@ -81,7 +86,7 @@ Answer admit_object(AdmissionRequest& r, const AdmissionContext& context, Stage 
     }
     auto old_where = model::locate_pod(r.old_object, kOldSource);
     if (!old_where) return undecidable(old_where.error());
-    auto old = model::read_pod_facts(r.old_object, *old_where, kOldSource);
+    auto old = model::take_pod_facts(r.old_object, *old_where, kOldSource);
     if (!old) return undecidable(old.error());
     if (!old->namespace_.empty() && old->namespace_ != r.namespace_) {
       return undecidable("request.oldObject.metadata.namespace " + quote(old->namespace_) +

@@ -61,6 +61,48 @@ std::string shape_phrase(const GateInputsReport& in) {
   return out;
 }
 
+// A patch path: the pod's pointer and a suffix, built on the stack (the
+// longest, a CronJob's annotation path, is under 100 bytes; anything longer
+// goes to the heap).
+class PatchPath {
+ public:
+  PatchPath(std::string_view pointer, std::string_view suffix) {
+    const std::size_t n = pointer.size() + suffix.size();
+    char* at = buf_;
+    if (n > sizeof buf_) {
+      heap_.resize(n);
+      at = heap_.data();
+    }
+    std::copy_n(pointer.data(), pointer.size(), at);
+    std::copy_n(suffix.data(), suffix.size(), at + pointer.size());
+    view_ = std::string_view(at, n);
+  }
+  PatchPath(const PatchPath&) = delete;
+  PatchPath& operator=(const PatchPath&) = delete;
+  std::string_view view() const noexcept { return view_; }
+
+ private:
+  char buf_[160];
+  std::string heap_;
+  std::string_view view_;
+};
+
+// kIsolationAnnotation as a JSON Pointer reference token (RFC 6901), fixed at
+// compile time: the one '/' as "~1", no '~'.
+constexpr std::string_view kIsolationAnnotationPath = "/metadata/annotations/gibson.zeroroot.ai~1isolation";
+constexpr bool is_annotation_path(std::string_view key, std::string_view path) {
+  constexpr std::string_view prefix = "/metadata/annotations/";
+  if (path.substr(0, prefix.size()) != prefix) return false;
+  std::size_t j = prefix.size();
+  for (char c : key) {
+    const std::string_view want = c == '~' ? "~0" : c == '/' ? "~1" : std::string_view(&c, 1);
+    if (path.substr(j, want.size()) != want) return false;
+    j += want.size();
+  }
+  return j == path.size();
+}
+static_assert(is_annotation_path(model::kIsolationAnnotation, kIsolationAnnotationPath));
+
 // Appends one operation to `patch` (RFC 6902 text, kept a complete array:
 // "" -> "[op]", "[...]" -> "[...,op]"); `value` writes the operation's value.
 template <typename WriteValue>
@@ -81,18 +123,16 @@ void append_op(std::string& patch, std::string_view op, std::string_view path, W
 void add_annotation_patch(PodVerdict& v, const model::PodFacts& facts, const model::PodLocation& where,
               std::string_view value) {
   if (facts.isolation_annotation && *facts.isolation_annotation == value) return;
-  const std::string meta = where.pointer + "/metadata";
   const std::string_view key = model::kIsolationAnnotation;
   if (!facts.has_metadata) {
-    append_op(v.patch, "add", meta, [&](json_text::Writer& w) {
+    append_op(v.patch, "add", PatchPath(where.pointer, "/metadata").view(), [&](json_text::Writer& w) {
       w.begin_object().key("annotations").begin_object().key(key).string(value).end_object().end_object();
     });
   } else if (!facts.has_annotations) {
-    append_op(v.patch, "add", meta + "/annotations", [&](json_text::Writer& w) {
-      w.begin_object().key(key).string(value).end_object();
-    });
+    append_op(v.patch, "add", PatchPath(where.pointer, "/metadata/annotations").view(),
+              [&](json_text::Writer& w) { w.begin_object().key(key).string(value).end_object(); });
   } else {
-    append_op(v.patch, "add", meta + "/annotations/" + escape_pointer_token(key),
+    append_op(v.patch, "add", PatchPath(where.pointer, kIsolationAnnotationPath).view(),
               [&](json_text::Writer& w) { w.string(value); });
   }
 }
@@ -217,10 +257,12 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
     a.audit = std::move(audit);
     a.component = std::move(component);
   };
+  a.audit.reserve(6);  // shape, sandbox, decision, component, content-trust (and a reason)
   a.annotate("shape", shape_name);
   a.annotate("sandbox", sandbox_name);
 
-  const std::string label(model::kComponentLabel);
+  // The label's name, for the denials only (no copy on the admitted path).
+  const auto label = [] { return std::string(model::kComponentLabel); };
   if (stage == Stage::Update) {
     if (old == nullptr) {
       a = undecidable("the pod before the update (request.oldObject) is missing");
@@ -231,7 +273,7 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
         return c ? q(*c) : std::string("(none)");
       };
       deny(Reason::ComponentLabelChanged,
-           denied_prefix(facts, ns) + "the update changes its label " + label + " from " +
+           denied_prefix(facts, ns) + "the update changes its label " + label() + " from " +
                label_value(old->component) + " to " + label_value(facts.component) +
                ": a pod's Component is fixed when it is created (it was admitted, isolated "
                "and bound to an image as that Component). To fix: keep the label, and create a "
@@ -253,10 +295,10 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
   }
   if (!facts.component || facts.component->empty()) {
     deny(Reason::MissingComponentLabel,
-         denied_prefix(facts, ns) + "it has no label " + label + ", and namespace " + q(ns) +
+         denied_prefix(facts, ns) + "it has no label " + label() + ", and namespace " + q(ns) +
              " is enforced by isolation-gate, so every pod must name the Component it runs. "
              "To fix: add the label " +
-             label + ": <Component name> to the pod" +
+             label() + ": <Component name> to the pod" +
              (is_workload(facts.kind) ? " template (" + where.field_path + ".metadata.labels)"
                                       : " (metadata.labels)") +
              ".");
@@ -272,7 +314,7 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
     case LookupResult::Status::Found: break;
     case LookupResult::Status::NotFound:
       deny(Reason::UnknownComponent,
-           denied_prefix(facts, ns) + "its label " + label + " names Component " +
+           denied_prefix(facts, ns) + "its label " + label() + " names Component " +
                q(*facts.component) + ", which does not exist in namespace " + q(ns) +
                ". To fix: create the Component first (kubectl apply -n " + std::string(ns) +
                " -f <component>.yaml) or correct the label.");
@@ -342,7 +384,7 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
       list += " and " + std::to_string(rest) + " more container" + (rest == 1 ? "" : "s");
     }
     deny(Reason::ImageNotBound,
-         denied_prefix(facts, ns) + "its label " + label + " names Component " +
+         denied_prefix(facts, ns) + "its label " + label() + " names Component " +
              q(component.name) + ", which is bound to image " + q(component.image) +
              " (spec.image), but " + list + ". Only the Component's image" +
              (settings.allowed_extra_images.empty()
@@ -424,13 +466,18 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
                ": component " + q(component.name) + " runs only in the sandbox");
       }
       if (patches && !on_sandbox) {
-        append_op(v.patch, rc ? "replace" : "add", where.pointer + "/spec/runtimeClassName",
+        append_op(v.patch, rc ? "replace" : "add", PatchPath(where.pointer, "/spec/runtimeClassName").view(),
                   [&](json_text::Writer& w) { w.string(settings.runtime_class); });
       }
       if (patches) add_annotation_patch(v, facts, where, decision_name);
       a.reason = Reason::SandboxAvailable;
-      a.message = "component " + q(component.name) + " (" + trust_name +
-                  ") runs in the setec sandbox: RuntimeClass " + q(in.runtime_class);
+      // Every mutating review's message: one buffer, no temporaries.
+      std::string& m = a.message;
+      m.reserve(80 + component.name.size() + trust_name.size() + in.runtime_class.size());
+      m.assign("component ");
+      append_quoted(m, component.name);
+      m.append(" (").append(trust_name).append(") runs in the setec sandbox: RuntimeClass ");
+      append_quoted(m, in.runtime_class);
       return v;
     }
 

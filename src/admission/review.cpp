@@ -1,6 +1,7 @@
 #include "admission/review.h"
 
 #include <algorithm>
+#include <array>
 
 #include "admission/namespace_guard.h"
 #include "base/json_text.h"
@@ -17,19 +18,24 @@ using model::Projection;
 
 constexpr std::string_view kOperations[] = {"CREATE", "UPDATE", "DELETE", "CONNECT"};
 
-// An optional string member: absent or null -> "" and true; a string -> it,
-// moved out of `obj` (the review is decoded once and dropped); any other type
-// -> false with `error` naming the field.
-bool optional_string(json& obj, std::string_view key, std::string_view path,
-                     std::string& out, std::string& error) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return true;
-  if (!it->is_string()) {
-    error = std::string(path) + ": expected a string, got " +
-            std::string(model::json_type_phrase(*it));
+// The envelope's capture slots (model/json_projection.h): what
+// decode_review() reads once, handed over without DOM nodes around it.
+enum Slot : std::size_t {
+  kReview, kApiVersion, kKind, kRequest, kUid, kRequestKind, kGroup, kVersion, kKindKind,
+  kSubResource, kNamespace, kName, kOperation, kDryRun, kUserInfo, kUsername, kGroups,
+  kObject, kOldObject, kSlotCount
+};
+
+// An optional string slot: absent or null -> "" and true; a string -> it,
+// moved out; any other type -> false with `error` naming the field.
+bool optional_string(model::Captured& c, std::string_view path, std::string& out,
+                     std::string& error) {
+  if (!c.present() || c.type == json::value_t::null) return true;
+  if (c.type != json::value_t::string) {
+    error = std::string(path) + ": expected a string, got " + std::string(model::json_type_phrase(c.type));
     return false;
   }
-  out = std::move(it->get_ref<std::string&>());
+  out = std::move(c.text);
   return true;
 }
 
@@ -48,63 +54,66 @@ std::string_view to_string(Operation op) noexcept {
 }
 
 const Projection& admission_review_projection() {
-  static const Projection projection = Projection::object({
-      {"apiVersion", Projection::whole()},
-      {"kind", Projection::whole()},
-      {"request", Projection::object({
-                      {"uid", Projection::whole()},
-                      {"kind", Projection::whole()},
-                      {"subResource", Projection::whole()},
-                      {"namespace", Projection::whole()},
-                      {"name", Projection::whole()},
-                      {"operation", Projection::whole()},
-                      {"dryRun", Projection::whole()},
-                      {"userInfo", Projection::object({{"username", Projection::whole()},
-                                                       {"groups", Projection::whole()}})},
-                      {"object", Projection::merge(Projection::merge(model::pod_object_projection(),
-                                                                     model::component_projection()),
-                                                   namespace_object_projection())},
-                      {"oldObject", Projection::merge(model::pod_object_projection(),
-                                                      namespace_object_projection())},
-                  })},
-  });
+  using P = Projection;
+  static const Projection projection = P::capture(kReview, P::object({
+      {"apiVersion", P::capture(kApiVersion, P::whole())},
+      {"kind", P::capture(kKind, P::whole())},
+      {"request", P::capture(kRequest, P::object({
+          {"uid", P::capture(kUid, P::whole())},
+          {"kind", P::capture(kRequestKind, P::object({{"group", P::capture(kGroup, P::whole())},
+                                                       {"version", P::capture(kVersion, P::whole())},
+                                                       {"kind", P::capture(kKindKind, P::whole())}}))},
+          {"subResource", P::capture(kSubResource, P::whole())},
+          {"namespace", P::capture(kNamespace, P::whole())},
+          {"name", P::capture(kName, P::whole())},
+          {"operation", P::capture(kOperation, P::whole())},
+          {"dryRun", P::capture(kDryRun, P::whole())},
+          {"userInfo", P::capture(kUserInfo, P::object({{"username", P::capture(kUsername, P::whole())},
+                                                        {"groups", P::capture(kGroups, P::whole())}}))},
+          {"object", P::capture(kObject, P::merge(P::merge(model::pod_object_projection(),
+                                                           model::component_projection()),
+                                                  namespace_object_projection()))},
+          {"oldObject", P::capture(kOldObject, P::merge(model::pod_object_projection(),
+                                                        namespace_object_projection()))},
+      }))},
+  }));
   return projection;
 }
 
+std::size_t admission_review_slot_count() noexcept { return kSlotCount; }
+
 DecodedReview decode_review(std::string_view body) {
   DecodedReview out;
-  // Validates the whole body; keeps only what the rules read (see json_projection.h).
-  auto parsed = model::parse_projected(body, admission_review_projection(), "request body");
+  // Validates the whole body; hands over only what the rules read, the
+  // envelope's fields without a DOM (see json_projection.h, capture slots).
+  std::array<model::Captured, kSlotCount> slots;
+  auto parsed = model::parse_captured(body, admission_review_projection(), slots, "request body");
   if (!parsed) {
     out.error = parsed.error();
     return out;
   }
-  json& review = parsed.value();
-  if (!review.is_object()) {
+  if (slots[kReview].type != json::value_t::object) {
     out.error = "request body: expected an AdmissionReview object";
     return out;
   }
-  auto api = review.find("apiVersion");
-  if (api == review.end() || !api->is_string() ||
-      (*api != "admission.k8s.io/v1" && *api != "admission.k8s.io/v1beta1")) {
+  model::Captured& api = slots[kApiVersion];
+  if (api.type != json::value_t::string ||
+      (api.text != "admission.k8s.io/v1" && api.text != "admission.k8s.io/v1beta1")) {
     out.error = "request body: apiVersion must be admission.k8s.io/v1";
     return out;
   }
-  auto kind = review.find("kind");
-  if (kind == review.end() || !kind->is_string() || *kind != "AdmissionReview") {
+  if (slots[kKind].type != json::value_t::string || slots[kKind].text != "AdmissionReview") {
     out.error = "request body: kind must be AdmissionReview";
     return out;
   }
-  auto req_it = review.find("request");
-  if (req_it == review.end() || !req_it->is_object()) {
+  if (slots[kRequest].type != json::value_t::object) {
     out.error = "request body: AdmissionReview has no request";
     return out;
   }
-  json& req = *req_it;
   AdmissionRequest& r = out.request;
-  r.api_version = std::move(api->get_ref<std::string&>());
+  r.api_version = std::move(api.text);
   std::string error;
-  if (!optional_string(req, "uid", "request.uid", r.uid, error)) {
+  if (!optional_string(slots[kUid], "request.uid", r.uid, error)) {
     out.error = "request body: " + error;
     return out;
   }
@@ -114,32 +123,31 @@ DecodedReview decode_review(std::string_view body) {
   }
   // From here on the review can be answered: whatever is wrong is undecidable.
   out.kind = DecodedReview::Kind::Undecidable;
-  auto k = req.find("kind");
-  if (k == req.end() || k->is_null()) {
+  const model::Captured& k = slots[kRequestKind];
+  if (!k.present() || k.type == json::value_t::null) {
     out.error = "request.kind is missing";
     return out;
   }
-  if (!k->is_object()) {
-    out.error = "request.kind: expected a map, got " + std::string(model::json_type_phrase(*k));
+  if (k.type != json::value_t::object) {
+    out.error = "request.kind: expected a map, got " + std::string(model::json_type_phrase(k.type));
     return out;
   }
   std::string operation;
-  if (!optional_string(*k, "group", "request.kind.group", r.kind_group, out.error) ||
-      !optional_string(*k, "version", "request.kind.version", r.kind_version, out.error) ||
-      !optional_string(*k, "kind", "request.kind.kind", r.kind, out.error) ||
-      !optional_string(req, "subResource", "request.subResource", r.sub_resource, out.error) ||
-      !optional_string(req, "namespace", "request.namespace", r.namespace_, out.error) ||
-      !optional_string(req, "name", "request.name", r.name, out.error) ||
-      !optional_string(req, "operation", "request.operation", operation, out.error)) {
+  if (!optional_string(slots[kGroup], "request.kind.group", r.kind_group, out.error) ||
+      !optional_string(slots[kVersion], "request.kind.version", r.kind_version, out.error) ||
+      !optional_string(slots[kKindKind], "request.kind.kind", r.kind, out.error) ||
+      !optional_string(slots[kSubResource], "request.subResource", r.sub_resource, out.error) ||
+      !optional_string(slots[kNamespace], "request.namespace", r.namespace_, out.error) ||
+      !optional_string(slots[kName], "request.name", r.name, out.error) ||
+      !optional_string(slots[kOperation], "request.operation", operation, out.error)) {
     return out;
   }
-  if (auto d = req.find("dryRun"); d != req.end() && !d->is_null()) {
-    if (!d->is_boolean()) {
-      out.error = "request.dryRun: expected a boolean, got " +
-                  std::string(model::json_type_phrase(*d));
+  if (const model::Captured& d = slots[kDryRun]; d.present() && d.type != json::value_t::null) {
+    if (d.type != json::value_t::boolean) {
+      out.error = "request.dryRun: expected a boolean, got " + std::string(model::json_type_phrase(d.type));
       return out;
     }
-    r.dry_run = d->get<bool>();
+    r.dry_run = d.value.get<bool>();
   }
   if (r.kind.empty()) {
     out.error = "request.kind is missing";
@@ -156,51 +164,29 @@ DecodedReview decode_review(std::string_view body) {
     return out;
   }
   r.operation = *op;
-  if (auto u = req.find("userInfo"); u != req.end() && !u->is_null()) {
-    if (!u->is_object()) {
-      out.error = "request.userInfo: expected a map, got " + std::string(model::json_type_phrase(*u));
+  if (const model::Captured& u = slots[kUserInfo]; u.present() && u.type != json::value_t::null) {
+    if (u.type != json::value_t::object) {
+      out.error = "request.userInfo: expected a map, got " + std::string(model::json_type_phrase(u.type));
       return out;
     }
-    if (!optional_string(*u, "username", "request.userInfo.username", r.username, out.error)) return out;
-    if (auto g = u->find("groups"); g != u->end() && !g->is_null()) {
-      bool strings = g->is_array();
-      for (const json& name : *g) strings = strings && name.is_string();
-      if (!strings) {
+    if (!optional_string(slots[kUsername], "request.userInfo.username", r.username, out.error)) return out;
+    if (model::Captured& g = slots[kGroups]; g.present() && g.type != json::value_t::null) {
+      if (g.type != json::value_t::array || !g.all_strings) {
         out.error = "request.userInfo.groups: expected a list of strings";
         return out;
       }
-      r.groups.reserve(g->size());
-      for (json& name : *g) r.groups.push_back(std::move(name.get_ref<std::string&>()));
+      r.groups = std::move(g.list);
     }
   }
-  if (auto o = req.find("object"); o != req.end()) r.object = std::move(*o);
-  if (auto o = req.find("oldObject"); o != req.end()) r.old_object = std::move(*o);
+  if (slots[kObject].present()) r.object = std::move(slots[kObject].value);
+  if (slots[kOldObject].present()) r.old_object = std::move(slots[kOldObject].value);
   out.kind = DecodedReview::Kind::Ok;
   return out;
 }
 
 std::string base64_encode(std::string_view data) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out((data.size() + 2) / 3 * 4, '=');
-  char* o = out.data();
-  const auto* in = reinterpret_cast<const unsigned char*>(data.data());
-  std::size_t i = 0;
-  for (; i + 2 < data.size(); i += 3, o += 4) {
-    const unsigned n = (unsigned{in[i]} << 16) | (unsigned{in[i + 1]} << 8) | in[i + 2];
-    o[0] = kAlphabet[(n >> 18) & 63];
-    o[1] = kAlphabet[(n >> 12) & 63];
-    o[2] = kAlphabet[(n >> 6) & 63];
-    o[3] = kAlphabet[n & 63];
-  }
-  if (i < data.size()) {  // one or two bytes left: "xx==" or "xxx="
-    unsigned n = unsigned{in[i]} << 16;
-    const bool two = i + 1 < data.size();
-    if (two) n |= unsigned{in[i + 1]} << 8;
-    o[0] = kAlphabet[(n >> 18) & 63];
-    o[1] = kAlphabet[(n >> 12) & 63];
-    if (two) o[2] = kAlphabet[(n >> 6) & 63];
-  }
+  std::string out;
+  json_text::append_base64(out, data);
   return out;
 }
 
@@ -209,7 +195,10 @@ std::string encode_response(const AdmissionRequest& request, const Answer& answe
   // tests/unit/admission_webhook_test.cpp compares the two).
   const bool allowed = answer.allowed();
   std::string out;
-  out.reserve(256 + answer.message.size() + answer.patch.size() * 4 / 3);
+  std::size_t size = 256 + request.uid.size() + answer.message.size() + answer.patch.size() * 4 / 3;
+  for (const auto& [key, value] : answer.audit) size += key.size() + value.size() + 6;
+  for (const auto& text : answer.warnings) size += text.size() + 3;
+  out.reserve(size);
   json_text::Writer w(out);
   w.begin_object();
   w.key("apiVersion").string(request.api_version.empty() ? std::string_view("admission.k8s.io/v1")
@@ -219,20 +208,38 @@ std::string encode_response(const AdmissionRequest& request, const Answer& answe
   w.key("allowed").boolean(allowed);
   if (!answer.audit.empty()) {
     // Sorted by key; a key given twice keeps its last value (as a map would).
-    std::vector<const std::pair<std::string, std::string>*> audit;
-    audit.reserve(answer.audit.size());
-    for (const auto& kv : answer.audit) audit.push_back(&kv);
-    std::stable_sort(audit.begin(), audit.end(),
-                     [](const auto* a, const auto* b) { return a->first < b->first; });
+    // The order is sorted on the stack (a review has a handful).
+    using Entry = const std::pair<std::string, std::string>*;
+    Entry small[16];
+    std::vector<Entry> large;
+    Entry* audit = small;
+    const std::size_t n = answer.audit.size();
+    if (n > std::size(small)) {
+      large.resize(n);
+      audit = large.data();
+    }
+    for (std::size_t i = 0; i < n; ++i) audit[i] = &answer.audit[i];
+    const auto by_key = [](Entry a, Entry b) { return a->first < b->first; };
+    if (n > std::size(small)) {
+      std::stable_sort(audit, audit + n, by_key);
+    } else {
+      // Stable, in place: insertion sort (std::stable_sort takes a heap buffer).
+      for (std::size_t i = 1; i < n; ++i) {
+        const Entry e = audit[i];
+        std::size_t j = i;
+        for (; j > 0 && by_key(e, audit[j - 1]); --j) audit[j] = audit[j - 1];
+        audit[j] = e;
+      }
+    }
     w.key("auditAnnotations").begin_object();
-    for (std::size_t i = 0; i < audit.size(); ++i) {
-      if (i + 1 < audit.size() && audit[i + 1]->first == audit[i]->first) continue;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i + 1 < n && audit[i + 1]->first == audit[i]->first) continue;
       w.key(audit[i]->first).string(audit[i]->second);
     }
     w.end_object();
   }
   if (!answer.patch.empty()) {
-    w.key("patch").string(base64_encode(answer.patch));
+    w.key("patch").base64(answer.patch);
     w.key("patchType").string("JSONPatch");
   }
   if (!allowed) {

@@ -61,7 +61,9 @@ struct AdmissionRequest {
   Operation operation = Operation::Create;  // valid when decoded Ok
   bool dry_run = false;
   // request.object as the rules read it: projected to the fields they use
-  // (model/json_projection.h); null when absent.
+  // (model/json_projection.h); null when absent. The pod handlers move the
+  // strings they read out of it and out of old_object
+  // (model::take_pod_facts): after Webhook::review those strings are empty.
   nlohmann::json object;
   // request.oldObject (UPDATE): what /validate/pods and /validate/namespaces
   // compare with, projected like request.object; null when absent (CREATE,
@@ -82,7 +84,12 @@ struct DecodedReview {
 
 // What isolation-gate reads of an AdmissionReview: the request's identity
 // and, of request.object, what Pods, workload templates and Components need.
+// The envelope's fields carry capture slots (model/json_projection.h):
+// decode_review() reads them with model::parse_captured(), without a DOM;
+// parse_projected() with it gives the same DOM as without slots.
 const model::Projection& admission_review_projection();
+// The number of capture slots in admission_review_projection().
+std::size_t admission_review_slot_count() noexcept;
 
 DecodedReview decode_review(std::string_view body);
 

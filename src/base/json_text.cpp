@@ -107,6 +107,40 @@ void append_string(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
+void append_base64(std::string& out, std::string_view bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const std::size_t at = out.size();
+  out.resize(at + (bytes.size() + 2) / 3 * 4, '=');
+  char* o = out.data() + at;
+  const auto* in = reinterpret_cast<const unsigned char*>(bytes.data());
+  std::size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3, o += 4) {
+    const unsigned n = (unsigned{in[i]} << 16) | (unsigned{in[i + 1]} << 8) | in[i + 2];
+    o[0] = kAlphabet[(n >> 18) & 63];
+    o[1] = kAlphabet[(n >> 12) & 63];
+    o[2] = kAlphabet[(n >> 6) & 63];
+    o[3] = kAlphabet[n & 63];
+  }
+  if (i < bytes.size()) {  // one or two bytes left: "xx==" or "xxx="
+    unsigned n = unsigned{in[i]} << 16;
+    const bool two = i + 1 < bytes.size();
+    if (two) n |= unsigned{in[i + 1]} << 8;
+    o[0] = kAlphabet[(n >> 18) & 63];
+    o[1] = kAlphabet[(n >> 12) & 63];
+    if (two) o[2] = kAlphabet[(n >> 6) & 63];
+  }
+}
+
+Writer& Writer::base64(std::string_view bytes) {
+  separate();
+  out_.push_back('"');
+  append_base64(out_, bytes);
+  out_.push_back('"');
+  need_comma_ = true;
+  return *this;
+}
+
 Writer& Writer::open(char c) {
   separate();
   out_.push_back(c);

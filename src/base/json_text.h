@@ -28,6 +28,10 @@ namespace ig::json_text {
 // `"s"`, escaped as above, appended to `out`.
 void append_string(std::string& out, std::string_view s);
 
+// The standard base64 of `bytes` (RFC 4648 section 4, '=' padded), appended
+// to `out`, no quotes. Its alphabet needs no JSON escape.
+void append_base64(std::string& out, std::string_view bytes);
+
 // Whether an 8-byte word (as loaded from memory) may hold a byte a JSON string
 // cannot carry as it is: '"', '\\', a control character or a byte above 0x7F
 // (SWAR). A plain word can read true near such a byte (a borrow), never the
@@ -55,6 +59,9 @@ class Writer {
   Writer& string(std::string_view value);
   Writer& boolean(bool value);
   Writer& integer(std::int64_t value);
+  // A string value holding the base64 of `bytes` (append_base64), written
+  // straight into the output (the AdmissionReview's patch).
+  Writer& base64(std::string_view bytes);
 
  private:
   Writer& open(char c);

@@ -13,23 +13,11 @@ std::string cut_utf8(std::string_view value, std::size_t max) {
   return out;
 }
 
-std::string quote(std::string_view value) {
-  std::string out = "\"";
-  if (value.size() > kMaxQuoted) {
-    std::size_t cut = kMaxQuoted;
-    while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80) --cut;
-    out.append(one_line(value.substr(0, cut))).append("...");
-  } else {
-    out.append(one_line(value));
-  }
-  out.push_back('"');
-  return out;
-}
+namespace {
 
-std::string one_line(std::string_view text) {
+// one_line()'s rule, appended to `out`.
+void append_one_line(std::string& out, std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(text.size());
   for (char ch : text) {
     const auto c = static_cast<unsigned char>(ch);
     if (c >= 0x20 && c != 0x7f) {
@@ -45,6 +33,34 @@ std::string one_line(std::string_view text) {
       out.push_back(kHex[c & 15]);
     }
   }
+}
+
+}  // namespace
+
+void append_quoted(std::string& out, std::string_view value) {
+  const bool cut = value.size() > kMaxQuoted;
+  std::size_t keep = value.size();
+  if (cut) {
+    keep = kMaxQuoted;
+    while (keep > 0 && (static_cast<unsigned char>(value[keep]) & 0xC0) == 0x80) --keep;
+  }
+  out.reserve(out.size() + keep + 5);
+  out.push_back('"');
+  append_one_line(out, value.substr(0, keep));
+  if (cut) out.append("...");
+  out.push_back('"');
+}
+
+std::string quote(std::string_view value) {
+  std::string out;
+  append_quoted(out, value);
+  return out;
+}
+
+std::string one_line(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  append_one_line(out, text);
   return out;
 }
 

@@ -311,8 +311,10 @@ Result<json> load_single_document_file(const std::string& path, const DecodeLimi
   return std::move(docs->front());
 }
 
-std::string_view json_type_phrase(const json& value) noexcept {
-  switch (value.type()) {
+std::string_view json_type_phrase(const json& value) noexcept { return json_type_phrase(value.type()); }
+
+std::string_view json_type_phrase(json::value_t type) noexcept {
+  switch (type) {
     case json::value_t::null: return "null";
     case json::value_t::object: return "a map";
     case json::value_t::array: return "a list";

@@ -60,6 +60,7 @@ Result<json> load_single_document_file(const std::string& path, const DecodeLimi
 
 // "a string", "a list", "a map", "a number", "a boolean", "null" — for messages.
 std::string_view json_type_phrase(const json& value) noexcept;
+std::string_view json_type_phrase(json::value_t type) noexcept;
 
 // A JSON dump that never throws (invalid UTF-8 is replaced).
 std::string dump_json(const json& value, int indent = -1);

@@ -40,7 +40,9 @@ class Scanner {
   Scanner(std::string_view text, std::size_t max_depth)
       : begin_(text.data()), p_(text.data()), end_(text.data() + text.size()),
         max_depth_(max_depth) {
-    keys_.reserve(64);  // the open objects' names: a pod's deepest path holds a few dozen
+    // The open objects' names: a pod's deepest path holds a few dozen. 62
+    // views are 992 bytes, a size glibc's tcache serves (1 KiB is past it).
+    keys_.reserve(62);
   }
 
   bool parse_document(const Projection& projection, json& out) {
@@ -52,9 +54,142 @@ class Scanner {
     return true;
   }
 
+  // parse_captured(): the root delivered to its slot (json_projection.h).
+  bool parse_captured_document(const Projection& projection, std::span<Captured> slots) {
+    slots_ = slots;
+    if (end_ - p_ >= 3 && std::memcmp(p_, "\xEF\xBB\xBF", 3) == 0) p_ += 3;  // BOM, as nlohmann
+    skip_ws();
+    if (projection.slot() >= 0 ? !capture_value(projection) : !value(nullptr, nullptr)) return false;
+    skip_ws();
+    if (p_ != end_) return fail("unexpected content after the JSON value");
+    return true;
+  }
+
   const std::string& error() const { return error_; }
 
  private:
+  // ---- Capture mode: a value whose projection has a slot. ----
+  // p_ on the value's first byte. The errors are value()'s, word for word:
+  // each branch ends in the same scanner (string, value, skip_value) or
+  // repeats its checks in the same order (transparent_object, string_list).
+  bool capture_value(const Projection& projection) {
+    if (p_ == end_) return fail("unexpected end of input");
+    Captured& c = slots_[static_cast<std::size_t>(projection.slot())];
+    const bool whole = projection.shape() == Projection::Shape::Whole;
+    switch (*p_) {
+      case '"':
+        c.type = json::value_t::string;
+        return whole ? string(&c.text) : value(&projection, &c.value);
+      case '{':
+        c.type = json::value_t::object;
+        return projection.transparent() ? transparent_object(projection) : value(&projection, &c.value);
+      case '[':
+        c.type = json::value_t::array;
+        return whole ? string_list(c) : value(&projection, &c.value);
+      default:
+        if (!value(&projection, &c.value)) return false;
+        c.type = c.value.type();
+        return true;
+    }
+  }
+
+  // object()'s walk without its DOM: a member with a slot is captured, any
+  // other validated and skipped.
+  bool transparent_object(const Projection& projection) {
+    if (++depth_ > max_depth_) return too_deep();
+    ++p_;  // '{'
+    skip_ws();
+    if (p_ != end_ && *p_ == '}') {
+      ++p_;
+      --depth_;
+      return true;
+    }
+    Names names(keys_.size());
+    std::string key;
+    while (true) {
+      if (p_ == end_ || *p_ != '"') return fail("expected a member name");
+      const char* raw = p_ + 1;
+      saw_escape_ = false;
+      const std::string* decoded = nullptr;
+      if (const char* after = fast_string(raw, true)) {
+        p_ = after;
+      } else if (p_ = raw - 1; !string(nullptr)) {
+        return false;
+      } else if (saw_escape_) {
+        const char* resume = p_;
+        p_ = raw - 1;
+        key.clear();
+        if (!string(&key)) return false;
+        p_ = resume;
+        decoded = &key;
+      }
+      const std::string_view name =
+          decoded ? std::string_view(*decoded) : std::string_view(raw, static_cast<std::size_t>(p_ - 1 - raw));
+      const Projection* member = projection.field(name);
+      if (!note_key(raw, p_ - 1, decoded, names)) return false;
+      skip_ws();
+      if (p_ == end_ || *p_ != ':') return fail("expected ':'");
+      ++p_;
+      skip_ws();
+      if (member && member->slot() >= 0) {
+        if (!capture_value(*member)) return false;
+      } else if (!skip_value()) {
+        return false;
+      }
+      skip_ws();
+      if (p_ == end_) return fail("unexpected end of input in an object");
+      if (*p_ == ',') {
+        ++p_;
+        skip_ws();
+        continue;
+      }
+      if (*p_ == '}') {
+        if (!names.finish(*this)) return false;
+        ++p_;
+        --depth_;
+        return true;
+      }
+      return fail("expected ',' or '}'");
+    }
+  }
+
+  // array()'s walk for a whole array in a slot: string elements into
+  // c.list, the others validated and skipped.
+  bool string_list(Captured& c) {
+    if (++depth_ > max_depth_) return too_deep();
+    ++p_;  // '['
+    skip_ws();
+    if (p_ != end_ && *p_ == ']') {
+      ++p_;
+      --depth_;
+      return true;
+    }
+    while (true) {
+      if (p_ != end_ && *p_ == '"') {
+        std::string s;
+        if (!string(&s)) return false;
+        if (c.list.empty()) c.list.reserve(4);  // userInfo.groups: a few
+        c.list.push_back(std::move(s));
+      } else {
+        c.all_strings = false;
+        if (!skip_value()) return false;
+      }
+      skip_ws();
+      if (p_ == end_) return fail("unexpected end of input in an array");
+      if (*p_ == ',') {
+        ++p_;
+        skip_ws();
+        continue;
+      }
+      if (*p_ == ']') {
+        ++p_;
+        --depth_;
+        return true;
+      }
+      return fail("expected ',' or ']'");
+    }
+  }
+
   bool fail(const char* what) {
     if (error_.empty()) {
       error_ = "invalid JSON at byte " + std::to_string(p_ - begin_) + ": " + what;
@@ -208,7 +343,9 @@ class Scanner {
       if (whole || element) {
         json child;
         if (!value(element, &child)) return false;  // element null + whole: full value
-        out->push_back(std::move(child));
+        auto& items = out->get_ref<json::array_t&>();
+        if (items.empty()) items.reserve(4);  // a pod's container lists: one to a few
+        items.push_back(std::move(child));
       } else if (!skip_value()) {
         return false;
       }
@@ -734,6 +871,7 @@ class Scanner {
   std::vector<std::string_view> keys_;    // the names of every open object, innermost last
   std::vector<std::string_view> sorted_;  // scratch of Names::finish()
   std::forward_list<std::string> escaped_;
+  std::span<Captured> slots_;  // capture mode's slots
   bool saw_escape_ = false;  // set by escape(): the last string had one
   bool fast_ = true;         // skip_value() may try the fast path
 };
@@ -746,6 +884,13 @@ Projection Projection::object(std::vector<Field> fields) {
   Projection p;
   p.shape_ = Shape::Object;
   p.fields_ = std::move(fields);
+  p.transparent_ = std::any_of(p.fields_.begin(), p.fields_.end(),
+                               [](const Field& f) { return f.projection.slot() >= 0; });
+  return p;
+}
+
+Projection Projection::capture(std::size_t slot, Projection p) {
+  p.slot_ = static_cast<std::ptrdiff_t>(slot);
   return p;
 }
 
@@ -793,6 +938,57 @@ Result<json> parse_projected(std::string_view text, const Projection& projection
     return fail(std::string(source) + ": " + scanner.error());
   }
   return out;
+}
+
+Result<void> parse_captured(std::string_view text, const Projection& projection,
+                            std::span<Captured> slots, std::string_view source,
+                            const DecodeLimits& limits) {
+  for (auto& slot : slots) slot = Captured{};
+  if (text.size() > limits.max_bytes) {
+    return fail(std::string(source) + ": input is larger than " + std::to_string(limits.max_bytes) +
+                " bytes");
+  }
+  Scanner scanner(text, limits.max_depth);
+  if (!scanner.parse_captured_document(projection, slots)) {
+    return fail(std::string(source) + ": " + scanner.error());
+  }
+  return {};
+}
+
+namespace {
+
+void capture_into(const json& v, const Projection& p, std::vector<Captured>& slots) {
+  if (p.slot() < 0) return;
+  Captured& c = slots[static_cast<std::size_t>(p.slot())];
+  c.type = v.type();
+  const bool whole = p.shape() == Projection::Shape::Whole;
+  if (whole && v.is_string()) {
+    c.text = v.get<std::string>();
+  } else if (whole && v.is_array()) {
+    for (const auto& e : v) {
+      if (e.is_string()) {
+        c.list.push_back(e.get<std::string>());
+      } else {
+        c.all_strings = false;
+      }
+    }
+  } else if (p.transparent() && v.is_object()) {
+    for (const auto& f : p.fields()) {
+      if (f.projection.slot() < 0) continue;
+      if (auto it = v.find(f.name); it != v.end()) capture_into(*it, f.projection, slots);
+    }
+  } else {
+    c.value = v;
+  }
+}
+
+}  // namespace
+
+std::vector<Captured> capture(const json& projected, const Projection& projection,
+                              std::size_t slot_count) {
+  std::vector<Captured> slots(slot_count);
+  capture_into(projected, projection, slots);
+  return slots;
 }
 
 json project(const json& value, const Projection& projection) {

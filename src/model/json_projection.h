@@ -24,9 +24,27 @@
 //    and a request that says two things is undecidable. So the differential
 //    reference is nlohmann's verdict AND no duplicate names.
 //  - Never throws; never recurses deeper than limits.max_depth.
+//
+// Capture slots (parse_captured): a projection may name a slot. Where a
+// caller reads a few fields once (the AdmissionReview's envelope: uid, kind,
+// operation, userInfo), parse_captured() hands them over without building
+// DOM nodes around them: a string as a std::string, the objects on the way
+// not materialised at all. parse_projected() and project() ignore slots, so
+// a projection with slots keeps its DOM contract above unchanged.
+//  - parse_captured(text, p, slots) succeeds iff parse_projected(text, p)
+//    does (the same grammar, limits and duplicate-name rule; the same error
+//    text), and then slots == capture(parse_projected(text, p), p), which
+//    tests/unit/model_json_projection_test.cpp and the admission fuzzer
+//    check differentially.
+//  - Slots are filled from the root down through "transparent" objects:
+//    the root (which must have a slot) and every object-shaped projection
+//    with a slotted field. A member of a transparent object that has no
+//    slot is validated and dropped. What a slot receives is in Captured.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,19 +68,28 @@ class Projection {
   // An array whose every element is projected with `element`.
   static Projection array(Projection element);
   // What either keeps (the union); a member the two read with different
-  // shapes is kept whole.
+  // shapes is kept whole. The result itself has no slot.
   static Projection merge(const Projection& a, const Projection& b);
+  // `p` delivered to capture slot `slot` by parse_captured().
+  static Projection capture(std::size_t slot, Projection p);
 
   Shape shape() const noexcept { return shape_; }
   const std::vector<Field>& fields() const noexcept { return fields_; }
   const Projection* element() const noexcept { return element_.get(); }
   // The member's projection, or nullptr when the member is not kept.
   const Projection* field(std::string_view name) const noexcept;
+  // The capture slot, or -1 for none.
+  std::ptrdiff_t slot() const noexcept { return slot_; }
+  // An object-shaped projection with a slotted field: parse_captured()
+  // walks it without building it.
+  bool transparent() const noexcept { return transparent_; }
 
  private:
   Shape shape_ = Shape::Whole;
   std::vector<Field> fields_;
   std::shared_ptr<const Projection> element_;
+  std::ptrdiff_t slot_ = -1;
+  bool transparent_ = false;
 };
 
 struct Projection::Field {
@@ -76,5 +103,37 @@ Result<nlohmann::json> parse_projected(std::string_view text, const Projection& 
 // The same projection applied to an already-parsed value (the reference the
 // differential tests compare against).
 nlohmann::json project(const nlohmann::json& value, const Projection& projection);
+
+// What one capture slot received.
+struct Captured {
+  // The value's JSON type; discarded when the member was absent.
+  nlohmann::json::value_t type = nlohmann::json::value_t::discarded;
+  // The slot's projection is whole: a string value is here, and an array
+  // value's string elements are in `list` (`all_strings`: every element
+  // was one; the others are validated and dropped).
+  std::string text;
+  std::vector<std::string> list;
+  bool all_strings = true;
+  // Every other value, as parse_projected() would keep it (an object at a
+  // transparent projection: not built, only `type` is set).
+  nlohmann::json value;
+
+  bool present() const noexcept { return type != nlohmann::json::value_t::discarded; }
+  bool operator==(const Captured& other) const {
+    return type == other.type && text == other.text && list == other.list &&
+           all_strings == other.all_strings && value == other.value;
+  }
+};
+
+// `slots` must hold every slot the projection names (index < slots.size());
+// they are reset first. Errors are parse_projected()'s, word for word.
+Result<void> parse_captured(std::string_view text, const Projection& projection,
+                            std::span<Captured> slots, std::string_view source,
+                            const DecodeLimits& limits = {});
+
+// The reference: the slots filled from a value already parsed and projected
+// (parse_projected's result, or project(parse_json(text), p)).
+std::vector<Captured> capture(const nlohmann::json& projected, const Projection& projection,
+                              std::size_t slot_count);
 
 }  // namespace ig::model

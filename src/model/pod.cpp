@@ -1,5 +1,7 @@
 #include "model/pod.h"
 
+#include <type_traits>
+
 #include "base/quote.h"
 #include "model/document.h"
 
@@ -87,8 +89,9 @@ std::string join_path(std::string_view base, std::string_view leaf) {
 
 // Member `key` of `parent` when it is a map; nullptr when absent or null.
 // Sets `error` when present with another type.
-const json* map_member(const json& parent, std::string_view key, const FieldPath& where,
-                       std::string_view source, std::string& error) {
+template <typename Json>
+Json* map_member(Json& parent, std::string_view key, const FieldPath& where,
+                 std::string_view source, std::string& error) {
   auto it = parent.find(key);
   if (it == parent.end() || it->is_null()) return nullptr;
   if (!it->is_object()) {
@@ -99,8 +102,11 @@ const json* map_member(const json& parent, std::string_view key, const FieldPath
 }
 
 // `where` is the parent's path; the member's is where.key. A label or
-// annotation key is named as parent[key] (`subscript`).
-bool read_optional_string(const json& parent, std::string_view key, const FieldPath& where,
+// annotation key is named as parent[key] (`subscript`). `Json` is const
+// json (read_pod_facts: the string is copied) or json (take_pod_facts: it is
+// moved out, the member left an empty string).
+template <typename Json>
+bool read_optional_string(Json& parent, std::string_view key, const FieldPath& where,
                           std::string_view source, std::optional<std::string>& out,
                           std::string& error, bool subscript = false) {
   auto it = parent.find(key);
@@ -110,7 +116,11 @@ bool read_optional_string(const json& parent, std::string_view key, const FieldP
                         "a string", *it);
     return false;
   }
-  out = it->get<std::string>();
+  if constexpr (std::is_const_v<Json>) {
+    out = it->template get<std::string>();
+  } else {
+    out = std::move(it->template get_ref<std::string&>());
+  }
   return true;
 }
 
@@ -128,7 +138,8 @@ bool read_optional_bool(const json& parent, std::string_view key, const FieldPat
 
 // One container list (containers, initContainers, ephemeralContainers): the
 // privileged ones into `out`, every one with its image into `images`.
-bool read_containers(const json& spec, std::string_view list_key, std::string_view prefix,
+template <typename Json>
+bool read_containers(Json& spec, std::string_view list_key, std::string_view prefix,
                      const FieldPath& spec_path, std::string_view source,
                      std::vector<std::string>& out, std::vector<ContainerImage>& images,
                      std::string& error) {
@@ -140,13 +151,13 @@ bool read_containers(const json& spec, std::string_view list_key, std::string_vi
     return false;
   }
   std::size_t index = 0;
-  for (const auto& container : *it) {
+  for (auto& container : *it) {
     const FieldPath item_path(list_path, index++);
     if (!container.is_object()) {
       error = field_error(source, item_path, "a map", container);
       return false;
     }
-    const json* sc = map_member(container, "securityContext", item_path, source, error);
+    Json* sc = map_member(container, "securityContext", item_path, source, error);
     if (!error.empty()) return false;
     bool privileged = false;
     if (sc != nullptr &&
@@ -160,11 +171,16 @@ bool read_containers(const json& spec, std::string_view list_key, std::string_vi
         !read_optional_string(container, "image", item_path, source, entry.image, error)) {
       return false;
     }
-    entry.name = std::string(prefix);
-    if (name) {
-      entry.name += *name;
+    if (name && prefix.empty()) {
+      entry.name = std::move(*name);  // the usual container: its name as it is
     } else {
-      entry.name += "#" + std::to_string(index - 1);
+      entry.name.reserve(prefix.size() + (name ? name->size() : 8));
+      entry.name.append(prefix);
+      if (name) {
+        entry.name += *name;
+      } else {
+        entry.name += "#" + std::to_string(index - 1);
+      }
     }
     if (privileged) out.push_back(entry.name);
     images.push_back(std::move(entry));
@@ -192,7 +208,8 @@ Result<PodLocation> locate_pod(const json& object, std::string_view source) {
   for (const auto& info : kKinds) {
     if (kind != info.kind) continue;
     auto api = object.find("apiVersion");
-    if (api != object.end() && !(api->is_string() && *api == info.api_version)) {
+    if (api != object.end() &&
+        !(api->is_string() && api->get_ref<const std::string&>() == info.api_version)) {
       return fail(src + ": apiVersion: expected " + std::string(info.api_version) + " for kind " +
                   kind);
     }
@@ -223,15 +240,18 @@ Result<PodLocation> locate_pod(const json& object, std::string_view source) {
               "DaemonSet, ReplicaSet, Job, CronJob");
 }
 
-Result<PodFacts> read_pod_facts(const json& object, const PodLocation& where,
-                                std::string_view source) {
+namespace {
+
+// read_pod_facts() (Json = const json) and take_pod_facts() (Json = json).
+template <typename Json>
+Result<PodFacts> pod_facts(Json& object, Json& pod, const PodLocation& where, std::string_view source) {
   PodFacts facts;
   facts.kind = where.kind;
   std::string error;
 
   // The object's own name and namespace (for a workload, the workload's).
   const FieldPath top("");
-  if (const json* meta = map_member(object, "metadata", top, source, error)) {
+  if (Json* meta = map_member(object, "metadata", top, source, error)) {
     const FieldPath meta_path(top, "metadata");
     std::optional<std::string> name, generate_name, ns;
     if (!read_optional_string(*meta, "name", meta_path, source, name, error) ||
@@ -240,29 +260,29 @@ Result<PodFacts> read_pod_facts(const json& object, const PodLocation& where,
       return fail(error);
     }
     if (name && !name->empty()) {
-      facts.object_name = *name;
+      facts.object_name = std::move(*name);
     } else if (generate_name && !generate_name->empty()) {
-      facts.object_name = *generate_name + "*";
+      facts.object_name = std::move(*generate_name);
+      facts.object_name.push_back('*');
     }
-    facts.namespace_ = ns.value_or("");
+    if (ns) facts.namespace_ = std::move(*ns);
   }
   if (!error.empty()) return fail(error);
 
-  const json& pod = *where.pod;
   const FieldPath pod_path(where.field_path);
-  const json* pod_meta = map_member(pod, "metadata", pod_path, source, error);
+  Json* pod_meta = map_member(pod, "metadata", pod_path, source, error);
   if (!error.empty()) return fail(error);
   if (pod_meta != nullptr) {
     facts.has_metadata = true;
     const FieldPath meta_path(pod_path, "metadata");
-    if (const json* labels = map_member(*pod_meta, "labels", meta_path, source, error)) {
+    if (Json* labels = map_member(*pod_meta, "labels", meta_path, source, error)) {
       if (!read_optional_string(*labels, kComponentLabel, FieldPath(meta_path, "labels"), source,
                                 facts.component, error, /*subscript=*/true)) {
         return fail(error);
       }
     }
     if (!error.empty()) return fail(error);
-    if (const json* annotations = map_member(*pod_meta, "annotations", meta_path, source, error)) {
+    if (Json* annotations = map_member(*pod_meta, "annotations", meta_path, source, error)) {
       facts.has_annotations = true;
       if (!read_optional_string(*annotations, kIsolationAnnotation, FieldPath(meta_path, "annotations"),
                                 source, facts.isolation_annotation, error, /*subscript=*/true)) {
@@ -272,7 +292,7 @@ Result<PodFacts> read_pod_facts(const json& object, const PodLocation& where,
     if (!error.empty()) return fail(error);
   }
 
-  const json* spec = map_member(pod, "spec", pod_path, source, error);
+  Json* spec = map_member(pod, "spec", pod_path, source, error);
   if (!error.empty()) return fail(error);
   const FieldPath spec_path(pod_path, "spec");
   if (spec == nullptr) return fail(std::string(source) + ": " + spec_path.str() + ": required");
@@ -289,6 +309,19 @@ Result<PodFacts> read_pod_facts(const json& object, const PodLocation& where,
     return fail(error);
   }
   return facts;
+}
+
+}  // namespace
+
+Result<PodFacts> read_pod_facts(const json& object, const PodLocation& where,
+                                std::string_view source) {
+  return pod_facts(object, *where.pod, where, source);
+}
+
+Result<PodFacts> take_pod_facts(json& object, const PodLocation& where, std::string_view source) {
+  // where.pod points into `object` (locate_pod's contract), which is not
+  // const here: the const_cast only gives back what locate_pod took.
+  return pod_facts(object, const_cast<json&>(*where.pod), where, source);
 }
 
 namespace {

@@ -4,7 +4,8 @@
 //
 // Contract: read_pod_facts() accepts any JSON value; wrong shapes (a list
 // where a map belongs, a label that is not a string) are errors naming the
-// field, never exceptions. It reads without copying the object.
+// field, never exceptions. It reads without copying the object;
+// take_pod_facts() moves the strings it reads out of it instead.
 #pragma once
 
 #include <optional>
@@ -59,6 +60,13 @@ struct PodFacts {
 };
 
 Result<PodFacts> read_pod_facts(const nlohmann::json& object, const PodLocation& where,
+                                std::string_view source);
+
+// The same facts, with the same errors, but every string it reads is moved
+// out of `object` (left an empty string there; the shape is kept): for a
+// caller that drops the object once the facts are read (the webhook).
+// `where` must come from locate_pod(object).
+Result<PodFacts> take_pod_facts(nlohmann::json& object, const PodLocation& where,
                                 std::string_view source);
 
 // Every field locate_pod() and read_pod_facts() read of a Pod or workload

@@ -6,7 +6,8 @@
 // method, bits 5-6: the content type); the rest is the body.
 //
 // Invariants, checked here and abort() on a breach:
-//  1. The projected parser agrees with nlohmann (same verdict, same value).
+//  1. The projected parser agrees with nlohmann (same verdict, same value),
+//     and its capture slots (decode_review's parse) agree with it.
 //  2. serve() never crashes or hangs, and answers every request with a JSON
 //     document: a non-200 answer is a Kubernetes Status with that code; a 200
 //     answer to an admission path is an AdmissionReview echoing the uid and
@@ -232,6 +233,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   IG_FUZZ_CHECK(got.ok() == expected.has_value(), "projected parser and nlohmann disagree on validity", text);
   if (expected) IG_FUZZ_CHECK(*expected == *got, "projected parser and nlohmann disagree on the value", text);
+  // 1b. The envelope's capture slots (decode_review's parse) against the
+  // projected DOM: the same verdict and error, slots == capture(DOM).
+  {
+    const std::size_t n = ig::admission::admission_review_slot_count();
+    std::vector<ig::model::Captured> slots(n);
+    auto captured = ig::model::parse_captured(text, projection, slots, "fuzz");
+    IG_FUZZ_CHECK(captured.ok() == got.ok(), "capture slots and the projected parser disagree on validity", text);
+    if (!got.ok()) {
+      IG_FUZZ_CHECK(captured.error() == got.error(), "capture slots and the projected parser word an error differently",
+                    text);
+    } else {
+      const auto want = ig::model::capture(*got, projection, n);
+      for (std::size_t i = 0; i < n; ++i)
+        IG_FUZZ_CHECK(want[i] == slots[i], "capture slot differs from the projected DOM", text);
+    }
+  }
 
   // 2. The route.
   static const char* const kPaths[] = {"/mutate/pods", "/validate/pods", "/validate/workloads",

@@ -1033,6 +1033,14 @@ TEST(EncodeResponse, WritesTheBytesTheDomDumpWrote) {
   answers.push_back(undecidable("request.kind is missing").warn("w"));
   answers.push_back(errored("boom"));
   answers.push_back(not_enforced(Reason::NamespaceNotEnforced, "namespace is not enforced"));
+  // More audit annotations than the encoder sorts on the stack (16), out of
+  // order, repeated keys among them (the last value wins, as in a map).
+  Answer many = allowed(Reason::SandboxAvailable, "many annotations");
+  for (int i = 40; i > 0; --i) many.annotate("k" + std::to_string(i % 23), "v" + std::to_string(i));
+  answers.push_back(many);
+  Answer sixteen = allowed(Reason::SandboxAvailable, "sixteen annotations");
+  for (int i = 16; i > 0; --i) sixteen.annotate("k" + std::to_string(i % 9), "v" + std::to_string(i));
+  answers.push_back(sixteen);
   for (const char* api : {"", "admission.k8s.io/v1beta1"}) {
     request.api_version = api;
     for (const Answer& a : answers) {

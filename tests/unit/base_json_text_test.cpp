@@ -14,6 +14,7 @@
 namespace {
 
 using nlohmann::json;
+using ig::json_text::append_base64;
 using ig::json_text::append_string;
 using ig::json_text::Writer;
 
@@ -70,6 +71,45 @@ TEST(JsonText, WriterSeparatesMembersAndElements) {
   w.end_object();
   EXPECT_EQ(out, R"({"a":-42,"b":true,"c":["x",{},[],7],"d":{"e":false}})");
   EXPECT_EQ(json::parse(out).dump(), out);
+}
+
+TEST(JsonText, Base64IsRfc4648AndAJsonString) {
+  // RFC 4648 section 10's vectors, then every byte value.
+  const std::pair<std::string_view, std::string_view> vectors[] = {
+      {"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"}, {"foob", "Zm9vYg=="},
+      {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"}};
+  for (const auto& [in, want] : vectors) {
+    std::string out = "x";
+    append_base64(out, in);
+    EXPECT_EQ(out, "x" + std::string(want));
+  }
+  std::string all;
+  for (int c = 0; c < 256; ++c) all.push_back(static_cast<char>(c));
+  std::string out;
+  Writer w(out);
+  w.begin_array().base64(all).base64("").string("after").end_array();
+  const json parsed = json::parse(out);
+  ASSERT_EQ(parsed.size(), 3u);
+  EXPECT_EQ(parsed[1], "");
+  EXPECT_EQ(parsed[2], "after");
+  // Decoded again by nlohmann's binary-free route: the alphabet back to bytes.
+  const std::string text = parsed[0].get<std::string>();
+  static constexpr std::string_view kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string decoded;
+  unsigned buffer = 0;
+  int bits = 0;
+  for (char ch : text) {
+    if (ch == '=') break;
+    buffer = (buffer << 6) | static_cast<unsigned>(kAlphabet.find(ch));
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      decoded.push_back(static_cast<char>((buffer >> bits) & 0xFF));
+    }
+  }
+  EXPECT_EQ(decoded, all);
+  EXPECT_EQ(text.size(), (all.size() + 2) / 3 * 4);
 }
 
 }  // namespace

@@ -85,6 +85,23 @@ TEST(FuzzRegressions, OneLineEscapesControlBytesOnly) {
   EXPECT_EQ(quote("two\nlines"), "\"two\\nlines\"");
 }
 
+// append_quoted() is quote() appended in place (no temporary): the same
+// bytes for control bytes, UTF-8, the cut at kMaxQuoted (never inside a
+// sequence), and after text already in the buffer.
+TEST(FuzzRegressions, AppendQuotedWritesWhatQuoteReturns) {
+  const std::string long_ascii(400, 'a');
+  std::string long_utf8(kMaxQuoted - 1, 'x');
+  long_utf8 += "\xc3\xa9\xe2\x98\x83 tail";  // a sequence across the cut
+  for (const std::string& v : {std::string(), std::string("plain"), std::string("two\nlines\t\x01\x7f", 12),
+                               std::string("nul \0 byte", 10), std::string("\xff\xc3 bad utf-8"), long_ascii,
+                               long_utf8, std::string(kMaxQuoted, 'b'), std::string(kMaxQuoted + 1, 'c')}) {
+    std::string out = "prefix ";
+    append_quoted(out, v);
+    EXPECT_EQ(out, "prefix " + quote(v)) << v;
+  }
+  EXPECT_EQ(quote(long_ascii), "\"" + std::string(kMaxQuoted, 'a') + "...\"");
+}
+
 // admission_review_fuzz, "allowed: true for an undecidable request": a
 // Component whose metadata.namespace is not request.namespace was validated
 // (the pod endpoints already refused such an object; the API server never

@@ -33,7 +33,32 @@ std::optional<json> reference(std::string_view text, const Projection& p) {
   return project(*full, p);
 }
 
+// parse_captured() (capture slots, json_projection.h) against
+// parse_projected() on the same text: the same verdict, the same error
+// text, and slots equal to capture() of the projected DOM.
+void expect_captured_agrees(std::string_view text, const Projection& p, std::size_t slot_count) {
+  auto dom = parse_projected(text, p, "t");
+  std::vector<ig::model::Captured> slots(slot_count);
+  auto got = ig::model::parse_captured(text, p, slots, "t");
+  ASSERT_EQ(dom.ok(), got.ok()) << "capture verdict differs for [" << text.substr(0, 200) << "]"
+                                << (got.ok() ? std::string(" (capture accepted)") : " (capture said: " + got.error() + ")");
+  if (!dom.ok()) {
+    EXPECT_EQ(dom.error(), got.error()) << "[" << text.substr(0, 200) << "]";
+    return;
+  }
+  const auto want = ig::model::capture(*dom, p, slot_count);
+  for (std::size_t i = 0; i < slot_count; ++i) {
+    EXPECT_TRUE(want[i] == slots[i]) << "slot " << i << " differs for [" << text.substr(0, 200) << "]: got type "
+                                     << int(slots[i].type) << " text [" << slots[i].text << "] value "
+                                     << slots[i].value.dump() << ", want type " << int(want[i].type) << " text ["
+                                     << want[i].text << "] value " << want[i].value.dump();
+  }
+}
+
 void expect_same_as_nlohmann(std::string_view text, const Projection& p = admission_review_projection()) {
+  if (&p == &admission_review_projection()) {
+    expect_captured_agrees(text, p, ig::admission::admission_review_slot_count());
+  }
   auto expected = reference(text, p);
   auto got = parse_projected(text, p, "t");
   ASSERT_EQ(expected.has_value(), got.ok())
@@ -130,6 +155,38 @@ TEST(JsonProjection, AgreesWithNlohmannOnEdgeCases) {
       R"({"request":{"operation":"CREATE","operation":"DELETE"}})",
   };
   for (const auto& c : cases) expect_same_as_nlohmann(c);
+}
+
+// The envelope's slots with every JSON type where each field belongs, and
+// members of the transparent objects that have no slot (dropped).
+TEST(JsonProjection, CaptureSlotsAgreeWithTheDomForEveryTypeOfEnvelopeField) {
+  const std::vector<std::string> values = {"null", "true", "0", "-1.5e3", "\"s\"", "\"\\u00e9sc\\\"aped\"",
+                                           "\"a string longer than sixteen bytes\"", "[]", "[\"a\",\"b\"]",
+                                           "[\"a\",1,\"b\",null]", "[[\"x\"]]", "{}", "{\"group\":\"g\",\"x\":[1]}",
+                                           "{\"kind\":\"Pod\",\"spec\":{\"hostPID\":true}}"};
+  const std::vector<std::string> templates = {
+      "@", "{\"apiVersion\":@}", "{\"kind\":@,\"apiVersion\":\"admission.k8s.io/v1\"}", "{\"request\":@}",
+      "{\"request\":{\"uid\":@}}", "{\"request\":{\"kind\":@}}", "{\"request\":{\"kind\":{\"group\":@,\"kind\":@}}}",
+      "{\"request\":{\"kind\":{\"version\":@,\"unslotted\":@}}}", "{\"request\":{\"subResource\":@,\"name\":@}}",
+      "{\"request\":{\"namespace\":@,\"operation\":@,\"dryRun\":@}}", "{\"request\":{\"userInfo\":@}}",
+      "{\"request\":{\"userInfo\":{\"username\":@,\"groups\":@,\"uid\":@}}}",
+      "{\"request\":{\"object\":@,\"oldObject\":@}}", "{\"request\":{\"resource\":@,\"options\":@}}",
+      "{\"re\\u0071uest\":{\"u\\u0069d\":@}}", "{\"request\":{\"uid\":@,\"uid\":@}}",
+  };
+  for (const std::string& t : templates) {
+    for (const std::string& v : values) {
+      std::string doc;
+      for (char c : t) {
+        if (c == '@') {
+          doc += v;
+        } else {
+          doc.push_back(c);
+        }
+      }
+      expect_same_as_nlohmann(doc);
+      if (HasFailure()) return;
+    }
+  }
 }
 
 TEST(JsonProjection, RefusesARepeatedMemberNameInALargeObjectNamingIt) {

@@ -21,11 +21,42 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using json = nlohmann::json;
 
-// locate_pod + read_pod_facts, as every caller does.
+void expect_same_facts(const PodFacts& a, const PodFacts& b) {
+  EXPECT_EQ(a.kind, b.kind);
+  EXPECT_EQ(a.object_name, b.object_name);
+  EXPECT_EQ(a.namespace_, b.namespace_);
+  EXPECT_EQ(a.component, b.component);
+  EXPECT_EQ(a.runtime_class, b.runtime_class);
+  EXPECT_EQ(a.host_network, b.host_network);
+  EXPECT_EQ(a.host_pid, b.host_pid);
+  EXPECT_EQ(a.host_ipc, b.host_ipc);
+  EXPECT_EQ(a.privileged_containers, b.privileged_containers);
+  EXPECT_EQ(a.containers, b.containers);
+  EXPECT_EQ(a.has_metadata, b.has_metadata);
+  EXPECT_EQ(a.has_annotations, b.has_annotations);
+  EXPECT_EQ(a.isolation_annotation, b.isolation_annotation);
+}
+
+// locate_pod + read_pod_facts, as every caller does; and take_pod_facts (the
+// webhook's: strings moved out of the object) on a copy, which must give the
+// same facts or the same error, in every test below.
 Result<PodFacts> read_pod_facts(const json& object, std::string_view source) {
   auto where = locate_pod(object, source);
   if (!where) return fail(where.error());
-  return model::read_pod_facts(object, *where, source);
+  auto read = model::read_pod_facts(object, *where, source);
+  json copy = object;
+  auto copy_where = locate_pod(copy, source);
+  EXPECT_TRUE(copy_where.ok());
+  if (copy_where) {
+    auto taken = take_pod_facts(copy, *copy_where, source);
+    EXPECT_EQ(read.ok(), taken.ok());
+    if (read.ok() && taken.ok()) {
+      expect_same_facts(*read, *taken);
+    } else if (!read.ok() && !taken.ok()) {
+      EXPECT_EQ(read.error(), taken.error());
+    }
+  }
+  return read;
 }
 
 json load_pod_example(const std::string& name) {
@@ -503,6 +534,25 @@ TEST(PodFactsWrongShapeInTemplate, ReadsPrivilegedInitContainersOfATemplate) {
   auto facts = read_pod_facts(w, "ds.yaml");
   ASSERT_TRUE(facts.ok()) << facts.error();
   EXPECT_THAT(facts->privileged_containers, ElementsAre("init:prep"));
+}
+
+TEST(PodFacts, TakeMovesTheStringsItReadsOutAndKeepsTheShape) {
+  json pod = {{"apiVersion", "v1"}, {"kind", "Pod"},
+              {"metadata", {{"name", "a-name-longer-than-sixteen"}, {"namespace", "ns"},
+                            {"labels", {{std::string(kComponentLabel), "comp"}, {"other", "kept"}}}}},
+              {"spec", {{"runtimeClassName", "kata-fc"},
+                        {"containers", json::array({{{"name", "c"}, {"image", "registry.example.com/x:1"}}})}}}};
+  auto where = locate_pod(pod, "t");
+  ASSERT_TRUE(where.ok()) << where.error();
+  auto facts = take_pod_facts(pod, *where, "t");
+  ASSERT_TRUE(facts.ok()) << facts.error();
+  EXPECT_EQ(facts->object_name, "a-name-longer-than-sixteen");
+  EXPECT_EQ(facts->component, "comp");
+  EXPECT_EQ(facts->containers[0].image, "registry.example.com/x:1");
+  EXPECT_EQ(pod["metadata"]["name"], "");  // moved out
+  EXPECT_EQ(pod["spec"]["containers"][0]["image"], "");
+  EXPECT_EQ(pod["metadata"]["labels"]["other"], "kept");  // not read: untouched
+  EXPECT_EQ(pod["kind"], "Pod");
 }
 
 TEST(ObjectKindNames, EveryKindHasItsKubernetesName) {
