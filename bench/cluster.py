@@ -272,6 +272,8 @@ def main():
     # 1. Ready time and 2. memory.
     print("cluster-bench: API server with %d Components, %d Nodes" % (args.components, args.nodes), file=sys.stderr)
     api, kubeconfig = fx.api(args.components, args.nodes)
+    hwm = []  # VmHWM of each start since the last median_rss
+
     def starts(kubeconfig, extra=()):
         """--repeats fresh starts: each one's ready time and RSS once ready."""
         ready_ms, rss = [], []
@@ -279,6 +281,8 @@ def main():
             proc, ms = fx.gate(kubeconfig, extra)
             ready_ms.append(ms)
             rss.append(rss_kib(proc))
+            # The peak of the start: the list pages and their decoding.
+            hwm.append(bench.proc_status_kib(proc.pid, "VmHWM"))
             bench.terminate(proc)
         return ready_ms, rss
     results["ready_ms"], results["rss_full_kib"] = starts(kubeconfig)
@@ -291,13 +295,18 @@ def main():
     # Each RSS is the median of --repeats starts: one start's RSS varies by MiBs.
     def median_rss(components, nodes):
         api, kubeconfig = fx.api(components, nodes, corpus=False)
+        del hwm[:]
         ready_ms, runs = starts(kubeconfig)
         api.stop()
+        peaks[(components, nodes)] = statistics.median(hwm)
         return statistics.median(runs), runs, statistics.median(ready_ms)
+    peaks = {}
     results["rss_empty_kib"], results["rss_empty_runs_kib"], results["ready_ms_empty"] = median_rss(0, 1)
     rss_components, results["rss_components_runs_kib"], _ = median_rss(args.components, 1)
     rss_nodes, results["rss_nodes_runs_kib"], _ = median_rss(0, args.memory_nodes)
     results["rss_components_kib"] = rss_components
+    results["hwm_components_kib"] = peaks[(args.components, 1)]
+    results["hwm_nodes_kib"] = peaks[(0, args.memory_nodes)]
     results["rss_nodes_kib"] = rss_nodes
     results["bytes_per_component"] = (rss_components - results["rss_empty_kib"]) * 1024 / args.components
     results["bytes_per_node"] = (rss_nodes - results["rss_empty_kib"]) * 1024 / max(args.memory_nodes - 1, 1)
@@ -372,6 +381,9 @@ def write(r):
            r["bytes_per_component"]),
         "| memory per cached Node (RSS delta / N, %d Nodes: %.1f MiB; medians of %d starts) | %.0f bytes |"
         % (a["memory_nodes"], r["rss_nodes_kib"] / 1024, len(r["rss_nodes_runs_kib"]), r["bytes_per_node"]),
+        "| peak RSS during the start (VmHWM, median of %d starts): %d Components / %d Nodes | %.1f / %.1f MiB |"
+        % (len(r["rss_components_runs_kib"]), a["components"], a["memory_nodes"], r["hwm_components_kib"] / 1024,
+           r["hwm_nodes_kib"] / 1024),
         "| CPU per review, `/mutate/pods` typical pod, 16 keep-alive: local (median of %d) | %.1f us |"
         % (len(local), statistics.median(local)),
         "| CPU per review, cluster mode while %d Components/s and %d Nodes/s change (median of %d) | %.1f us (%.2fx local) |"
