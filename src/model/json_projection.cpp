@@ -93,6 +93,37 @@ class Scanner {
     }
   }
 
+  // Between a member's name and its value: the ':' and the white space
+  // around it.
+  bool expect_colon() {
+    skip_ws();
+    if (p_ == end_ || *p_ != ':') return fail("expected ':'");
+    ++p_;
+    skip_ws();
+    return true;
+  }
+
+  // After a member's value: ',' (another member follows; `done` stays
+  // false) or '}' (the object ends: its names checked, the depth back;
+  // `done` true). False on an error.
+  bool member_end(Names& names, bool& done) {
+    skip_ws();
+    if (p_ == end_) return fail("unexpected end of input in an object");
+    if (*p_ == ',') {
+      ++p_;
+      skip_ws();
+      return true;
+    }
+    if (*p_ == '}') {
+      if (!names.finish(*this)) return false;
+      ++p_;
+      --depth_;
+      done = true;
+      return true;
+    }
+    return fail("expected ',' or '}'");
+  }
+
   // object()'s walk without its DOM: a member with a slot is captured, any
   // other validated and skipped.
   bool transparent_object(const Projection& projection) {
@@ -127,29 +158,15 @@ class Scanner {
           decoded ? std::string_view(*decoded) : std::string_view(raw, static_cast<std::size_t>(p_ - 1 - raw));
       const Projection* member = projection.field(name);
       if (!note_key(raw, p_ - 1, decoded, names)) return false;
-      skip_ws();
-      if (p_ == end_ || *p_ != ':') return fail("expected ':'");
-      ++p_;
-      skip_ws();
+      if (!expect_colon()) return false;
       if (member && member->slot() >= 0) {
         if (!capture_value(*member)) return false;
       } else if (!skip_value()) {
         return false;
       }
-      skip_ws();
-      if (p_ == end_) return fail("unexpected end of input in an object");
-      if (*p_ == ',') {
-        ++p_;
-        skip_ws();
-        continue;
-      }
-      if (*p_ == '}') {
-        if (!names.finish(*this)) return false;
-        ++p_;
-        --depth_;
-        return true;
-      }
-      return fail("expected ',' or '}'");
+      bool done = false;
+      if (!member_end(names, done)) return false;
+      if (done) return true;
     }
   }
 
@@ -292,10 +309,7 @@ class Scanner {
         if (member && !decoded) key.assign(name);
       }
       if (!note_key(raw, p_ - 1, decoded, names)) return false;
-      skip_ws();
-      if (p_ == end_ || *p_ != ':') return fail("expected ':'");
-      ++p_;
-      skip_ws();
+      if (!expect_colon()) return false;
       if (whole) {
         json child;
         if (!value(nullptr, &child)) return false;
@@ -307,20 +321,9 @@ class Scanner {
       } else if (!skip_value()) {
         return false;
       }
-      skip_ws();
-      if (p_ == end_) return fail("unexpected end of input in an object");
-      if (*p_ == ',') {
-        ++p_;
-        skip_ws();
-        continue;
-      }
-      if (*p_ == '}') {
-        if (!names.finish(*this)) return false;
-        ++p_;
-        --depth_;
-        return true;
-      }
-      return fail("expected ',' or '}'");
+      bool done = false;
+      if (!member_end(names, done)) return false;
+      if (done) return true;
     }
   }
 
