@@ -120,6 +120,8 @@ bool StatusWriter::next(std::string& key) {
       sweep_keys_ = std::move(keys);
       sweep_ends_ = std::move(ends);
       sweep_next_ = 0;
+      // Every worker may take from it (the others may be asleep in wait()).
+      cv_.notify_all();
       continue;
     }
     if (!queue_.empty()) {
