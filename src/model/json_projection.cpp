@@ -103,6 +103,26 @@ class Scanner {
     return true;
   }
 
+  // After an array element: ',' (another element follows; `done` stays
+  // false) or ']' (the array ends: the depth back; `done` true). False on
+  // an error.
+  bool element_end(bool& done) {
+    skip_ws();
+    if (p_ == end_) return fail("unexpected end of input in an array");
+    if (*p_ == ',') {
+      ++p_;
+      skip_ws();
+      return true;
+    }
+    if (*p_ == ']') {
+      ++p_;
+      --depth_;
+      done = true;
+      return true;
+    }
+    return fail("expected ',' or ']'");
+  }
+
   // After a member's value: ',' (another member follows; `done` stays
   // false) or '}' (the object ends: its names checked, the depth back;
   // `done` true). False on an error.
@@ -191,19 +211,9 @@ class Scanner {
         c.all_strings = false;
         if (!skip_value()) return false;
       }
-      skip_ws();
-      if (p_ == end_) return fail("unexpected end of input in an array");
-      if (*p_ == ',') {
-        ++p_;
-        skip_ws();
-        continue;
-      }
-      if (*p_ == ']') {
-        ++p_;
-        --depth_;
-        return true;
-      }
-      return fail("expected ',' or ']'");
+      bool done = false;
+      if (!element_end(done)) return false;
+      if (done) return true;
     }
   }
 
@@ -352,19 +362,9 @@ class Scanner {
       } else if (!skip_value()) {
         return false;
       }
-      skip_ws();
-      if (p_ == end_) return fail("unexpected end of input in an array");
-      if (*p_ == ',') {
-        ++p_;
-        skip_ws();
-        continue;
-      }
-      if (*p_ == ']') {
-        ++p_;
-        --depth_;
-        return true;
-      }
-      return fail("expected ',' or ']'");
+      bool done = false;
+      if (!element_end(done)) return false;
+      if (done) return true;
     }
   }
 
