@@ -5,9 +5,13 @@ Components and Nodes.
 
   1. time from start to /readyz 200 with 10,000 Components and 1,000 Nodes
      (median of --repeats starts);
-  2. memory per cached Component and per cached Node: RSS once ready with N
-     objects minus RSS with none, divided by N (Nodes: --memory-nodes of them,
-     10,000 by default, so the difference stands above the noise of RSS);
+  2. memory per cached Component and per cached Node: the slope of RSS once
+     ready against the number of objects cached, fitted (least squares) over
+     fresh starts with none and with each of --memory-sizes objects (10,000,
+     50,000 and 100,000 by default; the median RSS of --repeats starts at
+     each size), so that one start's spread of RSS (up to 2 MiB: 200 bytes an
+     object at 10,000) does not decide the figure; each size's own
+     (RSS(N) - RSS(0)) / N is reported beside it;
   3. CPU per review on /mutate/pods (typical pod, RequireSetec, 16 keep-alive
      connections, wrk) in local mode and in cluster mode while the API server
      changes 100 Components and 10 Nodes a second, interleaved (local,
@@ -24,7 +28,7 @@ Needs what bench/run.sh builds first (build-bench/: the binary, the corpus,
 the certificate, wrk). Writes docs/benchmarks-cluster.md and
 build-bench/results/cluster.json.
   bench/cluster.py [--pairs 3] [--duration 10] [--components 10000] [--nodes 1000]
-                   [--churn 100] [--node-churn 10] [--memory-nodes 10000]
+                   [--churn 100] [--node-churn 10] [--memory-sizes 10000,50000,100000]
 """
 import argparse
 import datetime
@@ -261,7 +265,8 @@ def main():
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--churn", type=int, default=100, help="Component updates a second")
     ap.add_argument("--node-churn", type=int, default=10, help="Node updates a second")
-    ap.add_argument("--memory-nodes", type=int, default=10000, help="Nodes for the memory per Node")
+    ap.add_argument("--memory-sizes", default="10000,50000,100000",
+                    help="numbers of Components (and of Nodes) the memory per object is fitted over")
     args = ap.parse_args()
     fx = Fixture(args)
     results = {"started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -298,18 +303,23 @@ def main():
         del hwm[:]
         ready_ms, runs = starts(kubeconfig)
         api.stop()
-        peaks[(components, nodes)] = statistics.median(hwm)
-        return statistics.median(runs), runs, statistics.median(ready_ms)
-    peaks = {}
-    results["rss_empty_kib"], results["rss_empty_runs_kib"], results["ready_ms_empty"] = median_rss(0, 1)
-    rss_components, results["rss_components_runs_kib"], _ = median_rss(args.components, 1)
-    rss_nodes, results["rss_nodes_runs_kib"], _ = median_rss(0, args.memory_nodes)
-    results["rss_components_kib"] = rss_components
-    results["hwm_components_kib"] = peaks[(args.components, 1)]
-    results["hwm_nodes_kib"] = peaks[(0, args.memory_nodes)]
-    results["rss_nodes_kib"] = rss_nodes
-    results["bytes_per_component"] = (rss_components - results["rss_empty_kib"]) * 1024 / args.components
-    results["bytes_per_node"] = (rss_nodes - results["rss_empty_kib"]) * 1024 / max(args.memory_nodes - 1, 1)
+        print("cluster-bench: %d Components, %d Nodes: RSS %s KiB" % (components, nodes, runs), file=sys.stderr)
+        return {"n": max(components, nodes), "rss_kib": statistics.median(runs), "runs_kib": runs,
+                "hwm_kib": statistics.median(hwm), "ready_ms": statistics.median(ready_ms)}
+    sizes = [int(x) for x in args.memory_sizes.split(",")]
+    empty = median_rss(0, 1)
+    results["rss_empty_kib"], results["rss_empty_runs_kib"] = empty["rss_kib"], empty["runs_kib"]
+    results["ready_ms_empty"] = empty["ready_ms"]
+    # The empty start has 1 Node (the sandbox needs one): it counts as 0 Nodes.
+    results["memory"] = {
+        "components": [dict(empty, n=0)] + [median_rss(n, 1) for n in sizes],
+        "nodes": [dict(empty, n=0)] + [median_rss(0, n) for n in sizes],
+    }
+    for kind in ("components", "nodes"):
+        points = results["memory"][kind]
+        results["bytes_per_" + kind[:-1]] = slope_bytes(points)
+        for p in points[1:]:
+            p["bytes_per_object"] = (p["rss_kib"] - empty["rss_kib"]) * 1024 / p["n"]
 
     # 3. CPU per review, local vs cluster under churn, interleaved.
     class Cfg:
@@ -348,6 +358,21 @@ def main():
     write(results)
 
 
+def slope_bytes(points):
+    """Bytes per object: the least-squares slope of RSS (KiB) against N."""
+    xs = [p["n"] for p in points]
+    ys = [p["rss_kib"] * 1024 for p in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+
+
+def memory_rows(r, kind, label):
+    """One line of each size's figures for the text under the table."""
+    return "; ".join("%s %d: %.1f MiB (%s), %.0f bytes each" % (
+        label, p["n"], p["rss_kib"] / 1024, ", ".join(str(x) for x in p["runs_kib"]), p["bytes_per_object"])
+        for p in r["memory"][kind][1:])
+
+
 def write(r):
     out_dir = os.path.join(REPO, "build-bench", "results")
     os.makedirs(out_dir, exist_ok=True)
@@ -376,14 +401,13 @@ def write(r):
         "| start to ready, empty cluster (1 Node; median) | %.0f ms |" % r["ready_ms_empty"],
         "| RSS once ready: empty / %d Components + %d Nodes | %.1f / %.1f MiB |"
         % (a["components"], a["nodes"], r["rss_empty_kib"] / 1024, statistics.median(r["rss_full_kib"]) / 1024),
-        "| memory per cached Component (RSS delta / N, %d Components: %.1f MiB; medians of %d starts) | %.0f bytes |"
-        % (a["components"], r["rss_components_kib"] / 1024, len(r["rss_components_runs_kib"]),
-           r["bytes_per_component"]),
-        "| memory per cached Node (RSS delta / N, %d Nodes: %.1f MiB; medians of %d starts) | %.0f bytes |"
-        % (a["memory_nodes"], r["rss_nodes_kib"] / 1024, len(r["rss_nodes_runs_kib"]), r["bytes_per_node"]),
+        "| memory per cached Component (slope of RSS over 0, %s Components; medians of %d starts) | %.0f bytes |"
+        % (a["memory_sizes"], a["repeats"], r["bytes_per_component"]),
+        "| memory per cached Node (slope of RSS over 0, %s Nodes; medians of %d starts) | %.0f bytes |"
+        % (a["memory_sizes"], a["repeats"], r["bytes_per_node"]),
         "| peak RSS during the start (VmHWM, median of %d starts): %d Components / %d Nodes | %.1f / %.1f MiB |"
-        % (len(r["rss_components_runs_kib"]), a["components"], a["memory_nodes"], r["hwm_components_kib"] / 1024,
-           r["hwm_nodes_kib"] / 1024),
+        % (a["repeats"], r["memory"]["components"][-1]["n"], r["memory"]["nodes"][-1]["n"],
+           r["memory"]["components"][-1]["hwm_kib"] / 1024, r["memory"]["nodes"][-1]["hwm_kib"] / 1024),
         "| CPU per review, `/mutate/pods` typical pod, 16 keep-alive: local (median of %d) | %.1f us |"
         % (len(local), statistics.median(local)),
         "| CPU per review, cluster mode while %d Components/s and %d Nodes/s change (median of %d) | %.1f us (%.2fx local) |"
@@ -397,16 +421,19 @@ def write(r):
         "pages of 500 they are about 25 requests, 10 at once and then 5 a second. The test API server is "
         "Python; a real API server answers those pages faster." % a["components"],
         "",
-        "Memory is the resident size (VmRSS) 1 s after /readyz with N objects minus the same with none, over N: "
-        "it counts the caches and whatever else stays resident because of them (allocator slack, the leader's "
-        "status queue of every Component), not a heap count. The churn keeps every decision as it was: "
+        "Memory is the resident size (VmRSS) 1 s after /readyz, the median of %d fresh starts at each size, "
+        "fitted against the number of objects (least squares over the empty start and each size): the slope is "
+        "what one more cached object costs, counting the caches and whatever else stays resident because of "
+        "them (allocator slack, the leader's status queue of every Component), not a heap count. One start's "
+        "RSS spreads by up to 2 MiB, 200 bytes an object at 10,000, which the fit over larger sizes averages "
+        "out; each size alone (RSS(N) - RSS(empty)) / N, with every start's RSS in KiB: empty %s; %s; %s. "
+        "The churn keeps every decision as it was: "
         "Components get a label; Nodes alternately get a label the RuntimeClass does not select on and a flip "
         "of one Node's Ready condition (one of %d NotReady leaves the sandbox available). The test API server "
         "runs in a process of its own for the CPU runs and also drives the churn; its CPU is not in the "
-        "gate's figures. RSS of each start (KiB): empty %s; %d Components %s; %d Nodes %s. Load average "
-        "when the run ended: %s (the machine is shared)." % (
-            a["nodes"], r["rss_empty_runs_kib"], a["components"], r["rss_components_runs_kib"],
-            a["memory_nodes"], r["rss_nodes_runs_kib"], r.get("loadavg", "?")),
+        "gate's figures. Load average when the run ended: %s (the machine is shared)." % (
+            a["repeats"], r["rss_empty_runs_kib"], memory_rows(r, "components", "Components"),
+            memory_rows(r, "nodes", "Nodes"), a["nodes"], r.get("loadavg", "?")),
         "",
         "Interleaved pairs (local, then cluster under churn):",
         "",
@@ -420,9 +447,9 @@ def write(r):
             p["cluster"]["churn_per_s"], p["cluster"]["node_churn_per_s"], p["cluster"]["api_cpu_pct"],
             "yes" if p["cluster"]["sandbox_available"] else "NO", p["local"]["errors"] + p["cluster"]["errors"]))
     lines += ["", "Command: `bench/cluster.py --components %d --nodes %d --pairs %d --duration %d --churn %d "
-              "--node-churn %d --memory-nodes %d`."
+              "--node-churn %d --memory-sizes %s`."
               % (a["components"], a["nodes"], a["pairs"], a["duration"], a["churn"], a["node_churn"],
-                 a["memory_nodes"]), ""]
+                 a["memory_sizes"]), ""]
     with open(os.path.join(REPO, "docs", "benchmarks-cluster.md"), "w") as f:
         f.write("\n".join(lines))
     print("\n".join(lines))
