@@ -21,6 +21,7 @@ StatusWriter::StatusWriter(kube::Client& client, const kube::Store<ComponentReco
 StatusWriter::~StatusWriter() { stop(); }
 
 void StatusWriter::start() {
+  std::lock_guard life(lifecycle_);
   std::lock_guard lock(mu_);
   if (!threads_.empty()) return;
   stopping_ = false;
@@ -31,6 +32,7 @@ void StatusWriter::start() {
 }
 
 void StatusWriter::stop() noexcept {
+  std::lock_guard life(lifecycle_);
   {
     std::lock_guard lock(mu_);
     stopping_ = true;

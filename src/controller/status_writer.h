@@ -26,7 +26,9 @@
 //    not the limit, is what bounds the rate).
 //  - start()/stop() (stop is prompt: no new write starts after it; a write
 //    in flight finishes within the client's request timeout) may be called
-//    again for each term of leadership. enqueue*() are thread-safe and never
+//    again for each term of leadership, from any threads but the workers': one
+//    runs at a time, so a start() that meets a stop() still joining the last
+//    term's workers waits for it. enqueue*() are thread-safe and never
 //    block on the network.
 #pragma once
 
@@ -97,6 +99,7 @@ class StatusWriter {
   const admission::SandboxView& sandbox_;
   const StatusWriterOptions options_;
 
+  std::mutex lifecycle_;  // start() and stop(), one at a time (taken before mu_)
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::string> queue_;

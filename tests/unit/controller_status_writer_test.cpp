@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <map>
 #include <set>
 #include <mutex>
@@ -190,6 +191,36 @@ TEST(StatusWriter, NothingIsWrittenBeforeReadyOrAfterStop) {
   ASSERT_TRUE(f.api.wait_for(1));
   f.writer->stop();
   EXPECT_EQ(f.api.count(), 1u);
+}
+
+// A start() that meets a stop() still joining the last term's workers (a
+// term lost and won again at once) waits for it: the old workers exit, the
+// new term's run. Before the fix the start found no threads (stop had taken
+// them to join), started new ones and cleared the stop flag, so the old
+// worker never ended and stop() joined it forever.
+TEST(StatusWriter, AStartDuringAStopWaitsForTheLastTermsWorkers) {
+  Fixture f(std::vector<json>{component("a", "untrusted")});
+  f.api.hold = true;
+  f.writer->start();
+  ASSERT_TRUE(f.api.wait_in_flight(1));  // the only worker is in a (held) write
+  auto stopped = std::async(std::launch::async, [&] { f.writer->stop(); });
+  // stop() has begun once an enqueue is ignored (the busy worker takes none).
+  bool stopping = false;
+  for (int i = 0; i < 1000 && !stopping; ++i) {
+    const std::size_t before = f.writer->stats().queued;
+    f.writer->enqueue("team-a/probe-" + std::to_string(i));
+    stopping = f.writer->stats().queued == before;
+    if (!stopping) std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_TRUE(stopping);
+  auto started = std::async(std::launch::async, [&] { f.writer->start(); });
+  f.api.release();
+  ASSERT_EQ(stopped.wait_for(10s), std::future_status::ready);
+  ASSERT_EQ(started.wait_for(10s), std::future_status::ready);
+  // The new term checks every Component once: "a" is written again.
+  EXPECT_TRUE(f.api.wait_for(2));
+  f.writer->stop();
+  EXPECT_FALSE(f.api.overlapped);
 }
 
 TEST(StatusWriter, FailuresAreRetriedAndAVanishedComponentIsDropped) {
