@@ -50,10 +50,29 @@ def log(*a):
 
 # ---------------------------------------------------------------- /proc
 
-def proc_cpu_ticks(pid):
+def proc_cpu_split(pid):
+    """(user, system) CPU ticks of a process: utime, stime (fields 14, 15 of /proc/PID/stat)."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15)
+    return int(fields[11]), int(fields[12])
+
+
+def proc_cpu_ticks(pid):
+    return sum(proc_cpu_split(pid))
+
+
+def rescheduling_interrupts():
+    """The machine's rescheduling IPIs so far (/proc/interrupts RES, every CPU): a wakeup of a task
+    on an idle CPU. Not per process: over a run they count the server's and wrk's wakeups."""
+    try:
+        with open("/proc/interrupts") as f:
+            for line in f:
+                fields = line.split()
+                if fields and fields[0] == "RES:":
+                    return sum(int(x) for x in fields[1:] if x.isdigit())
+    except OSError:
+        pass
+    return None
 
 
 def proc_status_kib(pid, key):
@@ -410,11 +429,15 @@ def measure(cfg, server, case, conns, mode, duration, expected_body=None, path=N
             raise RuntimeError(f"{server.name} {case['name']}: unexpected response: {problem}\n{body[:500]}")
         accepted0 = server.metric("isolation_gate_connections_accepted_total") if isinstance(server, Ours) else None
         load0 = os.getloadavg()[0]
-        cpu0 = sum(proc_cpu_ticks(p) for p in pids)
+        split0 = [proc_cpu_split(p) for p in pids]
+        res0 = rescheduling_interrupts()
         sampler = Sampler(pids)
         sampler.start()
         w = run_wrk(cfg, server.port(), case, conns, mode, duration, path)
-        cpu1 = sum(proc_cpu_ticks(p) for p in pids)
+        split1 = [proc_cpu_split(p) for p in pids]
+        res1 = rescheduling_interrupts()
+        user = sum(b[0] - a[0] for a, b in zip(split0, split1))
+        system = sum(b[1] - a[1] for a, b in zip(split0, split1))
         sampler.stop()
         hwm = sum(proc_status_kib(p, "VmHWM") for p in pids)
         row = {
@@ -422,8 +445,12 @@ def measure(cfg, server, case, conns, mode, duration, expected_body=None, path=N
             "requests": w["requests"], "rps": w["requests"] / (w["duration_us"] / 1e6),
             "latency_us": w["latency_us"], "errors": w["errors"],
             "error_total": sum(w["errors"].values()),
-            "cpu_us_per_req": (cpu1 - cpu0) * 1e6 / CLK_TCK / max(w["requests"], 1),
-            "cpu_s": (cpu1 - cpu0) / CLK_TCK,
+            "cpu_us_per_req": (user + system) * 1e6 / CLK_TCK / max(w["requests"], 1),
+            "cpu_s": (user + system) / CLK_TCK,
+            # The split is the kernel's tick sampling: a share, exact over many ticks only.
+            "cpu_user_us_per_req": user * 1e6 / CLK_TCK / max(w["requests"], 1),
+            "cpu_sys_us_per_req": system * 1e6 / CLK_TCK / max(w["requests"], 1),
+            "resched_ipis_per_req": (res1 - res0) / max(w["requests"], 1) if res0 is not None else None,
             "rss_idle_kib": rss_idle, "rss_peak_kib": max(sampler.peak_kib, 0), "vmhwm_kib": hwm,
             "rss_samples": sampler.samples, "wrk_cpu_s": w["wrk_cpu_s"], "wrk_command": w["command"],
             "ready_ms": getattr(server, "ready_ms", None),

@@ -590,6 +590,21 @@ def counts_section(results_dir):
     return "\n".join(out)
 
 
+def cpu_split_sentence(g):
+    """User and system time of both servers, and the machine's wakeups of idle CPUs, per review."""
+    o, n = g["ours"], g["nginx"]
+    if "cpu_user_us_per_req" not in o or "cpu_user_us_per_req" not in n:
+        return ""
+    text = (f" Split by the kernel's accounting: user {o['cpu_user_us_per_req']:.1f} us against nginx's "
+            f"{n['cpu_user_us_per_req']:.1f}, system {o['cpu_sys_us_per_req']:.1f} us against "
+            f"{n['cpu_sys_us_per_req']:.1f}")
+    if o.get("resched_ipis_per_req") is not None and n.get("resched_ipis_per_req") is not None:
+        text += (f"; rescheduling IPIs on the machine {o['resched_ipis_per_req']:.2f} a review against "
+                 f"{n['resched_ipis_per_req']:.2f} (a slower server leaves wrk's CPU idle more often, and waking "
+                 f"it is charged to the server's send: `docs/benchmarks-changes.md` 12.1)")
+    return text + "."
+
+
 def closing_note(rows, micro, perf, ka16, large, targets):
     """Where the time goes, from this run's figures only (no claims that could go stale)."""
     out = ["\n### Closing note\n"]
@@ -613,7 +628,8 @@ def closing_note(rows, micro, perf, ka16, large, targets):
             f"{by.get(f'patch/{case}', 0):.1f} us, encode {by.get(f'encode/{case}', 0):.1f} us. "
             + (f"The other {rest:.0f} us are the transport's cost above nginx's: Beast/Asio, allocation, thread "
                f"hand-offs and syscalls (the profile below)." if rest > 0 else
-               "The transport costs no more than nginx's."))
+               "The transport costs no more than nginx's.")
+            + cpu_split_sentence(g))
     if perf and perf.get("keep-alive") and perf["keep-alive"].get("categories"):
         cats = perf["keep-alive"]["categories"]
         out.append("- Profile, keep-alive, share of the server's CPU samples: " +
