@@ -5,10 +5,11 @@
 # UndefinedBehaviorSanitizer, and (2) everything - unit, end-to-end and
 # packaging (Helm chart, CRD, manifests) - on the optimised build.
 #   scripts/test.sh              # everything; each stage prints "== stage X: N s =="
-# Time, fresh clone, 2 cores, 4 December 2026 21:38-21:56 UTC, tree baf4232,
-# quiet (load average below 2.5): 1059 s (deps 7 s; ASan+UBSan build 349 s,
-# unit + e2e 60 s; fuzz 147 s (5 targets), its build 52; TSan 90 + 36 s;
-# optimised build 187 s, ctest 61 s; soak 122 s). Earlier that day,
+# Time, fresh clone, 2 cores, 4 December 2026 23:47-00:05 UTC, tree e769b56,
+# quiet (load average below 2.5): 1076 s (deps 6 s; ASan+UBSan build 350 s,
+# unit + e2e 61 s; fuzz 144 s (5 targets), its build 50; TSan 91 + 36 s;
+# optimised build 203 s, ctest 63 s; soak 122 s); tree baf4232 at 21:38 UTC:
+# 1059 s. Earlier that day,
 # 17:58-18:18 UTC (nice -n 5),
 # another engineer's fuzzer, soak and benchmark on the same cores (load
 # average 1 to 7): 1182 s, about 20 minutes (deps 7 s; ASan+UBSan build 450 s,
