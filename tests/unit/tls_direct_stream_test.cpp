@@ -92,12 +92,28 @@ struct ReadResult {
   bool done = false;
 };
 
-void start_read(DirectStream<tcp::socket>& s, net::mutable_buffer b, ReadResult& r) {
+// Either end: the DirectStream under test or the client's Asio ssl::stream.
+template <class Stream>
+void start_read(Stream& s, net::mutable_buffer b, ReadResult& r) {
   s.async_read_some(b, [&r](error_code ec, std::size_t n) {
     r.ec = ec;
     r.n = n;
     r.done = true;
   });
+}
+
+// The client sends `text`; the DirectStream reads it in one read.
+::testing::AssertionResult server_receives(DirectPair& p, std::string_view text) {
+  std::array<char, 64> in{};
+  ReadResult r;
+  start_read(p.server(), net::buffer(in), r);
+  net::async_write(p.client(), net::buffer(text), [](error_code, std::size_t) {});
+  p.run();
+  if (!r.done) return ::testing::AssertionFailure() << "the read did not complete";
+  if (r.ec) return ::testing::AssertionFailure() << "the read failed: " << r.ec.message();
+  if (std::string_view(in.data(), r.n) != text)
+    return ::testing::AssertionFailure() << "read \"" << std::string_view(in.data(), r.n) << "\"";
+  return ::testing::AssertionSuccess();
 }
 
 class DirectStreamVersions : public ::testing::TestWithParam<int> {};
@@ -109,14 +125,7 @@ TEST_P(DirectStreamVersions, HandshakeReadAndGatheredWrite) {
   ASSERT_FALSE(client_ec) << client_ec.message();
   EXPECT_EQ(SSL_version(p.server().native_handle()), GetParam());
 
-  std::array<char, 64> in{};
-  ReadResult r;
-  start_read(p.server(), net::buffer(in), r);
-  net::async_write(p.client(), net::buffer(std::string_view("hello")), [](error_code, std::size_t) {});
-  p.run();
-  ASSERT_TRUE(r.done);
-  ASSERT_FALSE(r.ec) << r.ec.message();
-  EXPECT_EQ(std::string(in.data(), r.n), "hello");
+  ASSERT_TRUE(server_receives(p, "hello"));
 
   // Two buffers go out as one SSL_write: one record, read by one SSL_read.
   const std::array<net::const_buffer, 3> parts{net::buffer(std::string_view("abc")), net::const_buffer(),
@@ -128,17 +137,13 @@ TEST_P(DirectStreamVersions, HandshakeReadAndGatheredWrite) {
     written = n;
   });
   std::array<char, 64> out{};
-  error_code cec = net::error::would_block;
-  std::size_t got = 0;
-  p.client().async_read_some(net::buffer(out), [&](error_code ec, std::size_t n) {
-    cec = ec;
-    got = n;
-  });
+  ReadResult got;
+  start_read(p.client(), net::buffer(out), got);
   p.run();
   ASSERT_FALSE(wec) << wec.message();
   EXPECT_EQ(written, 6u);
-  ASSERT_FALSE(cec) << cec.message();
-  EXPECT_EQ(std::string(out.data(), got), "abcdef");
+  ASSERT_FALSE(got.ec) << got.ec.message();
+  EXPECT_EQ(std::string(out.data(), got.n), "abcdef");
 }
 
 // More than the socket buffers hold, both ways at once: the writes wait for
@@ -299,27 +304,16 @@ TEST(DirectStream, KeyUpdateIsAnswered) {
   ASSERT_FALSE(p.handshake());
   ASSERT_EQ(SSL_key_update(p.client().native_handle(), SSL_KEY_UPDATE_REQUESTED), 1);
   for (int round = 0; round < 2; ++round) {
-    std::array<char, 16> in{};
-    ReadResult r;
-    start_read(p.server(), net::buffer(in), r);
-    net::async_write(p.client(), net::buffer(std::string_view("ping")), [](error_code, std::size_t) {});
-    p.run();
-    ASSERT_TRUE(r.done);
-    ASSERT_FALSE(r.ec) << r.ec.message();
-    EXPECT_EQ(std::string(in.data(), r.n), "ping");
+    ASSERT_TRUE(server_receives(p, "ping"));
     error_code wec = net::error::would_block;
     net::async_write(p.server(), net::buffer(std::string_view("pong")), [&](error_code ec, std::size_t) { wec = ec; });
     std::array<char, 16> out{};
-    error_code cec = net::error::would_block;
-    std::size_t got = 0;
-    p.client().async_read_some(net::buffer(out), [&](error_code ec, std::size_t n) {
-      cec = ec;
-      got = n;
-    });
+    ReadResult got;
+    start_read(p.client(), net::buffer(out), got);
     p.run();
     ASSERT_FALSE(wec) << wec.message();
-    ASSERT_FALSE(cec) << cec.message();
-    EXPECT_EQ(std::string(out.data(), got), "pong");
+    ASSERT_FALSE(got.ec) << got.ec.message();
+    EXPECT_EQ(std::string(out.data(), got.n), "pong");
   }
 }
 
