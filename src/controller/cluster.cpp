@@ -123,7 +123,8 @@ void Cluster::stop() noexcept {
 }
 
 bool Cluster::synced() const noexcept {
-  return components_.synced() && runtime_classes_.synced() && nodes_.synced();
+  return components_.synced() && runtime_classes_.synced() && nodes_.synced() &&
+         sandbox_assessed_.load(std::memory_order_acquire);
 }
 
 void Cluster::recompute_sandbox() {
@@ -132,11 +133,14 @@ void Cluster::recompute_sandbox() {
   if (!runtime_classes_.synced()) return;
   std::optional<RuntimeClassFacts> rc;
   if (auto found = runtime_classes_.find(options_.runtime_class)) rc = *found;
-  const auto publish = [&](const SandboxAssessment& a) {
+  // `complete`: made from the RuntimeClass and every Node's fit under its
+  // scheduling (not the interim "unavailable" of a scheduling change).
+  const auto publish = [&](const SandboxAssessment& a, bool complete) {
     const bool was = policy::is_available(sandbox_.availability());
     if (sandbox_.update(a) && options_.log) {
       options_.log(policy::is_available(a.availability) ? "info" : "warn", "sandbox " + a.reason);
     }
+    if (complete) sandbox_assessed_.store(true, std::memory_order_release);
     if (listener_ && was != policy::is_available(a.availability)) listener_->sandbox_changed();
   };
   if (!rc) {
@@ -144,7 +148,7 @@ void Cluster::recompute_sandbox() {
     // The fits stay as they are: a RuntimeClass that comes back with the same
     // scheduling needs no new list.
     start_nodes();
-    publish(assess_sandbox(options_.runtime_class, rc, std::vector<NodeFit>{}, options_.shape));
+    publish(assess_sandbox(options_.runtime_class, rc, std::vector<NodeFit>{}, options_.shape), true);
     return;
   }
   auto current = projection();
@@ -167,7 +171,7 @@ void Cluster::recompute_sandbox() {
     start_nodes();
     // Until every Node is fitted under the new scheduling, no Node is known to
     // run it: unavailable (fail closed), not the old scheduling's answer.
-    publish(assess_sandbox(options_.runtime_class, rc, std::vector<NodeFit>{}, options_.shape));
+    publish(assess_sandbox(options_.runtime_class, rc, std::vector<NodeFit>{}, options_.shape), false);
     return;
   }
   start_nodes();
@@ -181,7 +185,7 @@ void Cluster::recompute_sandbox() {
       nodes.push_back(*n);
     }
   }
-  publish(assess_sandbox(options_.runtime_class, rc, nodes, options_.shape));
+  publish(assess_sandbox(options_.runtime_class, rc, nodes, options_.shape), true);
 }
 
 void Cluster::write_metrics(prometheus::TextWriter& out, std::span<const CacheView> more) const {

@@ -5,7 +5,8 @@
 //
 // Contract:
 //  - start() starts one reflector thread per resource; stop() stops and
-//    joins them. synced() is true once all three caches have listed.
+//    joins them. synced() is true once all three caches have listed and
+//    the sandbox has been assessed from them.
 //  - components().find() is a map find on immutable, already-decoded
 //    Components; on a miss it makes ONE live GET bounded by
 //    `lookup_timeout` (well inside the webhook's timeoutSeconds) before
@@ -145,6 +146,10 @@ class Cluster {
   void set_listener(ClusterListener* listener) noexcept { listener_ = listener; }
   void start();
   void stop() noexcept;
+  // Every cache has listed once and the sandbox has been assessed from them
+  // (the RuntimeClass and every Node's fit): until then availability() is
+  // the initial "unavailable", which nothing may act on (the webhook is not
+  // ready, the operator's loops wait). Turns true once and stays true.
   bool synced() const noexcept;
 
   const admission::ComponentLookup& components() const noexcept { return lookup_; }
@@ -167,6 +172,7 @@ class Cluster {
   std::shared_ptr<const NodeProjection> projection_ = std::make_shared<const NodeProjection>();  // what Nodes are fitted under now
   std::mutex start_mu_;  // starting the Node reflector, stopped_
   std::atomic<bool> nodes_started_{false};
+  std::atomic<bool> sandbox_assessed_{false};  // see synced()
   bool stopped_ = false;
   ClusterListener* listener_ = nullptr;
   kube::Store<ComponentRecord> components_;

@@ -133,7 +133,7 @@ void DriftAudit::run() {
   auto last_pass = Clock::now() - options_.resync;
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    if (!pods_.synced()) {
+    if (!pods_.synced() || (options_.inputs_ready && !options_.inputs_ready())) {
       cv_.wait_for(lock, std::chrono::milliseconds(100));
       continue;
     }

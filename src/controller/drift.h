@@ -16,8 +16,11 @@
 //    namespace, uid, the label, runtimeClassName, and whether it is still
 //    running: not Succeeded/Failed and no deletionTimestamp), started by
 //    start() and stopped by stop() (each term of leadership).
-//  - An audit pass runs after any change (pods, Components, sandbox:
-//    mark_dirty()), at most every `min_interval`, and every `resync`. A pass
+//  - No pass runs until the pod cache has listed and `inputs_ready`: from
+//    the sandbox's initial "unavailable" a pass would report drift that is
+//    not there (and miss pods of Components not listed yet). Then a pass
+//    runs after any change (pods, Components, sandbox: mark_dirty()), at
+//    most every `min_interval`, and every `resync`. A pass
 //    reads whole snapshots and replaces the per-Component drift counts at
 //    once; a Component whose count changed is reported to `on_count_change`
 //    (the status loop). A pod that newly drifted records one Warning Event
@@ -82,6 +85,9 @@ struct DriftOptions {
   std::size_t page_size = 500;
   std::chrono::seconds watch_timeout{300};
   kube::BackoffPolicy backoff;
+  // The Component and sandbox caches have synced (Cluster::synced()); no
+  // pass runs before. Empty: always.
+  std::function<bool()> inputs_ready;
   std::function<void(std::string_view component_key)> on_count_change;
   std::function<void(std::string_view level, std::string_view message)> log;
 };

@@ -12,8 +12,10 @@
 // (enqueue_all), a drift count change its Component's key.
 //
 // Contract:
-//  - Nothing is written before ready() (the drift audit's pod cache has
-//    listed, so driftedPods is known) or after stop().
+//  - Nothing is written before ready() (the operator's: the Component,
+//    RuntimeClass and Node caches have synced and the sandbox is assessed,
+//    and the drift audit has made a pass, so driftedPods is known) or after
+//    stop().
 //  - A key is written when the desired status's fingerprint differs from
 //    the one the cache holds and from the one this writer last wrote for it
 //    (so the interval between our write and its watch event does not cause

@@ -5,7 +5,8 @@ the repository's test API server (tests/apiserver/fake_apiserver.py):
   SIGTERM (the Lease released) and on SIGKILL (after the lease duration); a
   leader that cannot renew stops writing;
 - Component status: written once, not again when nothing changed, updated
-  after a trust change and an availability flip;
+  after a trust change and an availability flip; nothing written (and no
+  drift reported) before the caches have synced;
 - Events: a denial records one Event, repeats raise its series count, a dry
   run records none;
 - drift: reported after a Component turns untrusted with the sandbox gone;
@@ -224,6 +225,32 @@ class ComponentStatus(OperatorCase):
         if validate_against_crd_status:
             for name in ("report-parser", "docs-indexer"):
                 self.assertEqual(validate_against_crd_status(self.status(name)), [], name)
+
+
+    def test_a_leader_writes_nothing_until_the_caches_have_synced(self):
+        # The Node list answers late: the Lease, the Components and the pod
+        # list do not wait for it, and until it is in the sandbox reads its
+        # initial "unavailable". A pod of report-parser runs on the sandbox,
+        # where it belongs once the sandbox is known.
+        self.api.create("pods", running_pod("parser-1", "report-parser", runtime_class=tc.RC))
+        rule = self.api.add_delay(4.0, method="GET", path=r"/nodes$", watch=False, count=1)
+        a = self.gate_with("gate-a", wait_ready=False)
+        self.wait_leader(a, "leading before the Nodes are listed")
+        wait_until("the pods listed", lambda: self.api.requests(method="GET", path=r"/pods$", watch=False))
+        self.assertEqual(self.api.requests(method="GET", path=r"/nodes$", watch=False, status=200), [],
+                         "the Node list was not held back: the test proves nothing")
+        wait_until("both statuses", lambda: self.status("report-parser") and self.status("docs-indexer"))
+        self.api.clear_delays(rule)
+        # Written once each, from the synced caches: not a Deny (and a drifted
+        # pod) from the initial "unavailable", then the right status.
+        s = self.status("report-parser")
+        self.assertEqual(s["isolation"], "RequireSetec")
+        self.assertEqual(s["driftedPods"], 0)
+        self.assertEqual(self.status("docs-indexer")["isolation"], "RequireSetec")
+        self.assertEqual(len(self.status_patches("report-parser")), 1)
+        self.assertEqual(len(self.status_patches("docs-indexer")), 1)
+        drifted = [e for e in self.api.list("events.events.k8s.io", namespace=NS) if e.get("reason") == "PodDrifted"]
+        self.assertEqual(drifted, [], "a drift reported from caches that had not synced")
 
 
 class Events(OperatorCase):

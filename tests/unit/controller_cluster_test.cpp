@@ -167,7 +167,7 @@ TEST(Cluster, SyncsThenTheSandboxFollowsNodeAndRuntimeClassEvents) {
   EXPECT_FALSE(policy::is_available(ClusterSandbox().availability()));  // before sync: unavailable
   f.start();
   ASSERT_TRUE(eventually([&] { return f.cluster->synced(); }));
-  ASSERT_TRUE(eventually([&] { return policy::is_available(f.cluster->sandbox().availability()); }));
+  EXPECT_TRUE(policy::is_available(f.cluster->sandbox().availability()));  // synced: assessed
   EXPECT_THAT(f.cluster->sandbox().describe(), HasSubstr("available: 1 of 1 nodes"));
 
   ASSERT_TRUE(f.api.push(f.nodes_path, {kube::WatchEvent::Type::Modified, node("n1", false)}));
@@ -255,6 +255,28 @@ TEST(Cluster, ANewNodeSelectorOnALabelNotKeptBeforeStillDecidesRight) {
   ASSERT_TRUE(f.api.push(f.rc_path, {kube::WatchEvent::Type::Added, relabelled}));
   ASSERT_TRUE(eventually([&] { return describe().find("available: 2 of 4 nodes") == 0; })) << describe();
   EXPECT_TRUE(node_lists(4));
+}
+
+// synced() is what readiness and the operator's loops wait for: once it is
+// true, the sandbox has been assessed (never the initial "unavailable" nor
+// the interim one while the Nodes are listed under a new scheduling).
+TEST(Cluster, SyncedOnlyOnceTheSandboxIsAssessed) {
+  ClusterFixture f;
+  json labelled = node("n1", true);
+  labelled["metadata"]["labels"] = {{"pool", "setec"}};
+  f.api.collections[f.nodes_path] = {labelled};
+  json rc = runtime_class(true);
+  rc["scheduling"]["nodeSelector"] = {{"pool", "setec"}};  // the Nodes are listed under it
+  f.api.collections[f.rc_path] = {rc};
+  f.start();
+  bool seen_unassessed = false;
+  ASSERT_TRUE(eventually([&] {
+    if (!f.cluster->synced()) return false;
+    seen_unassessed = !policy::is_available(f.cluster->sandbox().availability());
+    return true;
+  }));
+  EXPECT_FALSE(seen_unassessed) << f.cluster->sandbox().describe();
+  EXPECT_THAT(f.cluster->sandbox().describe(), HasSubstr("available: 1 of 1 nodes"));
 }
 
 TEST(Cluster, TheCustomerIsolationShapeAcceptsAnUnlabelledRuntimeClass) {
