@@ -1221,6 +1221,7 @@ class FakeApiServer:
         self._log = []
         self._faults = []
         self._delays = []
+        self._holding = []  # delay rules holding a request now (one entry per request)
         self._rule_ids = 0
         self._chunking = {"mode": "event", "max_chunk": 8192, "coalesce_window": 0.05, "rng": random.Random(0)}
         self._drop_future = None
@@ -2335,14 +2336,36 @@ class FakeApiServer:
             return [r.describe() for r in self._faults]
 
     def add_delay(self, seconds, method=None, path=None, query=None, watch=None, count=None):
-        """Delays matching requests by `seconds` before answering (count: None = every one)."""
+        """Delays matching requests by `seconds` before answering (count: None = every one); clearing the
+        rule releases the requests it holds at once (so a test can hold one until it has looked)."""
         return self._add_rule(self._delays, method=method, path=path, query=query, watch=watch, count=count,
-                              seconds=float(seconds))
+                              seconds=float(seconds), released=threading.Event())
 
     def clear_delays(self, rule_id=None):
         with self._lock:
-            self._delays[:] = [r for r in self._delays if rule_id is not None and r.id != rule_id]
+            # A rule whose count is used up has left the table but may still hold requests.
+            cleared = [r for r in self._delays + self._holding if rule_id is None or r.id == rule_id]
+            self._delays[:] = [r for r in self._delays if r not in cleared]
+        for r in cleared:
+            r.extra["released"].set()
         return True
+
+    def _hold(self, rule):
+        """A delay rule's wait: its seconds, or until cleared. True when the server is stopping."""
+        deadline = time.monotonic() + rule.extra["seconds"]
+        with self._lock:
+            self._holding.append(rule)
+        try:
+            while not rule.extra["released"].is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                if self._stopping.wait(min(left, 0.05)):
+                    return True
+            return self._stopping.is_set()
+        finally:
+            with self._lock:
+                self._holding.remove(rule)
 
     def reset_faults(self):
         """Clears faults, delays, watch drops; chunking back to "event"; 410 as an ERROR event."""
@@ -2631,7 +2654,7 @@ class FakeApiServer:
             self._set_status(entry, 0)
             return
         delay = self._match_rules(self._delays, h.command, path, raw_query, is_watch)
-        if delay is not None and self._stopping.wait(delay.extra["seconds"]):
+        if delay is not None and self._hold(delay):
             h.close_connection = True
             return
         fault = self._match_rules(self._faults, h.command, path, raw_query, is_watch)

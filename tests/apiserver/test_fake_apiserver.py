@@ -784,6 +784,18 @@ class TestFaultsAndAuth(Base):
             self.server.wait_for_request(path="/never", timeout=0.2)
         self.assertEqual(len(self.server.requests(since=mark, path="/leases")), 1)
 
+    def test_clearing_a_delay_releases_the_requests_it_holds(self):
+        rule = self.server.add_delay(60.0, path="/nodes$", count=1)
+        got = []
+        t = threading.Thread(target=lambda: got.append(self.raw("GET", "/api/v1/nodes")[0]))
+        t.start()
+        self.server.wait_for_request(method="GET", path="/nodes$", timeout=5)
+        self.assertEqual(got, [])  # held
+        self.server.clear_delays(rule)
+        t.join(10)  # bounded; far below the rule's 60 s
+        self.assertFalse(t.is_alive(), "the held request was not released")
+        self.assertEqual(got, [200])
+
     def test_go_away_and_come_back_on_the_same_port(self):
         port = self.server.port
         w = RawWatch(self.server, "/api/v1/nodes?watch=1", self.token).start()
