@@ -122,6 +122,10 @@ void Cluster::stop() noexcept {
   node_reflector_->stop();
 }
 
+bool Cluster::settled() const noexcept {
+  return synced() && sandbox_settled_.load(std::memory_order_acquire);
+}
+
 bool Cluster::synced() const noexcept {
   return components_.synced() && runtime_classes_.synced() && nodes_.synced() &&
          sandbox_assessed_.load(std::memory_order_acquire);
@@ -140,6 +144,7 @@ void Cluster::recompute_sandbox() {
     if (sandbox_.update(a) && options_.log) {
       options_.log(policy::is_available(a.availability) ? "info" : "warn", "sandbox " + a.reason);
     }
+    sandbox_settled_.store(complete, std::memory_order_release);
     if (complete) sandbox_assessed_.store(true, std::memory_order_release);
     if (listener_ && was != policy::is_available(a.availability)) listener_->sandbox_changed();
   };

@@ -151,6 +151,12 @@ class Cluster {
   // the initial "unavailable", which nothing may act on (the webhook is not
   // ready, the operator's loops wait). Turns true once and stays true.
   bool synced() const noexcept;
+  // synced(), and the sandbox's current assessment is a whole one: false
+  // while the Nodes are listed again under a RuntimeClass's new scheduling
+  // (admission denies what needs the sandbox meanwhile: fail closed). What
+  // writes to the cluster from the sandbox (status, drift) waits for it, so
+  // a nodeSelector edit does not rewrite every Component's status twice.
+  bool settled() const noexcept;
 
   const admission::ComponentLookup& components() const noexcept { return lookup_; }
   const admission::SandboxView& sandbox() const noexcept { return sandbox_; }
@@ -173,6 +179,7 @@ class Cluster {
   std::mutex start_mu_;  // starting the Node reflector, stopped_
   std::atomic<bool> nodes_started_{false};
   std::atomic<bool> sandbox_assessed_{false};  // see synced()
+  std::atomic<bool> sandbox_settled_{false};   // see settled()
   bool stopped_ = false;
   ClusterListener* listener_ = nullptr;
   kube::Store<ComponentRecord> components_;

@@ -16,9 +16,10 @@
 //    namespace, uid, the label, runtimeClassName, and whether it is still
 //    running: not Succeeded/Failed and no deletionTimestamp), started by
 //    start() and stopped by stop() (each term of leadership).
-//  - No pass runs until the pod cache has listed and `inputs_ready`: from
-//    the sandbox's initial "unavailable" a pass would report drift that is
-//    not there (and miss pods of Components not listed yet). Then a pass
+//  - No pass runs until the pod cache has listed, nor while `inputs_ready`
+//    is false: from the sandbox's initial (or a relist's interim)
+//    "unavailable" a pass would report drift that is not there (and miss
+//    pods of Components not listed yet). Then a pass
 //    runs after any change (pods, Components, sandbox: mark_dirty()), at
 //    most every `min_interval`, and every `resync`. A pass
 //    reads whole snapshots and replaces the per-Component drift counts at
@@ -85,8 +86,8 @@ struct DriftOptions {
   std::size_t page_size = 500;
   std::chrono::seconds watch_timeout{300};
   kube::BackoffPolicy backoff;
-  // The Component and sandbox caches have synced (Cluster::synced()); no
-  // pass runs before. Empty: always.
+  // The Component and sandbox caches have synced and the sandbox is settled
+  // (Cluster::settled()); no pass runs otherwise. Empty: always.
   std::function<bool()> inputs_ready;
   std::function<void(std::string_view component_key)> on_count_change;
   std::function<void(std::string_view level, std::string_view message)> log;

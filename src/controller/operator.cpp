@@ -9,9 +9,10 @@ StatusWriterOptions Operator::status_options(OperatorOptions& o) {
   s.runtime_class = cluster_.options().runtime_class;
   s.shape = cluster_.options().shape;
   s.drifted_pods = [this](std::string_view key) { return drift_.drifted(key); };
-  // Neither loop acts on caches that have not synced: a Component not listed
-  // yet, or the sandbox's initial "unavailable", would be written as status.
-  s.ready = [this] { return cluster_.synced() && drift_.synced(); };
+  // Neither loop acts on caches that have not synced, or while the Nodes are
+  // listed again under a new scheduling: a Component not listed yet, or the
+  // sandbox's initial or interim "unavailable", would be written as status.
+  s.ready = [this] { return cluster_.settled() && drift_.synced(); };
   if (!s.log) s.log = o.log;
   return s;
 }
@@ -22,7 +23,7 @@ DriftOptions Operator::drift_options(OperatorOptions& o) {
   d.shape = cluster_.options().shape;
   d.evict = o.evict;
   d.evict_per_minute = o.evict_per_minute;
-  d.inputs_ready = [this] { return cluster_.synced(); };
+  d.inputs_ready = [this] { return cluster_.settled(); };
   d.on_count_change = [this](std::string_view key) { status_.enqueue(key); };
   if (!d.log) d.log = o.log;
   return d;

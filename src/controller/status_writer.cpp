@@ -214,6 +214,12 @@ void StatusWriter::process(const std::string& key) {
       return;
     }
     if (stopping_) return;  // the fence: no write starts after stop()
+    if (options_.ready && !options_.ready()) {
+      // The inputs changed under it (a relist began): computed from what may
+      // be an interim state. Again once ready.
+      if (queued_.insert(key).second) queue_.push_back(key);
+      return;
+    }
   }
   json body = {{"status", status}};
   if (!status.contains("runtimeClassName")) body["status"]["runtimeClassName"] = nullptr;

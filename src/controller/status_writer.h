@@ -12,10 +12,11 @@
 // (enqueue_all), a drift count change its Component's key.
 //
 // Contract:
-//  - Nothing is written before ready() (the operator's: the Component,
-//    RuntimeClass and Node caches have synced and the sandbox is assessed,
-//    and the drift audit has made a pass, so driftedPods is known) or after
-//    stop().
+//  - Nothing is written while ready() is false (the operator's: the
+//    Component, RuntimeClass and Node caches have synced, the sandbox is
+//    settled, Cluster::settled(), and the drift audit has made a pass, so
+//    driftedPods is known): keys wait, and a key whose status was computed
+//    as it turned false is queued again, not written. Nothing after stop().
 //  - A key is written when the desired status's fingerprint differs from
 //    the one the cache holds and from the one this writer last wrote for it
 //    (so the interval between our write and its watch event does not cause

@@ -258,6 +258,44 @@ class ComponentStatus(OperatorCase):
         drifted = [e for e in self.api.list("events.events.k8s.io", namespace=NS) if e.get("reason") == "PodDrifted"]
         self.assertEqual(drifted, [], "a drift reported from caches that had not synced")
 
+    def test_a_scheduling_change_of_the_runtimeclass_does_not_rewrite_every_status(self):
+        # A nodeSelector edit relists the Nodes under it; meanwhile the
+        # sandbox reads "unavailable" (admission fails closed), but that
+        # interim is not a state to write into every Component's status.
+        # (The Node has the new selector's label before the gate starts: a
+        # Node event after the edit would be fitted under the new scheduling
+        # and, the only Node, end the interim before the relist does.)
+        self.api.create("pods", running_pod("parser-1", "report-parser", runtime_class=tc.RC))
+        n = self.api.get("nodes", "node-1")
+        n["metadata"]["labels"]["pool"] = "setec"
+        self.api.update("nodes", n)
+        a = self.gate = self.gate_with("gate-a")
+        self.wait_leader(a, "alone")
+        wait_until("both statuses", lambda: self.status("report-parser") and self.status("docs-indexer"))
+        mark = self.api.request_mark()
+        rule = self.api.add_delay(120.0, method="GET", path=r"/nodes$", watch=False, count=1)
+        self.addCleanup(self.api.clear_delays, rule)
+        rc = self.api.get("runtimeclasses", tc.RC)
+        rc["scheduling"]["nodeSelector"]["pool"] = "setec"
+        self.api.update("runtimeclasses", rc)
+        wait_until("the Nodes listed again (held)",
+                   lambda: self.api.requests(since=mark, method="GET", path=r"/nodes$", watch=False))
+        wait_until("the interim: sandbox unavailable", lambda: a.metric_values("isolation_gate_sandbox_available") == 0.0)
+        self.wait_decision("Deny", "the interim, for the untrusted Component's pods")
+        seen = self.api.request_mark()
+        wait_until("two more renewals",
+                   lambda: len(self.api.requests(since=seen, method="PUT", path=r"/leases/")) >= 2)
+        self.assertEqual(self.status_patches(since=mark), [], "a status written from the interim")
+        checked = a.metric_values("isolation_gate_status_writes_total")
+        self.api.clear_delays(rule)
+        wait_until("the sandbox available again", lambda: a.metric_values("isolation_gate_sandbox_available") == 1.0)
+        wait_until("both Components checked again",
+                   lambda: a.metric_values("isolation_gate_status_writes_total") >= checked + 2)
+        self.assertEqual(self.status_patches(since=mark), [], "a status rewritten by a scheduling change")
+        self.assertEqual(self.status("report-parser")["isolation"], "RequireSetec")
+        drifted = [e for e in self.api.list("events.events.k8s.io", namespace=NS) if e.get("reason") == "PodDrifted"]
+        self.assertEqual(drifted, [], "a drift reported from the interim")
+
 
 class Events(OperatorCase):
     def events(self, reason=None, namespace=NS):

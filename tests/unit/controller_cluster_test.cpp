@@ -11,6 +11,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <set>
 
 namespace ig::controller {
 namespace {
@@ -66,7 +67,8 @@ class MemoryApi final : public kube::Client {
     return e;
   }
   kube::ApiResult<kube::ListPage> list(std::string_view path, const kube::ListOptions&) override {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, 10s, [&] { return held_.count(std::string(path)) == 0; });  // bounded
     kube::ListPage page;
     for (const auto& o : collections[std::string(path)]) page.items.push_back(o);
     page.resource_version = "1";
@@ -87,6 +89,18 @@ class MemoryApi final : public kube::Client {
   kube::ApiResult<json> update(std::string_view, const json&, std::chrono::milliseconds) override {
     return kube::ApiError{};
   }
+  // Lists of `path` wait (up to 10 s) until released.
+  void hold_lists(const std::string& path) {
+    std::lock_guard lock(mu_);
+    held_.insert(path);
+  }
+  void release_lists(const std::string& path) {
+    {
+      std::lock_guard lock(mu_);
+      held_.erase(path);
+    }
+    cv_.notify_all();
+  }
   // Waits (bounded) for the watch on `path`, then pushes an event into it.
   bool push(const std::string& path, kube::WatchEvent e) {
     std::unique_lock lock(mu_);
@@ -99,6 +113,7 @@ class MemoryApi final : public kube::Client {
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, PushStream*> streams_;
+  std::set<std::string> held_;
 };
 
 json node(const std::string& name, bool ready) {
@@ -276,6 +291,33 @@ TEST(Cluster, SyncedOnlyOnceTheSandboxIsAssessed) {
     return true;
   }));
   EXPECT_FALSE(seen_unassessed) << f.cluster->sandbox().describe();
+  EXPECT_THAT(f.cluster->sandbox().describe(), HasSubstr("available: 1 of 1 nodes"));
+}
+
+// While the Nodes are listed again under a new scheduling the sandbox is
+// unavailable (fail closed) and not settled(); synced() stays true.
+TEST(Cluster, NotSettledWhileTheNodesAreListedUnderANewScheduling) {
+  ClusterFixture f;
+  json labelled = node("n1", true);
+  labelled["metadata"]["labels"]["pool"] = "setec";
+  f.api.collections[f.nodes_path] = {labelled};
+  f.api.collections[f.rc_path] = {runtime_class(true)};
+  f.start();
+  ASSERT_TRUE(eventually([&] { return f.cluster->synced(); }));
+  EXPECT_TRUE(f.cluster->settled());
+  EXPECT_TRUE(policy::is_available(f.cluster->sandbox().availability()));
+
+  f.api.hold_lists(f.nodes_path);
+  json rc = runtime_class(true);
+  rc["scheduling"]["nodeSelector"]["pool"] = "setec";
+  ASSERT_TRUE(f.api.push(f.rc_path, {kube::WatchEvent::Type::Modified, rc}));
+  ASSERT_TRUE(eventually([&] { return !f.cluster->settled(); }));
+  EXPECT_TRUE(f.cluster->synced());
+  EXPECT_FALSE(policy::is_available(f.cluster->sandbox().availability()));
+
+  f.api.release_lists(f.nodes_path);
+  ASSERT_TRUE(eventually([&] { return f.cluster->settled(); }));
+  EXPECT_TRUE(policy::is_available(f.cluster->sandbox().availability()));
   EXPECT_THAT(f.cluster->sandbox().describe(), HasSubstr("available: 1 of 1 nodes"));
 }
 
