@@ -19,13 +19,13 @@
 //  - No pass runs until the pod cache has listed, nor while `inputs_ready`
 //    is false: from the sandbox's initial (or a relist's interim)
 //    "unavailable" a pass would report drift that is not there (and miss
-//    pods of Components not listed yet). Then a pass
-//    runs after any change (pods, Components, sandbox: mark_dirty()), at
-//    most every `min_interval`, and every `resync`. A pass
-//    reads whole snapshots and replaces the per-Component drift counts at
-//    once; a Component whose count changed is reported to `on_count_change`
-//    (the status loop). A pod that newly drifted records one Warning Event
-//    (reason PodDrifted) on its Component.
+//    pods of Components not listed yet). Then a pass runs after any change
+//    (pods, Components, sandbox: mark_dirty()), at most every
+//    `min_interval`, and every `resync`. A pass reads whole snapshots and
+//    replaces the per-Component drift counts at once; a Component whose
+//    count changed is reported to `on_count_change` (the status loop). A
+//    pod that newly drifted records one Warning Event (reason PodDrifted)
+//    on its Component.
 //  - Eviction only with `evict`: LessSafe pods, through the Eviction API
 //    (so PodDisruptionBudgets hold), at most `evict_per_minute` (a token
 //    bucket, burst 1); 429 (a PDB) retries that pod after Retry-After (else

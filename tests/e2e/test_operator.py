@@ -6,7 +6,8 @@ the repository's test API server (tests/apiserver/fake_apiserver.py):
   leader that cannot renew stops writing;
 - Component status: written once, not again when nothing changed, updated
   after a trust change and an availability flip; nothing written (and no
-  drift reported) before the caches have synced;
+  drift reported) before the caches have synced, nor from the interim while
+  a RuntimeClass scheduling edit has the Nodes listed again;
 - Events: a denial records one Event, repeats raise its series count, a dry
   run records none;
 - drift: reported after a Component turns untrusted with the sandbox gone;
@@ -111,6 +112,13 @@ class OperatorCase(tc.ClusterCase):
     def status(self, name):
         c = self.api.get("components", name, namespace=NS)
         return (c or {}).get("status")
+
+    def events(self, reason=None, namespace=NS):
+        out = []
+        for e in self.api.list("events.events.k8s.io", namespace=namespace):
+            if reason is None or e.get("reason") == reason:
+                out.append(e)
+        return out
 
     def status_patches(self, name=None, since=0):
         path = r"/components/%s/status$" % (name or "[^/]+")
@@ -226,7 +234,6 @@ class ComponentStatus(OperatorCase):
             for name in ("report-parser", "docs-indexer"):
                 self.assertEqual(validate_against_crd_status(self.status(name)), [], name)
 
-
     def test_a_leader_writes_nothing_until_the_caches_have_synced(self):
         # The Node list is held (until the test releases it): the Lease, the
         # Components and the pod list do not wait for it, and until it is in
@@ -255,8 +262,7 @@ class ComponentStatus(OperatorCase):
         self.assertEqual(self.status("docs-indexer")["isolation"], "RequireSetec")
         self.assertEqual(len(self.status_patches("report-parser")), 1)
         self.assertEqual(len(self.status_patches("docs-indexer")), 1)
-        drifted = [e for e in self.api.list("events.events.k8s.io", namespace=NS) if e.get("reason") == "PodDrifted"]
-        self.assertEqual(drifted, [], "a drift reported from caches that had not synced")
+        self.assertEqual(self.events("PodDrifted"), [], "a drift reported from caches that had not synced")
 
     def test_a_scheduling_change_of_the_runtimeclass_does_not_rewrite_every_status(self):
         # A nodeSelector edit relists the Nodes under it; meanwhile the
@@ -293,18 +299,10 @@ class ComponentStatus(OperatorCase):
                    lambda: a.metric_values("isolation_gate_status_writes_total") >= checked + 2)
         self.assertEqual(self.status_patches(since=mark), [], "a status rewritten by a scheduling change")
         self.assertEqual(self.status("report-parser")["isolation"], "RequireSetec")
-        drifted = [e for e in self.api.list("events.events.k8s.io", namespace=NS) if e.get("reason") == "PodDrifted"]
-        self.assertEqual(drifted, [], "a drift reported from the interim")
+        self.assertEqual(self.events("PodDrifted"), [], "a drift reported from the interim")
 
 
 class Events(OperatorCase):
-    def events(self, reason=None, namespace=NS):
-        out = []
-        for e in self.api.list("events.events.k8s.io", namespace=namespace):
-            if reason is None or e.get("reason") == reason:
-                out.append(e)
-        return out
-
     def test_a_denial_records_one_event_repeats_count_and_dry_runs_record_none(self):
         self.gate = self.gate_with("gate-a")
         self.api.delete("nodes", "node-1")
@@ -374,8 +372,7 @@ class Drift(OperatorCase):
         self.assertEqual(condition(s, "Drifted")["status"], "True")
         self.assertEqual(condition(s, "Drifted")["reason"], "PodsDrifted")
         self.assertEqual(self.drifted_metric(a, "docs-indexer"), 1.0)
-        wait_until("a PodDrifted Event", lambda: [e for e in self.api.list("events.events.k8s.io", namespace=NS)
-                                                 if e.get("reason") == "PodDrifted"])
+        wait_until("a PodDrifted Event", lambda: self.events("PodDrifted"))
         # Without --evict-drifted nothing is evicted.
         self.assertEqual(self.api.requests(method="POST", path=r"/eviction$"), [])
         self.assertIsNotNone(self.api.get("pods", "docs-0", namespace=NS))
