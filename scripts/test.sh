@@ -5,7 +5,10 @@
 # UndefinedBehaviorSanitizer, and (2) everything - unit, end-to-end and
 # packaging (Helm chart, CRD, manifests) - on the optimised build.
 #   scripts/test.sh              # everything; each stage prints "== stage X: N s =="
-# Time, fresh clone, 2 cores, 4 December 2026 23:47-00:05 UTC, tree e769b56,
+# Time, fresh clone, 2 cores, 5 December 2026 01:48-02:06 UTC, tree bba79f1,
+# other test loops of the session sharing the cores: 1092 s (ASan+UBSan build
+# 403 s, unit + e2e 60 s; fuzz 144 s, its build 50; TSan 83 + 35 s; optimised
+# build 179 s, ctest 59 s; soak 123 s). 4 December 2026 23:47-00:05 UTC, tree e769b56,
 # quiet (load average below 2.5): 1076 s (deps 6 s; ASan+UBSan build 350 s,
 # unit + e2e 61 s; fuzz 144 s (5 targets), its build 50; TSan 91 + 36 s;
 # optimised build 203 s, ctest 63 s; soak 122 s); tree baf4232 at 21:38 UTC:
