@@ -251,7 +251,7 @@ class ComponentStatus(OperatorCase):
         wait_until("two more renewals",
                    lambda: len(self.api.requests(since=seen, method="PUT", path=r"/leases/")) >= 2)
         self.assertEqual(self.status_patches(), [], "a status written before the Nodes were listed")
-        self.assertNotEqual(a.probe("GET", "/readyz", timeout=2).status, 200, "ready before the Nodes were listed")
+        self.assertNotEqual(a.probe("GET", "/readyz").status, 200, "ready before the Nodes were listed")
         self.api.clear_delays(rule)
         wait_until("both statuses", lambda: self.status("report-parser") and self.status("docs-indexer"))
         # Written once each, from the synced caches: not a Deny (and a drifted
