@@ -66,9 +66,7 @@ void StatusWriter::enqueue(std::string_view key) {
   if (key.empty()) return enqueue_all();
   {
     std::lock_guard lock(mu_);
-    if (stopping_) return;
-    if (!queued_.emplace(key).second) return;
-    queue_.emplace_back(key);
+    if (stopping_ || !push(std::string(key))) return;
   }
   cv_.notify_one();
 }
@@ -101,7 +99,7 @@ bool StatusWriter::next(std::string& key) {
     while (!retry_.empty() && retry_.begin()->first <= now) {
       std::string due = std::move(retry_.begin()->second);
       retry_.erase(retry_.begin());
-      if (queued_.insert(due).second) queue_.push_back(std::move(due));
+      push(std::move(due));
     }
     if (all_pending_) {
       all_pending_ = false;
@@ -152,6 +150,12 @@ bool StatusWriter::next(std::string& key) {
   }
 }
 
+bool StatusWriter::push(std::string key) {
+  if (!queued_.insert(key).second) return false;
+  queue_.push_back(std::move(key));
+  return true;
+}
+
 bool StatusWriter::take(std::string& key) {
   if (processing_.count(key) != 0) {
     dirty_.insert(std::move(key));  // done() queues it again
@@ -165,8 +169,7 @@ void StatusWriter::done(const std::string& key) {
   {
     std::lock_guard lock(mu_);
     processing_.erase(key);
-    if (dirty_.erase(key) == 0 || stopping_ || !queued_.insert(key).second) return;
-    queue_.push_back(key);
+    if (dirty_.erase(key) == 0 || stopping_ || !push(key)) return;
   }
   cv_.notify_one();
 }
@@ -217,7 +220,7 @@ void StatusWriter::process(const std::string& key) {
     if (options_.ready && !options_.ready()) {
       // The inputs changed under it (a relist began): computed from what may
       // be an interim state. Again once ready.
-      if (queued_.insert(key).second) queue_.push_back(key);
+      push(key);
       return;
     }
   }

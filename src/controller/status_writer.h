@@ -93,6 +93,7 @@ class StatusWriter {
  private:
   void run();
   bool next(std::string& key);  // false when stopping; marks the key in process
+  bool push(std::string key);   // under mu_: queues `key` unless queued; false if it was
   bool take(std::string& key);  // under mu_: claims `key` unless in process (then dirty)
   void done(const std::string& key);
   void process(const std::string& key);
