@@ -76,7 +76,8 @@ def main():
             r["pair"] = i + 1
             rows[which].append(r)
             print(f"pair {i + 1} {which:<5} {r['rps']:9.0f} req/s  p99 {r['latency_us']['p99'] / 1000:6.2f} ms  "
-                  f"cpu {r['cpu_us_per_req']:6.1f} us/review  rss peak {r['rss_peak_kib'] / 1024:5.1f} MiB  "
+                  f"cpu {r['cpu_us_per_req']:6.1f} us/review (user {r['cpu_user_us_per_req']:5.1f} sys "
+                  f"{r['cpu_sys_us_per_req']:5.1f})  rss peak {r['rss_peak_kib'] / 1024:5.1f} MiB  "
                   f"errors {r['error_total']}  load {r['load1_before']:.1f}", file=sys.stderr, flush=True)
 
     def med(which, f):
@@ -101,6 +102,10 @@ def main():
           f"{med('B', lambda r: r['latency_us']['p99']) / 1000:.2f} |"
           + (f" {med('nginx', lambda r: r['cpu_us_per_req']):.1f} | {med('nginx', lambda r: r['rps']):,.0f} |"
              if args.with_nginx else ""))
+    for which in rows:
+        if rows[which]:
+            print(f"{which} medians: user {med(which, lambda r: r['cpu_user_us_per_req']):.1f} us, "
+                  f"sys {med(which, lambda r: r['cpu_sys_us_per_req']):.1f} us per review")
     spread = max(r["cpu_us_per_req"] for r in rows["A"]) - min(r["cpu_us_per_req"] for r in rows["A"])
     print(f"\nB/A CPU per review {cb / ca:.3f}x, req/s {rb / ra:.3f}x (A's own spread over its runs: "
           f"{spread:.1f} us)")

@@ -201,12 +201,17 @@ class Ours:
 
     ready_timeout = 30.0
 
+    log_name = "ours"
+
+    def env(self):
+        return self.cfg.server_env
+
     def start(self, ready_timeout=None, poll=0.002):
         ready_timeout = ready_timeout or self.ready_timeout
         t0 = time.monotonic()
-        self.log_path = os.path.join(self.cfg.out, "logs", f"ours-{self.sandbox}.log")
+        self.log_path = os.path.join(self.cfg.out, "logs", f"{self.log_name}-{self.sandbox}.log")
         self.proc = subprocess.Popen(self.argv(), stdout=subprocess.DEVNULL,
-                                     stderr=open(self.log_path, "w"), env=self.cfg.server_env)
+                                     stderr=open(self.log_path, "w"), env=self.env())
         while time.monotonic() - t0 < ready_timeout:
             if http_get_status(OURS_PROBE_PORT, "/readyz") == 200:
                 self.ready_ms = (time.monotonic() - t0) * 1000
@@ -242,6 +247,32 @@ class Ours:
     def stop(self):
         terminate(self.proc)
         self.proc = None
+
+
+class Floor(Ours):
+    """isolation-gate's own transport (src/server, src/tls) with a handler of zero cost:
+    bench/floor/transport_floor.cpp answers every POST with isolation-gate's captured answer
+    to the case, read whole as the webhook reads it. Its CPU per review is the floor any
+    handler work stands on; ours minus it is what the handler costs end to end."""
+    name = "transport floor"
+    log_name = "floor"
+
+    def __init__(self, cfg, case):
+        super().__init__(cfg, case["sandbox"])
+        self.response_file = os.path.join(cfg.out, f"floor-{case['name']}.json")
+        with open(self.response_file, "w") as f:
+            f.write(cfg.responses[case["name"]])
+
+    def argv(self):
+        return [os.path.join(self.cfg.build, "transport_floor")] + super().argv()[1:]
+
+    def env(self):
+        # serve's malloc settings (src/cli/serve.cpp, tune_malloc) for 2 I/O threads.
+        return dict(self.cfg.server_env, IG_FLOOR_RESPONSE=self.response_file, MALLOC_ARENA_MAX="4",
+                    MALLOC_MMAP_THRESHOLD_=str(4 << 20), MALLOC_TRIM_THRESHOLD_=str(4 << 20))
+
+    def metric(self, name):
+        return None
 
 
 class Nginx:
@@ -677,6 +708,17 @@ def main():
         ngx_discard = measure(cfg, Nginx(cfg), typical, 16, "keep-alive", d,
                               expected_body=cfg.responses[typical["name"]], path="/discard/")
         results["nginx_discard"] = {"nginx": ngx_discard, "ours_rps": ours_row["rps"]}
+        save(cfg, results)
+    # The transport floor (Floor): typical pod at 16 and 64 keep-alive, 200 KB pod at 16.
+    results["floor"] = []
+    for name, conns in (("pod-typical-RequireSetec", 16), ("pod-typical-RequireSetec", 64),
+                        ("pod-large-RequireSetec", 16)):
+        if args.quick and (name != typical["name"] or conns != 16):
+            continue
+        row = measure(cfg, Floor(cfg, by_name[name]), by_name[name], conns, "keep-alive", d)
+        results["floor"].append(row)
+        log(f"{name:<26} c={conns:<3} transport floor {row['rps']:9.0f} req/s p99 "
+            f"{row['latency_us']['p99'] / 1000:7.2f} ms cpu {row['cpu_us_per_req']:7.1f} us")
         save(cfg, results)
     # Every other case at 16 keep-alive connections.
     for case in cases:

@@ -500,11 +500,13 @@ def main():
         for mode, rep in perf.items():
             if rep and "symbols" in rep:
                 rep["categories"] = categorise({"all": rep["symbols"]})
+    w(floor_section(res, find))
+    w("\n### Profiles\n")
     w("`perf record -g` of the isolation-gate process under wrk (typical pod, 16 connections), samples by "
       "symbol (self time), and the same grouped by where they fall. Percentages are of the server's samples "
       "only; the groups add up the symbols of at least 0.05% each, the tables show the top 20.\n")
     w(perf_section(perf))
-    w(closing_note(rows, micro, perf, ka16, large, targets))
+    w(closing_note(rows, micro, perf, ka16, large, targets, res.get("floor") or []))
     # The extrapolation is written by hand (it is arithmetic on these figures
     # and on stated assumptions): copied in as it stands.
     scale = os.path.join(a.repo, "docs", "benchmarks-scale.md")
@@ -590,6 +592,51 @@ def counts_section(results_dir):
     return "\n".join(out)
 
 
+def floor_section(res, find):
+    """The transport floor (bench.py's Floor) against isolation-gate and nginx of the same run."""
+    floors = res.get("floor") or []
+    if not floors:
+        return ""
+    out = ["\n### The transport floor: isolation-gate's transport with a handler of zero cost\n",
+           "`build-bench/transport_floor` (`bench/floor/transport_floor.cpp`) is isolation-gate's own HTTPS "
+           "server (`src/server`, `src/tls`: the same listener, I/O threads, TLS context and malloc settings) "
+           "whose handler answers every review with isolation-gate's captured answer to the case, after reading "
+           "the body whole as the webhook does. It is measured like the two servers, fresh, in this run. Its CPU "
+           "per review is what isolation-gate would cost if parsing, the rules and encoding took no time; "
+           "isolation-gate minus the floor is what the handler costs end to end, system time included; and "
+           "1.5x (2.5x for the 200 KB pod) nginx minus the floor is what item 1's CPU target leaves the handler.\n"]
+    lines = []
+    notes = []
+    for f in floors:
+        g = find(f["case"], f["conns"], "keep-alive")
+        if not g:
+            continue
+        o, n = g["ours"], g["nginx"]
+        limit = 2.5 if "large" in f["case"] else 1.5
+        for label, r in (("isolation-gate", o), ("transport floor", f), ("nginx", n)):
+            lines.append([f["case"], str(f["conns"]), label, f"{r['rps']:,.0f}", ms(r["latency_us"]["p99"]),
+                          f"{r['cpu_us_per_req']:.1f}", f"{r.get('cpu_user_us_per_req', 0):.1f}",
+                          f"{r.get('cpu_sys_us_per_req', 0):.1f}", mib(r["rss_peak_kib"]), str(r["error_total"])])
+        lines.append(["", "", "*floor / nginx*", fmt_ratio(ratio(f["rps"], n["rps"])),
+                      fmt_ratio(ratio(f["latency_us"]["p99"], n["latency_us"]["p99"])),
+                      fmt_ratio(ratio(f["cpu_us_per_req"], n["cpu_us_per_req"])), "", "", "", ""])
+        handler = o["cpu_us_per_req"] - f["cpu_us_per_req"]
+        budget = limit * n["cpu_us_per_req"] - f["cpu_us_per_req"]
+        notes.append(f"- **{f['case']}, {f['conns']} connections**: the floor costs {f['cpu_us_per_req']:.1f} us "
+                     f"a review, {ratio(f['cpu_us_per_req'], n['cpu_us_per_req']):.2f}x nginx, at "
+                     f"{ratio(f['rps'], n['rps']):.2f}x its req/s. The handler costs {handler:.1f} us end to end "
+                     f"(user {o.get('cpu_user_us_per_req', 0) - f.get('cpu_user_us_per_req', 0):.1f}, system "
+                     f"{o.get('cpu_sys_us_per_req', 0) - f.get('cpu_sys_us_per_req', 0):.1f}); the CPU target "
+                     f"({limit}x nginx, {limit * n['cpu_us_per_req']:.1f} us) leaves it "
+                     f"{max(budget, 0):.1f} us, {handler / budget if budget > 0 else float('inf'):.1f}x less than "
+                     f"it costs now.")
+    out.append(table(["case", "conns", "server", "req/s", "p99 ms", "CPU us/review", "user us", "sys us",
+                      "RSS peak MiB", "errors"], lines))
+    out.append("")
+    out += notes
+    return "\n".join(out)
+
+
 def cpu_split_sentence(g):
     """User and system time of both servers, and the machine's wakeups of idle CPUs, per review."""
     o, n = g["ours"], g["nginx"]
@@ -605,7 +652,7 @@ def cpu_split_sentence(g):
     return text + "."
 
 
-def closing_note(rows, micro, perf, ka16, large, targets):
+def closing_note(rows, micro, perf, ka16, large, targets, floors):
     """Where the time goes, from this run's figures only (no claims that could go stale)."""
     out = ["\n### Closing note\n"]
     unit = {"ns": 1e-3, "us": 1.0, "ms": 1e3}
@@ -619,6 +666,7 @@ def closing_note(rows, micro, perf, ka16, large, targets):
         cpu, ncpu = g["ours"]["cpu_us_per_req"], g["nginx"]["cpu_us_per_req"]
         serve, dec = by[f"serve/{case}"], by.get(f"decode/{case}", 0)
         rest = cpu - ncpu - serve
+        floor = next((f for f in floors if f["case"] == case and f["conns"] == 16), None)
         out.append(
             f"- **{case}** (16 keep-alive connections): {cpu:.0f} us of server CPU per review against nginx's "
             f"{ncpu:.0f} us for the same TLS, HTTP and body reading, a gap of {cpu - ncpu:.0f} us. The handler "
@@ -626,7 +674,11 @@ def closing_note(rows, micro, perf, ka16, large, targets):
             f"{dec:.1f} us, facts {by.get(f'facts/{case}', 0):.1f} us, decision {by.get(f'decide/{case}', 0):.1f} us "
             f"(`policy::decide` itself {by.get('policy_decide', 0) * 1000:.0f} ns), patch "
             f"{by.get(f'patch/{case}', 0):.1f} us, encode {by.get(f'encode/{case}', 0):.1f} us. "
-            + (f"The other {rest:.0f} us are the transport's cost above nginx's: Beast/Asio, allocation, thread "
+            + (f"The transport floor (the same server with a handler of zero cost, above) costs "
+               f"{floor['cpu_us_per_req']:.0f} us, so the handler costs {cpu - floor['cpu_us_per_req']:.0f} us "
+               f"end to end: its own {serve:.0f} us and the system time a slower server is charged "
+               f"(`docs/benchmarks-changes.md` 12.1, 14)." if floor else
+               f"The other {rest:.0f} us are the transport's cost above nginx's: Beast/Asio, allocation, thread "
                f"hand-offs and syscalls (the profile below)." if rest > 0 else
                "The transport costs no more than nginx's.")
             + cpu_split_sentence(g))
@@ -640,8 +692,8 @@ def closing_note(rows, micro, perf, ka16, large, targets):
                    "; ".join(f"{c} {p:.0f}%" for c, p in cats[:5]) + ".")
     missed = [r[0] for r in targets if r[3] == verdict(False)]
     if missed:
-        out.append("- Targets missed in this run: " + "; ".join(missed) + ". Where the time goes: the per-request "
-                   "counts (\"What each server does per request\") and the profile above.")
+        out.append("- Targets missed in this run: " + "; ".join(missed) + ". Where the time goes: the transport floor, "
+                   "the per-request counts (\"What each server does per request\") and the profiles above.")
     out.append("- Latency and req/s are those of a server sharing 2 cores with its load generator; the CPU per "
                "review and the microbenchmarks are the figures that do not depend on that. This file records "
                "measurements only: optimisation work and what it tried is in the history of `src/` "

@@ -9,7 +9,8 @@
 # the corpus (bench/corpus/gen.py) and a fixed certificate, run the Google
 # Benchmark microbenchmarks, run the load benchmark (bench/bench.py:
 # isolation-gate and nginx, both fresh per row, driven by wrk over loopback
-# TLS), count what each server does per request (bench/counts.py), profile
+# TLS; and isolation-gate's transport with a handler of zero cost, the
+# floor: bench/floor/), count what each server does per request (bench/counts.py), profile
 # with perf, then write docs/benchmarks.md (bench/report.py).
 # Raw results: build-bench/results/ (results.json, micro.json, logs, perf).
 # Options (passed to bench/bench.py): --quick, --no-catalog, --no-perf, --no-counts
@@ -33,7 +34,7 @@ scripts/install-deps.sh --bench
 step "build (Release) in build-bench/"
 cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DIG_BUILD_BENCH=ON -DIG_BUILD_TESTS=OFF -DCMAKE_CXX_FLAGS= >/dev/null
-ninja -C "$build" isolation-gate micro_bench
+ninja -C "$build" isolation-gate micro_bench transport_floor
 cc -shared -fPIC -O2 -Wall -o "$build/no_resume.so" bench/wrk/no_resume.c -ldl
 
 step "corpus and certificate"
