@@ -83,6 +83,20 @@ def proc_status_kib(pid, key):
     return 0
 
 
+def rss_by_mapping(pid):
+    """Resident KiB per mapped file (anonymous mappings as "[anon]", the heap as "[heap]"), from
+    /proc/PID/smaps: where an idle process's RSS is."""
+    out, name = {}, None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split()
+            if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+                name = head[5] if len(head) > 5 else "[anon]"
+            elif head[0] == "Rss:":
+                out[name] = out.get(name, 0) + int(head[1])
+    return out
+
+
 def children(pid):
     out = []
     for d in os.listdir("/proc"):
@@ -450,6 +464,7 @@ def measure(cfg, server, case, conns, mode, duration, expected_body=None, path=N
     try:
         pids = server.pids()
         rss_idle = sum(proc_status_kib(p, "VmRSS") for p in pids)
+        by_mapping = rss_by_mapping(pids[0]) if isinstance(server, Ours) else None
         code, body = curl(cfg, server.port(), case, path)
         if expected_body is None:
             problem = check_decision(case, code, body)
@@ -487,6 +502,8 @@ def measure(cfg, server, case, conns, mode, duration, expected_body=None, path=N
             "ready_ms": getattr(server, "ready_ms", None),
             "load1_before": load0, "load1_after": os.getloadavg()[0], "processes": len(pids),
         }
+        if by_mapping:
+            row["rss_idle_by_mapping_kib"] = by_mapping
         if accepted0 is not None:
             accepted1 = server.metric("isolation_gate_connections_accepted_total")
             if accepted1 is not None:

@@ -501,6 +501,7 @@ def main():
             if rep and "symbols" in rep:
                 rep["categories"] = categorise({"all": rep["symbols"]})
     w(floor_section(res, find))
+    w(rss_mapping_section(res, find))
     w("\n### Profiles\n")
     w("`perf record -g` of the isolation-gate process under wrk (typical pod, 16 connections), samples by "
       "symbol (self time), and the same grouped by where they fall. Percentages are of the server's samples "
@@ -635,6 +636,34 @@ def floor_section(res, find):
     out.append("")
     out += notes
     return "\n".join(out)
+
+
+def rss_mapping_section(res, find):
+    """Idle RSS by mapping: isolation-gate and the transport floor, from their fresh starts above."""
+    g = find("pod-typical-RequireSetec", 16, "keep-alive")
+    floor = next((f for f in res.get("floor") or [] if f["conns"] == 16 and "typical" in f["case"]), None)
+    maps = {"isolation-gate": g and g["ours"].get("rss_idle_by_mapping_kib"),
+            "transport floor": floor and floor.get("rss_idle_by_mapping_kib")}
+    if not maps["isolation-gate"]:
+        return ""
+    names = sorted(maps["isolation-gate"], key=lambda k: -maps["isolation-gate"][k])
+    lines = []
+    for n in names:
+        kib = maps["isolation-gate"][n]
+        if kib < 64:
+            continue
+        fl = maps["transport floor"].get(n) if maps["transport floor"] else None
+        lines.append([f"`{os.path.basename(n) if n.startswith('/') else n}`", f"{kib:,}",
+                      "" if fl is None else f"{fl:,}"])
+    total = lambda m: sum(m.values()) if m else 0
+    lines.append(["total (mappings under 64 KiB included)", f"{total(maps['isolation-gate']):,}",
+                  f"{total(maps['transport floor']):,}" if maps["transport floor"] else ""])
+    return ("\n### Idle memory by mapping\n\nResident KiB of each mapping of the fresh, idle process "
+            "(`/proc/PID/smaps`, `Rss`), summed per file, for isolation-gate (the typical pod's 16-connection "
+            "row) and the transport floor (which links only `src/server`, `src/tls` and `src/base`). A "
+            "library's resident pages are the ones the dynamic loader and the start touched (the kernel maps "
+            "a fault's neighbours too), shared with every process that maps the file.\n\n"
+            + table(["mapping", "isolation-gate KiB", "transport floor KiB"], lines))
 
 
 def cpu_split_sentence(g):
