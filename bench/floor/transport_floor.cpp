@@ -13,15 +13,17 @@
 // It takes the command line bench/bench.py gives isolation-gate and reads only
 // --tls-cert, --tls-key, --listen and --metrics-listen (HOST:PORT); the
 // metrics address answers GET /readyz with 200. IG_FLOOR_RESPONSE names the
-// file whose bytes every POST gets. A bench tool, not part of the product.
-#include <csignal>
+// file whose bytes every POST gets. IG_FLOOR_SPIN_NS=N (optional) makes the
+// handler spin for N ns before answering: a handler
+// of known cost, to see how the process's CPU per review grows with it
+// (system time included). A bench tool, not part of the product.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "server/https_server.h"
 #include "tls/server_context.h"
@@ -64,6 +66,9 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  const char* spin_text = std::getenv("IG_FLOOR_SPIN_NS");
+  const long long spin_ns = spin_text ? std::atoll(spin_text) : 0;
+
   auto log = [](std::string_view level, std::string_view msg) {
     if (level != "debug") std::fprintf(stderr, "%.*s\n", static_cast<int>(msg.size()), msg.data());
   };
@@ -73,7 +78,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   ig::server::HttpServer https(
-      [&canned](ig::server::Request&& r) {
+      [&canned, spin_ns](ig::server::Request&& r) {
+        if (spin_ns > 0) {
+          // The monotonic clock is read in user space (vDSO): the spin is user
+          // time. (CLOCK_THREAD_CPUTIME_ID is a syscall: its spin was mostly
+          // system time.)
+          const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(spin_ns);
+          while (std::chrono::steady_clock::now() < until) {
+          }
+        }
         ig::server::Response response;
         response.status = r.method == "POST" ? 200 : 405;
         if (response.status == 200) response.body = canned;
