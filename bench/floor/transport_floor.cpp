@@ -14,9 +14,9 @@
 // --tls-cert, --tls-key, --listen and --metrics-listen (HOST:PORT); the
 // metrics address answers GET /readyz with 200. IG_FLOOR_RESPONSE names the
 // file whose bytes every POST gets. IG_FLOOR_SPIN_NS=N (optional) makes the
-// handler spin for N ns before answering: a handler
-// of known cost, to see how the process's CPU per review grows with it
-// (system time included). A bench tool, not part of the product.
+// handler spin for N ns before answering: a handler of known cost, to see how
+// the process's CPU per review grows with it (system time included). A bench
+// tool, not part of the product.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
