@@ -48,15 +48,22 @@ enum class Outcome : std::uint8_t {
   X(EnforcementAdded, Allowed, true, 200, "")                                     \
   X(EnforcementRemovedByAdmin, Allowed, true, 200, "")                            \
   X(PodUnchanged, Allowed, true, 200, "")                                         \
+  X(ContentTrustTightened, Allowed, true, 200, "")                                \
+  X(ContentTrustLoosenedByAdmin, Allowed, true, 200, "")                          \
   X(SandboxUnavailable, Deny, false, 403, "Forbidden")                            \
   X(MissingComponentLabel, Deny, false, 403, "Forbidden")                         \
   X(UnknownComponent, Deny, false, 403, "Forbidden")                              \
   X(IncompatibleWithMicroVM, Deny, false, 403, "Forbidden")                       \
   X(RuntimeClassChanged, Deny, false, 403, "Forbidden")                           \
   X(ImageNotBound, Deny, false, 403, "Forbidden")                                 \
+  X(EntrypointNotBound, Deny, false, 403, "Forbidden")                            \
+  X(LoaderEnvNotAllowed, Deny, false, 403, "Forbidden")                           \
+  X(HostAccessOutsideMicroVM, Deny, false, 403, "Forbidden")                      \
+  X(EphemeralContainerRefused, Deny, false, 403, "Forbidden")                     \
   X(ComponentLabelChanged, Deny, false, 403, "Forbidden")                         \
   X(InvalidComponent, Deny, false, 403, "Forbidden")                              \
   X(EnforcementChangeRefused, Deny, false, 403, "Forbidden")                      \
+  X(ContentTrustChangeRefused, Deny, false, 403, "Forbidden")                     \
   X(LookupError, LookupError, false, 403, "Forbidden")                            \
   X(UndecidableRequest, Undecidable, false, 400, "BadRequest")                    \
   X(InternalError, Errored, false, 500, "InternalError")

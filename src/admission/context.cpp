@@ -1,10 +1,19 @@
 #include "admission/context.h"
 
+#include <algorithm>
+
 namespace ig::admission {
 
 bool is_never_enforced(std::string_view ns, const GateSettings& settings) noexcept {
   return ns == "kube-system" || ns == "kube-public" || ns == "kube-node-lease" ||
          ns == settings.own_namespace;
+}
+
+std::string_view admin_group(std::span<const std::string> groups, const std::vector<std::string>& admins) noexcept {
+  for (const std::string& g : groups) {
+    if (std::find(admins.begin(), admins.end(), g) != admins.end()) return g;
+  }
+  return {};
 }
 
 std::string FixedSandbox::describe() const {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,13 +31,29 @@ struct GateSettings {
   // Groups whose members may switch enforcement off in a namespace (remove or
   // change its gibson.zeroroot.ai/isolation=enforced label): --enforcement-admins.
   std::vector<std::string> enforcement_admins;
+  // Groups whose members may loosen a Component's content trust (untrusted to
+  // trusted, omitted, null or empty): --trust-admins (default: the
+  // enforcement admins).
+  std::vector<std::string> trust_admins;
   // --allowed-extra-images: images any Component's pods may run besides its
   // spec.image (mesh sidecars and the like); empty: none.
   std::vector<model::ImagePattern> allowed_extra_images;
+  // --allowed-kata-annotations: io.katacontainers.* annotation keys a
+  // sandboxed pod may carry (exact keys); empty: none.
+  std::vector<std::string> allowed_kata_annotations;
 };
 
 // Namespaces isolation-gate never enforces (docs/architecture.md, "Names").
 bool is_never_enforced(std::string_view ns, const GateSettings& settings) noexcept;
+
+// Who sent the request (request.userInfo); empty for `evaluate`.
+struct Requester {
+  std::string_view username;
+  std::span<const std::string> groups;
+};
+
+// The first of `groups` that is one of `admins`; "" when none is.
+std::string_view admin_group(std::span<const std::string> groups, const std::vector<std::string>& admins) noexcept;
 
 struct LookupResult {
   enum class Status { Found, NotFound, Error };

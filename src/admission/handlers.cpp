@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "admission/pod_rules.h"
+#include "admission/trust_guard.h"
 #include "base/quote.h"
 #include "model/component.h"
 #include "model/document.h"
@@ -95,7 +96,7 @@ Answer admit_object(AdmissionRequest& r, const AdmissionContext& context, Stage 
     old_facts = std::move(old).value();
   }
   PodVerdict v = admit_pod(*facts, *where, ns, context, stage,
-                           old_facts ? &*old_facts : nullptr);
+                           old_facts ? &*old_facts : nullptr, Requester{r.username, r.groups});
   if (stage == Stage::Mutate) v.answer.patch = std::move(v.patch);
   return std::move(v.answer);
 }
@@ -157,7 +158,7 @@ class ComponentHandler final : public Handler {
     }
     return {};
   }
-  Answer handle(AdmissionRequest& r, const AdmissionContext&) const override {
+  Answer handle(AdmissionRequest& r, const AdmissionContext& context) const override {
     if (!r.object.is_object()) return undecidable("request.object is missing or not an object");
     if (auto mismatch = ensure_type_meta(r); !mismatch.empty()) return undecidable(mismatch);
     if (r.namespace_.empty()) return undecidable("request.namespace is missing or empty for a namespaced kind");
@@ -179,6 +180,20 @@ class ComponentHandler final : public Handler {
       std::string message;
       for (const auto& p : problems) message += (message.empty() ? "" : "; ") + p;
       return invalid(std::move(message));
+    }
+    // An UPDATE is judged against the Component it replaces (the trust guard).
+    if (r.operation == Operation::Update && !r.old_object.is_object()) {
+      return undecidable("request.oldObject is missing or not an object on UPDATE");
+    }
+    if (auto guarded = guard_trust_change(r, *component, context.settings)) {
+      if (!guarded->allowed()) return std::move(*guarded);
+      Answer a = std::move(*guarded);
+      a.annotate("trust-declared", component->trust.declared ? "true" : "false");
+      if (!component->trust.declared) {
+        a.warn("spec.policy.content_trust omitted: Component \"" + component->name +
+               "\" is treated as trusted; declare it");
+      }
+      return a;
     }
     Answer a = allowed(Reason::ComponentValid, "Component " + quote(component->name) + " is valid");
     a.component = component->name;

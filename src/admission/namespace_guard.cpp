@@ -59,16 +59,6 @@ std::string namespace_name(const AdmissionRequest& r) {
   return {};
 }
 
-// The first of the requester's groups that is an enforcement admin group.
-std::string admin_group(const AdmissionRequest& r, const GateSettings& s) {
-  for (const std::string& g : r.groups) {
-    if (std::find(s.enforcement_admins.begin(), s.enforcement_admins.end(), g) != s.enforcement_admins.end()) {
-      return g;
-    }
-  }
-  return {};
-}
-
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
@@ -116,7 +106,7 @@ class NamespaceHandler final : public Handler {
                                                  describe(after.value)
                                            : "removing label " + std::string(kEnforcementLabel) + "=" +
                                                  std::string(kEnforcedValue) + " from namespace " + quote(ns);
-    const std::string group = admin_group(r, context.settings);
+    const std::string group(admin_group(r.groups, context.settings.enforcement_admins));
     if (!group.empty()) {
       Answer a = annotate(allowed(Reason::EnforcementRemovedByAdmin,
                                   change + " by " + quote(r.username) + " (group " + quote(group) +
@@ -157,18 +147,20 @@ const Handler& validate_namespaces_handler() noexcept {
   return handler;
 }
 
-std::optional<EnforcementChange> enforcement_change(const AdmissionRequest& r, const Answer& a) {
+std::optional<GuardedChange> enforcement_change(const AdmissionRequest& r, const Answer& a) {
   if (a.reason != Reason::EnforcementAdded && a.reason != Reason::EnforcementRemovedByAdmin &&
       a.reason != Reason::EnforcementChangeRefused) {
     return std::nullopt;
   }
   const LabelRead before = read_label(r.old_object, "");
   const LabelRead after = read_label(r.object, "");
-  EnforcementChange c;
-  c.namespace_ = namespace_name(r);
+  GuardedChange c;
+  c.kind = "Namespace";
+  c.name = namespace_name(r);
+  c.field = "label " + std::string(kEnforcementLabel);
   c.before = before.value.value_or("");
   c.after = after.value.value_or("");
-  c.removed_label = !after.value.has_value();
+  c.removed = !after.value.has_value();
   c.username = r.username;
   if (a.reason == Reason::EnforcementRemovedByAdmin) {
     for (const auto& [k, v] : a.audit)

@@ -30,6 +30,7 @@
 #include <string_view>
 
 #include "admission/answer.h"
+#include "admission/guarded_change.h"
 #include "admission/handlers.h"
 #include "admission/review.h"
 #include "model/json_projection.h"
@@ -44,19 +45,9 @@ const model::Projection& namespace_object_projection();
 
 const Handler& validate_namespaces_handler() noexcept;
 
-// An enforcement change: a switch on or off that was allowed, or one that was
-// refused. For the webhook's observer (log line, Event).
-struct EnforcementChange {
-  std::string namespace_;
-  std::string before;  // the label's value; "" when absent
-  std::string after;
-  bool removed_label = false;  // after: the label is gone (not merely changed)
-  std::string username;
-  std::string admin_group;  // the group that allowed a removal; "" otherwise
-};
-
 // The change `answer` (for `request`, on /validate/namespaces) made or
-// refused; nullopt when it is not one (EnforcementUnchanged, undecidable).
-std::optional<EnforcementChange> enforcement_change(const AdmissionRequest& request, const Answer& answer);
+// refused (admission/guarded_change.h); nullopt when it is not one
+// (EnforcementUnchanged, undecidable).
+std::optional<GuardedChange> enforcement_change(const AdmissionRequest& request, const Answer& answer);
 
 }  // namespace ig::admission

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "admission/binding.h"
+
 #include "base/json_text.h"
 #include "base/quote.h"
 #include "model/image.h"
@@ -137,17 +139,13 @@ void add_annotation_patch(PodVerdict& v, const model::PodFacts& facts, const mod
   }
 }
 
-// What a microVM cannot provide, as a phrase; empty when the pod fits.
-std::string microvm_conflicts(const model::PodFacts& facts) {
+// "a, b, c": every item.
+std::string join_list(const std::vector<std::string>& items) {
   std::string out;
-  auto add = [&out](std::string_view what) {
+  for (const auto& i : items) {
     if (!out.empty()) out.append(", ");
-    out.append(what);
-  };
-  if (facts.host_network) add("hostNetwork");
-  if (facts.host_pid) add("hostPID");
-  if (facts.host_ipc) add("hostIPC");
-  for (const auto& c : facts.privileged_containers) add("privileged container " + q(c));
+    out.append(i);
+  }
   return out;
 }
 
@@ -156,56 +154,8 @@ bool judged_fields_equal(const model::PodFacts& a, const model::PodFacts& b) {
   return a.component == b.component && a.runtime_class == b.runtime_class &&
          a.host_network == b.host_network && a.host_pid == b.host_pid &&
          a.host_ipc == b.host_ipc && a.privileged_containers == b.privileged_containers &&
-         a.containers == b.containers && a.isolation_annotation == b.isolation_annotation;
-}
-
-// The image binding of a Component's pods (model/image.h). Empty when every
-// container runs the Component's image or an allowed extra image; otherwise
-// one phrase per container that does not, for the denial.
-struct ImageBinding {
-  bool bound = false;                 // the Component declares spec.image
-  std::string component_image_error;  // spec.image does not parse
-  std::vector<std::string> unbound;   // `container "x" runs "y"`, ...
-  bool digest_hint = false;           // a container names a digest the Component does not
-};
-
-ImageBinding check_image_binding(const model::PodFacts& facts, const model::Component& component,
-                                 const GateSettings& settings) {
-  ImageBinding out;
-  if (component.image.empty()) return out;
-  out.bound = true;
-  auto bound = model::parse_image(component.image);
-  if (!bound) {
-    out.component_image_error = bound.error();
-    return out;
-  }
-  for (const auto& c : facts.containers) {
-    // Only a container that is refused is named (no allocation on the bound path).
-    const auto who = [&] { return "container " + q(c.name); };
-    if (!c.image || c.image->empty()) {
-      out.unbound.push_back(who() + " names no image");
-      continue;
-    }
-    // The Component's own reference, byte for byte (the usual pod): it
-    // parsed above, and a reference runs what it names (image_matches).
-    if (*c.image == component.image) continue;
-    auto image = model::parse_image(*c.image);
-    if (!image) {
-      out.unbound.push_back(who() + " runs " + q(*c.image) + ", which is not a valid image reference");
-      continue;
-    }
-    if (model::image_matches(*bound, *image) ||
-        model::any_pattern_matches(settings.allowed_extra_images, *image)) {
-      continue;
-    }
-    std::string phrase = who() + " runs " + q(*c.image);
-    if (image->canonical() != *c.image) phrase += " (" + image->canonical() + ")";
-    if (!image->digest.empty() && bound->digest.empty() && image->repository == bound->repository) {
-      out.digest_hint = true;
-    }
-    out.unbound.push_back(std::move(phrase));
-  }
-  return out;
+         a.containers == b.containers && a.volumes == b.volumes &&
+         a.kata_annotations == b.kata_annotations && a.isolation_annotation == b.isolation_annotation;
 }
 
 }  // namespace
@@ -227,7 +177,7 @@ std::string escape_pointer_token(std::string_view token) {
 
 PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& where,
                      std::string_view ns, const AdmissionContext& context, Stage stage,
-                     const model::PodFacts* old) {
+                     const model::PodFacts* old, const Requester& requester) {
   const GateSettings& settings = context.settings;
   PodVerdict v;
   Answer& a = v.answer;
@@ -352,52 +302,106 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
            " declares no content_trust: treated as trusted; declare it");
   }
 
-  const ImageBinding binding = check_image_binding(facts, component, settings);
+  // Ephemeral containers this request adds (kubectl debug), and whether the
+  // requester is an enforcement admin, whose debug containers are left out of
+  // the code checks (binding.h).
+  const std::vector<std::size_t> added = added_ephemeral(facts, old);
+  const std::string_view admin = added.empty() ? std::string_view()
+                                               : admin_group(requester.groups, settings.enforcement_admins);
+  Exempt exempt;
+  if (!admin.empty()) {
+    exempt.assign(facts.containers.size(), false);
+    for (std::size_t i : added) exempt[i] = true;
+    a.annotate("debug-admin-group", std::string(admin));
+  }
+
+  const ImageBinding binding = image_binding(facts, component, settings, exempt);
   if (!binding.bound) {
     a.warn("Component " + q(component.name) +
            " declares no spec.image: its pods are not bound to an image");
   }
+  const auto deny_with = [&](Reason reason, std::string message) {
+    deny(reason, std::move(message));
+    a.annotate("reason", std::string(to_string(reason)));
+  };
   // Carried out on every answer that would admit (after the gate's Deny and
   // the microVM conflicts, which deny anyway).
   auto deny_unbound = [&]() {
     if (!binding.component_image_error.empty()) {
-      deny(Reason::ImageNotBound,
-           denied_prefix(facts, ns) + "Component " + q(component.name) + " has spec.image " +
-               q(component.image) + ", which is not a valid image reference (" +
-               binding.component_image_error +
-               "), so its pods cannot be bound to it; isolation-gate fails closed. To fix: "
-               "correct spec.image of the Component.");
-      a.annotate("reason", "ImageNotBound");
+      deny_with(Reason::ImageNotBound,
+                denied_prefix(facts, ns) + "Component " + q(component.name) + " has spec.image " +
+                    q(component.image) + ", which is not a valid image reference (" +
+                    binding.component_image_error +
+                    "), so its pods cannot be bound to it; isolation-gate fails closed. To fix: "
+                    "correct spec.image of the Component.");
       return true;
     }
     if (binding.unbound.empty()) return false;
-    // Every container up to kMaxNamed, then a count (a 24-container pod stays readable).
-    constexpr std::size_t kMaxNamed = 5;
-    const std::size_t named = std::min(binding.unbound.size(), kMaxNamed);
-    const std::size_t rest = binding.unbound.size() - named;
-    std::string list;
-    for (std::size_t i = 0; i < named; ++i) {
-      if (i > 0) list += (i + 1 == named && rest == 0) ? " and " : ", ";
-      list += binding.unbound[i];
-    }
-    if (rest > 0) {
-      list += " and " + std::to_string(rest) + " more container" + (rest == 1 ? "" : "s");
-    }
-    deny(Reason::ImageNotBound,
-         denied_prefix(facts, ns) + "its label " + label() + " names Component " +
-             q(component.name) + ", which is bound to image " + q(component.image) +
-             " (spec.image), but " + list + ". Only the Component's image" +
-             (settings.allowed_extra_images.empty()
-                  ? std::string()
-                  : std::string(" and the images of --allowed-extra-images")) +
-             " may run under its label. To fix: run " + q(component.image) +
-             (binding.digest_hint
-                  ? std::string(" (a container that names a digest runs that digest: declare "
-                                "it in the Component's spec.image as repo:tag@sha256:...)")
-                  : std::string()) +
-             ", or label the pod with the Component that declares its image.");
-    a.annotate("reason", "ImageNotBound");
+    deny_with(Reason::ImageNotBound,
+              denied_prefix(facts, ns) + "its label " + label() + " names Component " +
+                  q(component.name) + ", which is bound to image " + q(component.image) +
+                  " (spec.image), but " + join_phrases(binding.unbound, "container") +
+                  ". Only the Component's image" +
+                  (settings.allowed_extra_images.empty()
+                       ? std::string()
+                       : std::string(" and the images of --allowed-extra-images")) +
+                  " may run under its label. To fix: run " + q(component.image) +
+                  (binding.digest_hint
+                       ? std::string(" (a container that names a digest runs that digest: declare "
+                                     "it in the Component's spec.image as repo:tag@sha256:...)")
+                       : std::string()) +
+                  ", or label the pod with the Component that declares its image.");
     return true;
+  };
+  // Outside a microVM, what runs must be the Component's code and may not
+  // reach the host (binding.h); the first rule that fails denies.
+  auto deny_outside_microvm = [&]() {
+    if (auto host = host_access(facts); !host.empty()) {
+      deny_with(Reason::HostAccessOutsideMicroVM,
+                denied_prefix(facts, ns) + "component " + q(component.name) +
+                    " runs outside a microVM (" + sandbox_phrase(in) + "), where a pod may not reach the host, "
+                    "but it asks for " + join_phrases(host) +
+                    ". To fix: remove them from the pod spec (privileged, hostNetwork, hostPID, hostIPC, "
+                    "hostPath volumes, securityContext.capabilities.add beyond the runtime's default).");
+      return true;
+    }
+    if (!added.empty() && admin.empty()) {
+      std::vector<std::string> names;
+      constexpr std::string_view kPrefix = "ephemeral:";
+      for (std::size_t i : added) names.push_back(q(std::string_view(facts.containers[i].name).substr(kPrefix.size())));
+      deny_with(Reason::EphemeralContainerRefused,
+                denied_prefix(facts, ns) + (names.size() == 1 ? "ephemeral container " : "ephemeral containers ") +
+                    join_phrases(names) +
+                    " would run beside component " + q(component.name) +
+                    " outside a microVM, and " +
+                    (requester.username.empty() ? std::string("the requester")
+                                                : "user " + q(requester.username)) +
+                    " is not an enforcement admin (--enforcement-admins). To fix: ask an enforcement "
+                    "admin to debug this pod, or debug a copy (kubectl debug --copy-to).");
+      return true;
+    }
+    if (deny_unbound()) return true;
+    if (auto entry = entrypoint_binding(facts, component, binding, exempt); !entry.empty()) {
+      deny_with(Reason::EntrypointNotBound,
+                denied_prefix(facts, ns) + "component " + q(component.name) +
+                    " runs outside a microVM, where a pod runs only what its Component declares, but " +
+                    join_phrases(entry) +
+                    ". To fix: run the Component's declared entrypoint, or declare the command, args "
+                    "and exec commands in the Component (spec.command, spec.args, spec.exec; "
+                    "docs/components.md).");
+      return true;
+    }
+    if (auto env = loader_env(facts, exempt); !env.empty()) {
+      deny_with(Reason::LoaderEnvNotAllowed,
+                denied_prefix(facts, ns) + "component " + q(component.name) +
+                    " runs outside a microVM, where nothing may load code the Component does not "
+                    "declare, but " +
+                    join_phrases(env) +
+                    ". To fix: remove these variables and envFrom (list variables one by one under env), "
+                    "or build what they load into the Component's image.");
+      return true;
+    }
+    return false;
   };
 
   in.sandbox_detail = context.sandbox.describe();
@@ -424,15 +428,14 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
       return v;
 
     case Decision::RequireSetec: {
-      const std::string conflicts = microvm_conflicts(facts);
-      if (!conflicts.empty()) {
-        deny(Reason::IncompatibleWithMicroVM,
-             denied_prefix(facts, ns) + "component " + q(component.name) +
-                 " must run in the setec sandbox (RuntimeClass " + q(in.runtime_class) +
-                 ", a Firecracker microVM), which cannot provide " + conflicts +
-                 ". To fix: remove hostNetwork, hostPID, hostIPC and "
-                 "securityContext.privileged from the pod spec.");
-        a.annotate("reason", "IncompatibleWithMicroVM");
+      if (auto conflicts = microvm_conflicts(facts, settings); !conflicts.empty()) {
+        deny_with(Reason::IncompatibleWithMicroVM,
+                  denied_prefix(facts, ns) + "component " + q(component.name) +
+                      " must run in the setec sandbox (RuntimeClass " + q(in.runtime_class) +
+                      ", a Firecracker microVM), which cannot provide " + join_list(conflicts) +
+                      ". To fix: remove hostNetwork, hostPID, hostIPC, securityContext.privileged, "
+                      "hostPath volumes and io.katacontainers.* annotations from the pod (an admin "
+                      "allows a specific annotation with --allowed-kata-annotations).");
         return v;
       }
       if (deny_unbound()) return v;
@@ -465,6 +468,14 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
         a.warn("runtimeClassName " + q(*rc) + " replaced by " + q(in.runtime_class) +
                ": component " + q(component.name) + " runs only in the sandbox");
       }
+      // Admitted in the microVM, but it would be denied outside one: said now,
+      // not during the outage that takes the sandbox away.
+      if (binding.bound && (!entrypoint_binding(facts, component, binding, exempt).empty() ||
+                            !loader_env(facts, exempt).empty() || !host_access(facts).empty())) {
+        a.warn("pod runs code Component " + q(component.name) +
+               " does not declare: it would be denied if the sandbox went away");
+        a.annotate("unbound-outside-microvm", "true");
+      }
       if (patches && !on_sandbox) {
         append_op(v.patch, rc ? "replace" : "add", PatchPath(where.pointer, "/spec/runtimeClassName").view(),
                   [&](json_text::Writer& w) { w.string(settings.runtime_class); });
@@ -482,7 +493,7 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
     }
 
     case Decision::AllowInProcess: {
-      if (deny_unbound()) return v;
+      if (deny_outside_microvm()) return v;
       if (patches) add_annotation_patch(v, facts, where, decision_name);
       const bool trusted = policy::is_trusted(component.trust.trust);
       a.reason = trusted ? Reason::TrustedInProcess : Reason::CustomerIsolation;

@@ -9,14 +9,24 @@
 // fail-closed:
 //  - a pod in an enforced namespace must name its Component by label;
 //  - the Component must exist (a lookup error denies, as its own reason);
-//  - a RequireSetec pod cannot use hostNetwork/hostPID/hostIPC or a
-//    privileged container (a microVM cannot provide them);
+//  - a RequireSetec pod cannot use hostNetwork/hostPID/hostIPC, a
+//    privileged container, a hostPath volume or an io.katacontainers.*
+//    annotation an admin did not allow (IncompatibleWithMicroVM);
 //  - a Component that declares spec.image binds its pods to it: every
 //    container, init and ephemeral container runs that image (model/image.h:
 //    same repository and tag, or the Component's digest) or one of
-//    GateSettings::allowed_extra_images; else ImageNotBound, naming each
-//    container and both images. Without spec.image: a warning that the pods
-//    are not bound to an image. Checked on every answer that would admit;
+//    GateSettings::allowed_extra_images, and one regular container runs it;
+//    else ImageNotBound, naming each container and both images. Without
+//    spec.image: a warning that the pods are not bound to an image. Checked
+//    on every answer that would admit;
+//  - AllowInProcess (outside a microVM), in this order (binding.h): no host
+//    access (HostAccessOutsideMicroVM); no ephemeral container added unless
+//    the requester is an enforcement admin (EphemeralContainerRefused); the
+//    image binding; the declared entrypoint and exec commands
+//    (EntrypointNotBound); no loader variables or envFrom
+//    (LoaderEnvNotAllowed). A RequireSetec pod that would fail these is
+//    admitted with a warning and the audit annotation
+//    unbound-outside-microvm=true;
 //  - Stage::Validate: a RequireSetec pod must already carry the sandbox's
 //    runtimeClassName (a later mutating webhook may have changed it);
 //  - Stage::Update (pod UPDATE, pods/ephemeralcontainers): a changed
@@ -74,10 +84,11 @@ struct PodVerdict {
 // `ns` is the namespace the pod will live in. `where` is the pod template's
 // location in the admitted object (from model::locate_pod); patch paths are
 // relative to the object. `old` is the pod before the update (Stage::Update
-// only; required there: without it the answer is undecidable).
+// only; required there: without it the answer is undecidable). `requester`
+// is request.userInfo (empty for `evaluate`).
 PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& where,
                      std::string_view ns, const AdmissionContext& context, Stage stage,
-                     const model::PodFacts* old = nullptr);
+                     const model::PodFacts* old = nullptr, const Requester& requester = {});
 
 // Escapes a JSON Pointer reference token (RFC 6901: ~ -> ~0, / -> ~1).
 std::string escape_pointer_token(std::string_view token);

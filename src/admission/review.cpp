@@ -73,7 +73,8 @@ const Projection& admission_review_projection() {
           {"object", P::capture(kObject, P::merge(P::merge(model::pod_object_projection(),
                                                            model::component_projection()),
                                                   namespace_object_projection()))},
-          {"oldObject", P::capture(kOldObject, P::merge(model::pod_object_projection(),
+          {"oldObject", P::capture(kOldObject, P::merge(P::merge(model::pod_object_projection(),
+                                                                 model::component_projection()),
                                                         namespace_object_projection()))},
       }))},
   }));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <exception>
+#include <optional>
 
 #include "model/document.h"
 
@@ -70,9 +71,22 @@ WebhookResponse Webhook::serve_review(const Route& route, WebhookRequest& reques
   std::string body = encode_response(decoded.request, answer);
   metrics_.record(route.endpoint, answer.reason, decoded.request.dry_run, Clock::now() - start);
   const AdmissionRequest& r = decoded.request;
-  // Enforcement refusals go to on_enforcement_change alone (one Event each).
-  if (options_.on_denial && !answer.allowed() && decoded.kind == DecodedReview::Kind::Ok && !r.dry_run &&
-      !r.namespace_.empty() && route.endpoint != Endpoint::ValidateNamespaces) {
+  // A guarded change, allowed or refused, goes to on_guarded_change alone
+  // (one Event each).
+  std::optional<GuardedChange> change;
+  if (decoded.kind == DecodedReview::Kind::Ok && !r.dry_run) {
+    try {
+      if (route.endpoint == Endpoint::ValidateNamespaces) {
+        change = enforcement_change(r, answer);
+      } else if (route.endpoint == Endpoint::ValidateComponents) {
+        change = trust_change(r, answer);
+      }
+    } catch (...) {
+      // Observing never changes the answer.
+    }
+  }
+  if (options_.on_denial && !answer.allowed() && !change && decoded.kind == DecodedReview::Kind::Ok &&
+      !r.dry_run && !r.namespace_.empty() && route.endpoint != Endpoint::ValidateNamespaces) {
     try {
       options_.on_denial(DenialNotice{route.path, answer.reason, r.namespace_, answer.component, r.kind,
                                       r.name, answer.message});
@@ -80,12 +94,9 @@ WebhookResponse Webhook::serve_review(const Route& route, WebhookRequest& reques
       // The observer's failure never changes the answer.
     }
   }
-  if (options_.on_enforcement_change && route.endpoint == Endpoint::ValidateNamespaces &&
-      decoded.kind == DecodedReview::Kind::Ok && !r.dry_run) {
+  if (options_.on_guarded_change && change) {
     try {
-      if (auto change = enforcement_change(r, answer)) {
-        options_.on_enforcement_change(EnforcementNotice{*change, answer.reason, answer.message});
-      }
+      options_.on_guarded_change(GuardedChangeNotice{*change, answer.reason, answer.message});
     } catch (...) {
       // As above: never changes the answer.
     }

@@ -28,6 +28,7 @@
 #include "admission/namespace_guard.h"
 #include "admission/review.h"
 #include "admission/routes.h"
+#include "admission/trust_guard.h"
 #include "base/prometheus.h"
 
 namespace ig::admission {
@@ -47,7 +48,7 @@ struct WebhookResponse {
 
 // A review the webhook denied, for the denial observer (Events). Only for
 // decided requests with a namespace that were not dry runs, and not for
-// /validate/namespaces (its refusals are EnforcementNotices).
+// guarded changes (their refusals are GuardedChangeNotices).
 struct DenialNotice {
   std::string_view endpoint;   // "/mutate/pods"
   Reason reason;               // a denying reason
@@ -58,12 +59,13 @@ struct DenialNotice {
   std::string_view message;    // the denial's status.message
 };
 
-// An enforcement change on /validate/namespaces (admission/namespace_guard.h),
+// A guarded change (admission/guarded_change.h): an enforcement change on
+// /validate/namespaces or a content-trust change on /validate/components,
 // allowed or refused, for the observer that logs it and records an Event.
 // Not for dry runs.
-struct EnforcementNotice {
-  const EnforcementChange& change;
-  Reason reason;             // EnforcementAdded, EnforcementRemovedByAdmin or EnforcementChangeRefused
+struct GuardedChangeNotice {
+  const GuardedChange& change;
+  Reason reason;             // Enforcement*, ContentTrust*
   std::string_view message;  // the answer's message
 };
 
@@ -78,8 +80,8 @@ struct WebhookOptions {
   // answer is sent: it must not block (queue and return). Exceptions are
   // swallowed; the answer is never changed by it. Empty: none.
   std::function<void(const DenialNotice&)> on_denial;
-  // Called like on_denial for every enforcement change; empty: none.
-  std::function<void(const EnforcementNotice&)> on_enforcement_change;
+  // Called like on_denial for every guarded change; empty: none.
+  std::function<void(const GuardedChangeNotice&)> on_guarded_change;
 };
 
 class Webhook {

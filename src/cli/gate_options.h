@@ -31,11 +31,16 @@ struct GateOptions {
   std::string own_namespace = std::string(config::kDefaultNamespace);
   // serve's --enforcement-admins (declared there: evaluate has no requester).
   std::vector<std::string> enforcement_admins = {std::string(config::kDefaultEnforcementAdmin)};
+  // serve's --trust-admins (default: the enforcement admins).
+  std::vector<std::string> trust_admins = {std::string(config::kDefaultEnforcementAdmin)};
   // --allowed-extra-images, parsed (model/image.h); empty: none.
   std::vector<model::ImagePattern> allowed_extra_images;
+  // --allowed-kata-annotations: io.katacontainers.* keys sandboxed pods may carry.
+  std::vector<std::string> allowed_kata_annotations;
 };
 
-// Declares --sandbox, --runtime-class, --namespace and --allowed-extra-images on `app`, parsed into `options`
+// Declares --sandbox, --runtime-class, --namespace, --allowed-extra-images and
+// --allowed-kata-annotations on `app`, parsed into `options`
 // (which must outlive the parse).
 void add_gate_options(CLI::App& app, GateOptions& options);
 

@@ -95,6 +95,7 @@ struct ServeOptions {
   bool check_config = false;  // --check-config: validate, print, exit
   std::chrono::milliseconds drain_delay{5'000};
   std::string enforcement_admins_text;  // --enforcement-admins, split into gate.enforcement_admins
+  std::string trust_admins_text;        // --trust-admins, split into gate.trust_admins
   // Transport (server/https_server.h, ListenerOptions).
   std::chrono::milliseconds tls_handshake_timeout{3'000};
   std::size_t max_connections = 4096;
@@ -162,6 +163,11 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
                   "groups whose members may remove or change a namespace's\n"
                   "gibson.zeroroot.ai/isolation=enforced label (comma-separated;\n"
                   "the /validate/namespaces webhook refuses everyone else)")
+      ->type_name("GROUP,...");
+  app->add_option("--trust-admins", o.trust_admins_text,
+                  "groups whose members may loosen a Component's content trust\n"
+                  "(untrusted to trusted, omitted, null or empty; comma-separated;\n"
+                  "default: the enforcement admins)")
       ->type_name("GROUP,...");
   add_duration_option(*app, "--tls-handshake-timeout", o.tls_handshake_timeout,
                       "webhook listener: a connection must finish its TLS handshake\n"
@@ -257,17 +263,20 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
   app->footer("The deployment shape comes from GIBSON_UNTRUSTED_EXEC (default setec-only).");
   if (auto exit_code = parse(*app, args)) return exit_code;
   o.namespace_given = app->get_option("--namespace")->count() > 0;
-  if (app->get_option("--enforcement-admins")->count() > 0) {
-    // Split by hand: an empty value names nobody (not the default, not the group "").
-    o.gate.enforcement_admins.clear();
-    std::string_view rest = o.enforcement_admins_text;
+  // Split by hand: an empty value names nobody (not the default, not the group "").
+  auto groups = [](std::string_view rest) {
+    std::vector<std::string> out;
     while (!rest.empty()) {
       const auto comma = rest.find(',');
       const std::string_view group = rest.substr(0, comma);
-      if (!group.empty()) o.gate.enforcement_admins.emplace_back(group);
+      if (!group.empty()) out.emplace_back(group);
       rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     }
-  }
+    return out;
+  };
+  if (app->get_option("--enforcement-admins")->count() > 0) o.gate.enforcement_admins = groups(o.enforcement_admins_text);
+  o.gate.trust_admins = app->get_option("--trust-admins")->count() > 0 ? groups(o.trust_admins_text)
+                                                                       : o.gate.enforcement_admins;
 
   if (o.local && o.components_dir.empty()) return usage_error("--local needs --components DIR");
   if (!o.local) {
@@ -348,8 +357,8 @@ struct ModeFacts {
   std::function<bool()> ready;                                // empty: ready once serving
   std::function<void(prometheus::TextWriter&)> extra_metrics;  // empty: none
   std::function<void(const admission::DenialNotice&)> on_denial;  // empty: none (Events)
-  // After the log line serve_webhook writes for every enforcement change; empty: none (Events).
-  std::function<void(const admission::EnforcementNotice&)> on_enforcement_change;
+  // After the log line serve_webhook writes for every guarded change; empty: none (Events).
+  std::function<void(const admission::GuardedChangeNotice&)> on_guarded_change;
   std::function<void()> on_stopping;  // at SIGTERM/SIGINT, before the listeners drain
   std::function<void()> on_serving;   // once both listeners accept
 };
@@ -416,23 +425,32 @@ sigset_t block_stop_signals() {
   return signals;
 }
 
-// One line per enforcement change: a warning when enforcement goes off (or
-// was refused), info when it comes on. Never blocks for long (stderr).
-void log_enforcement_change(const admission::EnforcementNotice& n) {
-  const admission::EnforcementChange& c = n.change;
+// One line per guarded change: a warning when enforcement goes off or trust
+// is loosened (or either was refused), info when it tightens. Never blocks
+// for long (stderr).
+void log_guarded_change(const admission::GuardedChangeNotice& n) {
+  using admission::Reason;
+  const admission::GuardedChange& c = n.change;
   const std::string reason(admission::to_string(n.reason));
-  if (n.reason == admission::Reason::EnforcementAdded) {
-    config::log_info("namespace enforcement switched on",
-                     {{"namespace", c.namespace_}, {"user", c.username}, {"reason", reason}});
+  const bool component = c.kind == "Component";
+  const std::string what = component ? "component content trust" : "namespace enforcement";
+  const std::string object = component ? c.namespace_ + "/" + c.name : c.name;
+  if (n.reason == Reason::EnforcementAdded || n.reason == Reason::ContentTrustTightened) {
+    config::log_info(what + (component ? " tightened" : " switched on"),
+                     {{c.kind == "Component" ? "component" : "namespace", object},
+                      {"user", c.username},
+                      {"before", c.before},
+                      {"after", c.after},
+                      {"reason", reason}});
     return;
   }
-  config::log_warn(n.reason == admission::Reason::EnforcementRemovedByAdmin ? "namespace enforcement switched off"
-                                                                            : "namespace enforcement change refused",
-                   {{"namespace", c.namespace_},
+  const bool refused = n.reason == Reason::EnforcementChangeRefused || n.reason == Reason::ContentTrustChangeRefused;
+  config::log_warn(what + (refused ? " change refused" : component ? " loosened" : " switched off"),
+                   {{component ? "component" : "namespace", object},
                     {"user", c.username},
                     {"admin_group", c.admin_group},
                     {"before", c.before},
-                    {"after", c.removed_label ? std::string("(removed)") : c.after},
+                    {"after", c.removed ? std::string("(removed)") : c.after},
                     {"reason", reason}});
 }
 
@@ -476,9 +494,9 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
     if (facts.extra_metrics) facts.extra_metrics(out);
   };
   options.on_denial = facts.on_denial;
-  options.on_enforcement_change = [&facts](const admission::EnforcementNotice& n) {
-    log_enforcement_change(n);
-    if (facts.on_enforcement_change) facts.on_enforcement_change(n);
+  options.on_guarded_change = [&facts](const admission::GuardedChangeNotice& n) {
+    log_guarded_change(n);
+    if (facts.on_guarded_change) facts.on_guarded_change(n);
   };
   admission::Webhook webhook(context, std::move(options));
 
@@ -774,7 +792,7 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
     if (certs) certs->write_metrics(out);
   };
   facts.on_denial = [&op](const admission::DenialNotice& d) { op.record_denial(d); };
-  facts.on_enforcement_change = [&op](const admission::EnforcementNotice& n) { op.record_enforcement_change(n); };
+  facts.on_guarded_change = [&op](const admission::GuardedChangeNotice& n) { op.record_guarded_change(n); };
   // SIGTERM: stop leading and release the Lease first, so a successor takes
   // over within a retry period while this replica drains.
   facts.on_stopping = [&elector] { (*elector)->stop(); };
@@ -788,6 +806,13 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
   return code;
 }
 
+std::string show_groups(const std::vector<std::string>& groups) {
+  if (groups.empty()) return "(none)";
+  std::string out;
+  for (const auto& g : groups) out += (out.empty() ? "" : ",") + g;
+  return out;
+}
+
 // --check-config: what serve would run with, on stdout.
 int check_config(const ServeOptions& o) {
   const auto shape = config::read_shape_from_env();
@@ -796,12 +821,8 @@ int check_config(const ServeOptions& o) {
             << "  " << config::describe_shape(shape) << "\n"
             << "  listen: " << o.listen_text << ", metrics: " << o.metrics_listen_text << "\n"
             << "  drain delay: " << o.drain_delay.count() << "ms\n"
-            << "  enforcement admins: "
-            << (o.gate.enforcement_admins.empty() ? std::string("(none)") : [&o] {
-                 std::string groups;
-                 for (const auto& g : o.gate.enforcement_admins) groups += (groups.empty() ? "" : ",") + g;
-                 return groups;
-               }()) << "\n"
+            << "  enforcement admins: " << show_groups(o.gate.enforcement_admins) << "\n"
+            << "  trust admins: " << show_groups(o.gate.trust_admins) << "\n"
             << "  tls handshake timeout: " << o.tls_handshake_timeout.count() << "ms, max connections: "
             << o.max_connections << " (" << o.max_connections_per_source << " per source address)\n"
             << "  client certificates: " << (o.client_ca.empty() ? "not required" : "required, CA " + o.client_ca)

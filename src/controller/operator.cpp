@@ -93,15 +93,24 @@ void Operator::record_denial(const admission::DenialNotice& d) noexcept {
   }
 }
 
-void Operator::record_enforcement_change(const admission::EnforcementNotice& n) noexcept {
+void Operator::record_guarded_change(const admission::GuardedChangeNotice& n) noexcept {
   if (!events_) return;
   try {
-    const admission::EnforcementChange& c = n.change;
+    using admission::Reason;
+    const admission::GuardedChange& c = n.change;
     kube::EventSpec spec;
-    spec.regarding = {"Namespace", "v1", "", c.namespace_, ""};
-    spec.type = n.reason == admission::Reason::EnforcementAdded ? "Normal" : "Warning";
+    if (c.kind == model::kComponentKind) {
+      auto record = cluster_.component_records().find(kube::object_key(c.namespace_, c.name));
+      spec.regarding = {std::string(model::kComponentKind), std::string(model::kComponentApiVersion), c.namespace_,
+                        c.name, record ? record->uid.str() : std::string()};
+      spec.action = "Review";
+    } else {
+      spec.regarding = {"Namespace", "v1", "", c.name, ""};
+      spec.action = "Enforce";
+    }
+    spec.type = n.reason == Reason::EnforcementAdded || n.reason == Reason::ContentTrustTightened ? "Normal"
+                                                                                                   : "Warning";
     spec.reason = std::string(admission::to_string(n.reason));
-    spec.action = "Enforce";
     spec.note = std::string(n.message) + (c.username.empty() ? "" : " (requested by " + quote(c.username) + ")");
     events_->record(std::move(spec));
   } catch (...) {

@@ -57,9 +57,10 @@ class Operator final : public ClusterListener {
   void sandbox_changed() override;
 
   void record_denial(const admission::DenialNotice& denial) noexcept;
-  // Like record_denial: one Event regarding the Namespace (Normal for
-  // EnforcementAdded, Warning for a removal or a refused one).
-  void record_enforcement_change(const admission::EnforcementNotice& notice) noexcept;
+  // Like record_denial: one Event regarding the Namespace or the Component
+  // (Normal for EnforcementAdded and ContentTrustTightened, Warning for a
+  // loosening or a refused change).
+  void record_guarded_change(const admission::GuardedChangeNotice& notice) noexcept;
 
   StatusWriterStats status_stats() const { return status_.stats(); }
   const DriftAudit& drift() const noexcept { return drift_; }

@@ -33,6 +33,51 @@ Result<const json*> optional_map(const json& parent, std::string_view key, std::
   return &*it;
 }
 
+// An optional list of strings: absent, null or [] -> nullopt.
+Result<std::optional<std::vector<std::string>>> optional_strings(const json& parent, std::string_view key,
+                                                                 std::string_view path,
+                                                                 std::string_view source) {
+  using Out = std::optional<std::vector<std::string>>;
+  auto it = parent.find(key);
+  if (it == parent.end() || it->is_null()) return Out{};
+  auto wrong = [&](std::string_view where, const json& got) {
+    return fail(std::string(source) + ": " + std::string(where) + ": expected a list of strings, got " +
+                std::string(json_type_phrase(got)));
+  };
+  if (!it->is_array()) return wrong(path, *it);
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    const json& item = (*it)[i];
+    if (!item.is_string()) return wrong(std::string(path) + "[" + std::to_string(i) + "]", item);
+    out.push_back(item.get<std::string>());
+  }
+  if (out.empty()) return Out{};
+  return Out{std::move(out)};
+}
+
+// spec.exec: a list of {command: [strings]}.
+Result<std::vector<std::vector<std::string>>> exec_commands(const json& spec, std::string_view source) {
+  std::vector<std::vector<std::string>> out;
+  auto it = spec.find("exec");
+  if (it == spec.end() || it->is_null()) return out;
+  if (!it->is_array()) {
+    return fail(std::string(source) + ": spec.exec: expected a list of {command: [...]}, got " +
+                std::string(json_type_phrase(*it)));
+  }
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    const std::string path = "spec.exec[" + std::to_string(i) + "]";
+    const json& entry = (*it)[i];
+    if (!entry.is_object()) {
+      return fail(std::string(source) + ": " + path + ": expected a map with command, got " +
+                  std::string(json_type_phrase(entry)));
+    }
+    auto command = optional_strings(entry, "command", path + ".command", source);
+    if (!command) return fail(command.error());
+    out.push_back(command->value_or(std::vector<std::string>{}));
+  }
+  return out;
+}
+
 }  // namespace
 
 bool looks_like_component(const json& doc) noexcept {
@@ -88,6 +133,15 @@ Result<Component> decode_component(const json& doc, std::string_view source) {
     auto image = optional_string(**spec, "image", "spec.image", source);
     if (!image) return fail(image.error());
     c.image = image->value_or("");
+    auto command = optional_strings(**spec, "command", "spec.command", source);
+    if (!command) return fail(command.error());
+    c.command = std::move(*command);
+    auto args = optional_strings(**spec, "args", "spec.args", source);
+    if (!args) return fail(args.error());
+    c.args = std::move(*args);
+    auto exec = exec_commands(**spec, source);
+    if (!exec) return fail(exec.error());
+    c.exec = std::move(*exec);
     auto pol = optional_map(**spec, "policy", "spec.policy", source);
     if (!pol) return fail(pol.error());
     policy_map = *pol;
@@ -121,6 +175,18 @@ std::vector<std::string> component_problems(const Component& c, std::string_view
       problems.push_back(std::string(source) + ": spec.image: " + image.error());
     }
   }
+  for (std::size_t i = 0; i < c.exec.size(); ++i) {
+    if (c.exec[i].empty()) {
+      problems.push_back(std::string(source) + ": spec.exec[" + std::to_string(i) +
+                         "].command: required, a non-empty list of strings (the command a hook or "
+                         "probe runs)");
+    }
+  }
+  if (c.image.empty() && (c.command || c.args || !c.exec.empty())) {
+    problems.push_back(std::string(source) +
+                       ": spec.command, spec.args and spec.exec declare what runs in spec.image; "
+                       "declare spec.image too");
+  }
   return problems;
 }
 
@@ -133,6 +199,9 @@ const Projection& component_projection() {
       {"spec", Projection::object({
                    {"kind", Projection::whole()},
                    {"image", Projection::whole()},
+                   {"command", Projection::whole()},
+                   {"args", Projection::whole()},
+                   {"exec", Projection::whole()},
                    {"policy", Projection::object({{"content_trust", Projection::whole()}})},
                })},
   });

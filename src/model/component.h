@@ -34,6 +34,13 @@ struct Component {
   std::string namespace_;  // "" when the manifest names none
   std::string kind;        // spec.kind, "" when omitted
   std::string image;       // spec.image, "" when omitted (pods are then not bound to an image)
+  // What its pods may run besides the image (docs/components.md, "Declaring
+  // the entrypoint"): spec.command and spec.args (nullopt when omitted, null
+  // or []: the image's own ENTRYPOINT and CMD, and pods may not set them),
+  // and spec.exec[].command, the commands its exec hooks and exec probes may
+  // run (empty: none).
+  std::optional<std::vector<std::string>> command, args;
+  std::vector<std::vector<std::string>> exec;
   std::optional<std::string> trust_raw;  // spec.policy.content_trust as written; nullopt = omitted/null
   policy::TrustSetting trust;            // effective trust, declared or not, valid or not
 };
@@ -45,7 +52,9 @@ const Projection& component_projection();
 
 // Validation problems a strict caller must refuse: an unknown content_trust
 // value, an unknown spec.kind, a spec.image that is not an image reference
-// (model/image.h). Each is one line naming source and field.
+// (model/image.h), an empty spec.exec[].command, spec.command, spec.args or
+// spec.exec without spec.image (nothing to bind them to). Each is one line
+// naming source and field.
 std::vector<std::string> component_problems(const Component& c, std::string_view source);
 
 // A doc that claims to be a Component (by kind and group); used to pick

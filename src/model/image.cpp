@@ -280,6 +280,13 @@ Result<ImagePattern> parse_image_pattern(std::string_view raw) {
     if (prefix.find_first_of("@*") != std::string_view::npos) return bad("a prefix names no digest");
     const auto slash = prefix.find('/');
     const std::string_view first = prefix.substr(0, slash);
+    // A whole registry, or a single path segment (docker.io's top level:
+    // "library/*" is every official image): any image with a shell is there.
+    if (slash == std::string_view::npos) {
+      return bad("registry-wide patterns are refused: " + quote(text) +
+                 " allows every image of a registry or of a single path segment; name the registry and "
+                 "an organisation (ghcr.io/org/*), or REPO:TAG");
+    }
     std::string domain, path;
     if (is_domain_element(first)) {
       domain = first == kLegacyDefaultDomain ? std::string(kDefaultDomain) : std::string(first);
@@ -293,8 +300,13 @@ Result<ImagePattern> parse_image_pattern(std::string_view raw) {
     if (!path.empty() && !valid_path(path)) {
       return bad("path " + quote(path) + " is not lowercase /-separated components");
     }
+    if (path.empty() || (domain == kDefaultDomain && path == "library")) {
+      return bad("registry-wide patterns are refused: " + quote(text) +
+                 " allows every image of a registry or of its official library; name an organisation "
+                 "(ghcr.io/org/*), or REPO:TAG");
+    }
     out.kind = ImagePattern::Kind::Prefix;
-    out.prefix = domain + "/" + (path.empty() ? std::string() : path + "/");
+    out.prefix = domain + "/" + path + "/";
     return out;
   }
   if (text.size() >= 2 && text.substr(text.size() - 2) == ":*") {

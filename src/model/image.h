@@ -21,8 +21,11 @@
 //      REPO:TAG, REPO@DIGEST, REPO:TAG@DIGEST  that image (image_matches)
 //      REPO:*                                 the repository, any tag or digest
 //      PREFIX/*                               every repository under PREFIX/
-//    normalised like images ("istio/*" is "docker.io/istio/*"). A bare REPO
-//    (no tag, digest or wildcard), a lone "*" and other wildcards are errors.
+//    normalised like images ("docker.io/istio/*"). A bare REPO (no tag,
+//    digest or wildcard), a lone "*", other wildcards and registry-wide
+//    prefixes (a registry alone, "docker.io/*"; a single path segment,
+//    "istio/*"; docker.io's official library, "docker.io/library/*") are
+//    errors.
 // Pure: no I/O, no globals, no exceptions on any input.
 #pragma once
 

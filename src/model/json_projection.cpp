@@ -889,6 +889,9 @@ Projection Projection::object(std::vector<Field> fields) {
   p.fields_ = std::move(fields);
   p.transparent_ = std::any_of(p.fields_.begin(), p.fields_.end(),
                                [](const Field& f) { return f.projection.slot() >= 0; });
+  p.has_prefix_fields_ = std::any_of(p.fields_.begin(), p.fields_.end(), [](const Field& f) {
+    return !f.name.empty() && f.name.back() == '*';
+  });
   return p;
 }
 
@@ -907,6 +910,12 @@ Projection Projection::array(Projection element) {
 const Projection* Projection::field(std::string_view name) const noexcept {
   for (const auto& f : fields_)
     if (f.name == name) return &f.projection;
+  if (!has_prefix_fields_) return nullptr;
+  for (const auto& f : fields_) {
+    if (f.name.empty() || f.name.back() != '*') continue;
+    const std::string_view prefix = std::string_view(f.name).substr(0, f.name.size() - 1);
+    if (name.size() >= prefix.size() && name.substr(0, prefix.size()) == prefix) return &f.projection;
+  }
   return nullptr;
 }
 
@@ -1000,9 +1009,8 @@ json project(const json& value, const Projection& projection) {
     case Projection::Shape::Object: {
       if (!value.is_object()) return value.is_array() ? json::array() : value;
       json out = json::object();
-      for (const auto& f : projection.fields()) {
-        auto it = value.find(f.name);
-        if (it != value.end()) out[f.name] = project(*it, f.projection);
+      for (auto it = value.begin(); it != value.end(); ++it) {
+        if (const Projection* member = projection.field(it.key())) out[it.key()] = project(*it, *member);
       }
       return out;
     }

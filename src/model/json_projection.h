@@ -63,7 +63,10 @@ class Projection {
 
   // The entire value.
   static Projection whole();
-  // An object keeping only these members (each with its own projection).
+  // An object keeping only these members (each with its own projection). A
+  // field whose name ends in "*" keeps every member whose name starts with
+  // what precedes it (a prefix field: annotation keys under a domain); a
+  // member named exactly by a field takes that field.
   static Projection object(std::vector<Field> fields);
   // An array whose every element is projected with `element`.
   static Projection array(Projection element);
@@ -90,6 +93,7 @@ class Projection {
   std::shared_ptr<const Projection> element_;
   std::ptrdiff_t slot_ = -1;
   bool transparent_ = false;
+  bool has_prefix_fields_ = false;
 };
 
 struct Projection::Field {

@@ -136,12 +136,128 @@ bool read_optional_bool(const json& parent, std::string_view key, const FieldPat
   return true;
 }
 
+// An optional list of strings (command, args, exec.command, capabilities):
+// absent or null -> nullopt; a list of strings -> its strings (moved out when
+// Json is not const); anything else -> an error naming the field.
+template <typename Json>
+bool read_optional_strings(Json& parent, std::string_view key, const FieldPath& where,
+                           std::string_view source, std::optional<std::vector<std::string>>& out,
+                           std::string& error) {
+  auto it = parent.find(key);
+  if (it == parent.end() || it->is_null()) return true;
+  const FieldPath path(where, key);
+  if (!it->is_array()) {
+    error = field_error(source, path, "a list of strings", *it);
+    return false;
+  }
+  std::vector<std::string> items;
+  items.reserve(it->size());
+  std::size_t index = 0;
+  for (auto& item : *it) {
+    if (!item.is_string()) {
+      error = field_error(source, FieldPath(path, index), "a string", item);
+      return false;
+    }
+    if constexpr (std::is_const_v<Json>) {
+      items.push_back(item.template get<std::string>());
+    } else {
+      items.push_back(std::move(item.template get_ref<std::string&>()));
+    }
+    ++index;
+  }
+  out = std::move(items);
+  return true;
+}
+
+// The exec handler of a lifecycle hook or probe (`handler` is the hook or
+// probe map): appended to `out` when it has an exec map.
+template <typename Json>
+bool read_exec(Json& handler, std::string_view field, const FieldPath& handler_path,
+               std::string_view source, std::vector<ExecHandler>& out, std::string& error) {
+  Json* exec = map_member(handler, "exec", handler_path, source, error);
+  if (!error.empty()) return false;
+  if (exec == nullptr) return true;
+  std::optional<std::vector<std::string>> command;
+  if (!read_optional_strings(*exec, "command", FieldPath(handler_path, "exec"), source, command, error)) {
+    return false;
+  }
+  out.push_back({std::string(field), command ? std::move(*command) : std::vector<std::string>{}});
+  return true;
+}
+
+constexpr std::string_view kProbes[] = {"livenessProbe", "readinessProbe", "startupProbe"};
+constexpr std::string_view kHooks[] = {"postStart", "preStop"};
+
+// What decides the code a container runs, besides its image: command, args,
+// exec hooks and probes, loader environment variables, envFrom.
+template <typename Json>
+bool read_container_code(Json& container, const FieldPath& item_path, std::string_view source,
+                         ContainerFacts& entry, std::string& error) {
+  if (!read_optional_strings(container, "command", item_path, source, entry.command, error) ||
+      !read_optional_strings(container, "args", item_path, source, entry.args, error)) {
+    return false;
+  }
+  if (entry.command && entry.command->empty()) entry.command.reset();
+  if (entry.args && entry.args->empty()) entry.args.reset();
+  if (Json* lifecycle = map_member(container, "lifecycle", item_path, source, error)) {
+    const FieldPath lifecycle_path(item_path, "lifecycle");
+    for (std::string_view hook : kHooks) {
+      Json* h = map_member(*lifecycle, hook, lifecycle_path, source, error);
+      if (!error.empty()) return false;
+      if (h != nullptr &&
+          !read_exec(*h, std::string("lifecycle.").append(hook), FieldPath(lifecycle_path, hook), source,
+                     entry.exec, error)) {
+        return false;
+      }
+    }
+  }
+  if (!error.empty()) return false;
+  for (std::string_view probe : kProbes) {
+    Json* p = map_member(container, probe, item_path, source, error);
+    if (!error.empty()) return false;
+    if (p != nullptr && !read_exec(*p, probe, FieldPath(item_path, probe), source, entry.exec, error)) {
+      return false;
+    }
+  }
+  if (auto env = container.find("env"); env != container.end() && !env->is_null()) {
+    const FieldPath env_path(item_path, "env");
+    if (!env->is_array()) {
+      error = field_error(source, env_path, "a list", *env);
+      return false;
+    }
+    std::size_t index = 0;
+    for (auto& var : *env) {
+      const FieldPath var_path(env_path, index++);
+      if (!var.is_object()) {
+        error = field_error(source, var_path, "a map", var);
+        return false;
+      }
+      auto name = var.find("name");
+      if (name == var.end() || name->is_null()) continue;
+      if (!name->is_string()) {
+        error = field_error(source, FieldPath(var_path, "name"), "a string", *name);
+        return false;
+      }
+      const auto& text = name->template get_ref<const std::string&>();
+      if (is_loader_env(text)) entry.loader_env.push_back(text);
+    }
+  }
+  if (auto env_from = container.find("envFrom"); env_from != container.end() && !env_from->is_null()) {
+    if (!env_from->is_array()) {
+      error = field_error(source, FieldPath(item_path, "envFrom"), "a list", *env_from);
+      return false;
+    }
+    entry.env_from = !env_from->empty();
+  }
+  return true;
+}
+
 // One container list (containers, initContainers, ephemeralContainers): the
-// privileged ones into `out`, every one with its image into `images`.
+// privileged ones into `out`, every one with what it runs into `containers`.
 template <typename Json>
 bool read_containers(Json& spec, std::string_view list_key, std::string_view prefix,
                      const FieldPath& spec_path, std::string_view source,
-                     std::vector<std::string>& out, std::vector<ContainerImage>& images,
+                     std::vector<std::string>& out, std::vector<ContainerFacts>& containers,
                      std::string& error) {
   auto it = spec.find(list_key);
   if (it == spec.end() || it->is_null()) return true;
@@ -157,18 +273,31 @@ bool read_containers(Json& spec, std::string_view list_key, std::string_view pre
       error = field_error(source, item_path, "a map", container);
       return false;
     }
+    ContainerFacts entry;
+    entry.init = prefix == "init:";
+    entry.ephemeral = prefix == "ephemeral:";
     Json* sc = map_member(container, "securityContext", item_path, source, error);
     if (!error.empty()) return false;
-    bool privileged = false;
-    if (sc != nullptr &&
-        !read_optional_bool(*sc, "privileged", FieldPath(item_path, "securityContext"), source,
-                            privileged, error)) {
-      return false;
+    if (sc != nullptr) {
+      const FieldPath sc_path(item_path, "securityContext");
+      if (!read_optional_bool(*sc, "privileged", sc_path, source, entry.privileged, error)) return false;
+      if (Json* caps = map_member(*sc, "capabilities", sc_path, source, error)) {
+        std::optional<std::vector<std::string>> add;
+        if (!read_optional_strings(*caps, "add", FieldPath(sc_path, "capabilities"), source, add, error)) {
+          return false;
+        }
+        if (add) {
+          for (auto& cap : *add) {
+            if (!is_default_capability(cap)) entry.added_capabilities.push_back(std::move(cap));
+          }
+        }
+      }
+      if (!error.empty()) return false;
     }
     std::optional<std::string> name;
-    ContainerImage entry;
     if (!read_optional_string(container, "name", item_path, source, name, error) ||
-        !read_optional_string(container, "image", item_path, source, entry.image, error)) {
+        !read_optional_string(container, "image", item_path, source, entry.image, error) ||
+        !read_container_code(container, item_path, source, entry, error)) {
       return false;
     }
     if (name && prefix.empty()) {
@@ -182,13 +311,90 @@ bool read_containers(Json& spec, std::string_view list_key, std::string_view pre
         entry.name += "#" + std::to_string(index - 1);
       }
     }
-    if (privileged) out.push_back(entry.name);
-    images.push_back(std::move(entry));
+    if (entry.privileged) out.push_back(entry.name);
+    containers.push_back(std::move(entry));
   }
   return true;
 }
 
+// spec.volumes: the hostPath and image volumes (the rest are the pod's data).
+template <typename Json>
+bool read_volumes(Json& spec, const FieldPath& spec_path, std::string_view source,
+                  std::vector<VolumeFacts>& out, std::string& error) {
+  auto it = spec.find("volumes");
+  if (it == spec.end() || it->is_null()) return true;
+  const FieldPath list_path(spec_path, "volumes");
+  if (!it->is_array()) {
+    error = field_error(source, list_path, "a list", *it);
+    return false;
+  }
+  std::size_t index = 0;
+  for (auto& volume : *it) {
+    const FieldPath item_path(list_path, index++);
+    if (!volume.is_object()) {
+      error = field_error(source, item_path, "a map", volume);
+      return false;
+    }
+    VolumeFacts entry;
+    Json* host_path = map_member(volume, "hostPath", item_path, source, error);
+    if (!error.empty()) return false;
+    entry.host_path = host_path != nullptr;
+    Json* image = map_member(volume, "image", item_path, source, error);
+    if (!error.empty()) return false;
+    if (image != nullptr) {
+      std::optional<std::string> reference;
+      if (!read_optional_string(*image, "reference", FieldPath(item_path, "image"), source, reference, error)) {
+        return false;
+      }
+      entry.image = reference.value_or("");
+    }
+    if (!entry.host_path && !entry.image) continue;
+    std::optional<std::string> name;
+    if (!read_optional_string(volume, "name", item_path, source, name, error)) return false;
+    entry.name = name ? std::move(*name) : "#" + std::to_string(index - 1);
+    out.push_back(std::move(entry));
+  }
+  return true;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) noexcept {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
 }  // namespace
+
+bool is_loader_env(std::string_view name) noexcept {
+  static constexpr std::string_view kNames[] = {
+      "LD_PRELOAD",    "LD_LIBRARY_PATH",   "LD_AUDIT",         "BASH_ENV",  "ENV",
+      "PYTHONPATH",    "PYTHONSTARTUP",     "PYTHONHOME",       "NODE_OPTIONS", "NODE_PATH",
+      "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PERL5OPT",  "PERL5LIB",
+      "PERLLIB",       "RUBYOPT",           "RUBYLIB",          "GCONV_PATH",
+  };
+  for (std::string_view n : kNames)
+    if (n == name) return true;
+  return false;
+}
+
+bool is_default_capability(std::string_view name) noexcept {
+  // containerd's and CRI-O's default capability set (oci.DefaultCaps / crio's default_capabilities).
+  static constexpr std::string_view kDefault[] = {
+      "CHOWN", "DAC_OVERRIDE", "FSETID", "FOWNER", "MKNOD", "NET_RAW", "SETGID",
+      "SETUID", "SETFCAP", "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "KILL", "AUDIT_WRITE",
+  };
+  auto upper_eq = [](std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      char c = a[i];
+      if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+      if (c != b[i]) return false;
+    }
+    return true;
+  };
+  if (name.size() > 4 && upper_eq(name.substr(0, 4), "CAP_")) name.remove_prefix(4);
+  for (std::string_view d : kDefault)
+    if (upper_eq(name, d)) return true;
+  return false;
+}
 
 std::string_view to_string(ObjectKind k) noexcept {
   for (const auto& info : kKinds)
@@ -288,6 +494,9 @@ Result<PodFacts> pod_facts(Json& object, Json& pod, const PodLocation& where, st
                                 source, facts.isolation_annotation, error, /*subscript=*/true)) {
         return fail(error);
       }
+      for (auto it = annotations->begin(); it != annotations->end(); ++it) {
+        if (starts_with(it.key(), kKataAnnotationPrefix)) facts.kata_annotations.push_back(it.key());
+      }
     }
     if (!error.empty()) return fail(error);
   }
@@ -305,7 +514,8 @@ Result<PodFacts> pod_facts(Json& object, Json& pod, const PodLocation& where, st
       !read_containers(*spec, "initContainers", "init:", spec_path, source,
                        facts.privileged_containers, facts.containers, error) ||
       !read_containers(*spec, "ephemeralContainers", "ephemeral:", spec_path, source,
-                       facts.privileged_containers, facts.containers, error)) {
+                       facts.privileged_containers, facts.containers, error) ||
+      !read_volumes(*spec, spec_path, source, facts.volumes, error)) {
     return fail(error);
   }
   return facts;
@@ -327,19 +537,36 @@ Result<PodFacts> take_pod_facts(json& object, const PodLocation& where, std::str
 namespace {
 
 Projection pod_spec_projection() {
-  auto container = Projection::array(Projection::object({
-      {"name", Projection::whole()},
-      {"image", Projection::whole()},
-      {"securityContext", Projection::object({{"privileged", Projection::whole()}})},
+  using P = Projection;
+  // A hook's or probe's handler: only its exec command is read.
+  const P handler = P::object({{"exec", P::object({{"command", P::whole()}})}});
+  auto container = P::array(P::object({
+      {"name", P::whole()},
+      {"image", P::whole()},
+      {"command", P::whole()},
+      {"args", P::whole()},
+      {"lifecycle", P::object({{"postStart", handler}, {"preStop", handler}})},
+      {"livenessProbe", handler},
+      {"readinessProbe", handler},
+      {"startupProbe", handler},
+      {"env", P::array(P::object({{"name", P::whole()}}))},
+      // Only whether it has entries: each one kept as an empty map.
+      {"envFrom", P::array(P::object({}))},
+      {"securityContext", P::object({{"privileged", P::whole()},
+                                     {"capabilities", P::object({{"add", P::whole()}})}})},
   }));
-  return Projection::object({
-      {"runtimeClassName", Projection::whole()},
-      {"hostNetwork", Projection::whole()},
-      {"hostPID", Projection::whole()},
-      {"hostIPC", Projection::whole()},
+  return P::object({
+      {"runtimeClassName", P::whole()},
+      {"hostNetwork", P::whole()},
+      {"hostPID", P::whole()},
+      {"hostIPC", P::whole()},
       {"containers", container},
       {"initContainers", container},
       {"ephemeralContainers", container},
+      // hostPath only by its presence (an empty map), image by its reference.
+      {"volumes", P::array(P::object({{"name", P::whole()},
+                                      {"hostPath", P::object({})},
+                                      {"image", P::object({{"reference", P::whole()}})}}))},
   });
 }
 
@@ -349,7 +576,9 @@ Projection metadata_projection() {
       {"generateName", Projection::whole()},
       {"namespace", Projection::whole()},
       {"labels", Projection::object({{std::string(kComponentLabel), Projection::whole()}})},
-      {"annotations", Projection::object({{std::string(kIsolationAnnotation), Projection::whole()}})},
+      // Our annotation, and every key under io.katacontainers. (a prefix field).
+      {"annotations", Projection::object({{std::string(kIsolationAnnotation), Projection::whole()},
+                                          {std::string(kKataAnnotationPrefix) + "*", Projection::whole()}})},
   });
 }
 

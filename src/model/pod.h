@@ -38,12 +38,56 @@ struct PodLocation {
 // Finds the pod template by apiVersion/kind. Errors name what was found.
 Result<PodLocation> locate_pod(const nlohmann::json& object, std::string_view source);
 
-// One container of the pod (template) and the image it names.
-struct ContainerImage {
+// A command a container runs through the kubelet besides its entrypoint: an
+// exec lifecycle hook or an exec probe.
+struct ExecHandler {
+  std::string field;                 // "lifecycle.postStart", "livenessProbe", ...
+  std::vector<std::string> command;  // exec.command ([] when absent)
+  bool operator==(const ExecHandler&) const = default;
+};
+
+// One container of the pod (template): the image it names and everything
+// else that decides what code runs in it, or what it can reach on the host.
+struct ContainerFacts {
   std::string name;                  // "name"; init/ephemeral: "init:name", "ephemeral:name"
   std::optional<std::string> image;  // spec.*containers[].image; nullopt when absent or null
-  bool operator==(const ContainerImage&) const = default;
+  // command / args; nullopt when absent, null or [] (the image's own
+  // ENTRYPOINT / CMD, as the kubelet reads an empty list).
+  std::optional<std::vector<std::string>> command, args;
+  std::vector<ExecHandler> exec;        // exec hooks and probes, in field order
+  std::vector<std::string> loader_env;  // env names that load code (is_loader_env)
+  bool env_from = false;                // envFrom has an entry (its keys are not visible)
+  bool privileged = false;              // securityContext.privileged
+  // securityContext.capabilities.add beyond the runtime's default set
+  // (is_default_capability), as written.
+  std::vector<std::string> added_capabilities;
+  bool ephemeral = false;  // an ephemeral container (kubectl debug)
+  bool init = false;       // an init container
+  bool operator==(const ContainerFacts&) const = default;
 };
+
+// An environment variable through which a process loads code it was not
+// built with: the dynamic loader's (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT),
+// the shells' (BASH_ENV, ENV) and the language runtimes' (PYTHONPATH,
+// PYTHONSTARTUP, PYTHONHOME, NODE_OPTIONS, NODE_PATH, JAVA_TOOL_OPTIONS,
+// _JAVA_OPTIONS, JDK_JAVA_OPTIONS, PERL5OPT, PERL5LIB, PERLLIB, RUBYOPT,
+// RUBYLIB, GCONV_PATH). Exact, case-sensitive names.
+bool is_loader_env(std::string_view name) noexcept;
+
+// A capability in containerd's and CRI-O's default set (adding it changes
+// nothing); "CAP_" prefixes and case are ignored, as the runtimes do.
+bool is_default_capability(std::string_view name) noexcept;
+
+// A volume that is not the pod's own data: a host path, or an image mounted
+// as a volume (its content is code the Component did not declare).
+struct VolumeFacts {
+  std::string name;
+  bool host_path = false;
+  std::optional<std::string> image;  // volumes[].image.reference; "" when the reference is absent
+  bool operator==(const VolumeFacts&) const = default;
+};
+
+inline constexpr std::string_view kKataAnnotationPrefix = "io.katacontainers.";
 
 struct PodFacts {
   ObjectKind kind = ObjectKind::Pod;
@@ -53,7 +97,9 @@ struct PodFacts {
   std::optional<std::string> runtime_class;  // spec.runtimeClassName
   bool host_network = false, host_pid = false, host_ipc = false;
   std::vector<std::string> privileged_containers;  // "name" (init/ephemeral: "init:name")
-  std::vector<ContainerImage> containers;  // every container, init and ephemeral one, in order
+  std::vector<ContainerFacts> containers;  // every container, init and ephemeral one, in order
+  std::vector<VolumeFacts> volumes;        // only hostPath and image volumes
+  std::vector<std::string> kata_annotations;  // annotation keys under io.katacontainers.
   bool has_metadata = false;     // the pod (template) has a metadata map
   bool has_annotations = false;  // ... with an annotations map
   std::optional<std::string> isolation_annotation;  // current value of our annotation

@@ -53,7 +53,7 @@ class NamespaceGuardTest : public ::testing::Test {
       : sandbox_(policy::SandboxAvailability::Available),
         webhook_(AdmissionContext{settings(), components_, sandbox_},
                  WebhookOptions{{}, {}, [this](const DenialNotice&) { ++denials_; },
-                                [this](const EnforcementNotice& n) {
+                                [this](const GuardedChangeNotice& n) {
                                   notices_.push_back(n.change);
                                   reasons_.push_back(n.reason);
                                 }}) {}
@@ -74,7 +74,7 @@ class NamespaceGuardTest : public ::testing::Test {
 
   NoComponents components_;
   FixedSandbox sandbox_;
-  std::vector<EnforcementChange> notices_;
+  std::vector<GuardedChange> notices_;
   std::vector<Reason> reasons_;
   int denials_ = 0;  // on_denial calls: none, the refusal is an enforcement notice
   Webhook webhook_;
@@ -95,8 +95,8 @@ TEST_F(NamespaceGuardTest, RemovingTheLabelIsRefusedForOrdinaryUsers) {
   EXPECT_EQ(r["auditAnnotations"]["enforcement-after"], "");
   ASSERT_EQ(notices_.size(), 1u);
   EXPECT_EQ(reasons_[0], Reason::EnforcementChangeRefused);
-  EXPECT_TRUE(notices_[0].removed_label);
-  EXPECT_EQ(notices_[0].namespace_, "team-a");
+  EXPECT_TRUE(notices_[0].removed);
+  EXPECT_EQ(notices_[0].name, "team-a");
   EXPECT_EQ(notices_[0].username, "mallory");
   EXPECT_EQ(denials_, 0);
 }
@@ -108,7 +108,7 @@ TEST_F(NamespaceGuardTest, ChangingTheValueIsAChangeToo) {
     EXPECT_THAT(r["status"]["message"].get<std::string>(), HasSubstr("changing label")) << value;
   }
   ASSERT_EQ(notices_.size(), 4u);
-  EXPECT_FALSE(notices_[0].removed_label);
+  EXPECT_FALSE(notices_[0].removed);
   EXPECT_EQ(notices_[0].after, "Enforced");
 }
 

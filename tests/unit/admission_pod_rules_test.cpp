@@ -443,7 +443,15 @@ INSTANTIATE_TEST_SUITE_P(
         MicroVmCase{"PrivilegedInitContainer", "/spec/initContainers", privileged("setup"),
                     "privileged container \"init:setup\""},
         MicroVmCase{"PrivilegedEphemeralContainer", "/spec/ephemeralContainers",
-                    privileged("debug"), "privileged container \"ephemeral:debug\""}),
+                    privileged("debug"), "privileged container \"ephemeral:debug\""},
+        // Nothing in a sandboxed pod reaches the host: a host path shared
+        // writable into the guest, or the microVM configured from the pod.
+        MicroVmCase{"HostPathVolume", "/spec/volumes",
+                    json::array({{{"name", "manifests"}, {"hostPath", {{"path", "/etc/kubernetes/manifests"}}}}}),
+                    "hostPath volume \"manifests\""},
+        MicroVmCase{"KataAnnotation", "/metadata/annotations",
+                    json{{"io.katacontainers.config.hypervisor.path", "/tmp/qemu"}},
+                    "annotation \"io.katacontainers.config.hypervisor.path\""}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(PodRules, EveryMicroVmConflictIsListed) {
@@ -461,15 +469,20 @@ TEST(PodRules, EveryMicroVmConflictIsListed) {
                         "\"init:setup\"."));
 }
 
-TEST(PodRules, HostNamespacesAreNoObstacleWhenThePodRunsInProcess) {
+// Outside a microVM a pod may not reach the host either (it once could: a
+// trusted Component's pod could take over its node).
+TEST(PodRules, HostAccessIsDeniedWhenThePodRunsInProcess) {
   const StaticCatalog catalog = catalog_of_every_trust();
   json pod = make_pod("trusted");
   pod["spec"]["hostNetwork"] = true;
   pod["spec"]["containers"] = privileged("app");
+  pod["spec"]["containers"][0]["image"] = kImage;
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Unavailable,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
-  EXPECT_TRUE(v.answer.allowed());
+  EXPECT_FALSE(v.answer.allowed());
   EXPECT_EQ(v.decision, Decision::AllowInProcess);
+  EXPECT_EQ(v.answer.reason, Reason::HostAccessOutsideMicroVM);
+  EXPECT_THAT(v.answer.message, HasSubstr("asks for hostNetwork and privileged container \"app\""));
 }
 
 TEST(PodRules, AWorkloadWithAMicroVmConflictIsDeniedAtApplyTime) {
@@ -910,7 +923,8 @@ TEST(ImageBinding, EveryContainerKindIsBoundAndEachViolationIsNamed) {
   pod["spec"]["containers"].push_back(container("sidecar", "registry.example.com/x:2"));
   pod["spec"]["initContainers"] = json::array({container("setup", "busybox")});
   pod["spec"]["ephemeralContainers"] = json::array({{{"name", "debug"}}});
-  const PodVerdict v = admit(pod, catalog, SandboxAvailability::Unavailable,
+  // In the sandbox (outside it, a non-admin's ephemeral container is refused first).
+  const PodVerdict v = admit(pod, catalog, SandboxAvailability::Available,
                              settings_for(DeploymentShape::SetecOnly), Stage::Mutate);
   EXPECT_EQ(v.answer.reason, Reason::ImageNotBound);
   EXPECT_THAT(v.answer.message,
@@ -984,11 +998,14 @@ TEST(ImageBinding, AllowedExtraImagesAreExemptAndNamedInTheDenial) {
   json pod = make_pod("trusted");
   pod["spec"]["containers"].push_back(container("istio-proxy", "docker.io/istio/proxyv2:1.20.0"));
   pod["spec"]["initContainers"] = json::array({container("init", "gcr.io/mesh/init:7")});
-  pod["spec"]["ephemeralContainers"] = json::array({container("e", "envoy@" + kSha)});
   for (const auto& path : admitting_paths()) {
     const PodVerdict v = admit(pod, catalog, path.sandbox, settings, path.stage);
     EXPECT_TRUE(v.answer.allowed()) << v.answer.message;
   }
+  // An ephemeral container on an extra image, in the sandbox.
+  pod["spec"]["ephemeralContainers"] = json::array({container("e", "envoy@" + kSha)});
+  EXPECT_TRUE(admit(pod, catalog, SandboxAvailability::Available, settings, Stage::Mutate).answer.allowed());
+  pod["spec"].erase("ephemeralContainers");
   pod["spec"]["containers"].push_back(container("other", "istio/proxyv2:1.21.0"));
   const PodVerdict v = admit(pod, catalog, SandboxAvailability::Unavailable, settings, Stage::Mutate);
   EXPECT_EQ(v.answer.reason, Reason::ImageNotBound);

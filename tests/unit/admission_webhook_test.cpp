@@ -1085,8 +1085,9 @@ json review_for(const std::string& path, const std::string& operation) {
     return review_json("u-op", gvk_of(w), operation, w);
   }
   if (path == "/validate/components") {
-    return review_json("u-op", kComponentKind, operation,
-                       load_example("components/docs-indexer.yaml"));
+    json r = review_json("u-op", kComponentKind, operation, load_example("components/docs-indexer.yaml"));
+    if (operation == "UPDATE") r["request"]["oldObject"] = r["request"]["object"];
+    return r;
   }
   if (path == "/validate/namespaces") {
     const json ns = {{"apiVersion", "v1"},

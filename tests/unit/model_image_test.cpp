@@ -186,11 +186,26 @@ TEST(ImagePattern, PrefixPatternsMatchWholePathComponents) {
   EXPECT_TRUE(p.matches(parsed("gcr.io/istio-release/a/b@" + kSha)));
   EXPECT_FALSE(p.matches(parsed("gcr.io/istio-release-evil/proxyv2:1")));
   EXPECT_FALSE(p.matches(parsed("gcr.io/istio:1")));
-  EXPECT_EQ(pattern("istio/*").prefix, "docker.io/istio/");
-  EXPECT_TRUE(pattern("istio/*").matches(parsed("istio/proxyv2:1")));
-  EXPECT_EQ(pattern("reg:5000/*").prefix, "reg:5000/");
-  EXPECT_FALSE(pattern("reg:5000/*").matches(parsed("reg:5001/x:1")));
+  EXPECT_EQ(pattern("docker.io/istio/*").prefix, "docker.io/istio/");
+  EXPECT_TRUE(pattern("docker.io/istio/*").matches(parsed("istio/proxyv2:1")));
+  EXPECT_EQ(pattern("reg:5000/team/*").prefix, "reg:5000/team/");
+  EXPECT_FALSE(pattern("reg:5000/team/*").matches(parsed("reg:5001/team/x:1")));
   EXPECT_EQ(pattern("index.docker.io/team/*").prefix, "docker.io/team/");
+}
+
+// A pattern that allows a whole registry, a single path segment or docker.io's
+// official library lets any image with a shell run as a sidecar: refused.
+TEST(ImagePattern, RefusesRegistryWidePrefixes) {
+  for (const char* wide : {"docker.io/*", "ghcr.io/*", "reg:5000/*", "localhost/*", "library/*", "istio/*",
+                           "docker.io/library/*", "index.docker.io/library/*"}) {
+    auto r = parse_image_pattern(wide);
+    EXPECT_FALSE(r.ok()) << wide;
+    if (!r.ok()) {
+      EXPECT_THAT(r.error(), HasSubstr("registry-wide patterns are refused")) << wide;
+    }
+  }
+  EXPECT_TRUE(parse_image_pattern("ghcr.io/org/*").ok());
+  EXPECT_TRUE(parse_image_pattern("docker.io/library/nginx:*").ok());
 }
 
 TEST(ImagePattern, RefusesAmbiguousOrMalformedPatternsNamingThem) {

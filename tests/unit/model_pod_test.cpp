@@ -19,7 +19,15 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Pair;
 using json = nlohmann::json;
+
+// (name, image) of every container, in order.
+std::vector<std::pair<std::string, std::optional<std::string>>> images_of(const PodFacts& facts) {
+  std::vector<std::pair<std::string, std::optional<std::string>>> out;
+  for (const auto& c : facts.containers) out.emplace_back(c.name, c.image);
+  return out;
+}
 
 void expect_same_facts(const PodFacts& a, const PodFacts& b) {
   EXPECT_EQ(a.kind, b.kind);
@@ -345,18 +353,19 @@ TEST(PodFacts, ListsEveryContainersImageInOrderWithPrefixes) {
   p["spec"]["ephemeralContainers"] = json::array({{{"name", "debugger"}}});
   auto facts = read_pod_facts(p, "pod.yaml");
   ASSERT_TRUE(facts.ok()) << facts.error();
-  EXPECT_THAT(facts->containers,
-              ElementsAre(ContainerImage{"main", "busybox"},
-                          ContainerImage{"sidecar", "istio/proxyv2:1.20.0"},
-                          ContainerImage{"#2", "unnamed:1"}, ContainerImage{"init:setup", std::nullopt},
-                          ContainerImage{"ephemeral:debugger", std::nullopt}));
+  EXPECT_THAT(images_of(*facts),
+              ElementsAre(Pair("main", "busybox"), Pair("sidecar", "istio/proxyv2:1.20.0"),
+                          Pair("#2", "unnamed:1"), Pair("init:setup", std::nullopt),
+                          Pair("ephemeral:debugger", std::nullopt)));
+  EXPECT_TRUE(facts->containers[3].init);
+  EXPECT_TRUE(facts->containers[4].ephemeral);
 }
 
 TEST(PodFacts, ReadsTheImagesOfATemplate) {
   json w = workload("batch/v1", "CronJob");
   auto facts = read_pod_facts(w, "cj.yaml");
   ASSERT_TRUE(facts.ok()) << facts.error();
-  EXPECT_THAT(facts->containers, ElementsAre(ContainerImage{"main", "busybox"}));
+  EXPECT_THAT(images_of(*facts), ElementsAre(Pair("main", "busybox")));
 }
 
 TEST(PodFacts, ContainersWithoutSecurityContextAreNotPrivileged) {
