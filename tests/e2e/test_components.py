@@ -25,6 +25,9 @@ class Components(h.ServerTestCase):
     server_kwargs = {"sandbox": "unavailable"}
 
     def validate(self, obj, **kw):
+        # An UPDATE always carries the object it replaces (here: the same one).
+        if kw.get("operation") == "UPDATE":
+            kw.setdefault("old_object", obj)
         return self.server.review("/validate/components", h.component_review(obj, **kw))["response"]
 
     def test_invalid_content_trust_is_rejected_naming_field_value_and_valid_values(self):

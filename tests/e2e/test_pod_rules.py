@@ -113,10 +113,15 @@ class HostedWithoutSandbox(DecisionMatrix, h.ServerTestCase):
         self.assertIn("unavailable", msg)
         self.assertIn("To fix", msg)
 
-    def test_microvm_rules_do_not_apply_to_allow_in_process(self):
+    def test_host_access_is_denied_in_process_too(self):
+        # Outside a microVM a pod may not reach the host either (issue 25: it once
+        # could, and a trusted Component's pod could take over its node).
         pod = h.make_pod(component="docs-indexer", spec_extra={"hostNetwork": True})
         resp = self.server.review("/mutate/pods", h.pod_review(pod))["response"]
-        self.check_admitted(pod, resp, "AllowInProcess")
+        self.assertIs(resp["allowed"], False, resp)
+        self.assertEqual(resp["auditAnnotations"]["decision"], "AllowInProcess")
+        self.assertEqual(resp["auditAnnotations"]["reason"], "HostAccessOutsideMicroVM")
+        self.assertIn("asks for hostNetwork", resp["status"]["message"])
 
 
 class SelfHostedWithoutSandbox(DecisionMatrix, h.ServerTestCase):
