@@ -56,12 +56,39 @@ write(adm, "component", b"\x03" + review(comp, {"group": "gibson.zeroroot.ai", "
 bad = copy.deepcopy(comp); bad["spec"]["policy"]["content_trust"] = "Trusted"
 write(adm, "component-bad-trust", b"\x03" + review(bad, {"group": "gibson.zeroroot.ai", "version": "v1alpha1", "kind": "Component"}, op="UPDATE").encode())
 write(adm, "healthz", b"\x1d")
+# What runs and what reaches the host (docs/security.md, "A pod is its Component's code").
+code = copy.deepcopy(trusted["request"]["object"])
+code["metadata"]["annotations"] = {"io.katacontainers.config.hypervisor.path": "/x", "io.katacontainers.y": "z"}
+main = code["spec"]["containers"][0]
+main.update(command=["sh", "-c", "x"], args=["a", "b"], envFrom=[{"configMapRef": {"name": "c"}}],
+            env=[{"name": "LD_PRELOAD", "value": "/x.so"}, {"name": "A"}, {"name": "NODE_OPTIONS", "valueFrom": {}}],
+            lifecycle={"postStart": {"exec": {"command": ["sh"]}}, "preStop": {"httpGet": {"port": 80}}},
+            livenessProbe={"exec": {"command": ["true"]}}, readinessProbe={"httpGet": {"port": 80}},
+            startupProbe={"exec": {"command": []}},
+            securityContext={"privileged": False, "capabilities": {"add": ["SYS_ADMIN", "CAP_CHOWN"], "drop": ["ALL"]}})
+code["spec"]["volumes"] = [{"name": "h", "hostPath": {"path": "/"}}, {"name": "i", "image": {"reference": "x:1"}},
+                           {"name": "c", "configMap": {"name": "c"}}]
+code["spec"]["ephemeralContainers"] = [{"name": "d", "image": "busybox", "securityContext": {"privileged": True}}]
+pod_kind = {"group": "", "version": "v1", "kind": "Pod"}
+write(adm, "code-binding", b"\x00" + review(code, pod_kind).encode())
+old_pod = copy.deepcopy(code); del old_pod["spec"]["ephemeralContainers"]
+write(adm, "debug-container", b"\x01" + review(code, pod_kind, op="UPDATE", subResource="ephemeralcontainers",
+                                              oldObject=old_pod,
+                                              userInfo={"username": "u", "groups": ["system:masters"]}).encode())
+declared = copy.deepcopy(comp)
+declared["spec"].update(command=["/app"], args=["--x"], exec=[{"command": ["/bin/check"]}])
+loosened = copy.deepcopy(declared); loosened["spec"]["policy"]["content_trust"] = "trusted"
+write(adm, "component-trust-loosened", b"\x03" + review(loosened, {"group": "gibson.zeroroot.ai", "version": "v1alpha1",
+                                                                   "kind": "Component"}, op="UPDATE",
+                                                        oldObject=declared,
+                                                        userInfo={"username": "u", "groups": ["g"]}).encode())
 
 # component_fuzz: the example Components, as YAML and as JSON, and the traps.
 cf = "component_fuzz"
 for f in sorted((root / "examples/components").glob("*.yaml")):
     write(cf, f.name, f.read_bytes())
 write(cf, "component.json", json.dumps(comp, indent=1))
+write(cf, "declared.json", json.dumps(declared, indent=1))
 write(cf, "two-docs.yaml", "---\n" + (root / "examples/components/report-parser.yaml").read_text() +
       "---\n" + (root / "examples/components/docs-indexer.yaml").read_text())
 write(cf, "duplicate-trust.yaml", "apiVersion: gibson.zeroroot.ai/v1alpha1\nkind: Component\nmetadata: {name: x}\n"
