@@ -9,15 +9,13 @@
 namespace ig::admission {
 namespace {
 
-std::string q(std::string_view s) { return quote(s); }
-
-std::string container_phrase(const model::ContainerFacts& c) { return "container " + q(c.name); }
+std::string container_phrase(const model::ContainerFacts& c) { return "container " + quote(c.name); }
 
 bool exempted(const Exempt& exempt, std::size_t i) { return i < exempt.size() && exempt[i]; }
 
 // A declared list as the message shows it; "none (the image's entrypoint)" style
 // words for nullopt come from the caller.
-std::string show(const std::optional<std::vector<std::string>>& v, std::string_view none) {
+std::string show_declared(const std::optional<std::vector<std::string>>& v, std::string_view none) {
   return v ? show_command(*v) : std::string(none);
 }
 
@@ -95,12 +93,12 @@ ImageBinding image_binding(const model::PodFacts& facts, const model::Component&
         continue;
       case Match::Extra: continue;
       case Match::Invalid:
-        out.unbound.push_back(container_phrase(c) + " runs " + q(*c.image) +
+        out.unbound.push_back(container_phrase(c) + " runs " + quote(*c.image) +
                               ", which is not a valid image reference");
         continue;
       case Match::None: break;
     }
-    std::string phrase = container_phrase(c) + " runs " + q(*c.image);
+    std::string phrase = container_phrase(c) + " runs " + quote(*c.image);
     if (image->canonical() != *c.image) phrase += " (" + image->canonical() + ")";
     if (!image->digest.empty() && bound->digest.empty() && image->repository == bound->repository) {
       out.digest_hint = true;
@@ -112,8 +110,8 @@ ImageBinding image_binding(const model::PodFacts& facts, const model::Component&
     std::optional<model::ImageRef> image;
     const Match m = match(*v.image, image);
     if (m == Match::Own || m == Match::Extra) continue;
-    out.unbound.push_back("image volume " + q(v.name) + " mounts " +
-                          (v.image->empty() ? std::string("no image") : q(*v.image)));
+    out.unbound.push_back("image volume " + quote(v.name) + " mounts " +
+                          (v.image->empty() ? std::string("no image") : quote(*v.image)));
   }
   // A pod of sidecars alone is not the Component's code (only containers that
   // were checked count: an exempt debug container is not the pod).
@@ -134,13 +132,13 @@ std::vector<std::string> entrypoint_binding(const model::PodFacts& facts, const 
     const auto& c = facts.containers[i];
     if (exempted(exempt, i) || i >= images.own_image.size() || !images.own_image[i]) continue;
     if (c.command != component.command) {
-      out.push_back(container_phrase(c) + " sets command " + show(c.command, "(none)") +
+      out.push_back(container_phrase(c) + " sets command " + show_declared(c.command, "(none)") +
                     " where the Component declares spec.command " +
-                    show(component.command, "none (the image's entrypoint)"));
+                    show_declared(component.command, "none (the image's entrypoint)"));
     }
     if (c.args != component.args) {
-      out.push_back(container_phrase(c) + " sets args " + show(c.args, "(none)") +
-                    " where the Component declares spec.args " + show(component.args, "none (the image's CMD)"));
+      out.push_back(container_phrase(c) + " sets args " + show_declared(c.args, "(none)") +
+                    " where the Component declares spec.args " + show_declared(component.args, "none (the image's CMD)"));
     }
     for (const auto& e : c.exec) {
       if (std::find(component.exec.begin(), component.exec.end(), e.command) != component.exec.end()) continue;
@@ -173,7 +171,7 @@ std::vector<std::string> host_access(const model::PodFacts& facts) {
     for (const auto& cap : c.added_capabilities) out.push_back("capability " + cap + " added to " + container_phrase(c));
   }
   for (const auto& v : facts.volumes) {
-    if (v.host_path) out.push_back("hostPath volume " + q(v.name));
+    if (v.host_path) out.push_back("hostPath volume " + quote(v.name));
   }
   return out;
 }
@@ -183,14 +181,14 @@ std::vector<std::string> microvm_conflicts(const model::PodFacts& facts, const G
   if (facts.host_network) out.push_back("hostNetwork");
   if (facts.host_pid) out.push_back("hostPID");
   if (facts.host_ipc) out.push_back("hostIPC");
-  for (const auto& c : facts.privileged_containers) out.push_back("privileged container " + q(c));
+  for (const auto& c : facts.privileged_containers) out.push_back("privileged container " + quote(c));
   for (const auto& v : facts.volumes) {
-    if (v.host_path) out.push_back("hostPath volume " + q(v.name) + " (a host path shared into the guest)");
+    if (v.host_path) out.push_back("hostPath volume " + quote(v.name) + " (a host path shared into the guest)");
   }
   const auto& allowed = settings.allowed_kata_annotations;
   for (const auto& key : facts.kata_annotations) {
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-    out.push_back("annotation " + q(key) + " (configures the microVM from the pod)");
+    out.push_back("annotation " + quote(key) + " (configures the microVM from the pod)");
   }
   return out;
 }

@@ -16,6 +16,13 @@ std::string_view admin_group(std::span<const std::string> groups, const std::vec
   return {};
 }
 
+std::string describe_admins(const std::vector<std::string>& admins, std::string_view flag) {
+  if (admins.empty()) return "none is configured (" + std::string(flag) + ")";
+  std::string out = "it is one of: ";
+  for (std::size_t i = 0; i < admins.size(); ++i) out.append(i ? ", " : "").append(admins[i]);
+  return out;
+}
+
 std::string FixedSandbox::describe() const {
   return std::string(policy::to_string(availability_));
 }

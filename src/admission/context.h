@@ -55,6 +55,9 @@ struct Requester {
 // The first of `groups` that is one of `admins`; "" when none is.
 std::string_view admin_group(std::span<const std::string> groups, const std::vector<std::string>& admins) noexcept;
 
+// For a refusal: "it is one of: a, b", or "none is configured (FLAG)".
+std::string describe_admins(const std::vector<std::string>& admins, std::string_view flag);
+
 struct LookupResult {
   enum class Status { Found, NotFound, Error };
   Status status = Status::Error;

@@ -59,12 +59,6 @@ std::string namespace_name(const AdmissionRequest& r) {
   return {};
 }
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
-  return out;
-}
-
 class NamespaceHandler final : public Handler {
  public:
   std::string refuses(const AdmissionRequest& r) const override {
@@ -116,9 +110,7 @@ class NamespaceHandler final : public Handler {
       a.warn("isolation-gate no longer enforces namespace " + quote(ns) + ": its pods are not isolated");
       return a;
     }
-    const std::string admins = context.settings.enforcement_admins.empty()
-                                   ? std::string("none is configured (--enforcement-admins)")
-                                   : "it is one of: " + join(context.settings.enforcement_admins);
+    const std::string admins = describe_admins(context.settings.enforcement_admins, "--enforcement-admins");
     Answer a = annotate(denied(
         Reason::EnforcementChangeRefused,
         "isolation-gate: " + change + " would switch isolation off for its pods, and " +

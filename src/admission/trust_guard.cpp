@@ -5,16 +5,10 @@
 namespace ig::admission {
 namespace {
 
-std::string written(const model::Component& c) { return c.trust_raw.value_or(""); }
+std::string trust_as_written(const model::Component& c) { return c.trust_raw.value_or(""); }
 
-std::string shown(const std::optional<std::string>& raw) {
+std::string trust_shown(const std::optional<std::string>& raw) {
   return raw ? quote(*raw) : std::string("omitted");
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
-  return out;
 }
 
 }  // namespace
@@ -29,11 +23,11 @@ std::optional<Answer> guard_trust_change(const AdmissionRequest& r, const model:
   if (was_trusted == is_trusted) return std::nullopt;
   const std::optional<std::string> before_raw = old ? old->trust_raw : std::optional<std::string>("(unreadable)");
   const std::string subject = "Component " + quote(now.name) + " in namespace " + quote(r.namespace_);
-  const std::string change = "content_trust from " + shown(before_raw) + " to " + shown(now.trust_raw);
+  const std::string change = "content_trust from " + trust_shown(before_raw) + " to " + trust_shown(now.trust_raw);
   auto annotate = [&](Answer a) {
     a.component = now.name;
     a.annotate("content-trust-before", before_raw.value_or(""));
-    a.annotate("content-trust-after", written(now));
+    a.annotate("content-trust-after", trust_as_written(now));
     a.annotate("content-trust", std::string(policy::effective_trust_name(now.trust.trust)));
     return a;
   };
@@ -51,8 +45,7 @@ std::optional<Answer> guard_trust_change(const AdmissionRequest& r, const model:
     a.warn("Component " + quote(now.name) + " is now trusted: its pods may run outside a microVM");
     return a;
   }
-  const std::string admins = settings.trust_admins.empty() ? std::string("none is configured (--trust-admins)")
-                                                           : "it is one of: " + join(settings.trust_admins);
+  const std::string admins = describe_admins(settings.trust_admins, "--trust-admins");
   Answer a = annotate(denied(
       Reason::ContentTrustChangeRefused,
       "isolation-gate: changing " + subject + " " + change +

@@ -357,10 +357,6 @@ bool read_volumes(Json& spec, const FieldPath& spec_path, std::string_view sourc
   return true;
 }
 
-bool starts_with(std::string_view s, std::string_view prefix) noexcept {
-  return s.substr(0, prefix.size()) == prefix;
-}
-
 }  // namespace
 
 bool is_loader_env(std::string_view name) noexcept {
@@ -495,7 +491,7 @@ Result<PodFacts> pod_facts(Json& object, Json& pod, const PodLocation& where, st
         return fail(error);
       }
       for (auto it = annotations->begin(); it != annotations->end(); ++it) {
-        if (starts_with(it.key(), kKataAnnotationPrefix)) facts.kata_annotations.push_back(it.key());
+        if (std::string_view(it.key()).starts_with(kKataAnnotationPrefix)) facts.kata_annotations.push_back(it.key());
       }
     }
     if (!error.empty()) return fail(error);
