@@ -97,13 +97,20 @@ def env_list(prefix, n):
     return out
 
 
+# What every bench pod runs, declared by every bench Component (spec.command, spec.args,
+# spec.exec: the init container's migration), so in-process pods are bound to it.
+COMMAND = ["/usr/local/bin/worker"]
+ARGS = ["--listen=:8080", "--log-format=json"]
+MIGRATE = ["/migrate", "--up"]
+
+
 def container(i, env_count, mounts):
     return {
         "name": f"worker-{i}",
         "image": f"registry.example.com/gibson/worker-{i}:1.{i}.0",
         "imagePullPolicy": "IfNotPresent",
-        "command": ["/usr/local/bin/worker"],
-        "args": ["--listen=:8080", f"--shard={i}", "--log-format=json"],
+        "command": list(COMMAND),
+        "args": list(ARGS),
         "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"},
                   {"name": "metrics", "containerPort": 9090, "protocol": "TCP"}],
         "env": env_list(f"W{i}", env_count),
@@ -166,7 +173,7 @@ def pod_spec(containers, env_count, volume_count, init=False):
     }
     if init:
         spec["initContainers"] = [{"name": "init-schema", "image": "registry.example.com/gibson/migrate:3.1.0",
-                                   "command": ["/migrate", "--up"],
+                                   "command": list(MIGRATE),
                                    "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}}}]
     return spec
 
@@ -267,7 +274,8 @@ def make_deployment(component, uid):
 def component_doc(name, trust, namespace=NS, kind="tool"):
     doc = {"apiVersion": "gibson.zeroroot.ai/v1alpha1", "kind": "Component",
            "metadata": {"name": name, "namespace": namespace},
-           "spec": {"kind": kind, "image": component_image(name)}}
+           "spec": {"kind": kind, "image": component_image(name), "command": COMMAND, "args": ARGS,
+                    "exec": [{"command": MIGRATE}]}}
     if trust is not None:
         doc["spec"]["policy"] = {"content_trust": trust}
     return doc
@@ -276,7 +284,9 @@ def component_doc(name, trust, namespace=NS, kind="tool"):
 def component_yaml(doc):
     lines = ["apiVersion: " + doc["apiVersion"], "kind: Component", "metadata:",
              "  name: " + doc["metadata"]["name"], "  namespace: " + doc["metadata"]["namespace"],
-             "spec:", "  kind: " + doc["spec"]["kind"], "  image: " + doc["spec"]["image"]]
+             "spec:", "  kind: " + doc["spec"]["kind"], "  image: " + doc["spec"]["image"],
+             "  command: " + json.dumps(doc["spec"]["command"]), "  args: " + json.dumps(doc["spec"]["args"]),
+             "  exec:", "    - command: " + json.dumps(doc["spec"]["exec"][0]["command"])]
     if "policy" in doc["spec"]:
         lines += ["  policy:", "    content_trust: " + doc["spec"]["policy"]["content_trust"]]
     return "\n".join(lines) + "\n"

@@ -131,6 +131,17 @@ std::vector<std::string> entrypoint_binding(const model::PodFacts& facts, const 
   for (std::size_t i = 0; i < facts.containers.size(); ++i) {
     const auto& c = facts.containers[i];
     if (exempted(exempt, i) || i >= images.own_image.size() || !images.own_image[i]) continue;
+    const bool declared_entrypoint = c.command == component.command && c.args == component.args;
+    // An init container may instead run one of spec.exec, its command followed by its args (a migration).
+    if (c.init && !declared_entrypoint && c.command) {
+      std::vector<std::string> argv = *c.command;
+      if (c.args) argv.insert(argv.end(), c.args->begin(), c.args->end());
+      if (std::find(component.exec.begin(), component.exec.end(), argv) != component.exec.end()) continue;
+      out.push_back(container_phrase(c) + " runs " + show_command(argv) +
+                    ", which is neither the Component's entrypoint (spec.command, spec.args) nor one of its "
+                    "spec.exec commands");
+      continue;
+    }
     if (c.command != component.command) {
       out.push_back(container_phrase(c) + " sets command " + show_declared(c.command, "(none)") +
                     " where the Component declares spec.command " +

@@ -8,7 +8,8 @@
 //    image, at least one regular container runs spec.image, and every image
 //    volume mounts one of them (ImageNotBound).
 //  - entrypoint_binding: containers on the Component's image run its
-//    declared spec.command and spec.args (absent: the pod sets none), and
+//    declared spec.command and spec.args (absent: the pod sets none; an init
+//    container may run one of spec.exec instead, command then args), and
 //    every exec hook and exec probe of those containers runs one of its
 //    spec.exec commands (EntrypointNotBound). Containers on an allowed extra
 //    image run what the admin allowed with the image.

@@ -37,7 +37,7 @@ model::Component component(const std::string& name, const std::string& trust) {
                {{"kind", "tool"},
                 {"image", kImage},
                 {"args", {"--serve"}},
-                {"exec", json::array({{{"command", {"/bin/healthcheck"}}}})},
+                {"exec", json::array({{{"command", {"/bin/healthcheck"}}}, {{"command", {"/bin/healthcheck", "--quick"}}}})},
                 {"policy", {{"content_trust", trust}}}}}};
   auto c = model::decode_component(doc, "test");
   EXPECT_TRUE(c.ok()) << c.error();
@@ -126,7 +126,8 @@ const Attack kAttacks[] = {
      Reason::EntrypointNotBound, "in startupProbe.exec"},
     {"InitContainerOwnCommand",
      [](json& p) { p["spec"]["initContainers"] = json::array({{{"name", "setup"}, {"image", kImage}, {"command", {"sh"}}}}); },
-     Reason::EntrypointNotBound, R"(container "init:setup" sets command ["sh"])"},
+     Reason::EntrypointNotBound,
+     R"(container "init:setup" runs ["sh"], which is neither the Component's entrypoint (spec.command, spec.args) nor one of its spec.exec commands)"},
     {"LdPreload",
      [](json& p) { app(p)["env"] = json::array({{{"name", "LD_PRELOAD"}, {"value", "/cfg/evil.so"}}}); },
      Reason::LoaderEnvNotAllowed, R"(container "app" sets env LD_PRELOAD)"},
@@ -238,6 +239,14 @@ const Legit kLegit[] = {
        app(p)["envFrom"] = json::array();
      }},
     {"EmptyCommandIsTheImagesOwn", [](json& p) { app(p)["command"] = json::array(); }},
+    // An init container on the Component's image runs a declared spec.exec command (command, then args).
+    {"InitContainerRunsADeclaredExecCommand",
+     [](json& p) {
+       p["spec"]["initContainers"] =
+           json::array({{{"name", "migrate"}, {"image", kImage}, {"command", {"/bin/healthcheck"}}, {"args", {"--quick"}}}});
+     }},
+    {"InitContainerRunsTheEntrypoint",
+     [](json& p) { p["spec"]["initContainers"] = json::array({{{"name", "warm"}, {"image", kImage}, {"args", {"--serve"}}}}); }},
 };
 
 class InProcessLegit : public ::testing::TestWithParam<Legit> {};
@@ -327,7 +336,7 @@ TEST(ComponentSpec, DeclaresCommandArgsAndExec) {
   const model::Component c = component("t", "trusted");
   EXPECT_EQ(c.command, std::nullopt);
   EXPECT_EQ(c.args, (std::vector<std::string>{"--serve"}));
-  ASSERT_EQ(c.exec.size(), 1u);
+  ASSERT_EQ(c.exec.size(), 2u);
   EXPECT_EQ(c.exec[0], (std::vector<std::string>{"/bin/healthcheck"}));
 }
 
@@ -356,7 +365,7 @@ TEST(ComponentSpec, WrongShapesAreErrorsNamingTheField) {
 TEST(ComponentSpec, ProblemsAreAnEmptyExecCommandAndDeclarationsWithoutAnImage) {
   model::Component c = component("t", "trusted");
   c.exec.push_back({});
-  EXPECT_THAT(model::component_problems(c, "c"), ::testing::Contains(HasSubstr("spec.exec[1].command: required")));
+  EXPECT_THAT(model::component_problems(c, "c"), ::testing::Contains(HasSubstr("spec.exec[2].command: required")));
   c.exec.pop_back();
   c.image.clear();
   EXPECT_THAT(model::component_problems(c, "c"), ::testing::Contains(HasSubstr("declare spec.image too")));
