@@ -136,6 +136,33 @@ bool read_optional_bool(const json& parent, std::string_view key, const FieldPat
   return true;
 }
 
+// Calls visit(item, item_path, index) for each element of the list `key` of
+// `parent` (absent or null: none). A member that is not a list, or an element
+// that is not a map, is an error naming it; the walk stops at the first visit
+// that returns false (having set `error`).
+template <typename Json, typename Visit>
+bool for_each_map(Json& parent, std::string_view key, const FieldPath& parent_path, std::string_view source,
+                  std::string& error, Visit visit) {
+  auto it = parent.find(key);
+  if (it == parent.end() || it->is_null()) return true;
+  const FieldPath list_path(parent_path, key);
+  if (!it->is_array()) {
+    error = field_error(source, list_path, "a list", *it);
+    return false;
+  }
+  std::size_t index = 0;
+  for (auto& item : *it) {
+    const FieldPath item_path(list_path, index);
+    if (!item.is_object()) {
+      error = field_error(source, item_path, "a map", item);
+      return false;
+    }
+    if (!visit(item, item_path, index)) return false;
+    ++index;
+  }
+  return true;
+}
+
 // An optional list of strings (command, args, exec.command, capabilities):
 // absent or null -> nullopt; a list of strings -> its strings (moved out when
 // Json is not const); anything else -> an error naming the field.
@@ -219,29 +246,19 @@ bool read_container_code(Json& container, const FieldPath& item_path, std::strin
       return false;
     }
   }
-  if (auto env = container.find("env"); env != container.end() && !env->is_null()) {
-    const FieldPath env_path(item_path, "env");
-    if (!env->is_array()) {
-      error = field_error(source, env_path, "a list", *env);
+  const bool env_ok = for_each_map(container, "env", item_path, source, error,
+                                   [&](auto& var, const FieldPath& var_path, std::size_t) {
+    auto name = var.find("name");
+    if (name == var.end() || name->is_null()) return true;
+    if (!name->is_string()) {
+      error = field_error(source, FieldPath(var_path, "name"), "a string", *name);
       return false;
     }
-    std::size_t index = 0;
-    for (auto& var : *env) {
-      const FieldPath var_path(env_path, index++);
-      if (!var.is_object()) {
-        error = field_error(source, var_path, "a map", var);
-        return false;
-      }
-      auto name = var.find("name");
-      if (name == var.end() || name->is_null()) continue;
-      if (!name->is_string()) {
-        error = field_error(source, FieldPath(var_path, "name"), "a string", *name);
-        return false;
-      }
-      const auto& text = name->template get_ref<const std::string&>();
-      if (is_loader_env(text)) entry.loader_env.push_back(text);
-    }
-  }
+    const auto& text = name->template get_ref<const std::string&>();
+    if (is_loader_env(text)) entry.loader_env.push_back(text);
+    return true;
+  });
+  if (!env_ok) return false;
   if (auto env_from = container.find("envFrom"); env_from != container.end() && !env_from->is_null()) {
     if (!env_from->is_array()) {
       error = field_error(source, FieldPath(item_path, "envFrom"), "a list", *env_from);
@@ -259,20 +276,8 @@ bool read_containers(Json& spec, std::string_view list_key, std::string_view pre
                      const FieldPath& spec_path, std::string_view source,
                      std::vector<std::string>& out, std::vector<ContainerFacts>& containers,
                      std::string& error) {
-  auto it = spec.find(list_key);
-  if (it == spec.end() || it->is_null()) return true;
-  const FieldPath list_path(spec_path, list_key);
-  if (!it->is_array()) {
-    error = field_error(source, list_path, "a list", *it);
-    return false;
-  }
-  std::size_t index = 0;
-  for (auto& container : *it) {
-    const FieldPath item_path(list_path, index++);
-    if (!container.is_object()) {
-      error = field_error(source, item_path, "a map", container);
-      return false;
-    }
+  return for_each_map(spec, list_key, spec_path, source, error,
+                      [&](auto& container, const FieldPath& item_path, std::size_t index) {
     ContainerFacts entry;
     entry.init = prefix == "init:";
     entry.ephemeral = prefix == "ephemeral:";
@@ -308,33 +313,21 @@ bool read_containers(Json& spec, std::string_view list_key, std::string_view pre
       if (name) {
         entry.name += *name;
       } else {
-        entry.name += "#" + std::to_string(index - 1);
+        entry.name += "#" + std::to_string(index);
       }
     }
     if (entry.privileged) out.push_back(entry.name);
     containers.push_back(std::move(entry));
-  }
-  return true;
+    return true;
+  });
 }
 
 // spec.volumes: the hostPath and image volumes (the rest are the pod's data).
 template <typename Json>
 bool read_volumes(Json& spec, const FieldPath& spec_path, std::string_view source,
                   std::vector<VolumeFacts>& out, std::string& error) {
-  auto it = spec.find("volumes");
-  if (it == spec.end() || it->is_null()) return true;
-  const FieldPath list_path(spec_path, "volumes");
-  if (!it->is_array()) {
-    error = field_error(source, list_path, "a list", *it);
-    return false;
-  }
-  std::size_t index = 0;
-  for (auto& volume : *it) {
-    const FieldPath item_path(list_path, index++);
-    if (!volume.is_object()) {
-      error = field_error(source, item_path, "a map", volume);
-      return false;
-    }
+  return for_each_map(spec, "volumes", spec_path, source, error,
+                      [&](auto& volume, const FieldPath& item_path, std::size_t index) {
     VolumeFacts entry;
     Json* host_path = map_member(volume, "hostPath", item_path, source, error);
     if (!error.empty()) return false;
@@ -348,13 +341,13 @@ bool read_volumes(Json& spec, const FieldPath& spec_path, std::string_view sourc
       }
       entry.image = reference.value_or("");
     }
-    if (!entry.host_path && !entry.image) continue;
+    if (!entry.host_path && !entry.image) return true;
     std::optional<std::string> name;
     if (!read_optional_string(volume, "name", item_path, source, name, error)) return false;
-    entry.name = name ? std::move(*name) : "#" + std::to_string(index - 1);
+    entry.name = name ? std::move(*name) : "#" + std::to_string(index);
     out.push_back(std::move(entry));
-  }
-  return true;
+    return true;
+  });
 }
 
 }  // namespace
