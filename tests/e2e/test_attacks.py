@@ -239,6 +239,53 @@ class InstalledAttacks(ti.InstallCase):
         self.assertEqual(len(logs), 1, logs)
 
 
+class InstalledScopes(ti.InstallCase):
+    """Component pods are decided in every namespace, not only enforced ones (docs/operations.md, "Where the
+    gate applies"): component code does not decide where it runs."""
+
+    def test_a_pod_naming_a_component_is_decided_outside_enforced_namespaces(self):
+        self.api.add_user("dev-token", "dev", ["system:authenticated"])
+        dev = self._client("dev-token")
+        self.api.create("namespaces", {"metadata": {"name": "team-b"}})  # not enforced
+        untrusted = tc.component("report-parser", "untrusted", namespace="team-b")
+        self.api.create("components", untrusted, namespace="team-b")
+        self.api.delete("nodes", "node-1")  # the sandbox is unavailable: untrusted is denied (hosted)
+        self.start_gate_from_chart()
+        tc.wait_until("both configurations applied", lambda: None not in self.configurations())
+
+        def create(name, component=None, namespace="team-b"):
+            p = pod(name, component=component or "x", image=PARSER_IMAGE,
+                    change=lambda s, c: c.update(args=["--input", "/reports"]))
+            p["metadata"]["namespace"] = namespace
+            if component is None:
+                del p["metadata"]["labels"]
+            return self.api_call(dev.create_namespaced_pod, namespace, p)
+
+        mark = len(self.api.webhook_calls())
+        status, msg = create("claims-untrusted", component="report-parser")
+        self.assert_refused_scope(status, msg, "component \"report-parser\"", "untrusted code has nowhere safe to run")
+        status, msg = create("claims-nothing-known", component="no-such-component")
+        self.assert_refused_scope(status, msg, "which does not exist in namespace \"team-b\"")
+        # Unlabelled pods there never reach the gate; nor do pods in the never-enforced namespaces.
+        status, msg = create("plain")
+        self.assertEqual(status, 200, msg)
+        self.api.get("namespaces", "kube-system") or self.api.create("namespaces", {"metadata": {"name": "kube-system"}})
+        status, msg = create("system", component="report-parser", namespace="kube-system")
+        self.assertEqual(status, 200, msg)
+        called = {(c["namespace"], c["objectName"]) for c in self.api.webhook_calls(since=mark)}
+        self.assertIn(("team-b", "claims-untrusted"), called)
+        self.assertNotIn(("team-b", "plain"), called)
+        self.assertNotIn(("kube-system", "system"), called)
+        names = {c["name"] for c in self.api.webhook_calls(since=mark)}
+        self.assertIn("component-pods.mutate.gibson.zeroroot.ai", names)
+
+    def assert_refused_scope(self, status, msg, *needles):
+        self.assertEqual(status, 403, msg)
+        self.assertIn('admission webhook "component-pods.mutate.gibson.zeroroot.ai" denied the request', msg)
+        for n in needles:
+            self.assertIn(n, msg)
+
+
 class SidecarPatterns(unittest.TestCase):
     def test_registry_wide_patterns_are_refused_at_start(self):
         for pattern in ("docker.io/*", "ghcr.io/*", "library/*", "docker.io/library/*"):

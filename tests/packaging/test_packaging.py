@@ -662,6 +662,7 @@ class ChartTest(unittest.TestCase):
         hooks = self.webhooks()
         self.assertEqual(sorted(hooks), sorted([
             "pods.mutate.gibson.zeroroot.ai", "pods.validate.gibson.zeroroot.ai",
+            "component-pods.mutate.gibson.zeroroot.ai", "component-pods.validate.gibson.zeroroot.ai",
             "workloads.validate.gibson.zeroroot.ai", "components.validate.gibson.zeroroot.ai",
             "namespaces.validate.gibson.zeroroot.ai"]))
         self.assertEqual(hooks["pods.mutate.gibson.zeroroot.ai"][0], "MutatingWebhookConfiguration")
@@ -672,6 +673,12 @@ class ChartTest(unittest.TestCase):
             # UPDATE and pods/ephemeralcontainers: an image swap or an added container
             # is judged too (docs/security.md, "Pods are bound to their Component").
             "pods.validate.gibson.zeroroot.ai": ("/validate/pods", [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                 "resources": ["pods", "pods/ephemeralcontainers"], "scope": "Namespaced"}]),
+            "component-pods.mutate.gibson.zeroroot.ai": ("/mutate/pods", [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                 "resources": ["pods"], "scope": "Namespaced"}]),
+            "component-pods.validate.gibson.zeroroot.ai": ("/validate/pods", [
                 {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
                  "resources": ["pods", "pods/ephemeralcontainers"], "scope": "Namespaced"}]),
             "workloads.validate.gibson.zeroroot.ai": ("/validate/workloads", [
@@ -716,6 +723,16 @@ class ChartTest(unittest.TestCase):
             names = exprs["kubernetes.io/metadata.name"]
             self.assertEqual(names["operator"], "NotIn")
             self.assertEqual(names["values"], ENFORCED_EXCLUDED + [NAMESPACE])
+        # The second scope: pods that name a Component, in every namespace that is not enforced,
+        # except the never-enforced ones (docs/operations.md, "Where the gate applies").
+        for name in ("component-pods.mutate.gibson.zeroroot.ai", "component-pods.validate.gibson.zeroroot.ai"):
+            w = hooks[name][1]
+            exprs = {e["key"]: e for e in w["namespaceSelector"]["matchExpressions"]}
+            self.assertEqual(exprs["gibson.zeroroot.ai/isolation"],
+                             {"key": "gibson.zeroroot.ai/isolation", "operator": "NotIn", "values": ["enforced"]})
+            self.assertEqual(exprs["kubernetes.io/metadata.name"]["values"], ENFORCED_EXCLUDED + [NAMESPACE])
+            self.assertEqual(w["objectSelector"], {"matchExpressions": [
+                {"key": "gibson.zeroroot.ai/component", "operator": "Exists"}]})
         # The enforcement guard sees only namespaces that carry the label
         # (objectSelector), never through a namespaceSelector.
         guard = hooks["namespaces.validate.gibson.zeroroot.ai"][1]

@@ -155,6 +155,36 @@ namespaceSelector:
         {{- end }}
 {{- end }}
 
+{{/*
+The second scope (docs/operations.md, "Where the gate applies"): a pod that
+names a Component (objectSelector on the label; on UPDATE the old or the new
+pod) in any namespace that is not enforced, except the never-enforced ones.
+Component code does not decide where it runs: a pod that claims a Component is
+decided wherever it is. Unlabelled pods there never reach the gate.
+*/}}
+{{- define "isolation-gate.componentPodsSelectors" -}}
+namespaceSelector:
+  matchExpressions:
+    - key: gibson.zeroroot.ai/isolation
+      operator: NotIn
+      values:
+        - enforced
+    - key: kubernetes.io/metadata.name
+      operator: NotIn
+      values:
+        - kube-system
+        - kube-public
+        - kube-node-lease
+        - {{ .Release.Namespace }}
+        {{- range .Values.webhook.excludedNamespaces }}
+        - {{ . }}
+        {{- end }}
+objectSelector:
+  matchExpressions:
+    - key: gibson.zeroroot.ai/component
+      operator: Exists
+{{- end }}
+
 {{/* Settings every webhook shares. */}}
 {{- define "isolation-gate.webhookCommon" -}}
 admissionReviewVersions:

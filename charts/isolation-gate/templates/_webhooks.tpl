@@ -42,6 +42,19 @@ webhooks:
     {{- include "isolation-gate.enforcedNamespaceSelector" . | nindent 4 }}
     {{- include "isolation-gate.webhookCommon" . | nindent 4 }}
     reinvocationPolicy: {{ .Values.webhook.reinvocationPolicy }}
+  # The same for pods that name a Component in every other namespace (not the
+  # never-enforced ones): component code is decided wherever it runs.
+  - name: component-pods.mutate.gibson.zeroroot.ai
+    {{- include "isolation-gate.clientConfig" (list . "/mutate/pods") | nindent 4 }}
+    rules:
+      - apiGroups: [""]
+        apiVersions: ["v1"]
+        operations: ["CREATE"]
+        resources: ["pods"]
+        scope: Namespaced
+    {{- include "isolation-gate.componentPodsSelectors" . | nindent 4 }}
+    {{- include "isolation-gate.webhookCommon" . | nindent 4 }}
+    reinvocationPolicy: {{ .Values.webhook.reinvocationPolicy }}
 {{- end }}
 
 {{- define "isolation-gate.validatingWebhookConfiguration" -}}
@@ -67,6 +80,19 @@ webhooks:
         resources: ["pods", "pods/ephemeralcontainers"]
         scope: Namespaced
     {{- include "isolation-gate.enforcedNamespaceSelector" . | nindent 4 }}
+    {{- include "isolation-gate.webhookCommon" . | nindent 4 }}
+  # The same for pods that name a Component outside enforced namespaces (a
+  # workload's own labels need not carry the template's, so templates there
+  # are judged when their pods are).
+  - name: component-pods.validate.gibson.zeroroot.ai
+    {{- include "isolation-gate.clientConfig" (list . "/validate/pods") | nindent 4 }}
+    rules:
+      - apiGroups: [""]
+        apiVersions: ["v1"]
+        operations: ["CREATE", "UPDATE"]
+        resources: ["pods", "pods/ephemeralcontainers"]
+        scope: Namespaced
+    {{- include "isolation-gate.componentPodsSelectors" . | nindent 4 }}
     {{- include "isolation-gate.webhookCommon" . | nindent 4 }}
   # Decides on pod templates so that `kubectl apply` of a workload shows a
   # denial at once instead of a FailedCreate on its ReplicaSet. Never mutates.
