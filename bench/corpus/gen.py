@@ -217,8 +217,8 @@ def make_pod(size, component, uid):
         if size == "pod-small":  # `kubectl run`: one container, few fields
             c = spec["containers"][0]
             for k in ("livenessProbe", "readinessProbe", "securityContext", "ports", "volumeMounts",
-                      "terminationMessagePath", "terminationMessagePolicy", "args", "command",
-                      "imagePullPolicy", "env"):
+                      "terminationMessagePath", "terminationMessagePolicy",
+                      "imagePullPolicy", "env"):  # command and args: what its Component declares
                 c.pop(k, None)
             meta["labels"] = {LABEL: component, "run": "small"}
             meta.pop("generateName")

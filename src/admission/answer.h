@@ -49,6 +49,7 @@ enum class Outcome : std::uint8_t {
   X(EnforcementRemovedByAdmin, Allowed, true, 200, "")                            \
   X(PodUnchanged, Allowed, true, 200, "")                                         \
   X(ContentTrustTightened, Allowed, true, 200, "")                                \
+  X(AuditWouldDeny, Allowed, true, 200, "")                                       \
   X(ContentTrustLoosenedByAdmin, Allowed, true, 200, "")                          \
   X(SandboxUnavailable, Deny, false, 403, "Forbidden")                            \
   X(MissingComponentLabel, Deny, false, 403, "Forbidden")                         \

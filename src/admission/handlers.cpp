@@ -112,13 +112,15 @@ constexpr std::string_view kEphemeralContainers = "ephemeralcontainers";
 
 class PodHandler final : public Handler {
  public:
-  explicit PodHandler(Stage stage) : stage_(stage) {}
+  // `audit`: /audit/pods, the answer enforcement would give on both pod
+  // endpoints: CREATE as /mutate/pods (with its patch), UPDATE as /validate/pods.
+  explicit PodHandler(Stage stage, bool audit = false) : stage_(stage), audit_(audit) {}
   std::string refuses(const AdmissionRequest& r) const override {
     if (!(r.kind_group.empty() && r.kind == "Pod")) {
       return "this endpoint admits Pods, got " + kind_name(r);
     }
     // /validate/pods also judges ephemeral containers added later.
-    if (stage_ == Stage::Validate && r.sub_resource == kEphemeralContainers) {
+    if ((stage_ == Stage::Validate || audit_) && r.sub_resource == kEphemeralContainers) {
       if (r.operation != Operation::Update) {
         return "subresource " + r.sub_resource + " is admitted here on UPDATE only";
       }
@@ -127,12 +129,13 @@ class PodHandler final : public Handler {
     return refuse_subresource(r);
   }
   Answer handle(AdmissionRequest& r, const AdmissionContext& context) const override {
-    const bool update = stage_ == Stage::Validate && r.operation == Operation::Update;
+    const bool update = (stage_ == Stage::Validate || audit_) && r.operation == Operation::Update;
     return admit_object(r, context, update ? Stage::Update : stage_);
   }
 
  private:
   Stage stage_;
+  bool audit_;
 };
 
 class WorkloadHandler final : public Handler {
@@ -215,6 +218,10 @@ const Handler& mutate_pods_handler() noexcept {
 }
 const Handler& validate_pods_handler() noexcept {
   static const PodHandler handler(Stage::Validate);
+  return handler;
+}
+const Handler& audit_pods_handler() noexcept {
+  static const PodHandler handler(Stage::Mutate, /*audit=*/true);
   return handler;
 }
 const Handler& validate_workloads_handler() noexcept {

@@ -10,6 +10,8 @@
 //                                                    subresource are judged against oldObject
 //   ValidateWorkloadsHandler   /validate/workloads   decide on the pod template, never patch
 //   ValidateComponentsHandler  /validate/components  content_trust, spec.kind, spec.image checks
+//   AuditPodsHandler           /audit/pods           what enforcement would answer: CREATE as
+//                                                    /mutate/pods (its patch), UPDATE as /validate/pods
 #pragma once
 
 #include <string>
@@ -34,5 +36,6 @@ const Handler& mutate_pods_handler() noexcept;
 const Handler& validate_pods_handler() noexcept;
 const Handler& validate_workloads_handler() noexcept;
 const Handler& validate_components_handler() noexcept;
+const Handler& audit_pods_handler() noexcept;
 
 }  // namespace ig::admission

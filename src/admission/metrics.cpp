@@ -2,6 +2,8 @@
 
 #include "admission/routes.h"
 
+#include <tuple>
+
 namespace ig::admission {
 namespace {
 
@@ -51,6 +53,19 @@ void AdmissionMetrics::record(Endpoint e, Reason r, bool dry_run,
   bump(ep.sum_ns, static_cast<std::uint64_t>(took.count()));
 }
 
+void AdmissionMetrics::record_audit(Endpoint e, const Answer& enforced) noexcept {
+  auto& ep = audits_[static_cast<std::size_t>(e) % kEndpoints];
+  const auto r = static_cast<std::size_t>(enforced.reason);
+  const std::size_t reason = r < kReasonCount ? r : static_cast<std::size_t>(Reason::InternalError);
+  const Outcome outcome = enforced.outcome();
+  if (outcome == Outcome::Undecidable || outcome == Outcome::Errored) return;  // denied as they are
+  if (!enforced.allowed()) {
+    bump(ep.would_deny[reason]);
+  } else if (!enforced.patch.empty()) {
+    bump(ep.would_patch[reason]);
+  }
+}
+
 void AdmissionMetrics::record(HttpError e) noexcept {
   const auto i = static_cast<std::size_t>(e);
   bump(http_errors_[i < kHttpErrorCount ? i : static_cast<std::size_t>(HttpError::InternalError)]);
@@ -91,6 +106,24 @@ void AdmissionMetrics::write(prometheus::TextWriter& out) const {
     for (std::size_t i = 0; i < kBuckets.size(); ++i) counts[i] = get(ep.buckets[i]);
     out.histogram(kDuration, {{"endpoint", route.path}}, kBuckets.data(), counts.data(),
                   kBuckets.size(), get(ep.count), static_cast<double>(get(ep.sum_ns)) / 1e9);
+  }
+  // Audit mode: what enforcement would have denied or patched, by its reason.
+  constexpr std::string_view kWouldDeny = "isolation_gate_audit_would_deny_total";
+  constexpr std::string_view kWouldPatch = "isolation_gate_audit_would_patch_total";
+  for (const auto& [family, help, deny] :
+       {std::tuple{kWouldDeny, "Reviews in audit namespaces that enforcement would have denied, by reason.", true},
+        std::tuple{kWouldPatch, "Reviews in audit namespaces that enforcement would have patched, by reason.",
+                   false}}) {
+    out.family(family, Type::Counter, help);
+    for (const Route& route : admission_routes()) {
+      if (!route.audit) continue;
+      const auto& ep = audits_[static_cast<std::size_t>(route.endpoint)];
+      for (std::size_t r = 0; r < kReasonCount; ++r) {
+        const auto n = get(deny ? ep.would_deny[r] : ep.would_patch[r]);
+        if (n == 0) continue;
+        out.sample(family, {{"endpoint", route.path}, {"reason", to_string(static_cast<Reason>(r))}}, n);
+      }
+    }
   }
   constexpr std::string_view kHttp = "isolation_gate_http_errors_total";
   out.family(kHttp, Type::Counter,

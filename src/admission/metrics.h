@@ -48,11 +48,14 @@ class AdmissionMetrics {
  public:
   void record(Endpoint e, Reason r, bool dry_run, std::chrono::nanoseconds took) noexcept;
   void record(HttpError e) noexcept;
+  // An audit endpoint's enforced answer (admission/audit.h): a denial counts
+  // as would-deny, an allowed answer with a patch as would-patch, by reason.
+  void record_audit(Endpoint e, const Answer& enforced) noexcept;
   void write(prometheus::TextWriter& out) const;
   std::string render() const;  // write() into a new string
 
  private:
-  static constexpr std::size_t kEndpoints = 5;
+  static constexpr std::size_t kEndpoints = 7;
   // Up to 30 s (the API server's largest timeoutSeconds), so a p99 near
   // the webhook's timeout is measurable (the WebhookSlow alert).
   static constexpr std::array<double, 16> kBuckets = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
@@ -66,6 +69,11 @@ class AdmissionMetrics {
     std::atomic<std::uint64_t> sum_ns{0};
   };
   std::array<PerEndpoint, kEndpoints> endpoints_{};
+  struct PerAuditEndpoint {
+    std::array<std::atomic<std::uint64_t>, kReasonCount> would_deny{};
+    std::array<std::atomic<std::uint64_t>, kReasonCount> would_patch{};
+  };
+  std::array<PerAuditEndpoint, kEndpoints> audits_{};
   std::array<std::atomic<std::uint64_t>, kHttpErrorCount> http_errors_{};
 };
 

@@ -20,6 +20,9 @@ const std::array<Route, kEndpointCount>& table() noexcept {
        validate_components_handler()},
       {Endpoint::ValidateNamespaces, "/validate/namespaces", {Update}, "guarded",
        validate_namespaces_handler()},
+      {Endpoint::AuditPods, "/audit/pods", {Create, Update}, "audited", audit_pods_handler(), true},
+      {Endpoint::AuditWorkloads, "/audit/workloads", {Create, Update}, "audited", validate_workloads_handler(),
+       true},
   }};
   return routes;
 }

@@ -5,6 +5,7 @@
 #include <exception>
 #include <optional>
 
+#include "admission/audit.h"
 #include "model/document.h"
 
 namespace ig::admission {
@@ -65,9 +66,12 @@ WebhookResponse Webhook::serve_review(const Route& route, WebhookRequest& reques
   if (decoded.kind == DecodedReview::Kind::NotAReview) {
     return error(HttpError::BadRequest, decoded.error);
   }
-  const Answer answer = decoded.kind == DecodedReview::Kind::Ok
-                            ? review(route, decoded.request)
-                            : undecidable(decoded.error);
+  Answer answer = decoded.kind == DecodedReview::Kind::Ok ? review(route, decoded.request)
+                                                          : undecidable(decoded.error);
+  if (route.audit) {  // what enforcement would say, as warnings (admission/audit.h)
+    metrics_.record_audit(route.endpoint, answer);
+    answer = audit_answer(std::move(answer));
+  }
   std::string body = encode_response(decoded.request, answer);
   metrics_.record(route.endpoint, answer.reason, decoded.request.dry_run, Clock::now() - start);
   const AdmissionRequest& r = decoded.request;

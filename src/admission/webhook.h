@@ -5,7 +5,8 @@
 // the handler's Answer; the rules live in the handlers.
 //
 // Routes: POST /mutate/pods, /validate/pods, /validate/workloads,
-// /validate/components, /validate/namespaces (AdmissionReview JSON); GET /healthz, /readyz,
+// /validate/components, /validate/namespaces, /audit/pods, /audit/workloads
+// (AdmissionReview JSON); GET /healthz, /readyz,
 // /metrics. A query string (the API server sends ?timeout=10s) is ignored.
 //
 // Contract (fail-closed): every AdmissionReview with a uid is answered 200
@@ -95,7 +96,8 @@ class Webhook {
   WebhookResponse serve_probes(WebhookRequest&& request) noexcept;
 
   // Decides one already-decoded review for a route, counting nothing;
-  // exposed for benchmarks and tests that skip HTTP.
+  // exposed for benchmarks and tests that skip HTTP. For an audit route this
+  // is enforcement's answer; serve() turns it into warnings (admission/audit.h).
   Answer review(const Route& route, AdmissionRequest& request) const noexcept;
 
   const AdmissionMetrics& metrics() const noexcept { return metrics_; }

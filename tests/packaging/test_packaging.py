@@ -663,6 +663,7 @@ class ChartTest(unittest.TestCase):
         self.assertEqual(sorted(hooks), sorted([
             "pods.mutate.gibson.zeroroot.ai", "pods.validate.gibson.zeroroot.ai",
             "component-pods.mutate.gibson.zeroroot.ai", "component-pods.validate.gibson.zeroroot.ai",
+            "pods.audit.gibson.zeroroot.ai", "workloads.audit.gibson.zeroroot.ai",
             "workloads.validate.gibson.zeroroot.ai", "components.validate.gibson.zeroroot.ai",
             "namespaces.validate.gibson.zeroroot.ai"]))
         self.assertEqual(hooks["pods.mutate.gibson.zeroroot.ai"][0], "MutatingWebhookConfiguration")
@@ -681,6 +682,15 @@ class ChartTest(unittest.TestCase):
             "component-pods.validate.gibson.zeroroot.ai": ("/validate/pods", [
                 {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
                  "resources": ["pods", "pods/ephemeralcontainers"], "scope": "Namespaced"}]),
+            "pods.audit.gibson.zeroroot.ai": ("/audit/pods", [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                 "resources": ["pods", "pods/ephemeralcontainers"], "scope": "Namespaced"}]),
+            "workloads.audit.gibson.zeroroot.ai": ("/audit/workloads", [
+                {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                 "resources": ["deployments", "statefulsets", "daemonsets", "replicasets"],
+                 "scope": "Namespaced"},
+                {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                 "resources": ["jobs", "cronjobs"], "scope": "Namespaced"}]),
             "workloads.validate.gibson.zeroroot.ai": ("/validate/workloads", [
                 {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
                  "resources": ["deployments", "statefulsets", "daemonsets", "replicasets"],
@@ -699,7 +709,8 @@ class ChartTest(unittest.TestCase):
         for name, (path, rules) in expected.items():
             _, w = hooks[name]
             with self.subTest(webhook=name):
-                self.assertEqual(w["failurePolicy"], "Fail")
+                # Audit namespaces are not enforced yet: a gate outage must not block their pods.
+                self.assertEqual(w["failurePolicy"], "Ignore" if ".audit." in name else "Fail")
                 self.assertEqual(w["sideEffects"], "None")
                 self.assertEqual(w["matchPolicy"], "Equivalent")
                 self.assertEqual(w["admissionReviewVersions"], ["v1"])
@@ -729,10 +740,17 @@ class ChartTest(unittest.TestCase):
             w = hooks[name][1]
             exprs = {e["key"]: e for e in w["namespaceSelector"]["matchExpressions"]}
             self.assertEqual(exprs["gibson.zeroroot.ai/isolation"],
-                             {"key": "gibson.zeroroot.ai/isolation", "operator": "NotIn", "values": ["enforced"]})
+                             {"key": "gibson.zeroroot.ai/isolation", "operator": "NotIn",
+                              "values": ["enforced", "audit"]})
             self.assertEqual(exprs["kubernetes.io/metadata.name"]["values"], ENFORCED_EXCLUDED + [NAMESPACE])
             self.assertEqual(w["objectSelector"], {"matchExpressions": [
                 {"key": "gibson.zeroroot.ai/component", "operator": "Exists"}]})
+        # Audit mode: the namespaces labelled audit, never the never-enforced ones.
+        for name in ("pods.audit.gibson.zeroroot.ai", "workloads.audit.gibson.zeroroot.ai"):
+            exprs = {e["key"]: e for e in hooks[name][1]["namespaceSelector"]["matchExpressions"]}
+            self.assertEqual(exprs["gibson.zeroroot.ai/isolation"],
+                             {"key": "gibson.zeroroot.ai/isolation", "operator": "In", "values": ["audit"]})
+            self.assertEqual(exprs["kubernetes.io/metadata.name"]["values"], ENFORCED_EXCLUDED + [NAMESPACE])
         # The enforcement guard sees only namespaces that carry the label
         # (objectSelector), never through a namespaceSelector.
         guard = hooks["namespaces.validate.gibson.zeroroot.ai"][1]

@@ -83,6 +83,28 @@ class NamespaceGuardTest : public ::testing::Test {
 const json kEnforced = ns_object("team-a", json("enforced"));
 const json kUnlabelled = ns_object("team-a", std::nullopt);
 
+// Audit mode (gibson.zeroroot.ai/isolation=audit): audit -> enforced tightens
+// (anyone who may label), enforced -> audit loosens (enforcement admins only).
+TEST_F(NamespaceGuardTest, AuditToEnforcedIsATighteningEnforcedToAuditALoosening) {
+  const json audit = ns_object("team-a", json("audit"));
+  json r = answer(review(audit, kEnforced, {"system:authenticated"}));
+  EXPECT_TRUE(r.at("allowed").get<bool>());
+  ASSERT_EQ(reasons_.size(), 1u);
+  EXPECT_EQ(reasons_[0], Reason::EnforcementAdded);
+  r = answer(review(kEnforced, audit, {"system:authenticated"}));
+  EXPECT_FALSE(r.at("allowed").get<bool>());
+  EXPECT_THAT(r["status"]["message"].get<std::string>(),
+              HasSubstr("changing label gibson.zeroroot.ai/isolation of namespace \"team-a\" from \"enforced\" to \"audit\""));
+  r = answer(review(kEnforced, audit, {"platform-admins"}));
+  EXPECT_TRUE(r.at("allowed").get<bool>());
+  ASSERT_EQ(reasons_.size(), 3u);
+  EXPECT_EQ(reasons_[2], Reason::EnforcementRemovedByAdmin);
+  // audit -> absent switches nothing off.
+  r = answer(review(audit, kUnlabelled, {"system:authenticated"}));
+  EXPECT_TRUE(r.at("allowed").get<bool>());
+  EXPECT_EQ(reasons_.size(), 3u);
+}
+
 TEST_F(NamespaceGuardTest, RemovingTheLabelIsRefusedForOrdinaryUsers) {
   const json r = answer(review(kEnforced, kUnlabelled, {"system:authenticated", "developers"}));
   EXPECT_FALSE(r.at("allowed").get<bool>());

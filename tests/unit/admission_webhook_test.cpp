@@ -1080,7 +1080,7 @@ TEST(DecodeReview, ReadsEveryFieldAndMovesTheObjectOut) {
 // ---- operations: exactly the API's four values ---------------------------
 
 json review_for(const std::string& path, const std::string& operation) {
-  if (path == "/validate/workloads") {
+  if (path == "/validate/workloads" || path == "/audit/workloads") {
     const json w = workload_of("apps/v1", "Deployment", load_example("pods/docs-indexer-pod.yaml"));
     return review_json("u-op", gvk_of(w), operation, w);
   }

@@ -158,7 +158,8 @@ namespaceSelector:
 {{/*
 The second scope (docs/operations.md, "Where the gate applies"): a pod that
 names a Component (objectSelector on the label; on UPDATE the old or the new
-pod) in any namespace that is not enforced, except the never-enforced ones.
+pod) in any namespace that is neither enforced nor in audit mode, except the
+never-enforced ones.
 Component code does not decide where it runs: a pod that claims a Component is
 decided wherever it is. Unlabelled pods there never reach the gate.
 */}}
@@ -169,6 +170,7 @@ namespaceSelector:
       operator: NotIn
       values:
         - enforced
+        - audit
     - key: kubernetes.io/metadata.name
       operator: NotIn
       values:
@@ -187,12 +189,46 @@ objectSelector:
 
 {{/* Settings every webhook shares. */}}
 {{- define "isolation-gate.webhookCommon" -}}
+{{- include "isolation-gate.webhookSettings" (list . "Fail") }}
+{{- end }}
+
+{{/*
+The audit webhooks' settings: the same, but failurePolicy Ignore. An audit
+namespace is one the gate does not enforce yet, so an outage of the gate must
+not block its pods (their answers are warnings anyway).
+*/}}
+{{- define "isolation-gate.auditWebhookCommon" -}}
+{{- include "isolation-gate.webhookSettings" (list . "Ignore") }}
+{{- end }}
+
+{{- define "isolation-gate.webhookSettings" -}}
+{{- $ := index . 0 -}}
 admissionReviewVersions:
   - v1
 sideEffects: None
-failurePolicy: Fail
+failurePolicy: {{ index . 1 }}
 matchPolicy: Equivalent
-timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+timeoutSeconds: {{ $.Values.webhook.timeoutSeconds }}
+{{- end }}
+
+{{/* Namespaces in audit mode (gibson.zeroroot.ai/isolation=audit), but never the never-enforced ones. */}}
+{{- define "isolation-gate.auditNamespaceSelector" -}}
+namespaceSelector:
+  matchExpressions:
+    - key: gibson.zeroroot.ai/isolation
+      operator: In
+      values:
+        - audit
+    - key: kubernetes.io/metadata.name
+      operator: NotIn
+      values:
+        - kube-system
+        - kube-public
+        - kube-node-lease
+        - {{ .Release.Namespace }}
+        {{- range .Values.webhook.excludedNamespaces }}
+        - {{ . }}
+        {{- end }}
 {{- end }}
 
 {{/* The helm test Pod's ServiceAccount (and ClusterRole). */}}

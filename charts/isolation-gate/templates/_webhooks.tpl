@@ -111,6 +111,36 @@ webhooks:
         scope: Namespaced
     {{- include "isolation-gate.enforcedNamespaceSelector" . | nindent 4 }}
     {{- include "isolation-gate.webhookCommon" . | nindent 4 }}
+  # Audit mode (gibson.zeroroot.ai/isolation=audit): every answer enforcement
+  # would give on pods (CREATE as the mutating webhook, UPDATE and
+  # pods/ephemeralcontainers as the validating one) and on workload templates,
+  # as warnings, audit annotations and would_deny / would_patch metrics.
+  # Nothing is denied or patched; failurePolicy Ignore.
+  - name: pods.audit.gibson.zeroroot.ai
+    {{- include "isolation-gate.clientConfig" (list . "/audit/pods") | nindent 4 }}
+    rules:
+      - apiGroups: [""]
+        apiVersions: ["v1"]
+        operations: ["CREATE", "UPDATE"]
+        resources: ["pods", "pods/ephemeralcontainers"]
+        scope: Namespaced
+    {{- include "isolation-gate.auditNamespaceSelector" . | nindent 4 }}
+    {{- include "isolation-gate.auditWebhookCommon" . | nindent 4 }}
+  - name: workloads.audit.gibson.zeroroot.ai
+    {{- include "isolation-gate.clientConfig" (list . "/audit/workloads") | nindent 4 }}
+    rules:
+      - apiGroups: ["apps"]
+        apiVersions: ["v1"]
+        operations: ["CREATE", "UPDATE"]
+        resources: ["deployments", "statefulsets", "daemonsets", "replicasets"]
+        scope: Namespaced
+      - apiGroups: ["batch"]
+        apiVersions: ["v1"]
+        operations: ["CREATE", "UPDATE"]
+        resources: ["jobs", "cronjobs"]
+        scope: Namespaced
+    {{- include "isolation-gate.auditNamespaceSelector" . | nindent 4 }}
+    {{- include "isolation-gate.auditWebhookCommon" . | nindent 4 }}
   # Validates spec.policy.content_trust of Components in every namespace,
   # enforced or not, and warns when it is omitted.
   - name: components.validate.gibson.zeroroot.ai
