@@ -279,7 +279,10 @@ class Scanner {
         keep && !whole && projection && projection->shape() == Projection::Shape::Object
             ? projection
             : nullptr;
-    if (keep) *out = json::object();
+    // A sparse projection's object is made at its first kept member (`out`
+    // stays discarded when none is: the caller drops it).
+    const bool lazy = fields && fields->is_sparse();
+    if (keep && !lazy) *out = json::object();
     skip_ws();
     if (p_ != end_ && *p_ == '}') {
       ++p_;
@@ -324,10 +327,33 @@ class Scanner {
         json child;
         if (!value(nullptr, &child)) return false;
         out->get_ref<json::object_t&>().emplace(std::move(key), std::move(child));
+      } else if (member && member->values() && p_ != end_ && *p_ == '"') {
+        // one_of(): the string is kept only when it is one of the values (read
+        // raw when it has no escape: no allocation for the ones dropped).
+        const char* const quote = p_;
+        std::string text;
+        bool kept = false;
+        if (const char* after = fast_string(quote + 1, true)) {
+          const std::string_view raw(quote + 1, static_cast<std::size_t>(after - 1 - (quote + 1)));
+          p_ = after;
+          kept = member->keeps_string(raw);
+          if (kept) text.assign(raw);
+        } else {
+          p_ = quote;  // an escape (or an error to word): the checked scanner decodes it
+          if (!string(&text)) return false;
+          kept = member->keeps_string(text);
+        }
+        if (kept) {
+          if (lazy && !out->is_object()) *out = json::object();
+          out->get_ref<json::object_t&>().emplace(std::move(key), json(std::move(text)));
+        }
       } else if (member) {
-        json child;
+        json child(json::value_t::discarded);
         if (!value(member, &child)) return false;
-        out->get_ref<json::object_t&>().emplace(std::move(key), std::move(child));
+        if (!child.is_discarded()) {
+          if (lazy && !out->is_object()) *out = json::object();
+          out->get_ref<json::object_t&>().emplace(std::move(key), std::move(child));
+        }
       } else if (!skip_value()) {
         return false;
       }
@@ -354,11 +380,13 @@ class Scanner {
     }
     while (true) {
       if (whole || element) {
-        json child;
+        json child(json::value_t::discarded);
         if (!value(element, &child)) return false;  // element null + whole: full value
-        auto& items = out->get_ref<json::array_t&>();
-        if (items.empty()) items.reserve(4);  // a pod's container lists: one to a few
-        items.push_back(std::move(child));
+        if (!child.is_discarded()) {  // a sparse element that kept nothing is left out
+          auto& items = out->get_ref<json::array_t&>();
+          if (items.empty()) items.reserve(4);  // a pod's container lists: one to a few
+          items.push_back(std::move(child));
+        }
       } else if (!skip_value()) {
         return false;
       }
@@ -895,6 +923,25 @@ Projection Projection::object(std::vector<Field> fields) {
   return p;
 }
 
+Projection Projection::sparse(std::vector<Field> fields) {
+  Projection p = object(std::move(fields));
+  p.sparse_ = true;
+  return p;
+}
+
+Projection Projection::one_of(std::vector<std::string> values) {
+  Projection p;
+  p.values_ = std::make_shared<const std::vector<std::string>>(std::move(values));
+  return p;
+}
+
+bool Projection::keeps_string(std::string_view s) const noexcept {
+  if (!values_) return true;
+  for (const auto& v : *values_)
+    if (v == s) return true;
+  return false;
+}
+
 Projection Projection::capture(std::size_t slot, Projection p) {
   p.slot_ = static_cast<std::ptrdiff_t>(slot);
   return p;
@@ -921,6 +968,12 @@ const Projection* Projection::field(std::string_view name) const noexcept {
 
 Projection Projection::merge(const Projection& a, const Projection& b) {
   if (a.shape_ != b.shape_ || a.shape_ == Shape::Whole) {
+    // Both filter strings: either's values are kept.
+    if (a.values_ && b.values_ && a.shape_ == b.shape_) {
+      std::vector<std::string> values = *a.values_;
+      values.insert(values.end(), b.values_->begin(), b.values_->end());
+      return one_of(std::move(values));
+    }
     // Different shapes read the same member as different things: keep it whole.
     return whole();
   }
@@ -935,7 +988,8 @@ Projection Projection::merge(const Projection& a, const Projection& b) {
       same->projection = merge(same->projection, f.projection);
     }
   }
-  return object(std::move(fields));
+  // Dropped when empty only if both readers can do without it.
+  return a.sparse_ && b.sparse_ ? sparse(std::move(fields)) : object(std::move(fields));
 }
 
 Result<json> parse_projected(std::string_view text, const Projection& projection,
@@ -1010,14 +1064,22 @@ json project(const json& value, const Projection& projection) {
       if (!value.is_object()) return value.is_array() ? json::array() : value;
       json out = json::object();
       for (auto it = value.begin(); it != value.end(); ++it) {
-        if (const Projection* member = projection.field(it.key())) out[it.key()] = project(*it, *member);
+        const Projection* member = projection.field(it.key());
+        if (!member) continue;
+        if (it->is_string() && !member->keeps_string(it->get_ref<const std::string&>())) continue;
+        json child = project(*it, *member);
+        if (!child.is_discarded()) out[it.key()] = std::move(child);
       }
+      if (projection.is_sparse() && out.empty()) return json(json::value_t::discarded);
       return out;
     }
     case Projection::Shape::Array: {
       if (!value.is_array()) return value.is_object() ? json::object() : value;
       json out = json::array();
-      for (const auto& e : value) out.push_back(project(e, *projection.element()));
+      for (const auto& e : value) {
+        json child = project(e, *projection.element());
+        if (!child.is_discarded()) out.push_back(std::move(child));
+      }
       return out;
     }
   }

@@ -70,6 +70,15 @@ class Projection {
   static Projection object(std::vector<Field> fields);
   // An array whose every element is projected with `element`.
   static Projection array(Projection element);
+  // object(fields), but materialised only when one of its members is kept:
+  // otherwise it is dropped (absent as a member, left out as an array
+  // element), so a list of a hundred objects of which none matters costs no
+  // DOM. Only an object is dropped; a value of another type is kept as
+  // object() keeps it.
+  static Projection sparse(std::vector<Field> fields);
+  // The whole value, except a string that is none of `values`: that member
+  // is not kept (an environment variable's name: only the few that matter).
+  static Projection one_of(std::vector<std::string> values);
   // What either keeps (the union); a member the two read with different
   // shapes is kept whole. The result itself has no slot.
   static Projection merge(const Projection& a, const Projection& b);
@@ -81,6 +90,11 @@ class Projection {
   const Projection* element() const noexcept { return element_.get(); }
   // The member's projection, or nullptr when the member is not kept.
   const Projection* field(std::string_view name) const noexcept;
+  bool is_sparse() const noexcept { return sparse_; }
+  // one_of()'s values; nullptr for every other projection.
+  const std::vector<std::string>* values() const noexcept { return values_.get(); }
+  // Whether a string value is kept (always, but for one_of()).
+  bool keeps_string(std::string_view s) const noexcept;
   // The capture slot, or -1 for none.
   std::ptrdiff_t slot() const noexcept { return slot_; }
   // An object-shaped projection with a slotted field: parse_captured()
@@ -94,6 +108,8 @@ class Projection {
   std::ptrdiff_t slot_ = -1;
   bool transparent_ = false;
   bool has_prefix_fields_ = false;
+  bool sparse_ = false;
+  std::shared_ptr<const std::vector<std::string>> values_;
 };
 
 struct Projection::Field {

@@ -352,14 +352,21 @@ bool read_volumes(Json& spec, const FieldPath& spec_path, std::string_view sourc
 
 }  // namespace
 
+namespace {
+
+constexpr std::string_view kLoaderEnv[] = {
+    "LD_PRELOAD",        "LD_LIBRARY_PATH", "LD_AUDIT",         "BASH_ENV", "ENV",
+    "PYTHONPATH",        "PYTHONSTARTUP",   "PYTHONHOME",       "NODE_OPTIONS", "NODE_PATH",
+    "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",   "JDK_JAVA_OPTIONS", "PERL5OPT", "PERL5LIB",
+    "PERLLIB",           "RUBYOPT",         "RUBYLIB",          "GCONV_PATH",
+};
+
+std::vector<std::string> loader_env_names() { return {std::begin(kLoaderEnv), std::end(kLoaderEnv)}; }
+
+}  // namespace
+
 bool is_loader_env(std::string_view name) noexcept {
-  static constexpr std::string_view kNames[] = {
-      "LD_PRELOAD",    "LD_LIBRARY_PATH",   "LD_AUDIT",         "BASH_ENV",  "ENV",
-      "PYTHONPATH",    "PYTHONSTARTUP",     "PYTHONHOME",       "NODE_OPTIONS", "NODE_PATH",
-      "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PERL5OPT",  "PERL5LIB",
-      "PERLLIB",       "RUBYOPT",           "RUBYLIB",          "GCONV_PATH",
-  };
-  for (std::string_view n : kNames)
+  for (std::string_view n : kLoaderEnv)
     if (n == name) return true;
   return false;
 }
@@ -527,22 +534,25 @@ namespace {
 
 Projection pod_spec_projection() {
   using P = Projection;
-  // A hook's or probe's handler: only its exec command is read.
-  const P handler = P::object({{"exec", P::object({{"command", P::whole()}})}});
+  // A hook's or probe's handler: only its exec command is read; a handler
+  // without exec (httpGet, tcpSocket, grpc, sleep) costs no DOM (sparse).
+  const P handler = P::sparse({{"exec", P::object({{"command", P::whole()}})}});
   auto container = P::array(P::object({
       {"name", P::whole()},
       {"image", P::whole()},
       {"command", P::whole()},
       {"args", P::whole()},
-      {"lifecycle", P::object({{"postStart", handler}, {"preStop", handler}})},
+      {"lifecycle", P::sparse({{"postStart", handler}, {"preStop", handler}})},
       {"livenessProbe", handler},
       {"readinessProbe", handler},
       {"startupProbe", handler},
-      {"env", P::array(P::object({{"name", P::whole()}}))},
+      // Only the variables that load code: the others (most of a large pod's
+      // body) are validated and dropped without DOM.
+      {"env", P::array(P::sparse({{"name", P::one_of(loader_env_names())}}))},
       // Only whether it has entries: each one kept as an empty map.
       {"envFrom", P::array(P::object({}))},
-      {"securityContext", P::object({{"privileged", P::whole()},
-                                     {"capabilities", P::object({{"add", P::whole()}})}})},
+      {"securityContext", P::sparse({{"privileged", P::whole()},
+                                     {"capabilities", P::sparse({{"add", P::whole()}})}})},
   }));
   return P::object({
       {"runtimeClassName", P::whole()},

@@ -127,6 +127,29 @@ TEST(JsonProjection, KeepsOnlyTheProjectedFieldsOfAPod) {
   EXPECT_EQ(obj["metadata"]["labels"].size(), 1u);
 }
 
+// sparse(): an object that keeps nothing is dropped; one_of(): a string that
+// is none of the values is not kept. Both agree with project() (the
+// reference), escapes and wrong types included.
+TEST(JsonProjection, SparseObjectsAndOneOfStringsAreDroppedWhenTheyKeepNothing) {
+  const Projection p = Projection::object({
+      {"env", Projection::array(Projection::sparse({{"name", Projection::one_of({"LD_PRELOAD", "ENV"})}}))},
+      {"probe", Projection::sparse({{"exec", Projection::object({{"command", Projection::whole()}})}})},
+  });
+  auto got = parse_projected(
+      R"({"env":[{"name":"A","value":"1"},{"name":"LD_PRELOAD","value":"x"},{"value":"2"},{"name":"E\u004eV"},)"
+      R"("s",{"name":5},[1]],"probe":{"httpGet":{"port":80}}})",
+      p, "t");
+  ASSERT_TRUE(got.ok()) << got.error();
+  EXPECT_EQ(*got, json::parse(R"({"env":[{"name":"LD_PRELOAD"},{"name":"ENV"},"s",{"name":5},[]]})"));
+  for (const char* doc : {
+           R"({"env":[]})", R"({"env":[{}]})", R"({"env":[{"name":null}]})", R"({"env":{"name":"ENV"}})",
+           R"({"probe":{}})", R"({"probe":{"exec":{}}})", R"({"probe":[{"exec":1}]})", R"({"probe":"x"})",
+           R"({"env":[{"name":"ENV\n"},{"name":"\u00e9"},{"name":"LD_PRELOAD","name":"A"}]})",
+           R"({"env":[{"name":"ENV")", R"({"env":[{"name":"EN)" "" R"(V"}]})"}) {
+    expect_same_as_nlohmann(doc, p);
+  }
+}
+
 TEST(JsonProjection, AgreesWithNlohmannOnEdgeCases) {
   const std::vector<std::string> cases = {
       "", " ", "{}", "[]", "null", "true", "false", "tru", "nul", "fals", "0", "-0", "01", "1.", ".5",
