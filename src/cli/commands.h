@@ -24,6 +24,7 @@ int run_serve(const std::vector<std::string>& args);
 int run_certs(const std::vector<std::string>& args);
 int run_cleanup(const std::vector<std::string>& args);
 int run_selftest(const std::vector<std::string>& args);
+int run_explain(const std::vector<std::string>& args);
 
 // `completion bash|zsh` and `man`: shell completion and the man page, made
 // from the command table and each command's CLI11 declarations.

@@ -16,6 +16,8 @@ namespace {
 
 constexpr Command kCommands[] = {
     {"evaluate", "decide offline for a Component and a Pod or workload manifest", run_evaluate},
+    {"explain", "explain the decision for a live pod or workload (kubectl isolation-gate explain pod/NAME)",
+     run_explain},
     {"serve", "run the admission webhook (--local for no cluster)", run_serve},
     {"certs", "write a CA and a serving certificate (PEM) for the webhook", run_certs},
     {"selftest", "check the installed gate through the API server (helm test)", run_selftest},

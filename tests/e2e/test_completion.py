@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import harness as h  # noqa: E402
 
-COMMANDS = ["evaluate", "serve", "certs", "selftest", "cleanup", "completion", "man", "version", "help"]
+COMMANDS = ["evaluate", "explain", "serve", "certs", "selftest", "cleanup", "completion", "man", "version", "help"]
 
 
 class Completion(unittest.TestCase):
