@@ -111,7 +111,7 @@ TEST(ManifestReader, StreamsAndListsGiveEveryObjectWithItsLine) {
 
 TEST(ManifestReader, BadStreamsAreErrorsNamingTheSourceAndLine) {
   const std::pair<const char*, const char*> cases[] = {
-      {"kind: A\n---\nkind: [\n", "in: line 3"},
+      {"kind: A\n---\nkind: [\n", "in: line 4, column 1: invalid YAML"},
       {"{\"kind\": ", "in: invalid JSON"},
       {"kind: A\n---\nm: {<<: 1}\n", "in: line 3"},
   };
