@@ -511,7 +511,7 @@ json sarif_of(const Run& run) {
                    {"ruleIndex", rule("BadInput", "the input cannot be read or is not valid")},
                    {"level", "error"},
                    {"message", {{"text", e.message}}}};
-    if (e.origin.path != kStdin) {
+    if (e.origin.path != kStdin && !e.origin.path.empty()) {
       result["locations"] = json::array({{{"physicalLocation", sarif_location(e.origin)}}});
     }
     results.push_back(std::move(result));

@@ -15,7 +15,7 @@ namespace ig::cli {
 namespace {
 
 constexpr Command kCommands[] = {
-    {"evaluate", "decide offline for a Component and a Pod or workload manifest", run_evaluate},
+    {"evaluate", "decide offline for every pod and workload of some manifests (CI)", run_evaluate},
     {"explain", "explain the decision for a live pod or workload (kubectl isolation-gate explain pod/NAME)",
      run_explain},
     {"serve", "run the admission webhook (--local for no cluster)", run_serve},
