@@ -34,6 +34,7 @@ struct Flag {
 struct Described {
   std::string name, summary, description, footer;
   std::vector<Flag> flags;
+  std::vector<std::string> positionals;  // their type names ("KIND/NAME")
 };
 
 bool is_word(const std::string& s) {
@@ -74,13 +75,17 @@ Flag flag_of(const CLI::Option& opt) {
 std::vector<Described> describe_all() {
   std::vector<Described> out;
   for (const auto& c : command_table()) {
-    Described d{std::string(c.name), std::string(c.summary), {}, {}, {}};
+    Described d{std::string(c.name), std::string(c.summary), {}, {}, {}, {}};
     if (c.run != nullptr) {
       describe_command(c.run, [&d](const CLI::App& app) {
         d.description = app.get_description();
         d.footer = app.get_footer();
         for (const CLI::Option* opt : app.get_options()) {
-          if (!opt->get_positional()) d.flags.push_back(flag_of(*opt));
+          if (opt->get_positional()) {
+            d.positionals.push_back(opt->get_type_name());
+          } else {
+            d.flags.push_back(flag_of(*opt));
+          }
         }
       });
     }
@@ -220,7 +225,10 @@ std::string man_page(const std::vector<Described>& commands) {
          "(Deny). Installed as kubectl\\-isolation_gate it is also a kubectl plugin.\n";
   out += ".SH COMMANDS\n";
   for (const auto& c : commands) {
-    out += ".SS " + roff(c.name) + "\n" + roff(c.description.empty() ? std::string(c.summary) : c.description) + "\n";
+    out += ".SS " + roff(c.name) + "\n\\fBisolation\\-gate " + roff(c.name) + "\\fR";
+    for (const auto& p : c.positionals) out += " \\fI" + roff(p) + "\\fR";
+    if (!c.flags.empty()) out += " [flags]";
+    out += "\n.br\n" + roff(c.description.empty() ? std::string(c.summary) : c.description) + "\n";
     for (const auto& f : c.flags) {
       out += ".TP\n\\fB" + roff(join(f.names, ", ")) + "\\fR";
       if (!f.type_name.empty()) out += " \\fI" + roff(f.type_name) + "\\fR";
