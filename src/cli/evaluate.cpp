@@ -22,6 +22,7 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/gate_options.h"
+#include "cli/verdict_words.h"
 #include "config/environment.h"
 #include "model/component.h"
 #include "model/document.h"
@@ -267,11 +268,6 @@ Decided decide_all(Inputs& in, const EvaluateOptions& o) {
 }
 
 // ---- printing --------------------------------------------------------------
-
-std::string decision_label(const admission::PodVerdict& v) {
-  if (v.decided) return std::string(policy::to_string(v.decision));
-  return v.answer.allowed() ? "NotEnforced" : "Deny";
-}
 
 // The gate's inputs turned into words here, at the edge, and nowhere before.
 std::string trust_name(const admission::GateInputsReport& in) {

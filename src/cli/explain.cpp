@@ -17,6 +17,7 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/gate_options.h"
+#include "cli/verdict_words.h"
 #include "config/environment.h"
 #include "controller/sandbox_rule.h"
 #include "model/component.h"
@@ -28,7 +29,7 @@ namespace {
 
 using nlohmann::json;
 
-enum class Output { Text, Json };
+enum class ExplainOutput { Text, Json };
 
 struct ExplainOptions {
   std::string target;  // KIND/NAME
@@ -38,7 +39,7 @@ struct ExplainOptions {
   std::string gate_namespace = std::string(config::kDefaultNamespace);
   policy::DeploymentShape shape = policy::DeploymentShape::SetecOnly;
   std::string shape_word;
-  Output output = Output::Text;
+  ExplainOutput output = ExplainOutput::Text;
   std::chrono::milliseconds timeout{10000};
 };
 
@@ -128,11 +129,6 @@ struct Explained {
   admission::PodVerdict verdict;
   std::vector<std::string> todo;
 };
-
-std::string decision_label(const admission::PodVerdict& v) {
-  if (v.decided) return std::string(policy::to_string(v.decision));
-  return v.answer.allowed() ? "NotEnforced" : "Deny";
-}
 
 json to_json(const Explained& e) {
   const auto& v = e.verdict;
@@ -245,7 +241,7 @@ int run_explain(const std::vector<std::string>& args) {
                        DeploymentShape::CustomerIsolation}},
                   "the deployment shape the gate runs with (default: from GIBSON_UNTRUSTED_EXEC)")
       ->each([&o](const std::string& word) { o.shape_word = word; });
-  add_enum_option(*app, "-o,--output", o.output, EnumWords<Output>{{"text", Output::Text}, {"json", Output::Json}},
+  add_enum_option(*app, "-o,--output", o.output, EnumWords<ExplainOutput>{{"text", ExplainOutput::Text}, {"json", ExplainOutput::Json}},
                   "what to print");
   add_duration_option(*app, "--request-timeout", o.timeout, "each request to the API server");
   app->footer(
@@ -370,7 +366,7 @@ int run_explain(const std::vector<std::string>& args) {
   if (e.verdict.answer.allowed() && !policy::is_available(e.sandbox.availability) && !e.todo.empty()) {
     e.todo.insert(e.todo.begin(), "nothing for this pod; for the sandbox:");
   }
-  const std::string text = o.output == Output::Json ? model::dump_json(to_json(e), 2) + "\n" : to_text(e);
+  const std::string text = o.output == ExplainOutput::Json ? model::dump_json(to_json(e), 2) + "\n" : to_text(e);
   std::fwrite(text.data(), 1, text.size(), stdout);
   return e.verdict.answer.allowed() ? kExitAllowed : kExitDenied;
 }
