@@ -303,6 +303,16 @@ class MergeKeys(unittest.TestCase):
                 r = out if "decision" in out else out["results"][0]
                 self.assertEqual((r["decision"], r["contentTrust"]["effective"]), ("Deny", "untrusted"))
 
+    def test_serve_local_reads_the_merged_policy_as_untrusted(self):
+        d = os.path.join(self.tmp, "components")
+        os.makedirs(d)
+        self.write("components/c.yaml", MERGED_UNTRUSTED)
+        gate = h.GateServer(sandbox="unavailable", components=d).start()
+        self.addCleanup(gate.stop)
+        out = gate.review("/mutate/pods", h.pod_review(h.example_pod("report-parser-pod.yaml")))
+        self.assertFalse(out["response"]["allowed"], out)
+        self.assertIn("untrusted", out["response"]["status"]["message"])
+
     def test_a_key_set_before_the_merge_key_and_by_it_is_refused_naming_file_and_line(self):
         comp = self.write("c.yaml", MERGED_CONFLICT)
         proc = h.run_binary(["evaluate", "--component", comp, "--pod",
