@@ -558,6 +558,7 @@ int run_evaluate(const std::vector<std::string>& args) {
                   "Components among them are used, other kinds skipped")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->allow_extra_args(false)
+      ->default_str("")
       ->type_name("FILE|DIR|-");
   app->add_option("--pod", o.pod_path,
                   "one Pod or workload (YAML or JSON): Deployment, StatefulSet,\n"
@@ -569,6 +570,7 @@ int run_evaluate(const std::vector<std::string>& args) {
                   "other kinds of document are skipped")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->allow_extra_args(false)
+      ->default_str("")
       ->type_name("FILE|DIR");
   add_enum_option(*app, "-o,--output", o.output,
                   EnumWords<Output>{{"text", Output::Text},
