@@ -19,6 +19,7 @@ Result<ApiAccess> connect(const std::string& kubeconfig, const std::string& cont
   if (!client) return fail("cannot make the Kubernetes API client: " + client.error());
   ApiAccess out;
   out.client = std::move(*client);
+  out.context_namespace = config->namespace_name;
   out.ns = !namespace_flag.empty()           ? namespace_flag
            : !config->namespace_name.empty() ? config->namespace_name
                                              : std::string(config::kDefaultNamespace);

@@ -19,6 +19,7 @@ namespace ig::cli {
 struct ApiAccess {
   std::unique_ptr<kube::HttpClient> client;
   std::string ns;  // the namespace the command works in
+  std::string context_namespace;  // the kubeconfig context's (or service account's) namespace; "" when none
 };
 
 Result<ApiAccess> connect(const std::string& kubeconfig, const std::string& context, const std::string& namespace_flag,

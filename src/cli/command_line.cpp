@@ -16,7 +16,23 @@ std::unique_ptr<CLI::App> make_app(std::string_view command, std::string_view su
   return app;
 }
 
+namespace {
+// The visitor of describe_command(), while it runs.
+thread_local const std::function<void(const CLI::App&)>* describing = nullptr;
+}  // namespace
+
+int describe_command(int (*run)(const std::vector<std::string>&), const std::function<void(const CLI::App&)>& visit) {
+  describing = &visit;
+  const int code = run({});
+  describing = nullptr;
+  return code;
+}
+
 std::optional<int> parse(CLI::App& app, const std::vector<std::string>& args) {
+  if (describing != nullptr) {
+    (*describing)(app);
+    return kExitAllowed;
+  }
   // CLI11 takes the arguments last first.
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {

@@ -13,12 +13,17 @@
 //   stderr (the message names the flag).
 // - add_duration_option() takes a Kubernetes-style duration ("15s", "1h30m":
 //   config/duration.h); anything else is a bad flag quoting it.
+// - describe_command() runs a command without running it: parse() hands the
+//   command's declared CLI::App to `visit` and returns kExitAllowed before
+//   parsing, so completion and the man page are made from the same
+//   declarations as parsing and --help (cli/completion.cpp).
 // - add_enum_option() maps a flag's words to an enum through one table, so a
 //   gate input is an enum from the moment it is parsed and no code compares
 //   its words; any other word is a bad flag naming the valid ones.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +39,10 @@ namespace ig::cli {
 std::unique_ptr<CLI::App> make_app(std::string_view command, std::string_view summary);
 
 std::optional<int> parse(CLI::App& app, const std::vector<std::string>& args);
+
+// Calls `run` so that its parse() gives its CLI::App to `visit` instead of
+// parsing (on this thread only); returns run's exit code.
+int describe_command(int (*run)(const std::vector<std::string>&), const std::function<void(const CLI::App&)>& visit);
 
 CLI::Option* add_duration_option(CLI::App& app, const std::string& name, std::chrono::milliseconds& target,
                                  const std::string& help);

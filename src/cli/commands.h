@@ -6,7 +6,9 @@
 // exit kExitBadInput with one line on stderr naming the flag or the file.
 #pragma once
 
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ig::cli {
@@ -22,8 +24,24 @@ int run_serve(const std::vector<std::string>& args);
 int run_certs(const std::vector<std::string>& args);
 int run_cleanup(const std::vector<std::string>& args);
 int run_selftest(const std::vector<std::string>& args);
+int run_explain(const std::vector<std::string>& args);
 
-// Dispatches argv to a command; prints usage on errors.
+// `completion bash|zsh` and `man`: shell completion and the man page, made
+// from the command table and each command's CLI11 declarations.
+int run_completion(const std::vector<std::string>& args);
+int run_man(const std::vector<std::string>& args);
+
+// The command table: name, one-line summary, and the function that runs it
+// (null: version and help, handled by run_main).
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  int (*run)(const std::vector<std::string>& args);
+};
+std::span<const Command> command_table() noexcept;
+
+// Dispatches argv to a command; prints usage on errors. Invoked as
+// kubectl-isolation_gate (a kubectl plugin) it is the same program.
 int run_main(int argc, char** argv);
 
 }  // namespace ig::cli

@@ -14,18 +14,16 @@
 namespace ig::cli {
 namespace {
 
-struct Command {
-  std::string_view name;
-  std::string_view summary;
-  int (*run)(const std::vector<std::string>& args);  // null: handled here
-};
-
 constexpr Command kCommands[] = {
-    {"evaluate", "decide offline for a Component and a Pod or workload manifest", run_evaluate},
+    {"evaluate", "decide offline for every pod and workload of some manifests (CI)", run_evaluate},
+    {"explain", "explain the decision for a live pod or workload (kubectl isolation-gate explain pod/NAME)",
+     run_explain},
     {"serve", "run the admission webhook (--local for no cluster)", run_serve},
     {"certs", "write a CA and a serving certificate (PEM) for the webhook", run_certs},
     {"selftest", "check the installed gate through the API server (helm test)", run_selftest},
     {"cleanup", "delete the webhook configurations serve applies (helm pre-delete)", run_cleanup},
+    {"completion", "print shell completion (bash or zsh)", run_completion},
+    {"man", "print the man page (roff)", run_man},
     {"version", "print the version", nullptr},
     {"help", "print this help", nullptr},
 };
@@ -47,6 +45,8 @@ std::string usage() {
 }
 
 }  // namespace
+
+std::span<const Command> command_table() noexcept { return kCommands; }
 
 int run_main(int argc, char** argv) {
   if (argc < 2) {

@@ -9,12 +9,18 @@
 //  - YAML (yaml-cpp): its own DeepRecursion guard is caught; the YAML->JSON
 //    walk caps depth and the number of nodes produced, so alias expansion
 //    ("billion laughs") and alias cycles end in an error.
+//  - YAML merge keys ("<<: *base", "<<: [*a, *b]") are merged as go-yaml
+//    (the API server's reader) merges them: a key after "<<" overrides the
+//    merged value, earlier maps of a list win; a key set both before "<<"
+//    and by it is refused (go-yaml's versions disagree on it). A quoted "<<"
+//    is an ordinary key.
 //  - Scalars follow Kubernetes' YAML->JSON conversion: quoted scalars are
 //    strings; plain null/~/empty -> null, true/false -> bool, integers and
 //    floats -> numbers, everything else a string.
 #pragma once
 
 #include <cstddef>
+#include <istream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +57,29 @@ Result<std::vector<json>> parse_yaml_documents(std::string_view text, std::strin
 Result<std::vector<json>> parse_documents(std::string_view text, std::string_view source,
                                           const DecodeLimits& limits = {});
 
+// Reads a stream to its end without seeking (a pipe, stdin), refusing more
+// than limits.max_bytes: "SOURCE: input is larger than N bytes".
+Result<std::string> read_text(std::istream& in, const std::string& source, const DecodeLimits& limits = {});
+
+// The same for a file: a directory is "PATH: is a directory"; a regular file
+// over the limit is refused before it is read.
+Result<std::string> read_text_file(const std::string& path, const DecodeLimits& limits = {});
+
+// One object of a manifest stream and where it starts.
+struct Manifest {
+  json object;
+  std::size_t line = 0;      // 1-based line of the document or list item; 0 when unknown
+  std::size_t document = 0;  // 1-based index of its document in the stream (empty ones not counted)
+  std::size_t item = 0;      // 1-based index in its document's `items`; 0 when not from a list
+};
+
+// Every object of a stream, as kubectl reads `-f`: each document of a YAML
+// stream or the JSON value, and in place of a list document (kind "List" or
+// "<Kind>List" with an `items` list) each of its items (kind and apiVersion
+// filled in from a typed list). Errors as parse_documents.
+Result<std::vector<Manifest>> parse_manifests(std::string_view text, std::string_view source,
+                                              const DecodeLimits& limits = {});
+
 // Reads a file (refusing ones over limits.max_bytes) and parses its documents.
 Result<std::vector<json>> load_documents_file(const std::string& path,
                                               const DecodeLimits& limits = {});
@@ -58,11 +87,19 @@ Result<std::vector<json>> load_documents_file(const std::string& path,
 // Exactly one document from a file: an error names the file when there are none or several.
 Result<json> load_single_document_file(const std::string& path, const DecodeLimits& limits = {});
 
+// The same for text already read ("SOURCE: expected one document, found 2").
+Result<json> parse_single_document(std::string_view text, std::string_view source,
+                                   const DecodeLimits& limits = {});
+
 // "a string", "a list", "a map", "a number", "a boolean", "null" — for messages.
 std::string_view json_type_phrase(const json& value) noexcept;
 std::string_view json_type_phrase(json::value_t type) noexcept;
 
 // A JSON dump that never throws (invalid UTF-8 is replaced).
 std::string dump_json(const json& value, int indent = -1);
+
+// The same value as a YAML document (block style, every string quoted so
+// that it reads back as a string); parse_documents() reads it back equal.
+std::string dump_yaml(const json& value);
 
 }  // namespace ig::model
