@@ -606,7 +606,7 @@ int serve_local(const ServeOptions& o, Clock::time_point started) {
 void write_event_metrics(prometheus::TextWriter& out, const kube::EventRecorderStats& s) {
   using prometheus::Type;
   out.family("isolation_gate_events_total", Type::Counter,
-             "Event occurrences by what became of them: created (a new Event), series (a repeat\n"
+             "Event occurrences by what became of them: created (a new Event), series (a repeat "
              "written into its Event's series), dropped_queue_full, dropped_rate_limited, failed.");
   const std::pair<std::string_view, std::uint64_t> rows[] = {
       {"recorded", s.recorded},

@@ -235,7 +235,8 @@ void write_cache_metrics(prometheus::TextWriter& out, std::span<const CacheView>
     out.sample("isolation_gate_cache_decode_errors_total", {{"resource", c.name}}, c.decode_errors);
   }
   struct Counter {
-    std::string_view name, help;
+    std::string_view name;
+    prometheus::Help help;
     std::uint64_t kube::ReflectorStats::*field;
   };
   static constexpr Counter kCounters[] = {
