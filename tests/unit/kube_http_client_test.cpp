@@ -790,7 +790,7 @@ TEST_F(KubeHttpClientTest, ReflectorFollowsTheServerThroughDropsAnOutageAndA410)
   server().control("come_back");
   ASSERT_TRUE(eventually([&] { return value("r4") == "(absent)" && value("r6") == "6"; }))
       << "r4=" << value("r4") << " r6=" << value("r6");
-  EXPECT_GE(reflector.stats().relists_gone, 1u);
+  EXPECT_GE(reflector.stats().relists[static_cast<std::size_t>(RelistCause::Expired)], 1u);
   EXPECT_GE(reflector.stats().lists, 2u);
   EXPECT_EQ(store.size(), 5u);  // r0 r2 r3 r5 r6
   reflector.stop();
