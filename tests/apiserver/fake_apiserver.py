@@ -2486,24 +2486,27 @@ class FakeApiServer:
         self._continue_ttl = None if seconds is None else float(seconds)
         return True
 
-    def set_watch_silence(self, resource=None, enabled=True):
-        """Watches of `resource` (None: every resource), open and future, stay open but send nothing: no
-        event, no bookmark, not the end at timeoutSeconds (a hung proxy, a dead connection whose peer never
-        says so). Events are held, not lost; enabled=False lets them through. A client that closes the
-        connection meanwhile ends the stream on the server too."""
+    def set_watch_silence(self, resource=None, enabled=True, future=True):
+        """Watches of `resource` (None: every resource) stay open but send nothing: no event, no bookmark,
+        not the end at timeoutSeconds (a hung proxy, a dead connection whose peer never says so). `future`:
+        the open ones and every one opened later (until enabled=False); False: only the ones open now (a
+        connection that died: a new one works). Events are held, not lost; enabled=False lets them through.
+        A client that closes the connection meanwhile ends the stream on the server too."""
         key = None if resource is None else self.resource(resource).id
-        with self._lock:   # replaced whole: read without a lock (under a watcher's cond)
-            self._silent = (self._silent | {key}) if enabled else (self._silent - {key})
+        if future or not enabled:
+            with self._lock:   # replaced whole: read without a lock (under a watcher's cond)
+                self._silent = (self._silent | {key}) if enabled else (self._silent - {key})
         with self.store.lock:
-            watchers = list(self.store.watchers)
+            watchers = [w for w in self.store.watchers if key is None or w.res.id == key]
         for w in watchers:
             with w.cond:
+                w.silenced = bool(enabled) and not future
                 w.cond.notify_all()
         return True
 
     def _is_silent(self, w):
         silent = self._silent
-        return None in silent or w.res.id in silent
+        return getattr(w, "silenced", False) or None in silent or w.res.id in silent
 
     def set_bookmark_interval(self, seconds=1.0):
         """Seconds between BOOKMARK events on watches that allow them (None: only the final one)."""

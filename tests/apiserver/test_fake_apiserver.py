@@ -790,6 +790,19 @@ class TestWatchCacheFaults(Base):
                                                   _request_timeout=10):
             names.append(ev["object"].metadata.name)
         self.assertEqual(names, ["n1"])
+        # future=False: only the watch open now goes silent; a new one works (a dead connection).
+        rv = self.server.resource_version()
+        started = self.server.watches_started("nodes")
+        w = RawWatch(self.server, "/api/v1/nodes?watch=1&allowWatchBookmarks=true&timeoutSeconds=30&resourceVersion="
+                     + rv, self.token, timeout=3).start()
+        self.server.wait_for_watch("nodes", started_after=started)
+        self.server.set_watch_silence("nodes", future=False)
+        self.server.create("nodes", self.node("n2"))
+        names = [ev["object"].metadata.name for ev in kubernetes.watch.Watch().stream(
+            self.core.list_node, resource_version=rv, timeout_seconds=1, _request_timeout=10)]
+        self.assertEqual(names, ["n2"])
+        w.join(10)      # its read timed out: nothing came, not even a bookmark
+        self.assertNotIn(b'"n2"', w.data())
 
     def test_continue_tokens_expire_while_a_slow_list_pages_through(self):
         for i in range(4):

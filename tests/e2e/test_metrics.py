@@ -1,4 +1,4 @@
-"""Metrics a real Prometheus can read (docs/operations.md, "Metrics"):
+"""Metrics a real Prometheus can read (docs/operations.md, "Alert runbooks"):
 
 - the live /metrics of local mode and of cluster mode (caches synced, leader
   elected, reviews served) is read by the real parser, `promtool check
