@@ -93,6 +93,7 @@ class WatchFaults(CacheFaultCase):
         self.start_gate_with()
         self.wait_decision("RequireSetec", "at start")
         # The open Node watch goes silent (a dead connection); a new one would work.
+        self.api.wait_for_watch("nodes", timeout=tc.WAIT)
         self.api.set_watch_silence("nodes", future=False)
         self.api.put("nodes", tc.node(ready=False))
         self.wait_decision("Deny", "a change held by a silent watch")
