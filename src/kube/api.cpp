@@ -14,7 +14,7 @@ std::string escape_segment(std::string_view s) {
   return percent_encode(s);
 }
 
-const std::string* string_field(const nlohmann::json& o, const char* key) {
+const std::string* status_string_member(const nlohmann::json& o, const char* key) {
   if (!o.is_object()) return nullptr;
   auto it = o.find(key);
   return it != o.end() && it->is_string() ? &it->get_ref<const std::string&>() : nullptr;
@@ -30,16 +30,16 @@ bool status_rv_too_large(const nlohmann::json& status) {
     auto causes = details->find("causes");
     if (causes != details->end() && causes->is_array()) {
       for (const auto& c : *causes) {
-        const std::string* reason = string_field(c, "reason");
+        const std::string* reason = status_string_member(c, "reason");
         if (reason && *reason == "ResourceVersionTooLarge") return true;
-        const std::string* message = string_field(c, "message");
+        const std::string* message = status_string_member(c, "message");
         if (message && *message == kText) return true;
       }
     }
   }
   auto code = status.find("code");
   const bool timeout = code != status.end() && code->is_number_integer() && code->get<int>() == 504;
-  const std::string* message = string_field(status, "message");
+  const std::string* message = status_string_member(status, "message");
   return timeout && message && message->find(kText) != std::string::npos;
 }
 
@@ -48,7 +48,7 @@ ApiError error_from_status(std::string_view what, const nlohmann::json& status) 
   if (status.is_object()) {
     auto code = status.find("code");
     if (code != status.end() && code->is_number_integer()) e.code = code->get<int>();
-    if (const std::string* r = string_field(status, "reason")) e.reason = r->substr(0, 64);
+    if (const std::string* r = status_string_member(status, "reason")) e.reason = r->substr(0, 64);
     auto details = status.find("details");
     if (details != status.end() && details->is_object()) {
       auto ra = details->find("retryAfterSeconds");
@@ -60,7 +60,7 @@ ApiError error_from_status(std::string_view what, const nlohmann::json& status) 
   e.rv_too_large = status_rv_too_large(status);
   e.message = std::string(what) + ": " + std::to_string(e.code);
   if (!e.reason.empty()) e.message += " " + e.reason;
-  const std::string* m = string_field(status, "message");
+  const std::string* m = status_string_member(status, "message");
   if (m && *m != e.reason) e.message += ": " + m->substr(0, 512);
   if (!status.is_object()) e.message += ": not a Status";
   return e;

@@ -36,8 +36,9 @@ struct ApiError {
   int code = 0;                         // HTTP status; 0 when there was no answer
   std::string reason;                   // Status.reason ("Expired", "NotFound", ...)
   std::chrono::seconds retry_after{0};  // Retry-After on 429/503, else 0
-  // No answer because the connection was refused (nothing listens): the
-  // server is down or restarting, not refusing us (client-go retries a watch).
+  // No answer because the connection was refused (nothing listens; cpprestsdk
+  // reports it as host unreachable, which counts too): the server is down or
+  // restarting, not refusing us (client-go retries a watch).
   bool refused = false;
   // The Status says "Too large resource version" (cause ResourceVersionTooLarge,
   // 504): the server is behind the resourceVersion asked for (a watch cache

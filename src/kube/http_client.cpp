@@ -47,7 +47,7 @@ struct Completion {
   bool done = false;
   std::optional<T> value;
   std::string error;
-  bool refused = false;  // the error is a refused connection (ECONNREFUSED)
+  bool refused = false;  // the connection was refused (or the host unreachable)
 };
 
 std::string exception_text(std::exception_ptr e) {
@@ -74,7 +74,10 @@ std::shared_ptr<Completion<T>> track(pplx::task<T> task) {
       v.emplace(t.get());  // t is complete: get() does not block
     } catch (const http::http_exception& ex) {
       err = exception_text(std::current_exception());
-      refused = ex.error_code().value() == ECONNREFUSED;
+      // cpprestsdk reports a refused connect as EHOSTUNREACH (its asio client
+      // remaps connection_refused in the connect context); either way no
+      // server listens there now.
+      refused = ex.error_code().value() == ECONNREFUSED || ex.error_code().value() == EHOSTUNREACH;
     } catch (...) {
       err = exception_text(std::current_exception());
     }
