@@ -25,6 +25,19 @@ void append_escaped(std::string& out, std::string_view value) {
   }
 }
 
+// HELP text: backslash and newline escaped (text format 0.0.4). Help
+// already excludes newlines; escaping them too keeps the writer correct on
+// its own.
+void append_help_escaped(std::string& out, std::string_view help) {
+  for (char c : help) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      default: out += c;
+    }
+  }
+}
+
 std::string format_double(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.17g", v);
@@ -46,8 +59,10 @@ std::string format_bound(double v) {
   return buf;
 }
 
-void TextWriter::family(std::string_view name, Type type, std::string_view help) {
-  out_.append("# HELP ").append(name).append(" ").append(help).append("\n# TYPE ");
+void TextWriter::family(std::string_view name, Type type, Help help) {
+  out_.append("# HELP ").append(name).append(" ");
+  append_help_escaped(out_, help.text());
+  out_.append("\n# TYPE ");
   out_.append(name).append(" ").append(type_name(type)).append("\n");
 }
 

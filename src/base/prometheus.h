@@ -3,9 +3,12 @@
 // label escaping and number formatting follow one rule.
 //
 // Contract: family() writes "# HELP" and "# TYPE" once per metric; sample()
-// writes one line. Label values are escaped (\\, \", \n); names are the
-// caller's constants and are not checked. Integers print exactly; doubles in
-// the shortest form that reads back as the same value ("%.17g" trimmed).
+// writes one line. Label values are escaped (\\, \", \n) and so is HELP text
+// (\\, \n), as the text format requires; a HELP text is a `Help`, built only
+// at compile time from a constant without a newline (a newline in one is a
+// compile error, not a scrape error). Names are the caller's constants and are
+// not checked. Integers print exactly; doubles in the shortest form that reads
+// back as the same value ("%.17g" trimmed).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +20,27 @@ namespace ig::prometheus {
 
 enum class Type { Counter, Gauge, Histogram };
 
+// One metric's HELP text: one line, known at compile time. The consteval
+// constructor rejects a newline (and a carriage return) in the build itself,
+// so a multi-line help can never reach a scrape; tables of rows hold `Help`
+// members built in constant initialisers.
+class Help {
+ public:
+  consteval Help(const char* text) : text_(text) { check(); }  // NOLINT: implicit from literals
+  consteval Help(std::string_view text) : text_(text) { check(); }  // NOLINT
+  constexpr std::string_view text() const noexcept { return text_; }
+  constexpr bool empty() const noexcept { return text_.empty(); }
+
+ private:
+  consteval void check() const {
+    for (char c : text_) {
+      // Not a constant expression: the compiler reports this line.
+      if (c == '\n' || c == '\r') throw "prometheus::Help: HELP text must be one line";
+    }
+  }
+  std::string_view text_;
+};
+
 struct Label {
   std::string_view name;
   std::string_view value;
@@ -26,7 +50,7 @@ class TextWriter {
  public:
   explicit TextWriter(std::string& out) : out_(out) {}
 
-  void family(std::string_view name, Type type, std::string_view help);
+  void family(std::string_view name, Type type, Help help);
   void sample(std::string_view name, std::initializer_list<Label> labels, std::uint64_t value);
   void sample(std::string_view name, std::initializer_list<Label> labels, double value);
   // A histogram's _bucket/_sum/_count lines from per-bucket (not cumulative)

@@ -121,6 +121,8 @@ struct ServeOptions {
   std::size_t status_workers = 1;
   int kube_api_burst = kube::RateLimiter::kDefaultBurst;
   std::size_t kube_list_page_size = 5000;
+  std::chrono::milliseconds kube_watch_silence{150'000};
+  std::chrono::milliseconds sandbox_stale_after{300'000};
 };
 
 int usage_error(const std::string& message) {
@@ -260,6 +262,14 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
                   "transient response buffer; client-go uses 500)")
       ->check(CLI::Range(1, 100000).description(""))
       ->type_name("N");
+  add_duration_option(*app, "--kube-watch-silence", o.kube_watch_silence,
+                      "cluster mode: a cache's watch that delivers no byte for this long\n"
+                      "is closed and reopened (the API server sends a bookmark about\n"
+                      "every minute; 0s: never)");
+  add_duration_option(*app, "--sandbox-stale-after", o.sandbox_stale_after,
+                      "cluster mode: when the RuntimeClass or Node cache has had no list,\n"
+                      "event or bookmark for this long, admission treats the sandbox as\n"
+                      "unavailable (fail closed; 0s: never)");
   app->footer("The deployment shape comes from GIBSON_UNTRUSTED_EXEC (default setec-only).");
   if (auto exit_code = parse(*app, args)) return exit_code;
   o.namespace_given = app->get_option("--namespace")->count() > 0;
@@ -300,6 +310,9 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
     return usage_error("--webhook-template-configmap is for cluster mode with --cert-mode self-managed");
   }
   if (o.drain_delay > std::chrono::seconds(60)) return usage_error("--drain-delay must be at most 60s");
+  if (o.sandbox_stale_after.count() > 0 && o.kube_watch_silence.count() > 0 &&
+      o.sandbox_stale_after <= o.kube_watch_silence)
+    return usage_error("--sandbox-stale-after must be longer than --kube-watch-silence (or 0s)");
   if (o.tls_handshake_timeout < std::chrono::milliseconds(100) || o.tls_handshake_timeout > std::chrono::seconds(60))
     return usage_error("--tls-handshake-timeout must be between 100ms and 60s");
   if (o.max_connections_per_source > o.max_connections)
@@ -624,7 +637,7 @@ int serve_local(const ServeOptions& o, Clock::time_point started) {
 void write_event_metrics(prometheus::TextWriter& out, const kube::EventRecorderStats& s) {
   using prometheus::Type;
   out.family("isolation_gate_events_total", Type::Counter,
-             "Event occurrences by what became of them: created (a new Event), series (a repeat\n"
+             "Event occurrences by what became of them: created (a new Event), series (a repeat "
              "written into its Event's series), dropped_queue_full, dropped_rate_limited, failed.");
   const std::pair<std::string_view, std::uint64_t> rows[] = {
       {"recorded", s.recorded},
@@ -700,6 +713,8 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
   cluster_options.shape = settings.shape.shape;
   cluster_options.log = log_adapter;
   cluster_options.page_size = o.kube_list_page_size;
+  cluster_options.watch_silence = o.kube_watch_silence;
+  cluster_options.sandbox_stale_after = o.sandbox_stale_after;
   controller::Cluster cluster(**client, cluster_options);
 
   kube::EventRecorderOptions event_options;
@@ -777,7 +792,7 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
   events.start();
   if (certs) certs->start();
   (*elector)->start();
-  const admission::AdmissionContext context{settings, cluster.components(), cluster.sandbox()};
+  const admission::AdmissionContext context{settings, cluster.components(), cluster.admission_sandbox()};
   ModeFacts facts;
   facts.mode = "cluster";
   facts.component_count = [&cluster] { return cluster.component_count(); };

@@ -24,6 +24,31 @@ bool ClusterSandbox::update(const SandboxAssessment& a) {
   return changed;
 }
 
+const kube::Reflector* FreshSandbox::stale() const noexcept {
+  if (stale_after_.count() <= 0) return nullptr;
+  for (const kube::Reflector* r : {runtime_classes_, nodes_}) {
+    if (r != nullptr && r->since_progress() > stale_after_) return r;
+  }
+  return nullptr;
+}
+
+policy::SandboxAvailability FreshSandbox::availability() const noexcept {
+  const auto assessed = sandbox_.availability();
+  if (!policy::is_available(assessed)) return assessed;  // nothing to fail closed from
+  return stale() != nullptr ? policy::SandboxAvailability::Unavailable : assessed;
+}
+
+std::string FreshSandbox::describe() const {
+  if (const kube::Reflector* r = stale(); r != nullptr && policy::is_available(sandbox_.availability())) {
+    const auto age = std::chrono::duration_cast<std::chrono::seconds>(r->since_progress()).count();
+    return "unknown (treated as unavailable): the " + r->name() + " cache has had no list, event or bookmark for " +
+           std::to_string(age) + "s (--sandbox-stale-after " +
+           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(stale_after_).count()) +
+           "s); its last assessment was: " + sandbox_.describe();
+  }
+  return sandbox_.describe();
+}
+
 admission::LookupResult ClusterComponents::find(std::string_view ns, std::string_view name) const {
   using Status = admission::LookupResult::Status;
   if (auto cached = store_.find(kube::object_key(ns, name))) {
@@ -84,6 +109,7 @@ Cluster::Cluster(kube::Client& client, ClusterOptions options)
     o.path = kube::collection_path(r);
     o.page_size = options_.page_size;
     o.watch_timeout = options_.watch_timeout;
+    o.watch_silence = options_.watch_silence;
     o.backoff = options_.backoff;
     o.log = options_.log;
     return std::make_unique<kube::Reflector>(client_, sink, std::move(o));
@@ -91,6 +117,8 @@ Cluster::Cluster(kube::Client& client, ClusterOptions options)
   component_reflector_ = reflector("components", kComponents, components_);
   runtime_class_reflector_ = reflector("runtimeclasses", kRuntimeClasses, runtime_classes_);
   node_reflector_ = reflector("nodes", kNodes, nodes_);
+  fresh_sandbox_ = std::make_unique<FreshSandbox>(sandbox_, options_.sandbox_stale_after,
+                                                  runtime_class_reflector_.get(), node_reflector_.get());
 }
 
 Cluster::~Cluster() { stop(); }
@@ -196,9 +224,10 @@ void Cluster::recompute_sandbox() {
 void Cluster::write_metrics(prometheus::TextWriter& out, std::span<const CacheView> more) const {
   using prometheus::Type;
   out.family("isolation_gate_sandbox_available", Type::Gauge,
-             "1 when the setec sandbox is available (RuntimeClass present and a capable Node).");
+             "1 when the setec sandbox is available to admission (RuntimeClass present, a capable Node, "
+             "caches not stale).");
   out.sample("isolation_gate_sandbox_available", {},
-             std::uint64_t{policy::is_available(sandbox_.availability()) ? 1u : 0u});
+             std::uint64_t{policy::is_available(fresh_sandbox_->availability()) ? 1u : 0u});
   out.family("isolation_gate_sandbox_capable_nodes", Type::Gauge,
              "Nodes that can run the setec RuntimeClass now.");
   out.sample("isolation_gate_sandbox_capable_nodes", {}, std::uint64_t{sandbox_.capable_nodes()});
@@ -234,15 +263,23 @@ void write_cache_metrics(prometheus::TextWriter& out, std::span<const CacheView>
   for (const auto& c : caches) {
     out.sample("isolation_gate_cache_decode_errors_total", {{"resource", c.name}}, c.decode_errors);
   }
+  out.family("isolation_gate_cache_staleness_seconds", Type::Gauge,
+             "Seconds since the cache's last complete list, watch event or bookmark (since start before "
+             "the first list); a healthy watch gets a bookmark about every minute.");
+  for (const auto& c : caches) {
+    out.sample("isolation_gate_cache_staleness_seconds", {{"resource", c.name}},
+               std::chrono::duration<double>(c.reflector->since_progress()).count());
+  }
   struct Counter {
-    std::string_view name, help;
+    std::string_view name;
+    prometheus::Help help;
     std::uint64_t kube::ReflectorStats::*field;
   };
   static constexpr Counter kCounters[] = {
       {"isolation_gate_reflector_lists_total", "Complete lists.", &kube::ReflectorStats::lists},
-      {"isolation_gate_reflector_relists_gone_total",
-       "Lists caused by 410 Gone (a watch or continue token too old).",
-       &kube::ReflectorStats::relists_gone},
+      {"isolation_gate_reflector_silent_watches_total",
+       "Watches closed because no byte (event or bookmark) came for --kube-watch-silence.",
+       &kube::ReflectorStats::silent_watches},
       {"isolation_gate_reflector_watches_total", "Watch streams opened.",
        &kube::ReflectorStats::watches},
       {"isolation_gate_reflector_events_total", "Watch events applied.",
@@ -258,6 +295,16 @@ void write_cache_metrics(prometheus::TextWriter& out, std::span<const CacheView>
     out.family(counter.name, Type::Counter, counter.help);
     for (std::size_t i = 0; i < caches.size(); ++i) {
       out.sample(counter.name, {{"resource", caches[i].name}}, stats[i].*counter.field);
+    }
+  }
+  out.family("isolation_gate_reflector_relists_total", Type::Counter,
+             "Lists made again after the first, by cause: expired (410), too_large (504 Too large "
+             "resource version), watch_failed, error_event, continue_expired, requested.");
+  for (std::size_t i = 0; i < caches.size(); ++i) {
+    for (std::size_t c = 0; c < kube::kRelistCauses; ++c) {
+      out.sample("isolation_gate_reflector_relists_total",
+                 {{"resource", caches[i].name}, {"cause", kube::relist_cause_label(static_cast<kube::RelistCause>(c))}},
+                 stats[i].relists[c]);
     }
   }
 }

@@ -35,8 +35,17 @@
 //    each Component change (its key; "" after a relist) and each change of
 //    sandbox availability: the operator's loops (controller/operator.h)
 //    recompute from that. The listener must not block.
+//  - admission_sandbox() is what admission decides with: sandbox(), unless
+//    the RuntimeClass or the Node cache has had no list, event or bookmark
+//    for longer than `sandbox_stale_after` (a watch that cannot be reopened,
+//    an API server that is gone): then the sandbox is unknown, read as
+//    unavailable, so untrusted pods are denied in the hosted shape rather
+//    than decided from old facts (docs/operations.md, "Stale caches").
+//    sandbox() itself (the operator's status and drift loops) keeps the last
+//    assessment: a stale cache must not turn into status writes or evictions.
 //  - write_metrics() exports the sandbox gauges and per-cache counters
-//    (write_cache_metrics, shared with the operator's pod cache).
+//    (write_cache_metrics, shared with the operator's pod cache), the
+//    staleness of each cache and its relists by cause.
 #pragma once
 
 #include <atomic>
@@ -73,6 +82,8 @@ struct ClusterOptions {
   std::chrono::milliseconds lookup_error_log_interval{10'000};
   std::size_t page_size = 500;
   std::chrono::seconds watch_timeout{300};
+  std::chrono::milliseconds watch_silence{150'000};        // kube::ReflectorOptions::watch_silence
+  std::chrono::milliseconds sandbox_stale_after{300'000};  // see admission_sandbox(); 0: never
   kube::BackoffPolicy backoff;
   std::function<void(std::string_view level, std::string_view message)> log;
 };
@@ -107,6 +118,26 @@ class ClusterSandbox final : public admission::SandboxView {
   std::atomic<std::size_t> capable_{0};
   mutable std::mutex mu_;
   std::string reason_ = "unavailable: the RuntimeClass and Node caches have not synced yet";
+};
+
+// Admission's sandbox view: `sandbox`'s assessment while the caches it is
+// made from are fresh; unavailable ("unknown") once either has made no
+// progress for longer than `stale_after`. Reads two atomics and the clock.
+class FreshSandbox final : public admission::SandboxView {
+ public:
+  FreshSandbox(const ClusterSandbox& sandbox, std::chrono::milliseconds stale_after,
+               const kube::Reflector* runtime_classes, const kube::Reflector* nodes)
+      : sandbox_(sandbox), stale_after_(stale_after), runtime_classes_(runtime_classes), nodes_(nodes) {}
+  policy::SandboxAvailability availability() const noexcept override;
+  std::string describe() const override;
+  // The stale cache's reflector, or nullptr when both are fresh.
+  const kube::Reflector* stale() const noexcept;
+
+ private:
+  const ClusterSandbox& sandbox_;
+  std::chrono::milliseconds stale_after_;
+  const kube::Reflector* runtime_classes_;
+  const kube::Reflector* nodes_;
 };
 
 class ClusterComponents final : public admission::ComponentLookup {
@@ -160,6 +191,7 @@ class Cluster {
 
   const admission::ComponentLookup& components() const noexcept { return lookup_; }
   const admission::SandboxView& sandbox() const noexcept { return sandbox_; }
+  const admission::SandboxView& admission_sandbox() const noexcept { return *fresh_sandbox_; }
   std::size_t component_count() const { return components_.size(); }
   const kube::Store<ComponentRecord>& component_records() const noexcept { return components_; }
   const ClusterOptions& options() const noexcept { return options_; }
@@ -188,6 +220,7 @@ class Cluster {
   ClusterSandbox sandbox_;
   ClusterComponents lookup_;
   std::unique_ptr<kube::Reflector> component_reflector_, runtime_class_reflector_, node_reflector_;
+  std::unique_ptr<FreshSandbox> fresh_sandbox_;
 };
 
 }  // namespace ig::controller

@@ -14,7 +14,57 @@ std::string escape_segment(std::string_view s) {
   return percent_encode(s);
 }
 
+const std::string* status_string_member(const nlohmann::json& o, const char* key) {
+  if (!o.is_object()) return nullptr;
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? &it->get_ref<const std::string&>() : nullptr;
+}
+
 }  // namespace
+
+bool status_rv_too_large(const nlohmann::json& status) {
+  if (!status.is_object()) return false;
+  constexpr std::string_view kText = "Too large resource version";
+  auto details = status.find("details");
+  if (details != status.end() && details->is_object()) {
+    auto causes = details->find("causes");
+    if (causes != details->end() && causes->is_array()) {
+      for (const auto& c : *causes) {
+        const std::string* reason = status_string_member(c, "reason");
+        if (reason && *reason == "ResourceVersionTooLarge") return true;
+        const std::string* message = status_string_member(c, "message");
+        if (message && *message == kText) return true;
+      }
+    }
+  }
+  auto code = status.find("code");
+  const bool timeout = code != status.end() && code->is_number_integer() && code->get<int>() == 504;
+  const std::string* message = status_string_member(status, "message");
+  return timeout && message && message->find(kText) != std::string::npos;
+}
+
+ApiError error_from_status(std::string_view what, const nlohmann::json& status) {
+  ApiError e;
+  if (status.is_object()) {
+    auto code = status.find("code");
+    if (code != status.end() && code->is_number_integer()) e.code = code->get<int>();
+    if (const std::string* r = status_string_member(status, "reason")) e.reason = r->substr(0, 64);
+    auto details = status.find("details");
+    if (details != status.end() && details->is_object()) {
+      auto ra = details->find("retryAfterSeconds");
+      if (ra != details->end() && ra->is_number_integer() && ra->get<long long>() > 0 &&
+          ra->get<long long>() < 86400)
+        e.retry_after = std::chrono::seconds(ra->get<long long>());
+    }
+  }
+  e.rv_too_large = status_rv_too_large(status);
+  e.message = std::string(what) + ": " + std::to_string(e.code);
+  if (!e.reason.empty()) e.message += " " + e.reason;
+  const std::string* m = status_string_member(status, "message");
+  if (m && *m != e.reason) e.message += ": " + m->substr(0, 512);
+  if (!status.is_object()) e.message += ": not a Status";
+  return e;
+}
 
 std::string percent_encode(std::string_view s) {
   static constexpr char kHex[] = "0123456789ABCDEF";

@@ -36,6 +36,17 @@ struct ApiError {
   int code = 0;                         // HTTP status; 0 when there was no answer
   std::string reason;                   // Status.reason ("Expired", "NotFound", ...)
   std::chrono::seconds retry_after{0};  // Retry-After on 429/503, else 0
+  // No answer because the connection was refused (nothing listens; cpprestsdk
+  // reports it as host unreachable, which counts too): the server is down or
+  // restarting, not refusing us (client-go retries a watch).
+  bool refused = false;
+  // The Status says "Too large resource version" (cause ResourceVersionTooLarge,
+  // 504): the server is behind the resourceVersion asked for (a watch cache
+  // not caught up, or etcd restored from a backup).
+  bool rv_too_large = false;
+  // A watch closed by the client because no byte came within
+  // WatchOptions::silence (a dead connection, a hung proxy).
+  bool silent = false;
 
   bool gone() const noexcept { return code == 410; }
   bool not_found() const noexcept { return code == 404; }
@@ -43,6 +54,14 @@ struct ApiError {
   // Worth retrying with backoff: no answer, 429, 5xx.
   bool retriable() const noexcept { return code == 0 || code == 429 || code >= 500; }
 };
+
+// The error a v1 Status object describes (an ERROR event's object, an error
+// answer's body): code, reason, rv_too_large, details.retryAfterSeconds, and a
+// message "<what>: <code> <reason>: <Status message>".
+ApiError error_from_status(std::string_view what, const nlohmann::json& status);
+// True when a Status carries cause ResourceVersionTooLarge, or (servers before
+// 1.18.6) is a 504 Timeout whose cause or message says "Too large resource version".
+bool status_rv_too_large(const nlohmann::json& status);
 
 template <typename T>
 using ApiResult = Result<T, ApiError>;
@@ -90,6 +109,11 @@ struct WatchOptions {
   std::string resource_version;                // start after this one
   bool allow_bookmarks = true;
   std::chrono::seconds timeout{300};           // the server-side timeoutSeconds
+  // Client side: a stream that delivers no byte for this long is closed with
+  // an ApiError whose `silent` is set (0: only the connection's inactivity
+  // timeout, timeoutSeconds plus a margin). Set it only with bookmarks on: a
+  // server sends one about every minute, so silence means a dead stream.
+  std::chrono::milliseconds silence{0};
   std::string label_selector;
   std::string field_selector;
 };

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -46,6 +47,7 @@ struct Completion {
   bool done = false;
   std::optional<T> value;
   std::string error;
+  bool refused = false;  // the connection was refused (or the host unreachable)
 };
 
 std::string exception_text(std::exception_ptr e) {
@@ -67,8 +69,15 @@ std::shared_ptr<Completion<T>> track(pplx::task<T> task) {
   task.then([c](pplx::task<T> t) {
     std::optional<T> v;
     std::string err;
+    bool refused = false;
     try {
       v.emplace(t.get());  // t is complete: get() does not block
+    } catch (const http::http_exception& ex) {
+      err = exception_text(std::current_exception());
+      // cpprestsdk reports a refused connect as EHOSTUNREACH (its asio client
+      // remaps connection_refused in the connect context); either way no
+      // server listens there now.
+      refused = ex.error_code().value() == ECONNREFUSED || ex.error_code().value() == EHOSTUNREACH;
     } catch (...) {
       err = exception_text(std::current_exception());
     }
@@ -76,6 +85,7 @@ std::shared_ptr<Completion<T>> track(pplx::task<T> task) {
       std::lock_guard lock(c->mu);
       c->value = std::move(v);
       c->error = std::move(err);
+      c->refused = refused;
       c->done = true;
     }
     c->cv.notify_all();
@@ -260,6 +270,7 @@ ApiError status_error(std::string_view verb, std::string_view path, int code,
   }
   if (e.reason.empty()) e.reason = one_line(phrase, 64);
   if (code == 429 || code == 503) e.retry_after = parse_retry_after(headers, status);
+  e.rv_too_large = status_rv_too_large(status);
   e.message = std::string(verb) + " " + std::string(path) + ": " + std::to_string(code);
   if (!e.reason.empty()) e.message += " " + e.reason;
   if (!message.empty() && message != e.reason) e.message += ": " + message;
@@ -412,7 +423,10 @@ struct HttpClient::Impl {
         // cpprestsdk does not say why a handshake failed; the likely causes:
         if (done->error.find("handshake") != std::string::npos)
           cause += " (TLS: the server's certificate must be signed by the cluster CA and name " + host + ")";
-        return no_answer(out.verb, out.path, cause);
+        if (done->refused) cause += " (connection refused)";
+        ApiError e = no_answer(out.verb, out.path, cause);
+        e.refused = done->refused;
+        return e;
       }
       return Sent{std::move(*done->value), std::move(cts)};
     } catch (...) {
@@ -511,12 +525,13 @@ namespace {
 class HttpWatchStream final : public WatchStream {
  public:
   HttpWatchStream(std::shared_ptr<http::client::http_client> client, Sent sent, std::string path,
-                  WatchDecoderLimits limits)
+                  WatchDecoderLimits limits, std::chrono::milliseconds silence)
       : client_(std::move(client)),
         cts_(std::move(sent.cts)),
         reader_(std::move(sent.response)),
         path_(std::move(path)),
-        decoder_(limits) {}
+        decoder_(limits),
+        silence_(silence) {}
 
   ~HttpWatchStream() override { stop(); }
 
@@ -530,7 +545,9 @@ class HttpWatchStream final : public WatchStream {
       if (e->has_value()) return std::move(*e);
       if (ended_) return std::optional<WatchEvent>();
       chunk.clear();
-      switch (reader_.read(chunk, std::nullopt)) {
+      std::optional<Deadline> quiet_until;
+      if (silence_.count() > 0) quiet_until = Clock::now() + silence_;
+      switch (reader_.read(chunk, quiet_until)) {
         case BodyReader::Status::Data:
           decoder_.feed(chunk);
           continue;
@@ -539,7 +556,14 @@ class HttpWatchStream final : public WatchStream {
         case BodyReader::Status::Error:
           if (stopped_.load()) return std::optional<WatchEvent>();
           return fail_with("connection lost: " + reader_.error());
-        case BodyReader::Status::Timeout:  // no deadline: not reached
+        case BodyReader::Status::Timeout: {  // no byte within silence_
+          if (stopped_.load()) return std::optional<WatchEvent>();
+          ApiError e = fail_with("no byte for " + std::to_string(silence_.count()) +
+                                 " ms (bookmarks on): the stream is silent; closed");
+          e.silent = true;
+          failed_ = e;
+          return e;
+        }
         case BodyReader::Status::End:
           if (stopped_.load()) return std::optional<WatchEvent>();
           if (decoder_.has_partial_event())
@@ -576,6 +600,7 @@ class HttpWatchStream final : public WatchStream {
   BodyReader reader_;
   std::string path_;
   WatchDecoder decoder_;
+  std::chrono::milliseconds silence_;
   std::atomic<bool> stopped_{false};
   bool ended_ = false;
   std::optional<ApiError> failed_;
@@ -680,7 +705,8 @@ ApiResult<std::unique_ptr<WatchStream>> HttpClient::watch(std::string_view path,
                      "unexpected status " + std::to_string(sent->response.status_code()) + " for a watch");
   }
   return std::unique_ptr<WatchStream>(
-      new HttpWatchStream(std::move(client), std::move(*sent), out.path, impl_->options.watch_limits));
+      new HttpWatchStream(std::move(client), std::move(*sent), out.path, impl_->options.watch_limits,
+                          options.silence));
 }
 
 ApiResult<nlohmann::json> HttpClient::create(std::string_view path, const nlohmann::json& body) {

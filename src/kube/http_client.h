@@ -29,7 +29,8 @@
 //    Retry-After (seconds; else Status details.retryAfterSeconds) on 429 and
 //    503. No answer (connection refused or reset, TLS failure, timeout, rate
 //    limit deadline), an oversized body or an undecodable one is code 0, with
-//    the cause in the message. Messages are one line: "GET /api/v1/nodes/a:
+//    the cause in the message (`refused` set for a refused connection);
+//    `rv_too_large` is set from the Status's causes. Messages are one line: "GET /api/v1/nodes/a:
 //    404 NotFound: nodes \"a\" not found".
 //  - Bodies: at most options.max_body_bytes, nesting checked with
 //    ig::json_nesting_depth before nlohmann parses them; objects answer GET,
@@ -40,7 +41,8 @@
 //    next(), chunk by chunk as the bytes arrive, through kube::WatchDecoder.
 //    Each watch has its own connection, whose inactivity timeout is the
 //    server-side timeoutSeconds plus 30 s, so a silent dead connection ends
-//    in an error, never a hang. next(): an event; nullopt when the server
+//    in an error, never a hang; with WatchOptions::silence set, a stream that
+//    delivers no byte for that long ends sooner, in an error with `silent`. next(): an event; nullopt when the server
 //    ended the stream cleanly or after stop(); an error (code 0) when the
 //    connection dropped, the stream ended inside an event or an event did not
 //    decode. stop() may be called from any thread; it cancels the connection

@@ -15,28 +15,55 @@ std::string metadata_resource_version(const nlohmann::json& object) {
   return rv != meta->end() && rv->is_string() ? rv->get<std::string>() : std::string();
 }
 
-// The code of a Status carried by an ERROR event (0 when it has none).
-int status_code(const nlohmann::json& status) {
-  if (!status.is_object()) return 0;
-  auto code = status.find("code");
-  return code != status.end() && code->is_number_integer() ? code->get<int>() : 0;
-}
-
-std::string status_message(const nlohmann::json& status) {
-  if (!status.is_object()) return "an ERROR event without a Status";
-  auto m = status.find("message");
-  return m != status.end() && m->is_string() ? m->get<std::string>() : status.dump();
-}
-
 }  // namespace
 
+std::string_view relist_cause_label(RelistCause c) noexcept {
+  switch (c) {
+#define IG_RELIST_LABEL(name, label) \
+  case RelistCause::name:            \
+    return label;
+    IG_RELIST_CAUSES(IG_RELIST_LABEL)
+#undef IG_RELIST_LABEL
+  }
+  return "unknown";
+}
+
 Reflector::Reflector(Client& client, ReflectorSink& sink, ReflectorOptions options)
-    : client_(client), sink_(sink), options_(std::move(options)) {}
+    : client_(client), sink_(sink), options_(std::move(options)) {
+  progressed();
+}
+
+std::chrono::steady_clock::time_point Reflector::now() const {
+  return options_.now ? options_.now() : std::chrono::steady_clock::now();
+}
+
+void Reflector::progressed() noexcept {
+  last_progress_.store(now().time_since_epoch().count(), std::memory_order_relaxed);
+}
+
+std::chrono::steady_clock::duration Reflector::since_progress() const noexcept {
+  const std::chrono::steady_clock::time_point last{
+      std::chrono::steady_clock::duration(last_progress_.load(std::memory_order_relaxed))};
+  const auto d = now() - last;
+  return d.count() > 0 ? d : std::chrono::steady_clock::duration::zero();
+}
+
+void Reflector::count_relist(RelistCause cause) {
+  std::lock_guard lock(mu_);
+  ++stats_.relists[static_cast<std::size_t>(cause)];
+}
+
+std::string Reflector::list_resource_version() const {
+  if (rv_unavailable_) return "";
+  std::string rv = resource_version();
+  return rv.empty() ? std::string("0") : rv;
+}
 
 Reflector::~Reflector() { stop(); }
 
 void Reflector::start() {
   stopping_.store(false, std::memory_order_release);
+  progressed();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -101,9 +128,18 @@ std::chrono::milliseconds Reflector::next_backoff(const ApiError* error) {
 
 bool Reflector::list_all() {
   ListOptions options;
-  options.limit = options_.page_size;
   options.label_selector = options_.label_selector;
   options.field_selector = options_.field_selector;
+  // Paginated only from etcd: "" (quorum) and "0" (the watch cache ignores
+  // the limit for "0"); any other resourceVersion unpaginated, so the watch
+  // cache serves it (a limit would send it to etcd).
+  auto choose = [&](std::string rv) {
+    options.resource_version = std::move(rv);
+    const bool paged = options.resource_version.empty() || options.resource_version == "0";
+    options.limit = paged ? options_.page_size : 0;
+    options.continue_token.clear();
+  };
+  choose(list_resource_version());
   sink_.begin_replace();
   std::string list_rv;
   while (!stopping()) {
@@ -119,21 +155,31 @@ bool Reflector::list_all() {
         std::lock_guard lock(mu_);
         ++stats_.errors;
       }
+      sink_.begin_replace();
       if (e.gone() && !options.continue_token.empty()) {
-        // The continue token expired mid-list: start the list over.
-        log("info", "list continue token expired; listing again: " + e.message);
-        {
-          std::lock_guard lock(mu_);
-          ++stats_.relists_gone;
-        }
-        options.continue_token.clear();
-        sink_.begin_replace();
+        // The continue token expired mid-list (compaction while we paged):
+        // the whole list once more, unpaginated, at the same resourceVersion.
+        log("info", "list continue token expired; listing again unpaginated: " + e.message);
+        count_relist(RelistCause::ContinueExpired);
+        const std::string rv = options.resource_version;
+        choose(rv);
+        options.limit = 0;
         continue;
       }
-      log("warn", "list failed: " + e.message);
+      if (!options.resource_version.empty()) {
+        // The resourceVersion may be unavailable (410, too large), or the
+        // watch cache is what fails: fall back to a quorum read.
+        rv_unavailable_ = true;
+        const bool rv_problem = e.gone() || e.rv_too_large;
+        log(rv_problem ? "info" : "warn", "list at resourceVersion \"" + options.resource_version +
+                                              "\" failed; listing from etcd (resourceVersion \"\"): " + e.message);
+        choose("");
+        if (rv_problem) continue;  // at once, as client-go does
+      } else {
+        log("warn", "list failed: " + e.message);
+        choose("");
+      }
       if (!wait(next_backoff(&e))) return false;
-      options.continue_token.clear();
-      sink_.begin_replace();
       continue;
     }
     if (options.continue_token.empty()) list_rv = page->resource_version;
@@ -141,6 +187,7 @@ bool Reflector::list_all() {
     options.continue_token = page->continue_token;
   }
   if (stopping()) return false;
+  rv_unavailable_ = false;
   {
     // Counted before the sink shows it: whoever sees the store synced sees the list counted.
     std::lock_guard lock(mu_);
@@ -148,8 +195,8 @@ bool Reflector::list_all() {
     ++stats_.lists;
   }
   sink_.end_replace(list_rv);
+  progressed();
   synced_.store(true, std::memory_order_release);
-  reset_backoff();
   // The pages' bodies (several MiB for thousands of objects) and each item's
   // parsed JSON are freed by now, but glibc keeps freed memory inside its
   // heaps and arenas: give it back, so what stays resident is the cache (a
@@ -159,35 +206,61 @@ bool Reflector::list_all() {
 }
 
 Reflector::Next Reflector::watch_once() {
-  if (relist_requested()) return Next::Relist;
+  auto requested = [this] {
+    count_relist(RelistCause::Requested);
+    return Next::Relist;
+  };
+  if (relist_requested()) return requested();
   WatchOptions options;
   options.resource_version = resource_version();
   options.allow_bookmarks = true;
-  options.timeout = options_.watch_timeout;
+  {
+    // [watch_timeout, 2 * watch_timeout): replicas do not all reconnect at once.
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    const double base = static_cast<double>(options_.watch_timeout.count());
+    options.timeout = std::chrono::seconds(static_cast<long long>(base * (1.0 + unit(rng_))));
+  }
+  options.silence = options_.watch_silence;
   options.label_selector = options_.label_selector;
   options.field_selector = options_.field_selector;
-  auto opened = client_.watch(options_.path, options);
-  if (!opened) {
-    const ApiError& e = opened.failure();
+  // What a failed watch leads to (its opening or an ERROR event), client-go's rule.
+  auto after_failure = [&](const ApiError& e, std::string_view what) {
+    if (stopping()) return Next::Stop;  // a failure caused by stop() is no relist
     {
       std::lock_guard lock(mu_);
       ++stats_.errors;
     }
+    if (e.code == 429 || e.refused) {
+      // Busy or restarting: the cache is still current; watch again.
+      log("info", std::string(what) + " (watching again after the backoff): " + e.message);
+      return wait(next_backoff(&e)) ? Next::Rewatch : Next::Stop;
+    }
     if (e.gone()) {
-      log("info", "watch from resourceVersion " + options.resource_version +
-                      " is too old; listing again");
-      std::lock_guard lock(mu_);
-      ++stats_.relists_gone;
+      rv_unavailable_ = true;
+      count_relist(RelistCause::Expired);
+      log("info", std::string(what) + ": resourceVersion " + options.resource_version +
+                      " is too old; listing again: " + e.message);
       return Next::Relist;
     }
-    log("warn", "watch failed: " + e.message);
-    return wait(next_backoff(&e)) ? Next::Rewatch : Next::Stop;
-  }
+    RelistCause cause = what == "watch failed" ? RelistCause::WatchFailed : RelistCause::ErrorEvent;
+    if (e.rv_too_large) {
+      rv_unavailable_ = true;
+      cause = RelistCause::TooLarge;
+    }
+    count_relist(cause);
+    log("warn", std::string(what) + " (listing again after the backoff): " + e.message);
+    return wait(next_backoff(&e)) ? Next::Relist : Next::Stop;
+  };
+  auto opened = client_.watch(options_.path, options);
+  if (!opened) return after_failure(opened.failure(), "watch failed");
   std::unique_ptr<WatchStream> stream = std::move(opened).value();
   {
     std::lock_guard lock(mu_);
     if (stopping()) return Next::Stop;
-    if (relist_requested()) return Next::Relist;  // asked before stream_ was set: stream_ not stopped
+    if (relist_requested()) {  // asked before stream_ was set: stream_ not stopped
+      ++stats_.relists[static_cast<std::size_t>(RelistCause::Requested)];
+      return Next::Relist;
+    }
     stream_ = stream.get();
     ++stats_.watches;
   }
@@ -202,7 +275,7 @@ Reflector::Next Reflector::watch_once() {
       detach();
       if (stopping()) return Next::Stop;
       log("info", "listing again (asked for)");
-      return Next::Relist;
+      return requested();
     }
     if (!next) {
       detach();
@@ -210,10 +283,12 @@ Reflector::Next Reflector::watch_once() {
       {
         std::lock_guard lock(mu_);
         ++stats_.errors;
+        if (next.failure().silent) ++stats_.silent_watches;
       }
-      log("info", "watch stream broke: " + next.error());
-      // A stream that delivered events was healthy: resume at once.
-      if (got_event) {
+      log(next.failure().silent ? "warn" : "info", "watch stream broke: " + next.error());
+      // A stream that delivered events was healthy, and a silent one has
+      // already waited: resume at once.
+      if (got_event || next.failure().silent) {
         reset_backoff();
         return Next::Rewatch;
       }
@@ -237,36 +312,31 @@ Reflector::Next Reflector::watch_once() {
       case WatchEvent::Type::Deleted: {
         sink_.apply(event.type, event.object);
         const std::string rv = metadata_resource_version(event.object);
-        std::lock_guard lock(mu_);
-        if (!rv.empty()) resource_version_ = rv;
-        ++stats_.events;
+        {
+          std::lock_guard lock(mu_);
+          if (!rv.empty()) resource_version_ = rv;
+          ++stats_.events;
+        }
+        progressed();
         got_event = true;
         break;
       }
       case WatchEvent::Type::Bookmark: {
         const std::string rv = metadata_resource_version(event.object);
-        std::lock_guard lock(mu_);
-        if (!rv.empty()) resource_version_ = rv;
-        ++stats_.bookmarks;
+        {
+          std::lock_guard lock(mu_);
+          if (!rv.empty()) resource_version_ = rv;
+          ++stats_.bookmarks;
+        }
+        progressed();
         got_event = true;
         break;
       }
       case WatchEvent::Type::Error: {
         detach();
-        const int code = status_code(event.object);
-        {
-          std::lock_guard lock(mu_);
-          ++stats_.errors;
-          if (code == 410) ++stats_.relists_gone;
-        }
-        if (code == 410) {
-          log("info", "watch expired (" + status_message(event.object) + "); listing again");
-          return Next::Relist;
-        }
-        log("warn", "watch ERROR event: " + status_message(event.object));
-        ApiError e;
-        e.code = code;
-        return wait(next_backoff(&e)) ? Next::Rewatch : Next::Stop;
+        if (stopping()) return Next::Stop;
+        return after_failure(error_from_status("WATCH " + options_.path + " ERROR event", event.object),
+                             "watch ERROR event");
       }
     }
     if (got_event) reset_backoff();

@@ -47,7 +47,7 @@ struct CounterRow {
   std::string_view name;
   std::string_view label;  // "" for none
   std::string_view value;
-  std::string_view help;
+  prometheus::Help help;  // one line, checked at compile time
   std::uint64_t TransportStats::*field;
 };
 

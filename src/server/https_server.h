@@ -113,9 +113,9 @@ struct ListenerOptions {
   X(connections_accepted, Counter, "isolation_gate_connections_accepted_total", "", "",           \
     "TCP connections accepted.")                                                                  \
   X(connections_active, Gauge, "isolation_gate_connections_active", "", "", "Open connections.")  \
-  X(connections_rejected, Counter,     "isolation_gate_connections_rejected_total", "reason",   \
+  X(connections_rejected, Counter, "isolation_gate_connections_rejected_total", "reason",       \
     "total",                                                                                      \
-    "Connections closed at once, by reason: total (max_connections open on the listener),\n"      \
+    "Connections closed at once, by reason: total (max_connections open on the listener), "       \
     "per_source (max_connections_per_source open from that address).")                            \
   X(connections_rejected_per_source, Counter, "isolation_gate_connections_rejected_total",        \
     "reason", "per_source", "")                                                                   \

@@ -47,6 +47,7 @@ import re
 import signal
 import socket
 import socketserver
+import select
 import ssl
 import sys
 import threading
@@ -862,6 +863,29 @@ class Store:
             self.compact(self.events[-self.max_history].rv - 1)
         return ev_obj
 
+    def rewind(self, rv):
+        """etcd restored from a backup taken at revision rv: every version and event after it is gone and
+        the revision counter goes back to rv (later writes reuse the revisions after it)."""
+        with self.lock:
+            rv = int(rv)
+            if rv > self.rv or rv < self.compacted:
+                raise ValueError("cannot rewind to %d: revisions %d..%d are kept" % (rv, self.compacted, self.rv))
+            for table in self.versions.values():
+                for key in list(table):
+                    kept = [v for v in table[key] if v[0] <= rv]
+                    if kept:
+                        table[key] = kept
+                    else:
+                        del table[key]
+            i = bisect.bisect_right(self.event_rvs, rv)
+            del self.events[i:]
+            del self.event_rvs[i:]
+            self.rv = rv
+            self._last_write = {k: rv for k in self._last_write}
+            self._state_cache.clear()
+            self.changed.notify_all()
+            return rv
+
     def compact(self, rv=None):
         with self.lock:
             c = self.rv if rv is None else min(int(rv), self.rv)
@@ -1184,6 +1208,7 @@ CONTROL_METHODS = {
     "requests", "request_mark", "wait_for_request", "open_watches", "watches_started", "wait_for_watch",
     "wait_for_watches_closed", "set_continue_expired_token", "reset_faults", "clear_requests", "evictions",
     "set_admission", "set_service_endpoints", "add_service_endpoint", "add_user", "webhook_calls",
+    "rewind", "set_watch_silence", "set_continue_ttl",
 }
 
 
@@ -1227,6 +1252,9 @@ class FakeApiServer:
         self._drop_future = None
         self._watch_expired_mode = "event"
         self._continue_token_on_expiry = False
+        self._continue_ttl = None               # seconds a continue token lives (None: until compaction)
+        self._continue_issued = {}              # token -> time.monotonic() it was issued
+        self._silent = frozenset()              # resource ids (None: all) whose watches send nothing
         self._watch_started = collections.Counter()
         self._evictions = []                    # (namespace, name) of pods evicted, in order
         self._conn_lock = threading.Lock()
@@ -1436,6 +1464,21 @@ class FakeApiServer:
     def compact(self, resource_version=None):
         """Forgets history up to resource_version (default: now). Returns the compacted revision."""
         return str(self.store.compact(resource_version))
+
+    def rewind(self, resource_version):
+        """An etcd restore: the store goes back to its state at `resource_version` (history after it
+        forgotten, later writes reuse the revisions after it) and every open watch is dropped, as the API
+        server restarts. A client ahead of it gets, for a list or a watch at its resourceVersion, a 504
+        "Too large resource version" after too_large_rv_wait (the watch cache waiting to catch up), until
+        the revision passes it again. Returns the new resourceVersion."""
+        rv = self.store.rewind(int(resource_version))
+        with self.store.lock:
+            watchers = list(self.store.watchers)
+        for w in watchers:
+            with w.cond:
+                w.drop_now = True
+                w.cond.notify_all()
+        return str(rv)
 
     def compacted_resource_version(self):
         return str(self.store.compacted)
@@ -2368,13 +2411,17 @@ class FakeApiServer:
                 self._holding.remove(rule)
 
     def reset_faults(self):
-        """Clears faults, delays, watch drops; chunking back to "event"; 410 as an ERROR event."""
+        """Clears faults, delays, watch drops, silence, continue TTL; chunking back to "event"; 410 as an
+        ERROR event."""
         self.clear_faults()
         self.clear_delays()
         self.clear_watch_drops()
         self.set_watch_chunking("event")
         self.set_watch_expired_mode("event")
         self.set_continue_expired_token(False)
+        self.set_continue_ttl(None)
+        with self._lock:
+            self._silent = frozenset()
         return True
 
     def set_watch_chunking(self, mode="event", seed=0, max_chunk=8192, coalesce_window=0.05):
@@ -2431,6 +2478,35 @@ class FakeApiServer:
         in the Status's metadata.continue (as API servers since 1.12 do)."""
         self._continue_token_on_expiry = bool(enabled)
         return True
+
+    def set_continue_ttl(self, seconds=None):
+        """Continue tokens expire `seconds` after they were issued: the next page answers 410 Expired, as
+        when etcd compacts while a slow client pages through a large list (every 5 minutes on a real
+        cluster). 0: every token has expired by the time it comes back. None: only compaction expires them."""
+        self._continue_ttl = None if seconds is None else float(seconds)
+        return True
+
+    def set_watch_silence(self, resource=None, enabled=True, future=True):
+        """Watches of `resource` (None: every resource) stay open but send nothing: no event, no bookmark,
+        not the end at timeoutSeconds (a hung proxy, a dead connection whose peer never says so). `future`:
+        the open ones and every one opened later (until enabled=False); False: only the ones open now (a
+        connection that died: a new one works). Events are held, not lost; enabled=False lets them through.
+        A client that closes the connection meanwhile ends the stream on the server too."""
+        key = None if resource is None else self.resource(resource).id
+        if future or not enabled:
+            with self._lock:   # replaced whole: read without a lock (under a watcher's cond)
+                self._silent = (self._silent | {key}) if enabled else (self._silent - {key})
+        with self.store.lock:
+            watchers = [w for w in self.store.watchers if key is None or w.res.id == key]
+        for w in watchers:
+            with w.cond:
+                w.silenced = bool(enabled) and not future
+                w.cond.notify_all()
+        return True
+
+    def _is_silent(self, w):
+        silent = self._silent
+        return getattr(w, "silenced", False) or None in silent or w.res.id in silent
 
     def set_bookmark_interval(self, seconds=1.0):
         """Seconds between BOOKMARK events on watches that allow them (None: only the final one)."""
@@ -2900,8 +2976,13 @@ class FakeApiServer:
             if match:
                 raise bad_request("resourceVersionMatch is forbidden when continue is provided")
             snap, start_after = self._decode_continue(cont)
+            ttl_expired = False
+            if self._continue_ttl is not None:
+                with self._lock:
+                    issued = self._continue_issued.get(cont)
+                ttl_expired = issued is None or time.monotonic() - issued >= self._continue_ttl
             with self.store.lock:
-                if snap < self.store.compacted:
+                if snap < self.store.compacted or ttl_expired:
                     meta = None
                     msg = CONTINUE_EXPIRED_MESSAGE
                     if self._continue_token_on_expiry:
@@ -2914,6 +2995,9 @@ class FakeApiServer:
             snap = None
         else:
             want = self._parse_rv(rv_param)
+            if want == 0 and match != "Exact":
+                # Served from the watch cache, which ignores the limit: one answer, no continue token.
+                limit = None
             exact = match == "Exact" or (match is None and limit is not None and want != 0)
             if match == "Exact" and want == 0:
                 raise bad_request('resourceVersionMatch "Exact" is forbidden for resourceVersion "0"')
@@ -2944,6 +3028,11 @@ class FakeApiServer:
             remaining = total - limit
             items = items[:limit]
             meta["continue"] = self._encode_continue(snap, items[-1][0] + "\x00")
+            if self._continue_ttl is not None:
+                with self._lock:
+                    if len(self._continue_issued) > 10000:
+                        self._continue_issued.clear()
+                    self._continue_issued[meta["continue"]] = time.monotonic()
             if not flt.has_selectors:
                 meta["remainingItemCount"] = remaining
         out_items = []
@@ -3104,16 +3193,35 @@ class FakeApiServer:
                 self._write_chunk(h, data[i:i + n])
                 i += n
 
+    def _hold_silent(self, h, w):
+        """While w's resource is silenced: send nothing; end when the client closes the connection (a
+        watch client sends nothing more, so a readable socket means it closed). True if it was silent."""
+        if not self._is_silent(w):
+            return False
+        while self._is_silent(w):
+            with w.cond:
+                if w.drop_now or self._stopping.is_set():
+                    raise _Abort()
+            try:
+                readable, _, _ = select.select([h.connection], [], [], 0.1)
+            except (OSError, ValueError):
+                raise _Abort()
+            if readable:
+                raise _Abort()
+        return True
+
     def _watch_loop(self, h, w):
         deadline = w.started + w.timeout
         interval = self.bookmark_interval
         next_bm = time.monotonic() + interval if (w.allow_bookmarks and interval) else None
         while True:
+            if self._hold_silent(h, w):
+                next_bm = time.monotonic() + interval if next_bm is not None and interval else next_bm
             final = False
             with w.cond:
                 while True:
                     now = time.monotonic()
-                    if w.queue or w.drop_now or self._stopping.is_set():
+                    if w.queue or w.drop_now or self._stopping.is_set() or self._is_silent(w):
                         break
                     if now >= deadline or (next_bm is not None and now >= next_bm):
                         break
@@ -3121,6 +3229,8 @@ class FakeApiServer:
                     w.cond.wait(max(0.0, wake - now))
                 if w.drop_now or self._stopping.is_set():
                     raise _Abort()
+            if self._is_silent(w):
+                continue
             now = time.monotonic()
             bookmark = None
             if now >= deadline:

@@ -717,6 +717,110 @@ class TestWatch(Base):
                 pass
 
 
+class TestWatchCacheFaults(Base):
+    """The faults a reflector must survive (issue 26), seen through python3-kubernetes."""
+
+    def test_resource_version_0_is_served_whole_from_the_watch_cache(self):
+        for i in range(5):
+            self.server.create("nodes", self.node("n%d" % i))
+        lst = self.core.list_node(resource_version="0", limit=2)
+        self.assertEqual(len(lst.items), 5)            # the watch cache ignores the limit
+        self.assertIsNone(lst.metadata._continue)
+        self.assertEqual(len(self.core.list_node(limit=2).items), 2)   # a quorum list pages
+
+    def test_watch_only_failure_lists_but_cannot_watch(self):
+        self.server.create("nodes", self.node("n0"))
+        for code in (403, 500):
+            self.server.inject_fault(code, path="/api/v1/nodes$", watch=True, count=None)
+            self.assertEqual([n.metadata.name for n in self.core.list_node().items], ["n0"])
+            w = kubernetes.watch.Watch()
+            with self.assertRaises(ApiException) as cm:
+                for _ in w.stream(self.core.list_node, timeout_seconds=5, _request_timeout=10):
+                    pass
+            self.assertEqual(cm.exception.status, code)
+            self.server.clear_faults()
+
+    def test_rewind_answers_too_large_resource_version_to_clients_ahead(self):
+        self.server.create("nodes", self.node("n0"))
+        restored = self.server.resource_version()
+        self.server.create("nodes", self.node("n1"))
+        ahead = self.server.resource_version()
+        started = self.server.watches_started("nodes")
+        w = RawWatch(self.server, "/api/v1/nodes?watch=1&resourceVersion=" + ahead, self.token, timeout=10)
+        t = threading.Thread(target=w.run)
+        t.start()
+        self.server.wait_for_watch("nodes", started_after=started)
+        self.assertEqual(self.server.rewind(restored), restored)
+        t.join(10)
+        self.assertFalse(t.is_alive(), "the open watch was not dropped")
+        self.assertEqual(self.server.resource_version(), restored)
+        # A client ahead of the server: list and watch at its resourceVersion -> 504 with the cause.
+        for call in (lambda: self.core.list_node(resource_version=ahead),
+                     lambda: list(kubernetes.watch.Watch().stream(self.core.list_node, resource_version=ahead,
+                                                                   timeout_seconds=2, _request_timeout=10))):
+            with self.assertRaises(ApiException) as cm:
+                call()
+            st = self.exc_status(cm.exception)
+            self.assertStatus(st, 504, "Timeout")
+            self.assertIn("Too large resource version", st["message"])
+            self.assertEqual(st["details"]["causes"][0]["reason"], "ResourceVersionTooLarge")
+        # A quorum list sees the restored state; writes reuse the revisions after it.
+        self.assertEqual([n.metadata.name for n in self.core.list_node().items], ["n0"])
+        n2 = self.server.create("nodes", self.node("n2"))
+        self.assertEqual(int(n2["metadata"]["resourceVersion"]), int(restored) + 1)
+
+    def test_a_silent_watch_sends_nothing_until_the_silence_ends(self):
+        self.server.create("nodes", self.node("n0"))
+        rv = self.server.resource_version()
+        self.server.set_watch_silence("nodes")
+        self.server.create("nodes", self.node("n1"))
+        got = []
+        w = kubernetes.watch.Watch()
+        with self.assertRaises(Exception) as cm:   # urllib3's read timeout: not one byte came
+            for ev in w.stream(self.core.list_node, resource_version=rv, allow_watch_bookmarks=True,
+                               timeout_seconds=1, _request_timeout=(5, 1.5)):
+                got.append(ev)
+        self.assertIn("timed out", str(cm.exception).lower())
+        self.assertEqual(got, [])      # no event, no bookmark, not even the end at timeoutSeconds
+        self.server.wait_for_watches_closed("nodes", timeout=5)   # the client's close ends it
+        # Other resources are not silenced; lifting the silence lets the held events through.
+        self.server.set_watch_silence("nodes", enabled=False)
+        names = []
+        for ev in kubernetes.watch.Watch().stream(self.core.list_node, resource_version=rv, timeout_seconds=1,
+                                                  _request_timeout=10):
+            names.append(ev["object"].metadata.name)
+        self.assertEqual(names, ["n1"])
+        # future=False: only the watch open now goes silent; a new one works (a dead connection).
+        rv = self.server.resource_version()
+        started = self.server.watches_started("nodes")
+        w = RawWatch(self.server, "/api/v1/nodes?watch=1&allowWatchBookmarks=true&timeoutSeconds=30&resourceVersion="
+                     + rv, self.token, timeout=3).start()
+        self.server.wait_for_watch("nodes", started_after=started)
+        self.server.set_watch_silence("nodes", future=False)
+        self.server.create("nodes", self.node("n2"))
+        names = [ev["object"].metadata.name for ev in kubernetes.watch.Watch().stream(
+            self.core.list_node, resource_version=rv, timeout_seconds=1, _request_timeout=10)]
+        self.assertEqual(names, ["n2"])
+        w.join(10)      # its read timed out: nothing came, not even a bookmark
+        self.assertNotIn(b'"n2"', w.data())
+
+    def test_continue_tokens_expire_while_a_slow_list_pages_through(self):
+        for i in range(4):
+            self.server.create("nodes", self.node("n%d" % i))
+        self.server.set_continue_ttl(60)
+        page = self.core.list_node(limit=2)
+        self.assertEqual(len(self.core.list_node(limit=2, _continue=page.metadata._continue).items), 2)
+        # The same token presented later than the TTL allows (a slow client; 0: at once): 410.
+        self.server.set_continue_ttl(0)
+        with self.assertRaises(ApiException) as cm:
+            self.core.list_node(limit=2, _continue=page.metadata._continue)
+        self.assertStatus(self.exc_status(cm.exception), 410, "Expired")
+        self.assertEqual(len(self.core.list_node().items), 4)   # one unpaginated list works
+        self.server.reset_faults()      # tokens live until compaction again
+        page = self.core.list_node(limit=2)
+        self.assertEqual(len(self.core.list_node(limit=2, _continue=page.metadata._continue).items), 2)
+
+
 class TestFaultsAndAuth(Base):
     def test_token_rotation_gives_old_token_401(self):
         self.assertEqual(self.core.list_node().items, [])

@@ -304,7 +304,7 @@ class Recovery(ClusterCase):
         self.wait_decision("RequireSetec", "randomly split events")
 
     def test_a_410_gone_relists_and_the_cache_is_right_after(self):
-        before = self.gate.metric_values("isolation_gate_reflector_relists_gone_total") or 0
+        before = self.gate.metric_values("isolation_gate_reflector_relists_total") or 0
         # Changes the gate will miss, then compaction, then the watch drops: its
         # resourceVersion is now too old and only a relist can catch up.
         self.api.inject_fault("close", path=r"/api/v1/nodes", watch=True, count=None)
@@ -315,7 +315,7 @@ class Recovery(ClusterCase):
         self.api.clear_faults()
         self.wait_decision("Deny", "after a 410 and a relist")
         wait_until("a relist after 410",
-                   lambda: (self.gate.metric_values("isolation_gate_reflector_relists_gone_total") or 0) > before)
+                   lambda: (self.gate.metric_values("isolation_gate_reflector_relists_total") or 0) > before)
         self.api.put("nodes", node(name="node-2"))
         self.wait_decision("RequireSetec", "a change after the relist")
 

@@ -287,6 +287,7 @@ class PrometheusRuleTest(unittest.TestCase):
             "IsolationGateWebhookSlow": ("histogram_quantile(0.99",
                                          {"isolation_gate_admission_duration_seconds"}),
             "IsolationGatePodsDrifted": ("> 0", {"isolation_gate_drifted_pods"}),
+            "IsolationGateCacheStale": ("> 300", {"isolation_gate_cache_staleness_seconds"}),
         }
         self.assertEqual(set(exprs), set(wanted))
         for name, (text, families) in wanted.items():

@@ -633,7 +633,7 @@ def main(argv=None):
         elapsed = time.monotonic() - started
 
         reloads = metric(gate, "isolation_gate_tls_reloads_total")
-        relists = metric(gate, "isolation_gate_reflector_relists_gone_total")
+        relists = metric(gate, "isolation_gate_reflector_relists_total")
         watches = metric(gate, "isolation_gate_reflector_watches_total")
         rss_growth = 100.0 * (end["rss_kib"] - warm["rss_kib"]) / warm["rss_kib"] if end else float("nan")
         peak_rss = max([warm["rss_kib"]] + [s[0] for s in samples] + ([end["rss_kib"]] if end else []))

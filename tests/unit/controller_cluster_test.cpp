@@ -413,6 +413,39 @@ TEST(Cluster, MetricsExportTheSandboxAndEveryCache) {
   EXPECT_THAT(text, HasSubstr("isolation_gate_cache_synced{resource=\"nodes\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("isolation_gate_cache_objects{resource=\"runtimeclasses\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("isolation_gate_reflector_lists_total{resource=\"components\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_reflector_relists_total{resource=\"nodes\",cause=\"too_large\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_reflector_silent_watches_total{resource=\"nodes\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("isolation_gate_cache_staleness_seconds{resource=\"nodes\"} "));
+}
+
+// Admission's view fails closed once the RuntimeClass or Node cache has made
+// no progress for longer than the bound; the assessment itself is kept.
+TEST(FreshSandbox, AStaleRuntimeClassOrNodeCacheReadsUnknownAsUnavailable) {
+  MemoryApi api;
+  std::chrono::steady_clock::time_point t{};
+  kube::Store<std::string> rc_store{[](const json&) -> Result<std::string> { return std::string("x"); }, {}};
+  kube::Store<std::string> node_store{[](const json&) -> Result<std::string> { return std::string("x"); }, {}};
+  auto reflector = [&](std::string name, kube::Store<std::string>& sink) {
+    kube::ReflectorOptions o;
+    o.name = std::move(name);
+    o.path = "/x";
+    o.now = [&t] { return t; };
+    return std::make_unique<kube::Reflector>(api, sink, o);
+  };
+  auto rcs = reflector("runtimeclasses", rc_store);
+  t += 200s;
+  auto nodes = reflector("nodes", node_store);
+  ClusterSandbox sandbox;
+  sandbox.update({policy::SandboxAvailability::Available, 1, "available: 1 of 1 nodes"});
+  FreshSandbox fresh(sandbox, 300s, rcs.get(), nodes.get());
+  EXPECT_TRUE(policy::is_available(fresh.availability()));
+  EXPECT_EQ(fresh.describe(), "available: 1 of 1 nodes");
+  t += 101s;  // the RuntimeClass cache: 301 s without progress
+  EXPECT_FALSE(policy::is_available(fresh.availability()));
+  EXPECT_THAT(fresh.describe(), HasSubstr("unknown (treated as unavailable): the runtimeclasses cache"));
+  EXPECT_TRUE(policy::is_available(sandbox.availability()));  // the operator's view keeps the assessment
+  FreshSandbox never(sandbox, 0s, rcs.get(), nodes.get());
+  EXPECT_TRUE(policy::is_available(never.availability()));
 }
 
 }  // namespace

@@ -297,6 +297,7 @@ TEST_F(KubeHttpClientTest, ClosedWithoutAnAnswerIsCodeZero) {
   auto r = c->get("/api/v1/nodes/closed", 5000ms);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.failure().code, 0);
+  EXPECT_FALSE(r.failure().refused);
   EXPECT_TRUE(r.failure().retriable());
   EXPECT_EQ(r.error().rfind("GET /api/v1/nodes/closed: ", 0), 0u) << r.error();
 }
@@ -309,6 +310,7 @@ TEST_F(KubeHttpClientTest, ConnectionRefusedIsCodeZero) {
   auto r = (*c)->get("/api/v1/nodes", 5000ms);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.failure().code, 0);
+  EXPECT_TRUE(r.failure().refused) << r.error();  // the reflector watches again rather than relisting
   EXPECT_EQ(r.error().rfind("GET /api/v1/nodes: no answer from https://127.0.0.1:1: ", 0), 0u) << r.error();
 }
 
@@ -495,6 +497,46 @@ TEST_F(KubeHttpClientTest, WatchExpiredIsAnErrorEventOrA410) {
   EXPECT_TRUE(refused.failure().gone()) << refused.error();
   EXPECT_EQ(refused.error().rfind("WATCH " + components() + ": 410 Expired: too old resource version", 0), 0u)
       << refused.error();
+}
+
+TEST_F(KubeHttpClientTest, ASilentWatchIsClosedAfterTheSilenceLimit) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  WatchOptions w;
+  w.silence = 500ms;
+  auto stream = c->watch(components(), w);
+  ASSERT_TRUE(stream) << stream.error();
+  server().control("wait_for_watch", {{"resource", "components"}, {"timeout", 5}});
+  // The open watch goes silent: not one byte, not even a bookmark (a dead connection).
+  server().control("set_watch_silence", {{"resource", "components"}, {"future", false}});
+  backdoor_create("components", component("held", ns_), ns_);
+  std::optional<ApiError> error;
+  for (int i = 0; i < 100 && !error; ++i) {  // bookmarks sent before the silence, then the error
+    auto e = bounded_next(**stream);
+    if (!e) error = e.failure();
+    else ASSERT_TRUE(e->has_value()) << "a silent watch ended as if cleanly";
+  }
+  server().control("set_watch_silence", {{"resource", "components"}, {"enabled", false}});
+  ASSERT_TRUE(error);
+  EXPECT_TRUE(error->silent) << error->message;
+  EXPECT_EQ(error->code, 0);
+  EXPECT_NE(error->message.find("the stream is silent"), std::string::npos) << error->message;
+}
+
+TEST_F(KubeHttpClientTest, TooLargeResourceVersionIsFlaggedFromTheStatusCause) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  const auto now = std::stoll(server().control("resource_version").get<std::string>());
+  WatchOptions w;
+  w.resource_version = std::to_string(now + 1000);  // ahead of the server: it waits, then 504
+  auto ahead = c->watch(components(), w);
+  ASSERT_FALSE(ahead);
+  EXPECT_EQ(ahead.failure().code, 504);
+  EXPECT_TRUE(ahead.failure().rv_too_large) << ahead.error();
+  server().control("inject_fault", {{"status", 504}, {"path", "/namespaces/" + ns_ + "/components$"}});
+  auto timeout = c->list(components(), {});  // a plain 504 Timeout is not "too large"
+  ASSERT_FALSE(timeout);
+  EXPECT_FALSE(timeout.failure().rv_too_large);
 }
 
 TEST_F(KubeHttpClientTest, DroppedWatchIsAnErrorNotAHang) {
@@ -790,7 +832,7 @@ TEST_F(KubeHttpClientTest, ReflectorFollowsTheServerThroughDropsAnOutageAndA410)
   server().control("come_back");
   ASSERT_TRUE(eventually([&] { return value("r4") == "(absent)" && value("r6") == "6"; }))
       << "r4=" << value("r4") << " r6=" << value("r6");
-  EXPECT_GE(reflector.stats().relists_gone, 1u);
+  EXPECT_GE(reflector.stats().relists[static_cast<std::size_t>(RelistCause::Expired)], 1u);
   EXPECT_GE(reflector.stats().lists, 2u);
   EXPECT_EQ(store.size(), 5u);  // r0 r2 r3 r5 r6
   reflector.stop();

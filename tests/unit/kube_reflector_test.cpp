@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -159,6 +160,7 @@ TEST(Reflector, ListsEveryPageThenWatchesFromTheListsResourceVersion) {
   f.reflector->run();
 
   ASSERT_EQ(f.client.list_calls.size(), 2u);  // two pages
+  EXPECT_EQ(f.client.list_calls[0].resource_version, "0");  // the first list: the watch cache
   EXPECT_EQ(f.client.list_calls[0].limit, 2u);
   EXPECT_EQ(f.client.list_calls[0].continue_token, "");
   EXPECT_EQ(f.client.list_calls[1].continue_token, "token-1");
@@ -201,11 +203,14 @@ TEST(Reflector, A410ErrorEventRelistsAndTheRelistReplacesTheStore) {
   f.reflector->run();
   ASSERT_GE(f.client.list_calls.size(), 2u);
   EXPECT_EQ(f.client.list_calls[1].continue_token, "");
+  EXPECT_EQ(f.client.list_calls[1].resource_version, "");  // after a 410: a quorum list, paginated
+  EXPECT_EQ(f.client.list_calls[1].limit, 2u);
   ASSERT_GE(f.client.watch_calls.size(), 2u);
   EXPECT_EQ(f.client.watch_calls[1].resource_version, "21");
   EXPECT_EQ(f.value("a"), "(none)");  // gone while we were not watching
   EXPECT_EQ(f.value("b"), "b@20");
-  EXPECT_EQ(f.reflector->stats().relists_gone, 1u);
+  EXPECT_EQ(f.reflector->stats().relists[static_cast<std::size_t>(RelistCause::Expired)], 1u);
+  EXPECT_EQ(f.reflector->stats().relists_total(), 1u);
   EXPECT_TRUE(f.waits.empty() || f.waits.front() > 0ms);
 }
 
@@ -243,7 +248,11 @@ TEST(Reflector, RelistStopsTheWatchAndListsAgain) {
   EXPECT_EQ(value("d"), "(none)");  // the watch stopped before it
   EXPECT_EQ(value("b"), "(none)");  // replaced by the list
   EXPECT_EQ(r.stats().lists, 2u);
-  EXPECT_EQ(r.stats().relists_gone, 0u);
+  EXPECT_EQ(r.stats().relists[static_cast<std::size_t>(RelistCause::Requested)], 1u);
+  EXPECT_EQ(r.stats().relists_total(), 1u);
+  // From the last resourceVersion seen, unpaginated (the watch cache serves it).
+  EXPECT_EQ(f.client.list_calls[1].resource_version, "12");
+  EXPECT_EQ(f.client.list_calls[1].limit, 0u);
 }
 
 TEST(Reflector, A410StatusOnTheWatchRequestRelists) {
@@ -258,7 +267,7 @@ TEST(Reflector, A410StatusOnTheWatchRequestRelists) {
   EXPECT_EQ(f.client.watch_calls[1].resource_version, "31");
 }
 
-TEST(Reflector, AnExpiredContinueTokenRestartsTheListFromTheFirstPage) {
+TEST(Reflector, AnExpiredContinueTokenListsOnceMoreUnpaginated) {
   Fixture f;
   f.client.lists.push_back(page({obj("a", "5"), obj("b", "6")}, "10", "tok"));
   f.client.lists.push_back(error(410));  // the token is too old
@@ -268,6 +277,10 @@ TEST(Reflector, AnExpiredContinueTokenRestartsTheListFromTheFirstPage) {
   ASSERT_GE(f.client.list_calls.size(), 3u);
   EXPECT_EQ(f.client.list_calls[1].continue_token, "tok");
   EXPECT_EQ(f.client.list_calls[2].continue_token, "");
+  EXPECT_EQ(f.client.list_calls[2].limit, 0u);  // the whole list in one answer, not page 1 again
+  EXPECT_EQ(f.client.list_calls[2].resource_version, f.client.list_calls[0].resource_version);
+  EXPECT_LE(f.waits.size(), 1u);  // at once (a wait only after the empty watch at the end)
+  EXPECT_EQ(f.reflector->stats().relists[static_cast<std::size_t>(RelistCause::ContinueExpired)], 1u);
   EXPECT_EQ(f.value("b"), "(none)");  // the half-list never reached the store
   EXPECT_EQ(f.client.watch_calls.at(0).resource_version, "40");
 }
@@ -299,6 +312,156 @@ TEST(Reflector, FailuresBackOffExponentiallyCappedAndHonourRetryAfter) {
               ElementsAre(800ms, 1600ms, 3200ms, 6400ms, 12800ms, 25600ms, 30000ms, 30000ms));
   EXPECT_EQ(f.waits[8], 45000ms);  // Retry-After wins over the cap
   EXPECT_TRUE(f.reflector->synced());
+}
+
+ApiError status_error(int code, std::string reason, bool too_large = false) {
+  ApiError e = error(code);
+  e.reason = std::move(reason);
+  e.rv_too_large = too_large;
+  return e;
+}
+
+TEST(Reflector, AWatchThatCannotBeOpenedRelistsAfterTheBackoffFromTheLastResourceVersion) {
+  for (int code : {403, 500, 503}) {
+    SCOPED_TRACE(code);
+    Fixture f;
+    f.client.lists.push_back(page({obj("a", "5")}, "10"));
+    f.client.watches.push_back(status_error(code, "Forbidden"));  // list works, watch does not
+    f.client.lists.push_back(page({obj("a", "11")}, "12"));
+    f.client.watches.push_back(ScriptedWatch{});
+    f.reflector->run();
+    ASSERT_GE(f.client.list_calls.size(), 2u);
+    EXPECT_EQ(f.client.list_calls[1].resource_version, "10");
+    EXPECT_EQ(f.client.list_calls[1].limit, 0u);
+    ASSERT_GE(f.waits.size(), 1u);
+    EXPECT_EQ(f.waits[0], 800ms);
+    EXPECT_EQ(f.value("a"), "a@11");
+    EXPECT_EQ(f.reflector->stats().relists[static_cast<std::size_t>(RelistCause::WatchFailed)], 1u);
+  }
+}
+
+TEST(Reflector, A429OrARefusedConnectionWatchesAgainWithoutRelisting) {
+  Fixture f;
+  f.client.lists.push_back(page({obj("a", "5")}, "10"));
+  f.client.watches.push_back(error(429, 2s));
+  ApiError refused = error(0);
+  refused.refused = true;
+  f.client.watches.push_back(refused);
+  f.client.watches.push_back(ScriptedWatch{{event(WatchEvent::Type::Error,
+                                                  json{{"kind", "Status"}, {"code", 429}, {"reason", "TooManyRequests"}})}});
+  f.reflector->run();
+  ASSERT_GE(f.client.watch_calls.size(), 4u);
+  for (const auto& w : f.client.watch_calls) EXPECT_EQ(w.resource_version, "10");
+  EXPECT_EQ(f.reflector->stats().lists, 1u);
+  EXPECT_EQ(f.reflector->stats().relists_total(), 0u);
+  ASSERT_GE(f.waits.size(), 3u);
+  EXPECT_EQ(f.waits[0], 2000ms);  // Retry-After
+}
+
+TEST(Reflector, AnErrorEventOtherThan410And429RelistsAfterTheBackoff) {
+  Fixture f;
+  f.client.lists.push_back(page({obj("a", "5")}, "10"));
+  f.client.watches.push_back(ScriptedWatch{{event(WatchEvent::Type::Added, obj("b", "11")),
+                                            event(WatchEvent::Type::Error,
+                                                  json{{"kind", "Status"}, {"code", 500}, {"reason", "InternalError"},
+                                                       {"message", "watch cache broke"}})}});
+  f.client.lists.push_back(page({obj("b", "20")}, "21"));
+  f.client.watches.push_back(ScriptedWatch{});
+  f.reflector->run();
+  ASSERT_GE(f.client.list_calls.size(), 2u);
+  EXPECT_EQ(f.client.list_calls[1].resource_version, "11");
+  ASSERT_GE(f.waits.size(), 1u);
+  EXPECT_EQ(f.reflector->stats().relists[static_cast<std::size_t>(RelistCause::ErrorEvent)], 1u);
+  EXPECT_EQ(f.value("b"), "b@20");
+}
+
+TEST(Reflector, TooLargeResourceVersionListsFromEtcd) {
+  // An etcd restore: the server is behind the reflector's resourceVersion.
+  Fixture f;
+  f.client.lists.push_back(page({obj("a", "5")}, "100"));
+  f.client.watches.push_back(status_error(504, "Timeout", true));
+  f.client.lists.push_back(status_error(504, "Timeout", true));  // at "100": still too large
+  f.client.lists.push_back(page({obj("a", "7")}, "8"));
+  f.client.watches.push_back(ScriptedWatch{});
+  f.reflector->run();
+  ASSERT_GE(f.client.list_calls.size(), 3u);
+  EXPECT_EQ(f.client.list_calls[1].resource_version, "");  // the watch said too large: quorum list
+  EXPECT_EQ(f.client.list_calls[2].resource_version, "");
+  EXPECT_EQ(f.client.watch_calls.at(1).resource_version, "8");
+  EXPECT_EQ(f.value("a"), "a@7");
+  EXPECT_EQ(f.reflector->stats().relists[static_cast<std::size_t>(RelistCause::TooLarge)], 1u);
+}
+
+TEST(Reflector, AFailedFirstListFallsBackToAQuorumList) {
+  Fixture f;
+  f.client.lists.push_back(error(500));
+  f.client.lists.push_back(page({obj("a", "5")}, "10"));
+  f.client.watches.push_back(ScriptedWatch{});
+  f.reflector->run();
+  ASSERT_GE(f.client.list_calls.size(), 2u);
+  EXPECT_EQ(f.client.list_calls[0].resource_version, "0");
+  EXPECT_EQ(f.client.list_calls[1].resource_version, "");
+  EXPECT_EQ(f.client.list_calls[1].limit, 2u);
+  EXPECT_EQ(f.waits.at(0), 800ms);
+}
+
+TEST(Reflector, WatchesAskForBookmarksARandomisedTimeoutAndASilenceLimit) {
+  Fixture f;
+  f.client.lists.push_back(page({}, "1"));
+  for (int i = 0; i < 20; ++i) f.client.watches.push_back(ScriptedWatch{{event(WatchEvent::Type::Bookmark,
+                                                                                json{{"metadata", {{"resourceVersion", "1"}}}})}});
+  f.reflector->run();
+  ASSERT_GE(f.client.watch_calls.size(), 20u);
+  std::set<long long> seen;
+  for (const auto& w : f.client.watch_calls) {
+    EXPECT_TRUE(w.allow_bookmarks);
+    EXPECT_GE(w.timeout, 300s);
+    EXPECT_LT(w.timeout, 600s);
+    EXPECT_EQ(w.silence, 150'000ms);
+    seen.insert(w.timeout.count());
+  }
+  EXPECT_GT(seen.size(), 1u);  // not all in step
+}
+
+TEST(Reflector, ASilentStreamIsReopenedAtOnceAndCounted) {
+  Fixture f;
+  f.client.lists.push_back(page({}, "10"));
+  ApiError silent = error(0);
+  silent.silent = true;
+  f.client.watches.push_back(ScriptedWatch{{ApiResult<std::optional<WatchEvent>>(silent)}});
+  f.client.watches.push_back(ScriptedWatch{});
+  f.reflector->run();
+  ASSERT_GE(f.client.watch_calls.size(), 2u);
+  EXPECT_EQ(f.client.watch_calls[1].resource_version, "10");
+  EXPECT_EQ(f.reflector->stats().silent_watches, 1u);
+  EXPECT_EQ(f.reflector->stats().lists, 1u);
+  EXPECT_TRUE(f.waits.empty() || f.waits.size() == 1u);  // only the final empty watch may back off
+}
+
+TEST(Reflector, ProgressIsTheLastListEventOrBookmark) {
+  ScriptedClient client;
+  Store<std::string> store{[](const json& o) -> Result<std::string> { return o["v"].get<std::string>(); }, {}};
+  std::chrono::steady_clock::time_point t{};
+  Reflector* self = nullptr;
+  ReflectorOptions options;
+  options.name = "things";
+  options.path = "/api/v1/things";
+  options.now = [&] { return t; };
+  options.wait = [&](std::chrono::milliseconds d) {
+    t += d;
+    return true;
+  };
+  client.lists.push_back(page({obj("a", "1")}, "1"));
+  client.watches.push_back(ScriptedWatch{{event(WatchEvent::Type::Bookmark, json{{"metadata", {{"resourceVersion", "2"}}}})}});
+  Reflector r(client, store, options);
+  self = &r;
+  client.reflector = self;
+  t += 42s;
+  EXPECT_EQ(r.since_progress(), 42s);  // since construction: nothing listed yet
+  r.run();
+  EXPECT_LE(r.since_progress(), 30s);  // the bookmark, then at most one backoff wait
+  t += 100s;
+  EXPECT_GE(r.since_progress(), 100s);
 }
 
 TEST(Reflector, NotSyncedUntilTheFirstListCompletes) {
