@@ -111,8 +111,11 @@ void AdmissionMetrics::write(prometheus::TextWriter& out) const {
   constexpr std::string_view kWouldDeny = "isolation_gate_audit_would_deny_total";
   constexpr std::string_view kWouldPatch = "isolation_gate_audit_would_patch_total";
   for (const auto& [family, help, deny] :
-       {std::tuple{kWouldDeny, "Reviews in audit namespaces that enforcement would have denied, by reason.", true},
-        std::tuple{kWouldPatch, "Reviews in audit namespaces that enforcement would have patched, by reason.",
+       {std::tuple{kWouldDeny,
+                   prometheus::Help("Reviews in audit namespaces that enforcement would have denied, by reason."),
+                   true},
+        std::tuple{kWouldPatch,
+                   prometheus::Help("Reviews in audit namespaces that enforcement would have patched, by reason."),
                    false}}) {
     out.family(family, Type::Counter, help);
     for (const Route& route : admission_routes()) {

@@ -258,6 +258,20 @@ class Scanner {
     }
   }
 
+  // value(), but an object of a sparse projection whose text cannot keep a
+  // member (Projection::may_keep) is validated by the skipping scanner and
+  // left discarded, without its DOM.
+  bool sparse_value(const Projection* projection, json* out) {
+    if (projection == nullptr || !projection->is_sparse() || p_ == end_ || *p_ != '{') {
+      return value(projection, out);
+    }
+    const char* start = p_;
+    if (!skip_value()) return false;
+    if (!projection->may_keep(start, p_)) return true;
+    p_ = start;  // it may keep a member: parse it
+    return value(projection, out);
+  }
+
   bool literal(std::string_view word, json* out, json v) {
     if (static_cast<std::size_t>(end_ - p_) < word.size() ||
         std::memcmp(p_, word.data(), word.size()) != 0) {
@@ -327,7 +341,9 @@ class Scanner {
         json child;
         if (!value(nullptr, &child)) return false;
         out->get_ref<json::object_t&>().emplace(std::move(key), std::move(child));
-      } else if (member && member->values() && p_ != end_ && *p_ == '"') {
+      } else if (member && member->values() && (p_ == end_ || *p_ != '"')) {
+        if (!skip_value()) return false;  // one_of(): only a string is kept
+      } else if (member && member->values()) {
         // one_of(): the string is kept only when it is one of the values (read
         // raw when it has no escape: no allocation for the ones dropped).
         const char* const quote = p_;
@@ -349,7 +365,7 @@ class Scanner {
         }
       } else if (member) {
         json child(json::value_t::discarded);
-        if (!value(member, &child)) return false;
+        if (!sparse_value(member, &child)) return false;
         if (!child.is_discarded()) {
           if (lazy && !out->is_object()) *out = json::object();
           out->get_ref<json::object_t&>().emplace(std::move(key), std::move(child));
@@ -381,7 +397,7 @@ class Scanner {
     while (true) {
       if (whole || element) {
         json child(json::value_t::discarded);
-        if (!value(element, &child)) return false;  // element null + whole: full value
+        if (!sparse_value(element, &child)) return false;  // element null + whole: full value
         if (!child.is_discarded()) {  // a sparse element that kept nothing is left out
           auto& items = out->get_ref<json::array_t&>();
           if (items.empty()) items.reserve(4);  // a pod's container lists: one to a few
@@ -926,7 +942,38 @@ Projection Projection::object(std::vector<Field> fields) {
 Projection Projection::sparse(std::vector<Field> fields) {
   Projection p = object(std::move(fields));
   p.sparse_ = true;
+  auto needles = std::make_shared<std::vector<std::string>>();
+  for (const auto& f : p.fields_) {
+    const Projection& m = f.projection;
+    if (!f.name.empty() && f.name.back() == '*') return p;  // a prefix field: no needles
+    if (m.values_) {
+      needles->insert(needles->end(), m.values_->begin(), m.values_->end());
+    } else if (m.sparse_) {
+      if (!m.needles_) return p;
+      needles->insert(needles->end(), m.needles_->begin(), m.needles_->end());
+    } else {
+      needles->push_back(f.name);
+    }
+  }
+  p.needles_ = std::move(needles);
   return p;
+}
+
+bool Projection::may_keep(const char* begin, const char* end) const noexcept {
+  if (!needles_) return true;
+  const auto size = static_cast<std::size_t>(end - begin);
+  if (std::memchr(begin, '\\', size) != nullptr) return true;  // an escape could spell a needle
+  // Without escapes every string token is its bytes between two quotes.
+  const char* q = begin;
+  while ((q = static_cast<const char*>(std::memchr(q, '"', static_cast<std::size_t>(end - q)))) != nullptr) {
+    const char* t = static_cast<const char*>(std::memchr(q + 1, '"', static_cast<std::size_t>(end - q - 1)));
+    if (t == nullptr) return true;
+    const std::string_view token(q + 1, static_cast<std::size_t>(t - q - 1));
+    for (const auto& n : *needles_)
+      if (n == token) return true;
+    q = t + 1;
+  }
+  return false;
 }
 
 Projection Projection::one_of(std::vector<std::string> values) {
@@ -1066,7 +1113,9 @@ json project(const json& value, const Projection& projection) {
       for (auto it = value.begin(); it != value.end(); ++it) {
         const Projection* member = projection.field(it.key());
         if (!member) continue;
-        if (it->is_string() && !member->keeps_string(it->get_ref<const std::string&>())) continue;
+        if (member->values() && !(it->is_string() && member->keeps_string(it->get_ref<const std::string&>()))) {
+          continue;
+        }
         json child = project(*it, *member);
         if (!child.is_discarded()) out[it.key()] = std::move(child);
       }

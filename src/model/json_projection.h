@@ -76,8 +76,10 @@ class Projection {
   // DOM. Only an object is dropped; a value of another type is kept as
   // object() keeps it.
   static Projection sparse(std::vector<Field> fields);
-  // The whole value, except a string that is none of `values`: that member
-  // is not kept (an environment variable's name: only the few that matter).
+  // A string that is one of `values`; any other value (another string, or
+  // not a string) is not kept (an environment variable's name: only the few
+  // that matter). The API server hands admission typed objects, so a name
+  // of another type never reaches a webhook.
   static Projection one_of(std::vector<std::string> values);
   // What either keeps (the union); a member the two read with different
   // shapes is kept whole. The result itself has no slot.
@@ -95,6 +97,11 @@ class Projection {
   const std::vector<std::string>* values() const noexcept { return values_.get(); }
   // Whether a string value is kept (always, but for one_of()).
   bool keeps_string(std::string_view s) const noexcept;
+  // sparse() only: whether an object's raw JSON text [begin, end) may keep a
+  // member. False only when it has no escape and no string token equal to a
+  // needle (a field's name, a one_of() value, a nested sparse field's
+  // needles): then it keeps nothing, and is dropped without being parsed.
+  bool may_keep(const char* begin, const char* end) const noexcept;
   // The capture slot, or -1 for none.
   std::ptrdiff_t slot() const noexcept { return slot_; }
   // An object-shaped projection with a slotted field: parse_captured()
@@ -110,6 +117,9 @@ class Projection {
   bool has_prefix_fields_ = false;
   bool sparse_ = false;
   std::shared_ptr<const std::vector<std::string>> values_;
+  // sparse(): the tokens may_keep() looks for; null when it cannot tell (a
+  // prefix field): every object is then parsed.
+  std::shared_ptr<const std::vector<std::string>> needles_;
 };
 
 struct Projection::Field {
