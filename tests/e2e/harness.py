@@ -47,6 +47,11 @@ COMPONENT_LABEL = "gibson.zeroroot.ai/component"
 ISOLATION_ANNOTATION = "gibson.zeroroot.ai/isolation"
 SHAPE_ENV = "GIBSON_UNTRUSTED_EXEC"
 
+# A sanitized binary (scripts/test.sh exports ASAN_OPTIONS / TSAN_OPTIONS for
+# those stages) runs several times slower, beside the other e2e files under
+# ctest -j: every bound a test waits on is this many times longer there. The
+# bounds stay bounds; nothing asserts how long anything took.
+SLOWDOWN = 3.0 if (os.environ.get("ASAN_OPTIONS") or os.environ.get("TSAN_OPTIONS")) else 1.0
 START_TIMEOUT = 15.0
 REQUEST_TIMEOUT = 15.0
 STOP_TIMEOUT = 10.0

@@ -23,7 +23,7 @@ import harness as h
 sys.path.insert(0, os.path.join(h.SOURCE_DIR, "tests", "apiserver"))
 from fake_apiserver import FakeApiServer  # noqa: E402
 
-WAIT = 15.0
+WAIT = 15.0 * h.SLOWDOWN
 RC = "kata-fc"
 SETEC_LABEL = "setec.zeroroot.ai/runtime"
 NODE_LABEL = "setec.zeroroot.ai/runtime.firecracker"

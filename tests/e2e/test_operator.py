@@ -45,7 +45,7 @@ LEASE = "isolation-gate-leader"
 WEBHOOKS = "isolation-gate"
 SECRET = "isolation-gate-tls"
 ELECTION = ["--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "500ms"]
-WAIT = 20.0
+WAIT = 20.0 * h.SLOWDOWN
 
 wait_until = tc.wait_until
 
