@@ -448,8 +448,11 @@ class SelfManagedCertificates(OperatorCase):
             f.write(base64.b64decode(self.bundles()[0]).decode())
 
     def test_bootstrap_rotation_under_load_and_repair(self):
+        # Short lifetimes so that rotations happen during the test; longer under a
+        # sanitizer (h.SLOWDOWN), where a 6 s leaf can expire before its renewal is served.
         g = self.gate_with("gate-a", tls="self-managed", wait_ready=False,
-                           extra=["--cert-validity", "6s", "--ca-validity", "18s"])
+                           extra=["--cert-validity", "%ds" % (6 * h.SLOWDOWN),
+                                  "--ca-validity", "%ds" % (18 * h.SLOWDOWN)])
         wait_until("caBundle in every webhook of both configurations",
                    lambda: all(b != "" for b in self.bundles()) and len(set(self.bundles())) == 1)
         s = self.api.get("secrets", SECRET, namespace=GATE_NS)
@@ -491,7 +494,7 @@ class SelfManagedCertificates(OperatorCase):
             start_rotations = g.metric_values("isolation_gate_certificate_rotations_total")
             wait_until("three rotations under load",
                        lambda: g.metric_values("isolation_gate_certificate_rotations_total") >= start_rotations + 3,
-                       timeout=60)
+                       timeout=60 * h.SLOWDOWN)
         finally:
             stop.set()
             t.join(timeout=30)
