@@ -98,10 +98,17 @@ class FaultCase(ClusterCase):
                    lambda: self.decision()[0] == "AllowInProcess", timeout=RECOVERY_WAIT)
         self.api.update("components", component("report-parser", "untrusted"), namespace="team-a")
         wait_until("%s: and back" % what, lambda: self.decision()[0] == "Deny", timeout=RECOVERY_WAIT)
+        # Live GETs work again. The first one after the API server came back may still miss its
+        # 2 s bound while every reflector relists at once (seen under ASan on 2 busy cores), so
+        # recovery is awaited, bounded; once recovered, a lookup is answered and counts no error.
+        def ghost_reason():
+            ghost = self.review("/mutate/pods", h.pod_review(h.make_pod(name="g", component="ghost")))
+            self.assertFalse(ghost["allowed"], ghost)
+            return ghost["auditAnnotations"].get("reason")
+        wait_until("%s: live lookups answer again" % what,
+                   lambda: ghost_reason() == "UnknownComponent", timeout=RECOVERY_WAIT)
         before = self.gate.metric_values(LOOKUP_ERRORS)
-        ghost = self.review("/mutate/pods", h.pod_review(h.make_pod(name="g", component="ghost")))
-        self.assertFalse(ghost["allowed"])
-        self.assertEqual(ghost["auditAnnotations"].get("reason"), "UnknownComponent", ghost)
+        self.assertEqual(ghost_reason(), "UnknownComponent")
         self.assertEqual(self.gate.metric_values(LOOKUP_ERRORS), before)
         self.assertTrue(self.gate.alive())
 
