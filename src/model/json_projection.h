@@ -101,7 +101,9 @@ class Projection {
   // member. False only when it has no escape and no string token equal to a
   // needle (a field's name, a one_of() value, a nested sparse field's
   // needles): then it keeps nothing, and is dropped without being parsed.
-  bool may_keep(const char* begin, const char* end) const noexcept;
+  // `readable` (>= end) bounds what may be loaded: bytes in [end, readable)
+  // are read 16 at a time but never counted.
+  bool may_keep(const char* begin, const char* end, const char* readable) const noexcept;
   // The capture slot, or -1 for none.
   std::ptrdiff_t slot() const noexcept { return slot_; }
   // An object-shaped projection with a slotted field: parse_captured()
@@ -119,7 +121,8 @@ class Projection {
   std::shared_ptr<const std::vector<std::string>> values_;
   // sparse(): the tokens may_keep() looks for; null when it cannot tell (a
   // prefix field): every object is then parsed.
-  std::shared_ptr<const std::vector<std::string>> needles_;
+  struct Needles;
+  std::shared_ptr<const Needles> needles_;
 };
 
 struct Projection::Field {
