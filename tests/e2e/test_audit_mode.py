@@ -123,6 +123,12 @@ class AuditMode(ti.InstallCase):
         expected = {(NS, "MissingComponentLabel"): 1, (NS, "SandboxUnavailable"): 1}
         tc.wait_until("the would-deny gauge names the two pods", lambda: self.would_deny_gauge() == expected)
         tc.wait_until("one Event on the Namespace per would-deny pod", lambda: len(self.namespace_events()) == 2)
+        # The gauge and the audit pod cache's series, as Prometheus parses them.
+        import test_metrics as tm
+        if tm.PROMTOOL is not None:
+            text = self.gate_server.metrics()
+            self.assertIn('isolation_gate_cache_objects{resource="audit_pods"}', text)
+            tm.ExpositionCheck.assert_valid_exposition(self, text, "an audit namespace reported")
         events = {e["related"]["name"]: e for e in self.namespace_events()}
         self.assertEqual(sorted(events), ["unlabelled-0", "untrusted-0"])
         ns_uid = self.api.get("namespaces", NS)["metadata"]["uid"]
