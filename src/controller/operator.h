@@ -4,7 +4,8 @@
 //
 //   Cluster (every replica: caches) --listener--> Operator
 //     leader: StatusWriter (Component status)  <- Component/sandbox changes, drift counts
-//             DriftAudit   (pods cache, drift, opt-in eviction) <- the same
+//             DriftAudit   (pods cache, drift, opt-in eviction; audit namespaces'
+//                           running pods enforcement would deny) <- the same
 //   Webhook denial (every replica) --record_denial--> kube::EventRecorder
 //
 // Contract:
