@@ -728,6 +728,7 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
   operator_options.evict_per_minute = o.evict_rate;
   operator_options.status.workers = o.status_workers;
   operator_options.log = log_adapter;
+  operator_options.gate = settings;
   controller::Operator op(**client, cluster, &events, std::move(operator_options));
 
   // The serving certificate: the files (cert-manager), or self-managed: a
@@ -798,8 +799,7 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
   facts.component_count = [&cluster] { return cluster.component_count(); };
   facts.ready = [&cluster, &certs] { return cluster.synced() && (!certs || certs->loaded()); };
   facts.extra_metrics = [&](prometheus::TextWriter& out) {
-    std::vector<controller::CacheView> more;
-    if (auto pods = op.pod_cache()) more.push_back(*pods);
+    const std::vector<controller::CacheView> more = op.caches();
     cluster.write_metrics(out, more);
     op.write_metrics(out);
     write_election_metrics(out, (*elector)->stats());

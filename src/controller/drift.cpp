@@ -1,7 +1,10 @@
 #include "controller/drift.h"
 
 #include <algorithm>
+#include <tuple>
 
+#include "admission/namespace_guard.h"
+#include "admission/pod_rules.h"
 #include "base/quote.h"
 #include "model/pod.h"
 
@@ -52,13 +55,83 @@ Result<PodPlacement> decode_pod_placement(const json& pod) {
   if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
     p.runtime_class = string_at(*spec, "runtimeClassName");
   }
+  p.running = pod_is_running(pod);
+  return p;
+}
+
+bool pod_is_running(const json& pod) {
+  if (!pod.is_object()) return false;
   std::string phase;
   if (auto status = pod.find("status"); status != pod.end() && status->is_object()) {
     phase = string_at(*status, "phase");
   }
-  const bool deleting = meta->contains("deletionTimestamp") && !(*meta)["deletionTimestamp"].is_null();
-  p.running = phase != "Succeeded" && phase != "Failed" && !deleting;
+  bool deleting = false;
+  if (auto meta = pod.find("metadata"); meta != pod.end() && meta->is_object()) {
+    auto d = meta->find("deletionTimestamp");
+    deleting = d != meta->end() && !d->is_null();
+  }
+  return phase != "Succeeded" && phase != "Failed" && !deleting;
+}
+
+Result<AuditNamespace> decode_audit_namespace(const json& ns) {
+  if (!ns.is_object()) return fail("a namespace is not an object");
+  auto meta = ns.find("metadata");
+  if (meta == ns.end() || !meta->is_object()) return fail("a namespace without metadata");
+  AuditNamespace n{string_at(*meta, "name"), string_at(*meta, "uid")};
+  if (n.name.empty()) return fail("a namespace without a name");
+  return n;
+}
+
+Result<AuditPod> decode_audit_pod(const json& pod) {
+  if (!pod.is_object()) return fail("a pod is not an object");
+  // A listed pod carries no kind or apiVersion: it is a Pod by where it came from.
+  model::PodLocation where;
+  where.kind = model::ObjectKind::Pod;
+  where.pod = &pod;
+  auto facts = model::read_pod_facts(pod, where, "pod");
+  if (!facts) return fail(facts.error());
+  AuditPod p;
+  if (auto meta = pod.find("metadata"); meta != pod.end() && meta->is_object()) p.uid = string_at(*meta, "uid");
+  p.facts = std::move(facts).value();
+  std::erase_if(p.facts.containers, [](const model::ContainerFacts& c) { return c.ephemeral; });
+  std::erase_if(p.facts.privileged_containers,
+                [](const std::string& name) { return name.starts_with("ephemeral:"); });
   return p;
+}
+
+std::vector<WouldDeny> audit_would_deny(std::span<const std::shared_ptr<const AuditPod>> pods,
+                                        const std::set<std::string, std::less<>>& audit_namespaces,
+                                        const admission::AdmissionContext& context) {
+  std::vector<WouldDeny> out;
+  const model::PodLocation where{};  // a Pod, at the root of the object
+  for (const auto& pod : pods) {
+    if (!pod || !audit_namespaces.count(pod->facts.namespace_)) continue;
+    // The one decision site: the answer /mutate/pods would give this pod now.
+    admission::PodVerdict v =
+        admission::admit_pod(pod->facts, where, pod->facts.namespace_, context, admission::Stage::Mutate);
+    if (v.answer.allowed()) continue;
+    out.push_back({pod->facts.namespace_, pod->facts.object_name, pod->uid, v.answer.reason,
+                   std::move(v.answer.message)});
+  }
+  std::sort(out.begin(), out.end(), [](const WouldDeny& a, const WouldDeny& b) {
+    return std::tie(a.namespace_, a.name) < std::tie(b.namespace_, b.name);
+  });
+  return out;
+}
+
+WouldDenyCounts count_would_deny(std::span<const WouldDeny> found) {
+  WouldDenyCounts counts;
+  for (const auto& f : found) ++counts[{f.namespace_, std::string(admission::to_string(f.reason))}];
+  return counts;
+}
+
+admission::LookupResult DriftAudit::CachedComponents::find(std::string_view ns, std::string_view name) const {
+  using Status = admission::LookupResult::Status;
+  // The caches have synced before any pass: a Component not cached is not there.
+  if (auto cached = store_.find(kube::object_key(ns, name))) {
+    return {Status::Found, std::shared_ptr<const model::Component>(cached, &cached->component), {}};
+  }
+  return {Status::NotFound, nullptr, {}};
 }
 
 DriftAudit::DriftAudit(kube::Client& client, const kube::Store<ComponentRecord>& components,
@@ -70,7 +143,13 @@ DriftAudit::DriftAudit(kube::Client& client, const kube::Store<ComponentRecord>&
       events_(events),
       options_(std::move(options)),
       evict_limiter_(options_.evict_per_minute / 60.0, 1),
-      pods_(decode_pod_placement, [this](std::string_view) { mark_dirty(); }) {}
+      pods_(decode_pod_placement, [this](std::string_view) { mark_dirty(); }),
+      cached_components_(components),
+      audit_context_{options_.gate, cached_components_, sandbox},
+      audit_namespaces_(decode_audit_namespace, [this](std::string_view) { mark_dirty(); }),
+      audit_pods_(decode_audit_pod, [this](std::string_view) { mark_dirty(); },
+                  [this](const json& pod) { return keep_audit_pod(pod); }),
+      audit_set_(std::make_shared<const std::set<std::string, std::less<>>>()) {}
 
 DriftAudit::~DriftAudit() { stop(); }
 
@@ -88,8 +167,18 @@ void DriftAudit::start() {
   o.watch_timeout = options_.watch_timeout;
   o.backoff = options_.backoff;
   o.log = options_.log;
+  kube::ReflectorOptions n = o;
+  kube::ReflectorOptions a = o;
   reflector_ = std::make_unique<kube::Reflector>(client_, pods_, std::move(o));
   reflector_->start();
+  n.name = "audit_namespaces";
+  n.path = kube::collection_path(kNamespaces);
+  n.label_selector = std::string(admission::kEnforcementLabel) + "=" + std::string(kAuditValue);
+  namespace_reflector_ = std::make_unique<kube::Reflector>(client_, audit_namespaces_, std::move(n));
+  namespace_reflector_->start();
+  a.name = "audit_pods";
+  a.label_selector.clear();  // unlabelled pods too; kept only in audit namespaces (keep_audit_pod)
+  audit_pod_reflector_ = std::make_unique<kube::Reflector>(client_, audit_pods_, std::move(a));
   thread_ = std::thread([this] { run(); });
 }
 
@@ -100,8 +189,41 @@ void DriftAudit::stop() noexcept {
   }
   cv_.notify_all();
   if (reflector_) reflector_->stop();
+  if (namespace_reflector_) namespace_reflector_->stop();
   if (thread_.joinable()) thread_.join();
+  stop_audit_pods();
+  audit_listed_for_.clear();
+  {
+    std::lock_guard lock(mu_);
+    audit_denied_.clear();
+    audit_counts_.clear();  // leader only: a replica that does not lead reports none
+  }
   audited_.store(false, std::memory_order_release);
+}
+
+bool DriftAudit::keep_audit_pod(const json& pod) const {
+  std::shared_ptr<const std::set<std::string, std::less<>>> set;
+  {
+    std::lock_guard lock(audit_set_mu_);
+    set = audit_set_;
+  }
+  if (set->empty() || !pod_is_running(pod)) return false;
+  auto meta = pod.find("metadata");
+  if (meta == pod.end() || !meta->is_object()) return false;
+  auto ns = meta->find("namespace");
+  return ns != meta->end() && ns->is_string() && set->count(ns->get_ref<const std::string&>()) > 0;
+}
+
+void DriftAudit::stop_audit_pods() noexcept {
+  {
+    std::lock_guard lock(audit_set_mu_);
+    audit_set_ = std::make_shared<const std::set<std::string, std::less<>>>();
+  }
+  if (!audit_pods_running_.exchange(false, std::memory_order_acq_rel)) return;
+  audit_pod_reflector_->stop();
+  // Its reflector is stopped: empty the cache (the pods' facts) as a list of nothing would.
+  audit_pods_.begin_replace();
+  audit_pods_.end_replace("");
 }
 
 void DriftAudit::mark_dirty() noexcept {
@@ -123,10 +245,23 @@ DriftStats DriftAudit::stats() const {
   return stats_;
 }
 
-std::optional<CacheView> DriftAudit::cache_view() const {
+std::vector<CacheView> DriftAudit::cache_views() const {
   std::lock_guard lock(mu_);
-  if (stopping_ || !reflector_) return std::nullopt;
-  return CacheView{"pods", reflector_.get(), pods_.size(), pods_.synced(), pods_.decode_errors()};
+  std::vector<CacheView> out;
+  if (stopping_ || !reflector_) return out;
+  out.push_back({"pods", reflector_.get(), pods_.size(), pods_.synced(), pods_.decode_errors()});
+  out.push_back({"audit_namespaces", namespace_reflector_.get(), audit_namespaces_.size(),
+                 audit_namespaces_.synced(), audit_namespaces_.decode_errors()});
+  if (audit_pods_running_.load(std::memory_order_acquire)) {
+    out.push_back({"audit_pods", audit_pod_reflector_.get(), audit_pods_.size(), audit_pods_.synced(),
+                   audit_pods_.decode_errors()});
+  }
+  return out;
+}
+
+WouldDenyCounts DriftAudit::would_deny() const {
+  std::lock_guard lock(mu_);
+  return audit_counts_;
 }
 
 void DriftAudit::run() {
@@ -234,6 +369,78 @@ void DriftAudit::pass() {
   for (const auto& key : changed) {
     if (options_.on_count_change) options_.on_count_change(key);
   }
+  audit_pass();
+}
+
+void DriftAudit::audit_pass() {
+  // Until the Namespace cache has listed this term, which namespaces are in
+  // audit mode is not known: the last report stands.
+  if (!namespace_reflector_ || namespace_reflector_->stats().lists == 0) return;
+  std::set<std::string, std::less<>> names;
+  std::map<std::string, std::string, std::less<>> uids;
+  for (const auto& ns : audit_namespaces_.snapshot()) {
+    names.insert(ns->name);
+    uids[ns->name] = ns->uid;
+  }
+  if (names != audit_listed_for_) {
+    if (names.empty()) {
+      stop_audit_pods();
+    } else {
+      {
+        std::lock_guard lock(audit_set_mu_);
+        audit_set_ = std::make_shared<const std::set<std::string, std::less<>>>(names);
+      }
+      // The cache holds the pods of the namespaces published when each
+      // arrived: list again under the new set (or for the first time).
+      if (!audit_pods_running_.exchange(true, std::memory_order_acq_rel)) {
+        audit_pod_reflector_->start();
+      } else {
+        audit_pod_reflector_->relist();
+      }
+    }
+    audit_listed_for_ = names;
+  }
+  std::vector<WouldDeny> found;
+  if (audit_pods_running_.load(std::memory_order_acquire)) {
+    // Pods of a namespace that just left audit mode may still be cached
+    // until the list made for the new set ends: audit_would_deny reads only
+    // the namespaces in audit mode now. Those of one that just entered it
+    // are reported once that list has them.
+    const auto pods = audit_pods_.snapshot();
+    found = audit_would_deny(pods, names, audit_context_);
+  }
+  WouldDenyCounts counts = count_would_deny(found);
+  std::map<std::string, AuditDenied> denied;
+  std::vector<const WouldDeny*> newly;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& f : found) {
+      const std::string key = kube::object_key(f.namespace_, f.name);
+      auto old = audit_denied_.find(key);
+      if (old == audit_denied_.end() || old->second.uid != f.uid || old->second.reason != f.reason) {
+        newly.push_back(&f);
+      }
+      denied[key] = {f.uid, f.reason};
+    }
+    audit_denied_ = std::move(denied);
+    audit_counts_ = std::move(counts);
+  }
+  for (const WouldDeny* f : newly) {
+    const std::string reason(admission::to_string(f->reason));
+    const std::string note = "pod " + quote(f->name) + " would be denied if namespace " + quote(f->namespace_) +
+                             " were enforced (" + reason + "): " + f->message;
+    if (options_.log) options_.log("warn", "audit: " + note);
+    if (!events_) continue;
+    kube::EventSpec spec;
+    auto uid = uids.find(f->namespace_);
+    spec.regarding = {"Namespace", "v1", "", f->namespace_, uid == uids.end() ? std::string() : uid->second};
+    spec.related = {"Pod", "v1", f->namespace_, f->name, f->uid};
+    spec.type = "Warning";
+    spec.reason = "WouldDenyWhenEnforced";
+    spec.action = "Audit";
+    spec.note = note;
+    events_->record(std::move(spec));
+  }
 }
 
 void DriftAudit::evict_due() {
@@ -323,6 +530,13 @@ void DriftAudit::write_metrics(prometheus::TextWriter& out) const {
     out.sample("isolation_gate_drifted_pods",
                {{"namespace", std::string_view(key).substr(0, slash)},
                 {"component", std::string_view(key).substr(slash + 1)}},
+               std::uint64_t{n});
+  }
+  out.family("isolation_gate_audit_pods_would_deny", Type::Gauge,
+             "Running pods in audit namespaces that enforcement would deny, by namespace and the denial's "
+             "reason (leader only).");
+  for (const auto& [key, n] : audit_counts_) {
+    out.sample("isolation_gate_audit_pods_would_deny", {{"namespace", key.first}, {"reason", key.second}},
                std::uint64_t{n});
   }
   out.family("isolation_gate_evictions_total", Type::Counter, "Evictions of drifted pods, by result.");

@@ -31,6 +31,24 @@
 //    bucket, burst 1); 429 (a PDB) retries that pod after Retry-After (else
 //    `evict_retry`); 404 forgets it. Each eviction is an Event (reason
 //    Evicted) and a counter. Elsewhere pods are never evicted.
+//  - Audit namespaces (gibson.zeroroot.ai/isolation=audit; docs/operations.md,
+//    "Audit before enforcing"): each pass also judges every running pod of
+//    every audit namespace, labelled or not, with admission's own rules
+//    (admission::admit_pod at Stage::Mutate, the answer /mutate/pods would
+//    give were the pod created now under enforcement: the same Component
+//    catalog, sandbox and shape as the drift pass; audit_would_deny(), pure).
+//    Which namespaces are in audit mode: a cache of Namespaces selected by
+//    that label (name and uid only). Their pods: a second pod cache, without
+//    a label selector, that holds only running pods of audit namespaces,
+//    reduced to what admission reads (model::PodFacts), and runs only while
+//    some namespace is in audit mode (started, listed again when the set of
+//    audit namespaces changes, stopped and emptied when none is left).
+//    Reported: the gauge isolation_gate_audit_pods_would_deny{namespace,
+//    reason} (a pass replaces it whole: a pod that stopped running, or whose
+//    namespace left audit mode, leaves it; a series at 0 is removed), and one
+//    Warning Event (reason WouldDenyWhenEnforced, action Audit) regarding the
+//    Namespace, related to the pod, for each pod newly found would-deny (or
+//    found again with another reason or uid), through the EventRecorder.
 //  - Thread-safe readers: drifted(component_key), synced(), write_metrics().
 #pragma once
 
@@ -44,11 +62,15 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
+#include "admission/answer.h"
 #include "admission/context.h"
 #include "base/prometheus.h"
 #include "controller/cluster.h"
@@ -58,6 +80,7 @@
 #include "kube/rate_limiter.h"
 #include "kube/reflector.h"
 #include "kube/store.h"
+#include "model/pod.h"
 #include "policy/gate.h"
 
 namespace ig::controller {
@@ -75,6 +98,46 @@ struct PodPlacement {
 };
 Result<PodPlacement> decode_pod_placement(const nlohmann::json& pod);
 
+inline constexpr kube::Resource kNamespaces{"", "v1", "namespaces", "Namespace", false};
+// The label value that puts a namespace in audit mode (the key is
+// admission::kEnforcementLabel).
+inline constexpr std::string_view kAuditValue = "audit";
+
+// A namespace in audit mode: what the audit keeps of it.
+struct AuditNamespace {
+  std::string name, uid;
+};
+Result<AuditNamespace> decode_audit_namespace(const nlohmann::json& ns);
+
+// A running pod, reduced to what admission reads of it on CREATE. Its
+// ephemeral containers are left out: a pod is created without any (they are
+// added later through pods/ephemeralcontainers, which /validate/pods judges
+// on its own), so they are no part of what enforcement would say to it.
+struct AuditPod {
+  std::string uid;
+  model::PodFacts facts;  // facts.namespace_ and facts.object_name: the pod's
+};
+Result<AuditPod> decode_audit_pod(const nlohmann::json& pod);
+// Not Succeeded or Failed, and not being deleted.
+bool pod_is_running(const nlohmann::json& pod);
+
+// A running pod of an audit namespace that enforcement would deny.
+struct WouldDeny {
+  std::string namespace_, name, uid;
+  admission::Reason reason{};
+  std::string message;  // the denial's message, as /mutate/pods would give it
+};
+// Pure: the pods of `pods` in one of `audit_namespaces` that admission, with
+// `context`, would deny on CREATE (Stage::Mutate: the sandbox's
+// runtimeClassName would be patched in, so its absence is no denial),
+// sorted by namespace and name.
+std::vector<WouldDeny> audit_would_deny(std::span<const std::shared_ptr<const AuditPod>> pods,
+                                        const std::set<std::string, std::less<>>& audit_namespaces,
+                                        const admission::AdmissionContext& context);
+// The gauge's contents: (namespace, reason) -> pods; no zero entries.
+using WouldDenyCounts = std::map<std::pair<std::string, std::string>, std::size_t>;
+WouldDenyCounts count_would_deny(std::span<const WouldDeny> found);
+
 struct DriftOptions {
   std::string runtime_class;
   policy::DeploymentShape shape = policy::DeploymentShape::SetecOnly;
@@ -90,6 +153,9 @@ struct DriftOptions {
   // (Cluster::settled()); no pass runs otherwise. Empty: always.
   std::function<bool()> inputs_ready;
   std::function<void(std::string_view component_key)> on_count_change;
+  // What admission decides audit namespaces' pods with (runtime class and
+  // shape: the two above win). Components: the cache only (no live GET).
+  admission::GateSettings gate;
   std::function<void(std::string_view level, std::string_view message)> log;
 };
 
@@ -118,9 +184,12 @@ class DriftAudit {
   DriftStats stats() const;
   // isolation_gate_drifted_pods{namespace,component}, isolation_gate_evictions_total{result}.
   void write_metrics(prometheus::TextWriter& out) const;
-  // The pod cache's figures (for the shared cache metric families); nullopt
-  // while not leading.
-  std::optional<CacheView> cache_view() const;
+  // The caches' figures (for the shared cache metric families): the pods,
+  // the audit namespaces and (while it runs) the audit namespaces' pods;
+  // none while not leading.
+  std::vector<CacheView> cache_views() const;
+  // The audit gauge now (tests).
+  WouldDenyCounts would_deny() const;
 
  private:
   struct DriftedPod {
@@ -133,6 +202,18 @@ class DriftAudit {
   void evict_due();
   void record_event(const ComponentRecord& record, std::string reason,
                     std::string action, std::string note);
+  void audit_pass();
+  void stop_audit_pods() noexcept;
+  bool keep_audit_pod(const nlohmann::json& pod) const;
+
+  class CachedComponents final : public admission::ComponentLookup {
+   public:
+    explicit CachedComponents(const kube::Store<ComponentRecord>& store) : store_(store) {}
+    admission::LookupResult find(std::string_view ns, std::string_view name) const override;
+
+   private:
+    const kube::Store<ComponentRecord>& store_;
+  };
 
   kube::Client& client_;
   const kube::Store<ComponentRecord>& components_;
@@ -144,6 +225,20 @@ class DriftAudit {
   kube::Store<PodPlacement> pods_;
   std::unique_ptr<kube::Reflector> reflector_;
 
+  // Audit mode. The reflectors are made by start() (the pod one started by
+  // audit_pass() only while a namespace is in audit mode); the rest is the
+  // drift thread's, but for the published namespace set (the audit pod
+  // cache's `keep`, on its reflector thread).
+  CachedComponents cached_components_;
+  const admission::AdmissionContext audit_context_;
+  kube::Store<AuditNamespace> audit_namespaces_;
+  kube::Store<AuditPod> audit_pods_;
+  std::unique_ptr<kube::Reflector> namespace_reflector_, audit_pod_reflector_;
+  std::atomic<bool> audit_pods_running_{false};
+  std::set<std::string, std::less<>> audit_listed_for_;  // the set the pod cache was (re)listed for
+  mutable std::mutex audit_set_mu_;
+  std::shared_ptr<const std::set<std::string, std::less<>>> audit_set_;  // published for keep
+
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = true;
@@ -154,6 +249,12 @@ class DriftAudit {
   std::map<std::string, DriftedPod> drifted_pods_;            // pod key -> why
   std::map<std::string, std::chrono::steady_clock::time_point> evict_after_;  // pod key -> not before
   std::chrono::steady_clock::time_point next_evict_try_{};  // when the rate limit has a token again
+  struct AuditDenied {
+    std::string uid;
+    admission::Reason reason;
+  };
+  std::map<std::string, AuditDenied> audit_denied_;  // pod key -> why (Events: only new ones)
+  WouldDenyCounts audit_counts_;                     // the gauge
   DriftStats stats_;
 };
 

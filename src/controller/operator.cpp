@@ -23,6 +23,9 @@ DriftOptions Operator::drift_options(OperatorOptions& o) {
   d.shape = cluster_.options().shape;
   d.evict = o.evict;
   d.evict_per_minute = o.evict_per_minute;
+  d.gate = std::move(o.gate);
+  d.gate.runtime_class = d.runtime_class;
+  d.gate.shape.shape = d.shape;
   d.inputs_ready = [this] { return cluster_.settled(); };
   d.on_count_change = [this](std::string_view key) { status_.enqueue(key); };
   if (!d.log) d.log = o.log;

@@ -4,7 +4,8 @@
 //
 //   Cluster (every replica: caches) --listener--> Operator
 //     leader: StatusWriter (Component status)  <- Component/sandbox changes, drift counts
-//             DriftAudit   (pods cache, drift, opt-in eviction) <- the same
+//             DriftAudit   (pods cache, drift, opt-in eviction; audit namespaces'
+//                           running pods enforcement would deny) <- the same
 //   Webhook denial (every replica) --record_denial--> kube::EventRecorder
 //
 // Contract:
@@ -24,6 +25,7 @@
 #include <atomic>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "admission/webhook.h"
 #include "base/prometheus.h"
@@ -38,6 +40,9 @@ struct OperatorOptions {
   bool evict = false;                 // --evict-drifted
   double evict_per_minute = 10;       // --evict-rate
   DriftOptions drift;                 // tests: intervals; runtime class, shape and eviction come from above
+  // What admission decides with (the audit of audit namespaces' running pods
+  // decides as the webhook does); its runtime class and shape are the cluster's.
+  admission::GateSettings gate;
   StatusWriterOptions status;         // tests: clock, retry; runtime class and shape come from the cluster
   std::function<void(std::string_view level, std::string_view message)> log;
 };
@@ -64,7 +69,8 @@ class Operator final : public ClusterListener {
 
   StatusWriterStats status_stats() const { return status_.stats(); }
   const DriftAudit& drift() const noexcept { return drift_; }
-  std::optional<CacheView> pod_cache() const { return drift_.cache_view(); }
+  // The leader's caches (pods, audit namespaces, their pods); none otherwise.
+  std::vector<CacheView> caches() const { return drift_.cache_views(); }
   void write_metrics(prometheus::TextWriter& out) const;
 
  private:

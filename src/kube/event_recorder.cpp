@@ -315,6 +315,10 @@ void EventRecorder::run() {
     std::string key = object_key;
     key.append(1, kSep).append(o.spec.type).append(1, kSep).append(o.spec.reason).append(1, kSep)
         .append(o.spec.action);
+    if (const ObjectReference& rel = o.spec.related; !rel.name.empty()) {
+      key.append(1, kSep).append(rel.kind).append(1, kSep).append(rel.namespace_).append(1, kSep).append(rel.name)
+          .append(1, kSep).append(rel.uid);
+    }
     o.spec.note = cut_utf8(o.spec.note, kMaxEventNote);
 
     auto it = s.series.find(key);
@@ -378,6 +382,7 @@ void EventRecorder::run() {
                {"note", x.spec.note},
                {"type", x.spec.type},
                {"regarding", reference_json(x.spec.regarding)}};
+    if (!x.spec.related.name.empty()) ev["related"] = reference_json(x.spec.related);
     if (count >= 2) ev["series"] = {{"count", count}, {"lastObservedTime", format_micro_time(x.last_observed)}};
     return ev;
   };

@@ -6,7 +6,7 @@
 //   record(spec)   (any thread, the admission request path included)
 //     -> a bounded queue under a short mutex; full: dropped and counted
 //   the worker thread
-//     -> dedup by (regarding object, type, reason, action):
+//     -> dedup by (regarding object, related object, type, reason, action):
 //        first occurrence   POST /apis/events.k8s.io/v1/namespaces/NS/events
 //                           (name "<object name>.<16 hex>", namespace: the
 //                           object's, "default" for cluster-scoped objects, as
@@ -83,6 +83,11 @@ struct ObjectReference {
 
 struct EventSpec {
   ObjectReference regarding;
+  // Event.related: a second object the Event is about (a pod, for an Event
+  // regarding its Namespace); name empty: none. Part of the dedup key, as in
+  // client-go's tools/events: the same reason about two related objects is
+  // two Events (the per-object rate limit is still the regarding object's).
+  ObjectReference related;
   std::string type;    // "Normal" or "Warning" (anything else is refused)
   std::string reason;  // CamelCase, at most 128 bytes (the API server's limit); required
   std::string action;  // "Admit", "Evict"; at most 128 bytes; required

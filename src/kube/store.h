@@ -12,6 +12,13 @@
 //  - on_change (given at construction) runs on the reflector's thread after
 //    every applied change, with the object's key, and after a relist with ""
 //    (anything may have changed); never under the store's lock.
+//  - `keep` (optional, given at construction) chooses which objects the
+//    cache holds at all: an object it refuses is not decoded and not counted
+//    as an error; a watch event that makes a held object refused removes it
+//    (as DELETED would). So a cache may hold a few of a collection's objects
+//    (the pods of some namespaces) while it watches them all. A `keep` that
+//    reads something that changes takes effect for objects that arrive after
+//    the change: call Reflector::relist() to apply it to all.
 //  - Keys are "NAMESPACE/NAME", or "NAME" for cluster-scoped objects. A T
 //    that carries its namespace and name (KeyParts<T>) is stored without a
 //    copy of its key (about 60 bytes an object less).
@@ -166,9 +173,10 @@ class Store final : public ReflectorSink {
  public:
   using Decode = std::function<Result<T>(const nlohmann::json&)>;
   using OnChange = std::function<void(std::string_view key)>;  // "": a relist
+  using Keep = std::function<bool(const nlohmann::json&)>;     // empty: every object
 
-  explicit Store(Decode decode, OnChange on_change = {})
-      : decode_(std::move(decode)), on_change_(std::move(on_change)) {}
+  explicit Store(Decode decode, OnChange on_change = {}, Keep keep = {})
+      : decode_(std::move(decode)), on_change_(std::move(on_change)), keep_(std::move(keep)) {}
 
   std::shared_ptr<const T> find(std::string_view key) const {
     std::shared_lock lock(mu_);
@@ -196,6 +204,7 @@ class Store final : public ReflectorSink {
   void add_listed(const nlohmann::json& object) override {
     auto key = object_key(object);
     if (key.empty()) return note_error("an object without metadata.name");
+    if (keep_ && !keep_(object)) return;
     auto value = decode_(object);
     if (!value) return note_error(key + ": " + value.error());
     pending_.put(std::move(key), std::make_shared<const T>(std::move(value).value()));
@@ -212,7 +221,7 @@ class Store final : public ReflectorSink {
   void apply(WatchEvent::Type type, const nlohmann::json& object) override {
     auto key = object_key(object);
     if (key.empty()) return note_error("an event for an object without metadata.name");
-    if (type == WatchEvent::Type::Deleted) {
+    if (type == WatchEvent::Type::Deleted || (keep_ && !keep_(object))) {
       std::unique_lock lock(mu_);
       objects_.erase(key);
     } else {
@@ -242,6 +251,7 @@ class Store final : public ReflectorSink {
 
   Decode decode_;
   OnChange on_change_;
+  Keep keep_;
   mutable std::shared_mutex mu_;
   using Index = std::conditional_t<KeyParts<T>::kCarried, detail::CarriedIndex<T>, detail::KeyedIndex<T>>;
   Index objects_;

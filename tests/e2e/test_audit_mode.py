@@ -95,6 +95,84 @@ class AuditMode(ti.InstallCase):
         counts = self.audit_counts("isolation_gate_audit_would_patch_total")
         self.assertGreaterEqual(counts.get(("/audit/pods", "SandboxAvailable"), 0), 1, counts)
 
+    # -- the drift audit: running pods enforcement would deny ------------------
+    def would_deny_gauge(self):
+        """isolation_gate_audit_pods_would_deny as {(namespace, reason): pods}."""
+        out = {}
+        for m in re.finditer(r'^isolation_gate_audit_pods_would_deny\{namespace="([^"]+)",reason="([A-Za-z]+)"\} (\d+)$',
+                             self.gate_server.metrics(), re.M):
+            out[(m.group(1), m.group(2))] = int(m.group(3))
+        return out
+
+    def namespace_events(self):
+        """The WouldDenyWhenEnforced Events regarding the Namespace: a Namespace is
+        cluster-scoped, so they live in "default", as the API server requires."""
+        return [e for e in self.api.list("events.events.k8s.io", namespace="default")
+                if e.get("reason") == "WouldDenyWhenEnforced" and e["regarding"].get("name") == NS]
+
+    def test_the_drift_audit_reports_the_running_pods_enforcement_would_deny(self):
+        # Hosted shape, the sandbox unavailable: an untrusted Component's pod
+        # would be denied, and so would a pod that names no Component.
+        self.start_installed(sandbox=False)
+        for name, component in (("unlabelled-0", None), ("untrusted-0", "report-parser"),
+                                ("fine-0", "docs-indexer")):
+            status, msg, warnings = self.create(name, component)
+            self.assertEqual(status, 200, msg)
+            if name == "fine-0":
+                self.assertFalse([w for w in warnings if "would deny" in w], warnings)
+        expected = {(NS, "MissingComponentLabel"): 1, (NS, "SandboxUnavailable"): 1}
+        tc.wait_until("the would-deny gauge names the two pods", lambda: self.would_deny_gauge() == expected)
+        tc.wait_until("one Event on the Namespace per would-deny pod", lambda: len(self.namespace_events()) == 2)
+        # The gauge and the audit pod cache's series, as Prometheus parses them.
+        import test_metrics as tm
+        if tm.PROMTOOL is not None:
+            text = self.gate_server.metrics()
+            self.assertIn('isolation_gate_cache_objects{resource="audit_pods"}', text)
+            tm.ExpositionCheck.assert_valid_exposition(self, text, "an audit namespace reported")
+        events = {e["related"]["name"]: e for e in self.namespace_events()}
+        self.assertEqual(sorted(events), ["unlabelled-0", "untrusted-0"])
+        ns_uid = self.api.get("namespaces", NS)["metadata"]["uid"]
+        for pod, reason in (("unlabelled-0", "MissingComponentLabel"), ("untrusted-0", "SandboxUnavailable")):
+            e = events[pod]
+            self.assertEqual(e["type"], "Warning")
+            self.assertEqual(e["action"], "Audit")
+            self.assertEqual(e["regarding"], {"kind": "Namespace", "apiVersion": "v1", "name": NS, "uid": ns_uid})
+            self.assertEqual(e["related"]["kind"], "Pod")
+            self.assertEqual(e["related"]["namespace"], NS)
+            self.assertEqual(e["related"]["uid"], self.api.get("pods", pod, namespace=NS)["metadata"]["uid"])
+            self.assertIn('pod "%s" would be denied if namespace "%s" were enforced (%s): ' % (pod, NS, reason),
+                          e["note"])
+        self.assertIn("it has no label " + h.COMPONENT_LABEL, events["unlabelled-0"]["note"])
+        # As a client reads them (python3-kubernetes' events.k8s.io/v1 API).
+        import kubernetes
+        listed = [e for e in kubernetes.client.EventsV1Api(self.kube.api_client).list_namespaced_event("default").items
+                  if e.reason == "WouldDenyWhenEnforced" and e.regarding.name == NS]
+        self.assertEqual(sorted(e.related.name for e in listed), ["unlabelled-0", "untrusted-0"])
+        self.assertTrue(all(e.regarding.kind == "Namespace" and e.regarding.uid == ns_uid for e in listed), listed)
+
+        # A pod that stops running leaves the gauge.
+        self.api.delete("pods", "unlabelled-0", namespace=NS)
+        tc.wait_until("the deleted pod leaves the gauge",
+                      lambda: self.would_deny_gauge() == {(NS, "SandboxUnavailable"): 1})
+
+        # Enforced (audit -> enforced tightens: anyone may): no namespace in
+        # audit mode, no series left; the running pod itself is not touched.
+        status, msg = self.label(self.dev, "enforced")
+        self.assertEqual(status, 200, msg)
+        tc.wait_until("the namespace's series cleared", lambda: self.would_deny_gauge() == {})
+        self.assertIsNotNone(self.api.get("pods", "untrusted-0", namespace=NS))
+        self.assertNotIn("isolation_gate_audit_pods_would_deny{", self.gate_server.metrics())
+        # Back in audit mode (an enforcement admin's change): reported again.
+        status, msg = self.label(self.root, "audit")
+        self.assertEqual(status, 200, msg)
+        tc.wait_until("reported again in audit mode",
+                      lambda: self.would_deny_gauge() == {(NS, "SandboxUnavailable"): 1})
+        # Every request the gate made (the Namespace and pod watches, the Events) is one the chart grants.
+        seen = tc.assert_granted(self, [e for e in self.api.requests()
+                                        if (e.get("user_agent") or "").startswith("isolation-gate/")])
+        self.assertIn(("", "namespaces", "watch", None, None), seen)
+        self.assertIn(("", "pods", "list", None, None), seen)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -382,6 +382,34 @@ TEST(KubeEventRecorder, ClusterScopedObjectsGoToTheDefaultNamespace) {
   EXPECT_EQ(calls[0].body["regarding"]["kind"], "Namespace");
 }
 
+TEST(KubeEventRecorder, TheRelatedObjectIsWrittenAndPartOfTheKey) {
+  Fixture f;
+  EventRecorder r(f.api, f.options());
+  r.start();
+  auto about = [](std::string pod) {
+    EventSpec s = spec("team-c", "WouldDenyWhenEnforced", "", "Audit");
+    s.regarding.kind = "Namespace";
+    s.regarding.api_version = "v1";
+    s.related = {"Pod", "v1", "team-c", pod, "uid-" + pod};
+    return s;
+  };
+  ASSERT_TRUE(r.record(about("a")));
+  ASSERT_TRUE(r.record(about("b")));
+  ASSERT_TRUE(r.record(about("a")));  // a repeat of the first
+  ASSERT_TRUE(r.record(spec("team-c", "WouldDenyWhenEnforced", "", "Audit")));  // none related: its own key
+  ASSERT_TRUE(r.flush(10s));
+  const auto events = f.api.events();
+  ASSERT_EQ(events.size(), 3u);
+  std::map<std::string, json> by_related;
+  for (const json& e : events) by_related[e.contains("related") ? e["related"]["name"].get<std::string>() : ""] = e;
+  EXPECT_EQ(by_related["a"]["related"], (json{{"kind", "Pod"}, {"apiVersion", "v1"}, {"namespace", "team-c"},
+                                              {"name", "a"}, {"uid", "uid-a"}}));
+  EXPECT_EQ(by_related["a"]["series"]["count"], 2);
+  EXPECT_FALSE(by_related["b"].contains("series"));
+  EXPECT_EQ(by_related["b"]["regarding"]["name"], "team-c");
+  EXPECT_TRUE(by_related.count(""));
+}
+
 TEST(KubeEventRecorder, NamesThatCannotPrefixAnEventNameGetARandomOne) {
   Fixture f;
   EventRecorder r(f.api, f.options());
