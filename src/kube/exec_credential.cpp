@@ -25,7 +25,6 @@ extern char** environ;
 namespace ig::kube {
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 constexpr std::size_t kMaxOutputBytes = 1u << 20;
@@ -152,12 +151,12 @@ Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std
     return fail(msg);
   }
 
-  const auto deadline = SteadyClock::now() + config.timeout;
+  const auto deadline = std::chrono::steady_clock::now() + config.timeout;
   RunOutput result;
   bool too_much = false, timed_out = false;
   char buf[16384];
   while (out_pipe[0] >= 0 || err_pipe[0] >= 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       timed_out = true;
       break;
@@ -210,7 +209,7 @@ Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std
       reaped = w == pid;
       break;
     }
-    if (SteadyClock::now() >= deadline) {
+    if (std::chrono::steady_clock::now() >= deadline) {
       timed_out = true;
       break;
     }
