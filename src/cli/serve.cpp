@@ -692,11 +692,16 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
   // Two clients, two rate limits: the caches and the loops that write much
   // (status, Events, evictions) never starve the Lease renewals and the
   // certificate loop.
+  // One credential source for both: a token file is followed once, an exec
+  // plugin runs once per rotation.
+  auto tokens = std::make_shared<kube::TokenSource>(*cluster_config);
   kube::HttpClientOptions client_options;
+  client_options.tokens = tokens;
   client_options.qps = o.kube_api_qps;
   client_options.burst = o.kube_api_burst;
   auto client = kube::HttpClient::make(*cluster_config, IG_VERSION, client_options);
   kube::HttpClientOptions control_options;
+  control_options.tokens = tokens;
   control_options.request_timeout = o.renew_deadline;
   auto control = kube::HttpClient::make(*cluster_config, IG_VERSION, control_options);
   if (!client || !control) {

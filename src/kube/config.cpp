@@ -14,6 +14,8 @@
 
 #include "base/one_line.h"
 #include "base/quote.h"
+#include "config/duration.h"
+#include "kube/exec_credential.h"
 #include "kube/tls_material.h"
 #include "tls/certificates.h"
 
@@ -96,9 +98,86 @@ class Kubeconfig {
   Result<std::string> pem_field(const YAML::Node& map, const char* file_key, const char* data_key,
                                 const std::string& where) const;
 
+  // users[].user.exec, checked as client-go's clientcmd validation does.
+  Result<ExecConfig> exec_field(const YAML::Node& exec, const std::string& where) const;
+
   std::string path_;
   std::string dir_;
 };
+
+Result<ExecConfig> Kubeconfig::exec_field(const YAML::Node& exec, const std::string& uwhere) const {
+  const std::string where = uwhere + ": field exec";
+  if (!exec.IsMap()) return err(where + " must be a map");
+  ExecConfig out;
+  out.where = "kubeconfig " + path_ + ": " + uwhere;
+  auto command = string_field(exec, "command", where);
+  if (!command) return command.failure();
+  if (!command->has_value() || (*command)->empty()) return err(where + ": command must be set");
+  out.command = **command;
+  // client-go resolves a command holding a path separator against the
+  // kubeconfig's directory; a bare name is looked up on $PATH.
+  if (out.command.find('/') != std::string::npos)
+    out.command = std::filesystem::path(resolve(out.command)).lexically_normal().string();
+  auto version = string_field(exec, "apiVersion", where);
+  if (!version) return version.failure();
+  if (!version->has_value() || (*version)->empty())
+    return err(where + ": apiVersion must be set (" + std::string(kExecApiV1) + " or " +
+               std::string(kExecApiV1beta1) + ")");
+  out.api_version = **version;
+  if (out.api_version != kExecApiV1 && out.api_version != kExecApiV1beta1)
+    return err(where + ": apiVersion " + quote(out.api_version) + " is not supported (" + std::string(kExecApiV1) +
+               " or " + std::string(kExecApiV1beta1) + ")");
+  if (const YAML::Node args = exec["args"]; args.IsDefined() && !args.IsNull()) {
+    if (!args.IsSequence()) return err(where + ": args must be a list of strings");
+    for (const YAML::Node& a : args) {
+      if (!a.IsScalar()) return err(where + ": args must be a list of strings");
+      out.args.push_back(a.Scalar());
+    }
+  }
+  if (const YAML::Node env = exec["env"]; env.IsDefined() && !env.IsNull()) {
+    if (!env.IsSequence()) return err(where + ": env must be a list of {name, value}");
+    for (const YAML::Node& e : env) {
+      if (!e.IsMap()) return err(where + ": env must be a list of {name, value}");
+      auto name = string_field(e, "name", where + ": env");
+      if (!name) return name.failure();
+      auto value = string_field(e, "value", where + ": env");
+      if (!value) return value.failure();
+      if (!name->has_value() || (*name)->empty()) return err(where + ": an env entry has no name");
+      if ((*name)->find('=') != std::string::npos || (*name)->find('\0') != std::string::npos)
+        return err(where + ": env name " + quote(**name) + " holds '='");
+      out.env.emplace_back(**name, value->value_or(""));
+    }
+  }
+  auto hint = string_field(exec, "installHint", where);
+  if (!hint) return hint.failure();
+  out.install_hint = hint->value_or("");
+  if (const YAML::Node p = exec["provideClusterInfo"]; p.IsDefined() && !p.IsNull()) {
+    try {
+      out.provide_cluster_info = p.as<bool>();
+    } catch (const YAML::Exception&) {
+      return err(where + ": provideClusterInfo must be true or false");
+    }
+  }
+  auto mode = string_field(exec, "interactiveMode", where);
+  if (!mode) return mode.failure();
+  const std::string m = mode->value_or("");
+  if (m.empty()) {
+    // v1beta1 defaults it (clientcmd's SetDefaults_ExecConfig); v1 requires it.
+    if (out.api_version == kExecApiV1)
+      return err(where + ": interactiveMode must be set for " + std::string(kExecApiV1) +
+                 " (Never, IfAvailable or Always)");
+    out.interactive = ExecConfig::Interactive::IfAvailable;
+  } else if (m == "Never") {
+    out.interactive = ExecConfig::Interactive::Never;
+  } else if (m == "IfAvailable") {
+    out.interactive = ExecConfig::Interactive::IfAvailable;
+  } else if (m == "Always") {
+    out.interactive = ExecConfig::Interactive::Always;
+  } else {
+    return err(where + ": interactiveMode " + quote(m) + " is not Never, IfAvailable or Always");
+  }
+  return out;
+}
 
 Result<std::optional<std::string>> Kubeconfig::string_field(const YAML::Node& map, const char* key,
                                                             const std::string& where) const {
@@ -266,7 +345,6 @@ Result<ClusterConfig> Kubeconfig::load(std::string_view context_flag) {
     const char* why;
   };
   static constexpr Unsupported kUnsupportedUser[] = {
-      {"exec", "credential plugins are not supported; use token, tokenFile or a client certificate"},
       {"auth-provider", "auth providers are not supported; use token, tokenFile or a client certificate"},
       {"username", "basic authentication is not supported; use token, tokenFile or a client certificate"},
       {"password", "basic authentication is not supported; use token, tokenFile or a client certificate"},
@@ -281,6 +359,13 @@ Result<ClusterConfig> Kubeconfig::load(std::string_view context_flag) {
     if (v.IsScalar() && v.Scalar().empty()) continue;
     if ((v.IsSequence() || v.IsMap()) && v.size() == 0) continue;
     return err(uwhere + ": field " + u.field + " is not supported (" + u.why + ")");
+  }
+  if (const YAML::Node exec = (*user)["exec"];
+      exec.IsDefined() && !exec.IsNull() && !(exec.IsScalar() && exec.Scalar().empty()) &&
+      !(exec.IsMap() && exec.size() == 0)) {
+    auto e = exec_field(exec, uwhere);
+    if (!e) return e.failure();
+    out.exec = std::move(*e);
   }
   auto token = string_field(*user, "token", uwhere);
   if (!token) return token.failure();
@@ -305,8 +390,12 @@ Result<ClusterConfig> Kubeconfig::load(std::string_view context_flag) {
     out.client_cert_pem = std::move(*cert);
     out.client_key_pem = std::move(*key);
   }
-  if (out.bearer_token.empty() && out.token_file.empty() && out.client_cert_pem.empty())
-    return err(uwhere + " has no credentials (token, tokenFile or client-certificate/client-key); "
+  if (out.exec && (!out.bearer_token.empty() || !out.token_file.empty() || !out.client_cert_pem.empty()))
+    return err(uwhere + ": field exec is set beside " +
+               (!out.client_cert_pem.empty() ? std::string("a client certificate") : std::string("a token")) +
+               " (client-go would ignore the plugin); keep one");
+  if (!out.exec && out.bearer_token.empty() && out.token_file.empty() && out.client_cert_pem.empty())
+    return err(uwhere + " has no credentials (token, tokenFile, client-certificate/client-key or exec); "
                         "an anonymous client is not supported");
   return out;
 }
@@ -318,6 +407,7 @@ InClusterEnv process_env() {
   env.service_host = env_or_empty("KUBERNETES_SERVICE_HOST");
   env.service_port = env_or_empty("KUBERNETES_SERVICE_PORT");
   env.kubeconfig = env_or_empty("KUBECONFIG");
+  env.exec_timeout = env_or_empty("ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT");
   return env;
 }
 
@@ -359,12 +449,26 @@ Result<ClusterConfig> kubeconfig_config(const std::string& path, std::string_vie
   return Kubeconfig(path).load(context);
 }
 
+namespace {
+
+// $ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT onto a kubeconfig's exec plugin.
+Result<ClusterConfig> with_exec_timeout(Result<ClusterConfig> c, const InClusterEnv& env) {
+  if (!c || !c->exec || env.exec_timeout.empty()) return c;
+  auto d = config::parse_duration(env.exec_timeout);
+  if (!d) return fail("$ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT: " + d.error());
+  if (d->count() <= 0) return fail("$ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT must be more than 0");
+  c->exec->timeout = *d;
+  return c;
+}
+
+}  // namespace
+
 Result<ClusterConfig> load_cluster_config(const std::string& kubeconfig_flag,
                                           std::string_view context_flag, const InClusterEnv& env) {
   if (!kubeconfig_flag.empty()) {
     auto c = kubeconfig_config(kubeconfig_flag, context_flag);
     if (!c) return fail("--kubeconfig: " + c.error());
-    return c;
+    return with_exec_timeout(std::move(c), env);
   }
   if (!env.kubeconfig.empty()) {
     std::vector<std::string> paths;
@@ -381,7 +485,7 @@ Result<ClusterConfig> load_cluster_config(const std::string& kubeconfig_flag,
       if (paths.size() > 1)
         c->source += " (the first of " + std::to_string(paths.size()) +
                      " paths in $KUBECONFIG; the others are not merged)";
-      return c;
+      return with_exec_timeout(std::move(c), env);
     }
   }
   if (!context_flag.empty())
@@ -394,28 +498,72 @@ Result<ClusterConfig> load_cluster_config(const std::string& kubeconfig_flag,
 
 // --- TokenSource -----------------------------------------------------------
 
-TokenSource::TokenSource(const ClusterConfig& config, Clock clock)
-    : file_(config.token_file), clock_(std::move(clock)) {
+TokenSource::TokenSource(const ClusterConfig& config, Clock clock, ExecHooks exec_hooks)
+    : file_(config.exec ? std::string() : config.token_file),
+      cert_pem_(config.client_cert_pem),
+      key_pem_(config.client_key_pem),
+      clock_(std::move(clock)) {
   if (!clock_) clock_ = [] { return std::chrono::steady_clock::now(); };
-  if (file_.empty()) {
+  if (config.exec) {
+    exec_ = std::make_shared<ExecCredentialSource>(*config.exec, config.server, config.ca_pem, std::move(exec_hooks));
+  } else if (file_.empty()) {
     token_ = config.bearer_token;
     have_token_ = true;
+    publish_locked();
   }
 }
 
-Result<std::string> TokenSource::token() {
+TokenSource::~TokenSource() = default;
+
+void TokenSource::publish_locked() {
+  auto c = std::make_shared<Credentials>();
+  c->token = token_;
+  c->client_cert_pem = cert_pem_;
+  c->client_key_pem = key_pem_;
+  current_ = std::move(c);
+}
+
+Result<std::shared_ptr<const Credentials>> TokenSource::credentials() {
+  if (exec_) return exec_->get();
   std::lock_guard lock(mu_);
   if (!file_.empty() && (!have_token_ || clock_() - last_check_ >= kTokenRecheck)) {
     auto r = reread_locked(false);
     if (!r && !have_token_) return r.failure();
   }
-  return token_;
+  return current_;
+}
+
+Result<std::string> TokenSource::token() {
+  auto c = credentials();
+  if (!c) return c.failure();
+  return (*c)->token;
 }
 
 Result<bool> TokenSource::refresh() {
+  if (exec_) return false;
   std::lock_guard lock(mu_);
   if (file_.empty()) return false;
   return reread_locked(true);
+}
+
+Result<std::shared_ptr<const Credentials>> TokenSource::renew_after_unauthorized(
+    const std::shared_ptr<const Credentials>& used) {
+  if (exec_) {
+    auto fresh = exec_->renew(used);
+    if (!fresh) return fresh.failure();
+    const Credentials& n = **fresh;
+    if (used && n.token == used->token && n.client_cert_pem == used->client_cert_pem &&
+        n.client_key_pem == used->client_key_pem)
+      return std::shared_ptr<const Credentials>();
+    return fresh;
+  }
+  std::lock_guard lock(mu_);
+  if (file_.empty()) return std::shared_ptr<const Credentials>();
+  if (current_ != used) return current_;  // re-read already by another caller
+  auto changed = reread_locked(true);
+  if (!changed) return changed.failure();
+  if (!*changed) return std::shared_ptr<const Credentials>();
+  return current_;
 }
 
 Result<bool> TokenSource::reread_locked(bool force) {
@@ -438,6 +586,7 @@ Result<bool> TokenSource::reread_locked(bool force) {
   token_ = std::move(*t);
   stamp_ = stamp;
   have_token_ = true;
+  if (changed || !current_) publish_locked();
   return changed;
 }
 

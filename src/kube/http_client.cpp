@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -329,18 +330,49 @@ struct HttpClient::Impl {
   // Requests share this client's connection pool. After a call that got no
   // answer (a deadline cancelled it, the connection broke), the pool is
   // replaced, so no later request can be queued behind a connection whose
-  // answer never came.
+  // answer never came. The pool's connections present `client_creds`' client
+  // certificate: when the credentials bring another one (an exec plugin's
+  // rotation), a new pool is made for it and the old one is dropped as its
+  // requests finish (a watch keeps its own connection until it ends).
   std::mutex client_mu;
   std::shared_ptr<http::client::http_client> client;
+  std::shared_ptr<const Credentials> client_creds;  // whose pair `client` presents (null: none)
 
-  std::shared_ptr<http::client::http_client> shared_client() {
+  static bool same_pair(const std::shared_ptr<const Credentials>& a, const std::shared_ptr<const Credentials>& b) {
+    if (a == b) return true;
+    const std::string empty;
+    const std::string& ac = a ? a->client_cert_pem : empty;
+    const std::string& bc = b ? b->client_cert_pem : empty;
+    const std::string& ak = a ? a->client_key_pem : empty;
+    const std::string& bk = b ? b->client_key_pem : empty;
+    return ac == bc && ak == bk;
+  }
+
+  // The shared pool for these credentials' client certificate.
+  std::shared_ptr<http::client::http_client> pooled_client(const std::shared_ptr<const Credentials>& creds) {
+    {
+      std::lock_guard lock(client_mu);
+      if (client && same_pair(client_creds, creds)) return client;
+    }
+    auto fresh = std::make_shared<http::client::http_client>(web::uri(config.server),
+                                                             client_config(request_inactivity(), creds));
     std::lock_guard lock(client_mu);
-    return client;
+    if (client && same_pair(client_creds, creds)) return client;  // another thread made it first
+    client = fresh;
+    client_creds = creds;
+    return fresh;
   }
   void renew_client(const std::shared_ptr<http::client::http_client>& used) {
+    if (!used) return;
     try {
+      std::shared_ptr<const Credentials> creds;
+      {
+        std::lock_guard lock(client_mu);
+        if (client != used) return;
+        creds = client_creds;
+      }
       auto fresh = std::make_shared<http::client::http_client>(web::uri(config.server),
-                                                               client_config(request_inactivity()));
+                                                               client_config(request_inactivity(), creds));
       std::lock_guard lock(client_mu);
       if (client == used) client = std::move(fresh);
     } catch (...) {
@@ -352,16 +384,19 @@ struct HttpClient::Impl {
       : config(c),
         options(std::move(o)),
         user_agent(std::move(ua)),
-        tokens(std::make_shared<TokenSource>(c, options.token_clock)),
+        tokens(options.tokens ? options.tokens : std::make_shared<TokenSource>(c, options.token_clock)),
         limiter(options.qps, options.burst, options.rate_clock) {}
 
-  http::client::http_client_config client_config(std::chrono::microseconds inactivity) const {
+  http::client::http_client_config client_config(std::chrono::microseconds inactivity,
+                                                 const std::shared_ptr<const Credentials>& creds) const {
     http::client::http_client_config cfg;
     cfg.set_timeout(inactivity);
     cfg.set_proxy(web::web_proxy(web::web_proxy::disabled));
     cfg.set_validate_certificates(true);
     cfg.set_tlsext_sni_enabled(!host_is_ip);
-    const std::string ca = config.ca_pem, cert = config.client_cert_pem, key = config.client_key_pem;
+    const std::string ca = config.ca_pem;
+    const std::string cert = creds ? creds->client_cert_pem : std::string();
+    const std::string key = creds ? creds->client_key_pem : std::string();
     const std::string h = host;
     const bool ip = host_is_ip;
     cfg.set_ssl_context_callback([ca, cert, key, h, ip](boost::asio::ssl::context& ctx) {
@@ -392,11 +427,8 @@ struct HttpClient::Impl {
 
   // One send: the rate limiter, the token, the headers back by `deadline`.
   ApiResult<Sent> send_once(http::client::http_client& c, const Outgoing& out, Deadline deadline,
-                            std::string* token_used) {
+                            const std::string* token) {
     if (auto ok = limiter.acquire(deadline); !ok) return no_answer(out.verb, out.path, ok.error());
-    auto token = tokens->token();
-    if (!token) return no_answer(out.verb, out.path, token.error());
-    *token_used = *token;
     try {
       http::http_request req(out.method);
       req.set_request_uri(web::uri(out.path_and_query));
@@ -463,16 +495,40 @@ struct HttpClient::Impl {
     }
   }
 
-  // Sends; on a 401 with a rotated token file, re-reads it and sends once more.
-  ApiResult<Sent> send(http::client::http_client& c, const Outgoing& out, Deadline deadline) {
-    std::string token_used;
-    auto sent = send_once(c, out, deadline, &token_used);
-    if (!sent || sent->response.status_code() != 401 || !tokens->follows_file()) return sent;
-    auto changed = tokens->refresh();
-    if (!changed || !*changed) return sent;
+  // The client for these credentials: the shared pool, or a watch's own.
+  using ClientFor = std::function<std::shared_ptr<http::client::http_client>(const std::shared_ptr<const Credentials>&)>;
+
+  // Sends with the token source's credentials, on the client `client_for`
+  // gives for them (`*used` is set to it). On a 401 the credentials are
+  // renewed (the token file re-read, the exec plugin run again) and, when
+  // they changed, the request is sent once more.
+  ApiResult<Sent> send(const ClientFor& client_for, const Outgoing& out, Deadline deadline,
+                       std::shared_ptr<http::client::http_client>* used) {
+    auto creds = tokens->credentials();
+    if (!creds) return no_answer(out.verb, out.path, "credentials: " + creds.error());
+    try {
+      *used = client_for(*creds);
+    } catch (const std::exception& e) {
+      return no_answer(out.verb, out.path, e.what());
+    }
+    auto sent = send_once(**used, out, deadline, &(*creds)->token);
+    if (!sent || sent->response.status_code() != 401 || (!tokens->follows_file() && !tokens->runs_plugin()))
+      return sent;
+    auto fresh = tokens->renew_after_unauthorized(*creds);
+    if (!fresh) {
+      ApiError e = error_from(*sent, out, deadline);
+      e.message += "; renewing the credentials failed: " + one_line(fresh.error(), 2048);
+      return e;
+    }
+    if (!*fresh) return sent;
     // Drain the 401's body so its connection can be reused.
     (void)read_body(*sent, out, std::min(deadline, Clock::now() + 2s), kMaxErrorBody);
-    return send_once(c, out, deadline, &token_used);
+    try {
+      *used = client_for(*fresh);
+    } catch (const std::exception& e) {
+      return no_answer(out.verb, out.path, e.what());
+    }
+    return send_once(**used, out, deadline, &(*fresh)->token);
   }
 
   ApiError error_from(Sent& sent, const Outgoing& out, Deadline deadline) {
@@ -501,8 +557,9 @@ struct HttpClient::Impl {
 
   // A whole exchange; the answer's body, not yet parsed.
   ApiResult<std::string> call_for_body(const Outgoing& out, Deadline deadline) {
-    const auto c = shared_client();
-    auto sent = send(*c, out, deadline);
+    std::shared_ptr<http::client::http_client> c;
+    auto sent = send([this](const std::shared_ptr<const Credentials>& creds) { return pooled_client(creds); }, out,
+                     deadline, &c);
     if (!sent) {
       // (A refusal by our own rate limiter never reached the network.)
       if (sent.error().find(": client rate limit (") == std::string::npos) renew_client(c);
@@ -649,7 +706,7 @@ Result<std::unique_ptr<HttpClient>> HttpClient::make(const ClusterConfig& config
     impl->host = host_of(base);
     if (impl->host.empty()) return fail(what + ": the server names no host");
     impl->host_is_ip = is_ip_literal(impl->host);
-    impl->client = std::make_shared<http::client::http_client>(base, impl->client_config(impl->request_inactivity()));
+    (void)base;  // the pool is made for the first request's credentials (pooled_client)
   } catch (const std::exception& e) {
     return fail(what + ": " + one_line(e.what()));
   }
@@ -688,15 +745,14 @@ ApiResult<std::unique_ptr<WatchStream>> HttpClient::watch(std::string_view path,
   Outgoing out{"WATCH", http::methods::GET, std::string(path), std::string(path) + watch_query(options),
                std::nullopt, {}};
   std::shared_ptr<http::client::http_client> client;
-  try {
-    const auto server_side = options.timeout.count() > 0 ? options.timeout : std::chrono::seconds(1800);
-    client = std::make_shared<http::client::http_client>(
-        web::uri(impl_->config.server), impl_->client_config(server_side + kWatchInactivitySlack));
-  } catch (const std::exception& e) {
-    return no_answer(out.verb, out.path, e.what());
-  }
+  const auto server_side = options.timeout.count() > 0 ? options.timeout : std::chrono::seconds(1800);
+  Impl* impl = impl_.get();
+  auto own_client = [impl, server_side](const std::shared_ptr<const Credentials>& creds) {
+    return std::make_shared<http::client::http_client>(
+        web::uri(impl->config.server), impl->client_config(server_side + kWatchInactivitySlack, creds));
+  };
   const Deadline deadline = Clock::now() + impl_->options.request_timeout;
-  auto sent = impl_->send(*client, out, deadline);
+  auto sent = impl_->send(own_client, out, deadline, &client);
   if (!sent) return sent.failure();
   if (sent->response.status_code() >= 400) return impl_->error_from(*sent, out, deadline);
   if (sent->response.status_code() != 200) {

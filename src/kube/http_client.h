@@ -20,10 +20,17 @@
 //    No proxy is used.
 //  - Every request: the rate limiter first (its wait counts against the
 //    call's deadline), then `Authorization: Bearer` from the token source
-//    (re-read as the file rotates) when there is a token, `User-Agent:
-//    isolation-gate/VERSION`, `Accept: application/json`. On a 401 with a
-//    token file the file is re-read at once and, when the token changed, the
-//    request is sent once more (rate-limited again).
+//    (re-read as the file rotates; an exec plugin's until it expires) when
+//    there is a token, `User-Agent: isolation-gate/VERSION`, `Accept:
+//    application/json`. On a 401 with a token file or an exec plugin, the file
+//    is re-read or the plugin run again at once and, when the credentials
+//    changed, the request is sent once more (rate-limited again); a plugin
+//    that fails then is named in the 401's error.
+//  - Client certificates: the config's, or an exec plugin's. Connections are
+//    made with the certificate of the credentials in use; when a plugin
+//    answers with another certificate, the shared pool is replaced (new
+//    connections present the new one; a running watch keeps its connection
+//    until it ends).
 //  - Answers >= 400 are ApiErrors with the API server's Status (message,
 //    reason, code; the HTTP reason phrase when the body is not a Status), and
 //    Retry-After (seconds; else Status details.retryAfterSeconds) on 429 and
@@ -79,6 +86,9 @@ struct HttpClientOptions {
   std::size_t pool_threads = 2;            // cpprestsdk's pool (first client only), 2..4
   std::shared_ptr<RateClock> rate_clock;   // tests; default: the steady clock
   TokenSource::Clock token_clock;          // tests; default: the steady clock
+  // Shared by the clients of one cluster (one exec plugin run serves them
+  // all); default: the client's own, from its config.
+  std::shared_ptr<TokenSource> tokens;
 };
 
 class HttpClient final : public Client {

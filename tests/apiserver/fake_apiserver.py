@@ -25,7 +25,7 @@ conventions' Status object):
 
 Use it as a library (FakeApiServer) or run it:
   python3 fake_apiserver.py --tls-cert F --tls-key F [--port 0] [--port-file F]
-      [--token-file F] [--control-port 0 --control-port-file F]
+      [--token-file F] [--client-ca F] [--control-port 0 --control-port-file F]
 The control API (plain HTTP on 127.0.0.1) is POST /<method> with a JSON object
 of keyword arguments for the library method of that name; it answers
 {"result": ...} or {"error": ..., "code": ...}.
@@ -46,6 +46,7 @@ import random
 import re
 import signal
 import socket
+import subprocess
 import socketserver
 import select
 import ssl
@@ -1208,8 +1209,35 @@ CONTROL_METHODS = {
     "requests", "request_mark", "wait_for_request", "open_watches", "watches_started", "wait_for_watch",
     "wait_for_watches_closed", "set_continue_expired_token", "reset_faults", "clear_requests", "evictions",
     "set_admission", "set_service_endpoints", "add_service_endpoint", "add_user", "webhook_calls",
-    "rewind", "set_watch_silence", "set_continue_ttl",
+    "rewind", "set_watch_silence", "set_continue_ttl", "revoke_token", "deny_client_cn",
 }
+
+
+def make_client_certificates(out_dir, cns, days=1):
+    """A client CA (out_dir/client-ca.crt) and, for each CN of `cns`, a client certificate signed by it
+    (extendedKeyUsage clientAuth): {"ca": path, CN: (cert path, key path), ...}. Uses the openssl command."""
+    os.makedirs(out_dir, exist_ok=True)
+    ca_key, ca_crt = os.path.join(out_dir, "client-ca.key"), os.path.join(out_dir, "client-ca.crt")
+
+    def run(*args):
+        subprocess.run(["openssl"] + list(args), check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, timeout=60)
+
+    run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", str(days),
+        "-keyout", ca_key, "-out", ca_crt, "-subj", "/CN=fake-apiserver-client-ca",
+        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
+    out = {"ca": ca_crt}
+    for cn in cns:
+        key, csr, crt = (os.path.join(out_dir, cn + ext) for ext in (".key", ".csr", ".crt"))
+        ext = os.path.join(out_dir, cn + ".ext")
+        with open(ext, "w") as f:
+            f.write("extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature\n")
+        run("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", key, "-out", csr, "-subj", "/CN=" + cn + "/O=system:masters")
+        run("x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-CAcreateserial", "-days", str(days),
+            "-extfile", ext, "-out", crt)
+        out[cn] = (crt, key)
+    return out
 
 
 class FakeApiServer:
@@ -1219,8 +1247,11 @@ class FakeApiServer:
                  control_port=None, bookmark_interval=1.0, default_watch_timeout=1800.0,
                  too_large_rv_wait=3.0, initial_resource_version=1, idle_timeout=120.0,
                  items_type_meta=True, max_history=None, verbose=False, admission=True,
-                 service_endpoints=None, users=None):
+                 service_endpoints=None, users=None, client_ca=None):
         self.tls_cert, self.tls_key = tls_cert, tls_key
+        self._token_expiry = {}                  # bearer token -> time.monotonic() it stops being accepted
+        self._denied_cns = set()                 # client certificate CNs refused (401)
+        self._revoked = set()                    # bearer tokens revoke_token() refused
         self._admission = bool(admission)        # call the stored webhook configurations' webhooks
         self._service_endpoints = dict(service_endpoints or {})   # "ns/name[:port]" -> "host:port"
         self._users = dict(users or {})          # bearer token -> userInfo for AdmissionReviews
@@ -1241,6 +1272,12 @@ class FakeApiServer:
         self.ssl_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ssl_context.load_cert_chain(tls_cert, tls_key)
         self.ssl_context.set_alpn_protocols(["http/1.1"])
+        if client_ca:
+            # Client certificates (x509 authentication, as the API server's
+            # --client-ca-file): asked for, verified against client_ca when
+            # given (a bad one fails the handshake), optional.
+            self.ssl_context.verify_mode = ssl.CERT_OPTIONAL
+            self.ssl_context.load_verify_locations(cafile=client_ca)
         self._lock = threading.RLock()          # faults, delays, log, settings
         self._log_cond = threading.Condition(self._lock)
         self._log = []
@@ -2519,9 +2556,29 @@ class FakeApiServer:
             self._tokens = set(tokens)
         return True
 
-    def add_token(self, token):
+    def add_token(self, token, ttl=None):
+        """Accepts bearer `token`; for `ttl` seconds from now only, when given (then 401, as an expired
+        token gets from the API server)."""
         with self._lock:
             self._tokens.add(token)
+            if ttl is None:
+                self._token_expiry.pop(token, None)
+            else:
+                self._token_expiry[token] = time.monotonic() + float(ttl)
+        return True
+
+    def revoke_token(self, token):
+        """Refuses bearer `token` from now on (401)."""
+        with self._lock:
+            self._tokens.discard(token)
+            self._token_expiry.pop(token, None)
+            self._revoked.add(token)
+        return True
+
+    def deny_client_cn(self, cn):
+        """Refuses client certificates whose subject CN is `cn` from now on (401)."""
+        with self._lock:
+            self._denied_cns.add(cn)
         return True
 
     # -- observation -----------------------------------------------------
@@ -2689,8 +2746,33 @@ class FakeApiServer:
                     return rule
         return None
 
-    def _token_ok(self, auth):
-        accepted = set(self._tokens)
+    @staticmethod
+    def _client_cn(conn):
+        """The subject CN of the connection's verified client certificate, or None."""
+        try:
+            cert = conn.getpeercert()
+        except (AttributeError, ValueError, OSError):
+            return None
+        if not cert:
+            return None
+        for rdn in cert.get("subject", ()):
+            for key, value in rdn:
+                if key == "commonName":
+                    return value
+        return ""
+
+    def _token_ok(self, auth, client_cn=None):
+        if client_cn is not None:
+            # x509 first, as the API server's union authenticator: a verified client certificate
+            # authenticates the request (unless its CN was denied).
+            with self._lock:
+                return client_cn not in self._denied_cns
+        with self._lock:
+            accepted = set(self._tokens)
+            now = time.monotonic()
+            accepted -= {t for t, until in self._token_expiry.items() if now >= until}
+            # Tokens that expired or were revoked still mean "tokens are required".
+            anyone = not self._tokens and not self._token_expiry and not self._revoked
         if self.token_file:
             try:
                 with open(self.token_file, "r", encoding="utf-8") as f:
@@ -2699,7 +2781,7 @@ class FakeApiServer:
                     accepted.add(t)
             except OSError:
                 pass
-        if not accepted and not self.token_file:
+        if anyone and not self.token_file:
             return True
         parts = (auth or "").split(None, 1)
         if len(parts) != 2 or parts[0].lower() != "bearer":     # the scheme is case-insensitive, as in k8s
@@ -2760,9 +2842,12 @@ class FakeApiServer:
     def _route(self, h, path, query, body, is_watch, entry):
         public = path in ("/healthz", "/livez", "/readyz", "/version")
         auth = h.headers.get("Authorization")
-        if (not public or auth) and not self._token_ok(auth):
+        client_cn = self._client_cn(h.connection)
+        entry["client_cn"] = client_cn
+        if (not public or auth or client_cn is not None) and not self._token_ok(auth, client_cn):
             raise ApiError(401, "Unauthorized", "Unauthorized")
-        entry["user"] = self._user_info(auth)
+        entry["user"] = self._user_info(auth) if client_cn is None else {
+            "username": client_cn, "groups": ["system:authenticated"]}
         accept = h.headers.get("Accept")
         if accept and not any(t.strip().split(";")[0] in ("application/json", "*/*", "application/*", "")
                               for t in accept.split(",")):
@@ -3306,6 +3391,7 @@ def main(argv=None):
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file")
     ap.add_argument("--token-file")
+    ap.add_argument("--client-ca", help="accept client certificates signed by this CA (x509 authentication)")
     ap.add_argument("--control-port", type=int)
     ap.add_argument("--control-port-file")
     ap.add_argument("--bookmark-interval", type=float, default=1.0)
@@ -3330,7 +3416,8 @@ def main(argv=None):
     srv = FakeApiServer(args.tls_cert, args.tls_key, token_file=args.token_file, host=args.host, port=args.port,
                         control_port=args.control_port, bookmark_interval=args.bookmark_interval,
                         default_watch_timeout=args.watch_timeout, max_history=args.max_history,
-                        verbose=args.verbose, admission=not args.no_admission, service_endpoints=endpoints)
+                        verbose=args.verbose, admission=not args.no_admission, service_endpoints=endpoints,
+                        client_ca=args.client_ca)
     srv.start()
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())

@@ -848,6 +848,21 @@ class TestFaultsAndAuth(Base):
         self.assertEqual(e["status"], 200)
         self.assertIn("OpenAPI-Generator", e["user_agent"])
 
+    def test_token_lifetimes_and_revocation_give_401(self):
+        self.server.add_token("short", ttl=0.5)
+        self.server.add_token("long")
+        short = kclient.CoreV1Api(self.api_client("short"))
+        self.assertEqual(short.list_node().items, [])
+        wait_until(lambda: self.raw("GET", "/api/v1/nodes", token="short")[0] == 401, timeout=10,
+                   what="the short-lived token to expire")
+        with self.assertRaises(ApiException) as cm:
+            short.list_node()
+        self.assertStatus(self.exc_status(cm.exception), 401, "Unauthorized")
+        self.assertEqual(self.raw("GET", "/api/v1/nodes", token="long")[0], 200)
+        self.server.revoke_token("long")
+        self.assertEqual(self.raw("GET", "/api/v1/nodes", token="long")[0], 401)
+        self.assertEqual(self.raw("GET", "/api/v1/nodes")[0], 200)   # the token file's is still good
+
     def test_429_with_retry_after_and_other_faults(self):
         self.server.inject_fault(429, method="GET", path="^/api/v1/nodes$", retry_after=3)
         st, hdrs, body = self.raw("GET", "/api/v1/nodes")
@@ -913,6 +928,40 @@ class TestFaultsAndAuth(Base):
         self.server.come_back()
         self.assertEqual(self.server.port, port)
         self.assertEqual([n.metadata.name for n in self.core.list_node().items], ["while-away"])
+
+
+class TestClientCertificates(Base):
+    """x509 authentication: client certificates signed by --client-ca, seen by python3-kubernetes."""
+
+    def setUp(self):
+        self.certs_dir = tempfile.mkdtemp(prefix="fake-apiserver-client-")
+        self.addCleanup(shutil.rmtree, self.certs_dir, True)
+        self.client_certs = fake_apiserver.make_client_certificates(self.certs_dir, ["alice", "mallory"])
+        self.server_kwargs = {"client_ca": self.client_certs["ca"]}
+        super().setUp()
+
+    def cert_client(self, cn):
+        cfg = kclient.Configuration()
+        cfg.host = self.server.url
+        cfg.ssl_ca_cert = cert()
+        cfg.cert_file, cfg.key_file = self.client_certs[cn]
+        api = kclient.ApiClient(cfg)
+        self.addCleanup(api.close)
+        self.addCleanup(api.rest_client.pool_manager.clear)
+        return kclient.CoreV1Api(api)
+
+    def test_client_certificate_authenticates_and_a_denied_cn_gets_401(self):
+        self.assertEqual(self.cert_client("alice").list_node().items, [])
+        e = self.server.wait_for_request(path="^/api/v1/nodes$")
+        self.assertEqual(e["client_cn"], "alice")
+        self.assertEqual(e["user"]["username"], "alice")
+        self.server.deny_client_cn("mallory")
+        with self.assertRaises(ApiException) as cm:
+            self.cert_client("mallory").list_node()
+        self.assertStatus(self.exc_status(cm.exception), 401, "Unauthorized")
+        # Without a certificate, tokens work as before.
+        self.assertEqual(self.core.list_node().items, [])
+        self.assertEqual(self.raw("GET", "/api/v1/nodes", token="nope")[0], 401)
 
 
 class TestPodsAndEviction(Base):

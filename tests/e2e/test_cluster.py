@@ -84,7 +84,7 @@ class ClusterCase(unittest.TestCase):
         with open(self.token_file, "w") as f:
             f.write("token-one\n")
         self.api = FakeApiServer(certs["tls.crt"], certs["tls.key"], token_file=self.token_file,
-                                 bookmark_interval=0.5, max_history=100000).start()
+                                 bookmark_interval=0.5, max_history=100000, **self.api_options()).start()
         self.addCleanup(self.api.stop)
         self.api.create("runtimeclasses", runtime_class())
         self.api.create("nodes", node())
@@ -96,6 +96,10 @@ class ClusterCase(unittest.TestCase):
         self.gate = None
         if self.start_gate:
             self.start(wait_ready=self.gate_wait_ready)
+
+    def api_options(self):
+        """More keyword arguments of the test API server (subclasses; self.tmp exists)."""
+        return {}
 
     def start(self, wait_ready=True, shape=None):
         # The certificate names 127.0.0.1 too: the API server's URL is an address.
@@ -403,12 +407,12 @@ class ClusterFlags(unittest.TestCase):
         path = os.path.join(tmp, "kubeconfig")
         certs = h.make_certs(os.path.join(tmp, "certs"))
         with open(path, "w") as f:
-            f.write(KUBECONFIG.replace("    tokenFile: %(token)s", "    exec: {command: aws}")
+            f.write(KUBECONFIG.replace("    tokenFile: %(token)s", "    auth-provider: {name: gcp}")
                     % {"server": "https://127.0.0.1:1", "ca": certs["ca.crt"]})
         p = h.run_binary(["serve", "--kubeconfig", path, "--cert-mode", "files", "--tls-cert", certs["tls.crt"],
                           "--tls-key", certs["tls.key"]])
         self.assertEqual(p.returncode, 2)
-        self.assertIn("exec", p.stderr.decode())
+        self.assertIn("field auth-provider is not supported", p.stderr.decode())
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@
 //  - a duplicate key anywhere in the YAML (yaml-cpp's own tree) is refused;
 //  - a success names an https:// server without a trailing '/', has a CA,
 //    and has no more than one way to authenticate per kind (a token source
-//    is a token or a file, never both);
+//    is a token or a file, never both; an exec plugin, with a command, is
+//    the only credential when there is one);
 //  - an error is one line that names the kubeconfig.
 // Build and run: scripts/fuzz.sh [seconds] [kubeconfig_fuzz]
 #include <cstdint>
@@ -58,5 +59,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   IG_FUZZ_CHECK(!cfg->ca_pem.empty(), "no CA", text);
   IG_FUZZ_CHECK(cfg->bearer_token.empty() || cfg->token_file.empty(), "token and token file", text);
   IG_FUZZ_CHECK(cfg->client_cert_pem.empty() == cfg->client_key_pem.empty(), "certificate without key", text);
+  // An exec plugin is the only credential of its user (parsed, never run here).
+  IG_FUZZ_CHECK(!cfg->exec || (cfg->bearer_token.empty() && cfg->token_file.empty() && cfg->client_cert_pem.empty()),
+                "exec plugin beside another credential", text);
+  IG_FUZZ_CHECK(!cfg->exec || !cfg->exec->command.empty(), "exec plugin without a command", text);
   return 0;
 }

@@ -242,8 +242,6 @@ TEST_F(KubeConfigTest, KubeconfigUnsupportedFieldsAreNamed) {
   };
   const std::string cred = "use token, tokenFile or a client certificate";
   const Case cases[] = {
-      {ca_data(), "    exec:\n      command: aws\n",
-       "user \"u\": field exec is not supported (credential plugins are not supported; " + cred + ")"},
       {ca_data(), "    auth-provider:\n      name: gcp\n",
        "user \"u\": field auth-provider is not supported (auth providers are not supported; " + cred + ")"},
       {ca_data(), "    username: admin\n    password: x\n",
@@ -272,7 +270,7 @@ TEST_F(KubeConfigTest, KubeconfigUnsupportedFieldsAreNamed) {
   }
   // No credentials at all: never an anonymous client.
   EXPECT_EQ(error_of(kubeconfig(ca_data(), "")),
-            p + "user \"u\" has no credentials (token, tokenFile or client-certificate/client-key); an "
+            p + "user \"u\" has no credentials (token, tokenFile, client-certificate/client-key or exec); an "
                 "anonymous client is not supported");
   // Empty or false values of unsupported fields are fine.
   EXPECT_TRUE(load(kubeconfig(ca_data() + "    insecure-skip-tls-verify: false\n    proxy-url: \"\"\n",

@@ -1,0 +1,445 @@
+#include "kube/exec_credential.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "base/one_line.h"
+#include "base/quote.h"
+#include "kube/tls_material.h"
+
+extern char** environ;
+
+namespace ig::kube {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::size_t kMaxOutputBytes = 1u << 20;
+constexpr std::size_t kStderrTail = 2048;
+constexpr std::string_view kExecInfoEnv = "KUBERNETES_EXEC_INFO";
+
+std::string base64_encode(std::string_view in) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  auto byte = [&](std::size_t k) { return static_cast<unsigned>(static_cast<unsigned char>(in[k])); };
+  for (; i + 2 < in.size(); i += 3) {
+    const unsigned v = (byte(i) << 16) | (byte(i + 1) << 8) | byte(i + 2);
+    for (int s = 18; s >= 0; s -= 6) out += kAlphabet[(v >> s) & 63];
+  }
+  if (i + 1 == in.size()) {
+    const unsigned v = byte(i) << 16;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == in.size()) {
+    const unsigned v = (byte(i) << 16) | (byte(i + 1) << 8);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+// "credential plugin \"aws\" (kubeconfig P: user \"u\")"
+std::string plugin_name(const ExecConfig& c) {
+  std::string s = "credential plugin " + quote(c.command);
+  if (!c.where.empty()) s += " (" + c.where + ")";
+  return s;
+}
+
+std::string seconds_text(std::chrono::milliseconds d) {
+  if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + "s";
+  return std::to_string(d.count()) + "ms";
+}
+
+// The tail of the plugin's standard error, one line, for an error message.
+std::string stderr_suffix(const std::string& tail) {
+  std::string t = tail;
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
+  if (t.empty()) return "";
+  return "; its standard error ends: " + one_line(t);
+}
+
+struct RunOutput {
+  std::string out;
+  std::string err_tail;
+  int status = 0;  // waitpid's
+};
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+// Spawns and reaps the plugin. The error names the plugin.
+Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std::string>& env,
+                                 bool interactive) {
+  const std::string name = plugin_name(config);
+  int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return fail(name + ": pipe: " + std::strerror(errno));
+  if (!interactive && ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    const int e = errno;
+    close_fd(out_pipe[0]);
+    close_fd(out_pipe[1]);
+    return fail(name + ": pipe: " + std::strerror(e));
+  }
+
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+  if (!interactive) {
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
+  }
+  // Nothing else of ours (listening sockets, connections, files).
+  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  if (!interactive) flags |= POSIX_SPAWN_SETPGROUP;  // its own group: killed whole on a timeout
+  posix_spawnattr_setflags(&attr, flags);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);  // serve blocks SIGTERM/SIGINT in its threads
+  posix_spawnattr_setsigdefault(&attr, &all);
+
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(config.command.c_str()));
+  for (const std::string& a : config.args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  pid_t pid = -1;
+  const bool has_slash = config.command.find('/') != std::string::npos;
+  const int rc = has_slash ? ::posix_spawn(&pid, config.command.c_str(), &actions, &attr, argv.data(), envp.data())
+                           : ::posix_spawnp(&pid, config.command.c_str(), &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close_fd(out_pipe[1]);
+  close_fd(err_pipe[1]);
+  if (rc != 0) {
+    close_fd(out_pipe[0]);
+    close_fd(err_pipe[0]);
+    std::string msg;
+    if (rc == ENOENT || rc == EACCES || rc == ENOEXEC) {
+      msg = name + ": executable " + quote(config.command) +
+            (rc == ENOENT ? (has_slash ? " not found" : " not found on $PATH") : std::string(": ") + std::strerror(rc));
+      if (!config.install_hint.empty()) msg += "; install hint: " + one_line(config.install_hint);
+    } else {
+      msg = name + ": cannot start it: " + std::strerror(rc);
+    }
+    return fail(msg);
+  }
+
+  const auto deadline = std::chrono::steady_clock::now() + config.timeout;
+  RunOutput result;
+  bool too_much = false, timed_out = false;
+  char buf[16384];
+  while (out_pipe[0] >= 0 || err_pipe[0] >= 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd fds[2];
+    nfds_t n = 0;
+    int* which[2];
+    if (out_pipe[0] >= 0) {
+      fds[n] = {out_pipe[0], POLLIN, 0};
+      which[n++] = &out_pipe[0];
+    }
+    if (err_pipe[0] >= 0) {
+      fds[n] = {err_pipe[0], POLLIN, 0};
+      which[n++] = &err_pipe[0];
+    }
+    const int ready = ::poll(fds, n, static_cast<int>(std::min<long long>(left.count() + 1, 1000)));
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (nfds_t i = 0; i < n; ++i) {
+      if (fds[i].revents == 0) continue;
+      const ssize_t got = ::read(*which[i], buf, sizeof buf);
+      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (got <= 0) {
+        close_fd(*which[i]);
+        continue;
+      }
+      if (which[i] == &out_pipe[0]) {
+        result.out.append(buf, static_cast<std::size_t>(got));
+        if (result.out.size() > kMaxOutputBytes) too_much = true;
+      } else {
+        result.err_tail.append(buf, static_cast<std::size_t>(got));
+        if (result.err_tail.size() > 2 * kStderrTail)
+          result.err_tail.erase(0, result.err_tail.size() - kStderrTail);
+      }
+    }
+    if (too_much) break;
+  }
+  close_fd(out_pipe[0]);
+  close_fd(err_pipe[0]);
+  if (result.err_tail.size() > kStderrTail) result.err_tail.erase(0, result.err_tail.size() - kStderrTail);
+
+  // Its output is complete (or abandoned): reap it by the deadline.
+  int status = 0;
+  bool reaped = false;
+  while (!timed_out && !too_much) {
+    const pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid || (w < 0 && errno != EINTR)) {
+      reaped = w == pid;
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  if (!reaped) {
+    if (interactive) {
+      ::kill(pid, SIGKILL);
+    } else {
+      ::kill(-pid, SIGKILL);  // the whole group: a shell's children too
+    }
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (timed_out)
+    return fail(name + " did not finish within " + seconds_text(config.timeout) + "; it was killed" +
+                (interactive ? "" : " (its process group)") +
+                " ($ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT sets this bound)" + stderr_suffix(result.err_tail));
+  if (too_much)
+    return fail(name + " wrote more than " + std::to_string(kMaxOutputBytes) + " bytes; it was killed");
+  result.status = status;
+  return result;
+}
+
+bool string_member(const nlohmann::json& obj, const char* key, std::string& out, std::string& error) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return true;
+  if (!it->is_string()) {
+    error = std::string("field ") + key + " is not a string";
+    return false;
+  }
+  out = it->get<std::string>();
+  return true;
+}
+
+}  // namespace
+
+std::string exec_info_json(const ExecConfig& config, bool interactive, std::string_view server,
+                           std::string_view ca_pem) {
+  nlohmann::json spec = {{"interactive", interactive}};
+  if (config.provide_cluster_info) {
+    nlohmann::json cluster = {{"server", std::string(server)}};
+    if (!ca_pem.empty()) cluster["certificate-authority-data"] = base64_encode(ca_pem);
+    spec["cluster"] = std::move(cluster);
+  }
+  nlohmann::json doc = {{"kind", "ExecCredential"}, {"apiVersion", config.api_version}, {"spec", std::move(spec)}};
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Result<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view text) {
+  auto bad = [&] { return fail("expirationTimestamp " + quote(text) + " is not an RFC 3339 time"); };
+  auto digits = [&](std::size_t at, std::size_t n, int& out) {
+    if (at + n > text.size()) return false;
+    out = 0;
+    for (std::size_t i = at; i < at + n; ++i) {
+      if (text[i] < '0' || text[i] > '9') return false;
+      out = out * 10 + (text[i] - '0');
+    }
+    return true;
+  };
+  int year, month, day, hour, minute, second;
+  if (text.size() < 20 || !digits(0, 4, year) || text[4] != '-' || !digits(5, 2, month) || text[7] != '-' ||
+      !digits(8, 2, day) || (text[10] != 'T' && text[10] != 't') || !digits(11, 2, hour) || text[13] != ':' ||
+      !digits(14, 2, minute) || text[16] != ':' || !digits(17, 2, second))
+    return bad();
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return bad();
+  std::size_t at = 19;
+  long long nanos = 0;
+  if (at < text.size() && text[at] == '.') {
+    ++at;
+    const std::size_t start = at;
+    long long scale = 100000000;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9') {
+      nanos += (text[at] - '0') * scale;
+      scale /= 10;
+      ++at;
+    }
+    if (at == start) return bad();
+  }
+  long offset = 0;
+  if (at + 1 == text.size() && (text[at] == 'Z' || text[at] == 'z')) {
+  } else if (at + 6 == text.size() && (text[at] == '+' || text[at] == '-') && text[at + 3] == ':') {
+    int oh, om;
+    if (!digits(at + 1, 2, oh) || !digits(at + 4, 2, om) || oh > 23 || om > 59) return bad();
+    offset = (text[at] == '+' ? 1 : -1) * (oh * 3600L + om * 60L);
+  } else {
+    return bad();
+  }
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  const std::time_t t = ::timegm(&tm);
+  return std::chrono::system_clock::from_time_t(t - offset) +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(nanos));
+}
+
+Result<Credentials> parse_exec_credential(std::string_view output, std::string_view api_version) {
+  const nlohmann::json doc = nlohmann::json::parse(output, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return fail("its output is not a JSON object");
+  std::string version, kind, error;
+  if (!string_member(doc, "apiVersion", version, error) || !string_member(doc, "kind", kind, error))
+    return fail("its output: " + error);
+  if (kind != "ExecCredential")
+    return fail("its output is not an ExecCredential (kind " + quote(kind) + ")");
+  if (version != api_version)
+    return fail("it is configured for apiVersion " + std::string(api_version) + " but answered " +
+                quote(version));
+  auto status = doc.find("status");
+  if (status == doc.end() || status->is_null()) return fail("its ExecCredential has no status");
+  if (!status->is_object()) return fail("its ExecCredential's status is not an object");
+  Credentials c;
+  std::string expiration;
+  if (!string_member(*status, "token", c.token, error) ||
+      !string_member(*status, "clientCertificateData", c.client_cert_pem, error) ||
+      !string_member(*status, "clientKeyData", c.client_key_pem, error) ||
+      !string_member(*status, "expirationTimestamp", expiration, error))
+    return fail("its ExecCredential's status: " + error);
+  if (c.token.empty() && c.client_cert_pem.empty() && c.client_key_pem.empty())
+    return fail("its ExecCredential holds neither a token nor a client certificate and key");
+  if (c.client_cert_pem.empty() != c.client_key_pem.empty())
+    return fail(c.client_cert_pem.empty() ? "its ExecCredential holds clientKeyData without clientCertificateData"
+                                          : "its ExecCredential holds clientCertificateData without clientKeyData");
+  if (c.token.find_first_of("\r\n") != std::string::npos)
+    return fail("its ExecCredential's token holds a line break");
+  if (!c.client_cert_pem.empty()) {
+    if (auto ok = check_client_pair(c.client_cert_pem, c.client_key_pem, "its client certificate"); !ok)
+      return ok.failure();
+  }
+  if (!expiration.empty()) {
+    auto t = parse_rfc3339(expiration);
+    if (!t) return fail("its ExecCredential's " + t.error());
+    c.expires = *t;
+  }
+  return c;
+}
+
+Result<bool> exec_interactive(const ExecConfig& config, bool stdin_is_terminal) {
+  switch (config.interactive) {
+    case ExecConfig::Interactive::Never:
+      return false;
+    case ExecConfig::Interactive::IfAvailable:
+      return stdin_is_terminal;
+    case ExecConfig::Interactive::Always:
+      if (!stdin_is_terminal)
+        return fail(plugin_name(config) +
+                    " has interactiveMode Always but standard input is not a terminal; not run");
+      return true;
+  }
+  return false;
+}
+
+Result<Credentials> run_exec_plugin(const ExecConfig& config, std::string_view server, std::string_view ca_pem,
+                                    bool stdin_is_terminal) {
+  auto interactive = exec_interactive(config, stdin_is_terminal);
+  if (!interactive) return interactive.failure();
+  // This process's environment, exec.env over it, KUBERNETES_EXEC_INFO last.
+  std::vector<std::string> env;
+  std::map<std::string, std::size_t, std::less<>> index;
+  auto set = [&](std::string_view key, std::string entry) {
+    auto it = index.find(key);
+    if (it != index.end()) {
+      env[it->second] = std::move(entry);
+    } else {
+      index.emplace(std::string(key), env.size());
+      env.push_back(std::move(entry));
+    }
+  };
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const auto eq = entry.find('=');
+    if (eq == std::string_view::npos || eq == 0) continue;
+    set(entry.substr(0, eq), std::string(entry));
+  }
+  for (const auto& [k, v] : config.env) set(k, k + "=" + v);
+  set(kExecInfoEnv, std::string(kExecInfoEnv) + "=" + exec_info_json(config, *interactive, server, ca_pem));
+
+  auto run = spawn_and_wait(config, env, *interactive);
+  if (!run) return run.failure();
+  const std::string name = plugin_name(config);
+  if (WIFSIGNALED(run->status))
+    return fail(name + " was killed by signal " + std::to_string(WTERMSIG(run->status)) +
+                stderr_suffix(run->err_tail));
+  if (!WIFEXITED(run->status) || WEXITSTATUS(run->status) != 0)
+    return fail(name + " failed with exit code " + std::to_string(WEXITSTATUS(run->status)) +
+                stderr_suffix(run->err_tail));
+  auto creds = parse_exec_credential(run->out, config.api_version);
+  if (!creds) return fail(name + ": " + creds.error() + stderr_suffix(run->err_tail));
+  return creds;
+}
+
+// --- ExecCredentialSource ------------------------------------------------------
+
+ExecCredentialSource::ExecCredentialSource(ExecConfig config, std::string server, std::string ca_pem,
+                                           ExecHooks hooks)
+    : config_(std::move(config)), server_(std::move(server)), ca_pem_(std::move(ca_pem)), hooks_(std::move(hooks)) {
+  if (!hooks_.wall_clock) hooks_.wall_clock = [] { return std::chrono::system_clock::now(); };
+  if (!hooks_.stdin_is_terminal) hooks_.stdin_is_terminal = [] { return ::isatty(STDIN_FILENO) == 1; };
+}
+
+bool ExecCredentialSource::expired_locked() const {
+  return cached_ && cached_->expires && hooks_.wall_clock() >= *cached_->expires;
+}
+
+Result<std::shared_ptr<const Credentials>> ExecCredentialSource::run_locked() {
+  ++runs_;
+  auto creds = run_exec_plugin(config_, server_, ca_pem_, hooks_.stdin_is_terminal());
+  if (!creds) return creds.failure();
+  cached_ = std::make_shared<const Credentials>(std::move(*creds));
+  return cached_;
+}
+
+Result<std::shared_ptr<const Credentials>> ExecCredentialSource::get() {
+  std::lock_guard lock(mu_);
+  if (cached_ && !expired_locked()) return cached_;
+  return run_locked();
+}
+
+Result<std::shared_ptr<const Credentials>> ExecCredentialSource::renew(const std::shared_ptr<const Credentials>& used) {
+  std::lock_guard lock(mu_);
+  if (cached_ && cached_ != used && !expired_locked()) return cached_;  // already renewed by another caller
+  return run_locked();
+}
+
+std::size_t ExecCredentialSource::runs() const {
+  std::lock_guard lock(mu_);
+  return runs_;
+}
+
+}  // namespace ig::kube
