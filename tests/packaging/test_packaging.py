@@ -22,7 +22,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tools import HELM, NO_HELM, find_tool, run  # noqa: E402
+from tools import HELM, LOCAL_IMAGE, NO_HELM, find_tool, run  # noqa: E402
 
 try:
     import yaml
@@ -67,7 +67,7 @@ def load_crd(path=CRD_TOP):
 
 
 def helm_template(*extra, namespace=NAMESPACE, check=True):
-    return run([HELM, "template", RELEASE, CHART, "--namespace", namespace] + list(extra),
+    return run([HELM, "template", RELEASE, CHART, "--namespace", namespace] + LOCAL_IMAGE + list(extra),
                check=check)
 
 
@@ -606,7 +606,7 @@ class ChartTest(unittest.TestCase):
                 ["--strict", "--set", "certManager.enabled=true", "--set", "certManager.issuerRef.name=corp-ca"],
                 ["--strict", "--set", "selftest.enabled=false"]]:
             with self.subTest(args=extra):
-                out = run([HELM, "lint", CHART] + extra).stdout
+                out = run([HELM, "lint", CHART] + LOCAL_IMAGE + extra).stdout
                 self.assertIn("0 chart(s) failed", out)
 
     def test_every_object_is_named(self):
@@ -823,8 +823,12 @@ class ChartTest(unittest.TestCase):
         self.assertEqual(ports, {"https": (443, "https"), "metrics": (8080, "metrics")})
         pdb = one(self.docs, "PodDisruptionBudget")
         self.assertEqual(pdb["spec"]["minAvailable"], 1)
+        # A replica that is not Ready may always be evicted: a crash-looping
+        # one never blocks a node drain (issue 29).
+        self.assertEqual(pdb["spec"]["unhealthyPodEvictionPolicy"], "AlwaysAllow")
         pdb = one(render("--set", "podDisruptionBudget.maxUnavailable=1"), "PodDisruptionBudget")
-        self.assertEqual(pdb["spec"], {"maxUnavailable": 1, "selector": pdb["spec"]["selector"]})
+        self.assertEqual(pdb["spec"], {"maxUnavailable": 1, "unhealthyPodEvictionPolicy": "AlwaysAllow",
+                                       "selector": pdb["spec"]["selector"]})
         self.assertEqual(by_kind(render("--set", "replicas=1"), "PodDisruptionBudget"), [])
         np = one(self.docs, "NetworkPolicy")
         webhook_rule, metrics_rule = np["spec"]["ingress"]
@@ -1136,7 +1140,7 @@ class ChartTest(unittest.TestCase):
             notes = f.read()
         self.assertIn("kubectl label namespace", notes)
         self.assertIn("gibson.zeroroot.ai/isolation=enforced", notes)
-        out = run([HELM, "install", RELEASE, CHART, "--namespace", NAMESPACE, "--dry-run=client"],
+        out = run([HELM, "install", RELEASE, CHART, "--namespace", NAMESPACE, "--dry-run=client"] + LOCAL_IMAGE,
                   check=False)
         if out.returncode == 0:
             self.assertIn("gibson.zeroroot.ai/isolation=enforced", out.stdout)
@@ -1421,13 +1425,13 @@ class WebhookLifecycleTest(unittest.TestCase):
         self.assertEqual(by_kind(render("--set", "certManager.enabled=true"), "Secret"), [])
 
     def test_notes_and_readme_tell_the_install_order(self):
-        out = run([HELM, "install", RELEASE, CHART, "--namespace", NAMESPACE, "--dry-run=client"],
+        out = run([HELM, "install", RELEASE, CHART, "--namespace", NAMESPACE, "--dry-run=client"] + LOCAL_IMAGE,
                   check=False)
         if out.returncode != 0:
             self.skipTest("helm install --dry-run=client needs a cluster here: " + out.stderr.strip())
         self.assertIn("helm install --wait", out.stdout)
         self.assertIn("isolation-gate-webhooks", out.stdout)
-        files = run([HELM, "install", RELEASE, CHART, "--namespace", NAMESPACE, "--dry-run=client",
+        files = run([HELM, "install", RELEASE, CHART, "--namespace", NAMESPACE, "--dry-run=client"] + LOCAL_IMAGE + [
                      "--set", "certManager.enabled=true"]).stdout
         self.assertIn("only after the pods are Ready", files)
         with open(os.path.join(CHART, "README.md")) as f:
