@@ -222,7 +222,12 @@ namespaceSelector:
         {{- end }}
 {{- end }}
 
-{{/* The helm test Pod's ServiceAccount (and ClusterRole). */}}
+{{/* The helm test's scratch namespace: selftest.namespace, else <release namespace>-selftest. */}}
+{{- define "isolation-gate.selftestNamespace" -}}
+{{- default (printf "%s-selftest" .Release.Namespace | trunc 63 | trimSuffix "-") .Values.selftest.namespace }}
+{{- end }}
+
+{{/* The helm test Pod's ServiceAccount (and its Role in the scratch namespace). */}}
 {{- define "isolation-gate.selftestServiceAccountName" -}}
 {{- printf "%s-selftest" (include "isolation-gate.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}

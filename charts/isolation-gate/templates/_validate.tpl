@@ -154,8 +154,12 @@ followed by "value"; the last one wins. Argument: (list $.Values.extraArgs
 {{- end }}
 {{- end }}
 
-{{- /* helm test: selftest --timeout must be at least 1s. */ -}}
+{{- /* helm test: selftest --timeout must be at least 1s; its namespace must be enforced. */ -}}
 {{- if $v.selftest.enabled }}
+{{- $scratch := include "isolation-gate.selftestNamespace" . }}
+{{- if or (has $scratch (list "kube-system" "kube-public" "kube-node-lease" "default" .Release.Namespace)) (has $scratch ($v.webhook.excludedNamespaces | default list)) }}
+{{- fail (printf "selftest.namespace (%s) must be a namespace of its own that the gate enforces: not the release namespace, a system namespace, default, nor one of webhook.excludedNamespaces" $scratch) }}
+{{- end }}
 {{- $st := include "isolation-gate.checkedDurationMs" (list "selftest.timeout" $v.selftest.timeout) | float64 }}
 {{- if lt $st 1000.0 }}
 {{- fail (printf "selftest.timeout (%s) must be at least 1s" $v.selftest.timeout) }}
