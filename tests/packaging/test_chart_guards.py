@@ -220,6 +220,30 @@ class ChartRefuses(unittest.TestCase):
         self.assertIn("/hostNetwork", proc.stderr)
 
 
+class ManagedClustersDoc(unittest.TestCase):
+    """docs/operations.md, "Managed clusters" (issue 29, item 7): a section per
+    provider, each naming the admin values; the chart's messages point there."""
+
+    def test_a_section_per_provider(self):
+        with open(os.path.join(ROOT, "docs", "operations.md")) as f:
+            text = f.read()
+        self.assertIn("\n## Managed clusters\n", text)
+        section = text.split("\n## Managed clusters\n", 1)[1].split("\n## ", 1)[0]
+        for needle in ("webhook.enforcementAdmins", "webhook.trustAdmins", "kubectl auth whoami",
+                       "tls.clientCA.enabled", "isolation-gate cleanup --kubeconfig", "exec"):
+            self.assertIn(needle, section)
+        parts = dict(p.split("\n", 1) for p in section.split("\n### ")[1:])
+        self.assertEqual(sorted(parts), ["AKS", "EKS", "GKE", "OIDC and self-managed clusters"])
+        self.assertIn("webhook.enforcementAdmins", parts["GKE"])
+        self.assertIn("443 and 10250", parts["GKE"])
+        self.assertIn("hostNetwork=true", parts["EKS"])
+        self.assertIn("--kubernetes-groups", parts["EKS"])
+        self.assertIn("object", parts["AKS"])
+        self.assertIn("--oidc-groups-prefix", parts["OIDC and self-managed clusters"])
+        with open(os.path.join(CHART, "templates", "_validate.tpl")) as f:
+            self.assertIn('docs/operations.md, \\"Managed clusters\\"', f.read())
+
+
 @unittest.skipIf(yaml is None, "python3-yaml not installed")
 @unittest.skipIf(HELM is None, NO_HELM)
 @unittest.skipIf(IG_BINARY is None, NO_BINARY)
