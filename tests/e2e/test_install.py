@@ -223,6 +223,16 @@ class Install(InstallCase):
         # The namespace stays (the release's), and no pod was persisted.
         self.assertIsNotNone(self.api.get("namespaces", SCRATCH_NS))
         self.assertEqual([x for x in self.api.list("pods") if x["metadata"]["name"].startswith("selftest")], [])
+        # A Component `selftest` that is not the one it makes (here: untrusted) is not reused: exit 3
+        # (the check could not be made), naming it.
+        comp = self.api.get("components", "selftest", namespace=SCRATCH_NS)
+        comp["spec"]["policy"]["content_trust"] = "untrusted"
+        self.api.update("components", comp, namespace=SCRATCH_NS)
+        p = self.chart_selftest()
+        self.assertEqual(p.returncode, 3, p.stdout.decode() + p.stderr.decode())
+        self.assertIn("the Component %s/selftest is not the one selftest makes" % SCRATCH_NS, p.stderr.decode())
+        self.assertIn("selftest FAILED", p.stdout.decode())
+        self.api.delete("components", "selftest", namespace=SCRATCH_NS)
 
         # The only replica goes: the webhooks fail closed and selftest says the check could not be made.
         g.stop()

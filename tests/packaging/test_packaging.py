@@ -92,7 +92,7 @@ def named(docs, kind, name):
 
 
 def gate_cluster_role(docs, fullname=RELEASE):
-    """The webhook's own ClusterRole (the selftest has another)."""
+    """The webhook's own ClusterRole (the only one: the selftest has a Role in its namespace)."""
     return named(docs, "ClusterRole", fullname)
 
 
