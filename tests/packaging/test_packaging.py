@@ -180,6 +180,8 @@ VARIANTS = [
     ("files", ["--set", "tls.certMode=files", "--set", "tls.caBundle=" + CA_B64]),
     ("one replica + ServiceMonitor", ["--set", "replicas=1", "--set", "serviceMonitor.enabled=true"]),
     ("evictDrifted", ["--set", "evictDrifted=true"]),
+    ("hostNetwork, pinned by digest", ["--set", "hostNetwork=true", "--set", "listen.webhookPort=9443",
+                                       "--set", "image.digest=sha256:" + "ab" * 32]),
 ]
 
 

@@ -58,6 +58,14 @@ RELEASE = "isolation-gate"
 NAMESPACE = "isolation-gate-system"
 OUR_GROUP = "gibson.zeroroot.ai"
 NO_PYTHON_MODEL_GROUPS = ("cert-manager.io", "monitoring.coreos.com")
+# Fields Debian's python3-kubernetes (generated from an older API) does not
+# know but every Kubernetes the chart supports (Chart.yaml kubeVersion >= 1.27)
+# has; the npm kubernetes-models check (a) still checks them. Each with when it
+# came: an API server older than that would drop it.
+NEWER_THAN_PYTHON_MODELS = {
+    ("PodDisruptionBudget", "spec.unhealthyPodEvictionPolicy: unknown field (not in V1PodDisruptionBudgetSpec)"):
+        "Kubernetes 1.26 alpha, 1.27 beta and on by default, 1.31 GA",
+}
 
 
 NODE = shutil.which("node")
@@ -190,7 +198,9 @@ class RenderedSchemasTest(unittest.TestCase):
                         self.assertIn(group_of(doc), NO_PYTHON_MODEL_GROUPS,
                                       strict_models.no_model_reason(doc["apiVersion"], doc["kind"]))
                         continue
-                    self.assertEqual(strict_models.check(doc), [], names(doc))
+                    errors = [e for e in strict_models.check(doc)
+                              if (doc["kind"], e) not in NEWER_THAN_PYTHON_MODELS]
+                    self.assertEqual(errors, [], names(doc))
                     checked += 1
                 self.assertGreater(checked, 8)
 
