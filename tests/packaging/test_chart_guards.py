@@ -51,6 +51,10 @@ def S(*pairs):
     return out
 
 
+def images(*patterns):
+    return ["--set-json", "allowedExtraImages=[%s]" % ",".join('"%s"' % p for p in patterns)]
+
+
 def extra_args(*args):
     return ["--set-json", "extraArgs=%s" % ("[%s]" % ",".join('"%s"' % a for a in args))]
 
@@ -91,6 +95,18 @@ REFUSED_BY_BOTH = [
     ("extraArgs: a flag the chart sets, self-managed", extra_args("--tls-cert=/x.crt", "--tls-key=/x.key"),
      "extraArgs has --tls-cert"),
     ("extraArgs: --local", extra_args("--local"), "extraArgs has --local"),
+    # --allowed-extra-images (src/model/image.cpp, parse_image_pattern).
+    ("a registry", images("ghcr.io/org/*", "docker.io/*"),
+     "allowedExtraImages[1] (docker.io/*): registry-wide patterns are refused"),
+    ("a single path segment", images("istio/*"), "allowedExtraImages[0] (istio/*): registry-wide patterns are refused"),
+    ("docker.io's library", images("index.docker.io/library/*"), "registry-wide patterns are refused"),
+    ("a bare repository", images("ghcr.io/org/img"), "a bare repository is ambiguous"),
+    ("a star inside", images("ghcr.io/*/img"), '"*" may appear only at the end'),
+    ("an invalid registry", images("a.b_c/img:1"), "(a.b_c/img:1) is not a valid image reference"),
+    ("a capital in the path", images("ghcr.io/Org/img:1"), "is not a valid image reference"),
+    ("a short digest", images("ghcr.io/org/img@sha256:abc"), "is not a valid image reference"),
+    ("a tag and :*", images("registry:5000:*"), "REPO:* names a valid repository without a tag or digest"),
+    ("a tag before /*", images("ghcr.io/org/img:1/*"), "is not a registry and a repository path"),
 ]
 
 # Accepted by both: the boundaries just inside each rule.
@@ -115,6 +131,9 @@ ACCEPTED_BY_BOTH = [
     ("hostNetwork, default ports", S("hostNetwork=true")),
     ("hostNetwork, port 443", S("hostNetwork=true", "listen.webhookPort=443")),
     ("digest", S("image.digest=" + DIGEST)),
+    ("image patterns", images("ghcr.io/org/*", "istio/proxyv2:1.20", "docker.io/istio/*", "registry:5000/team/img:*",
+                              "[::1]:5000/a/b:c", "ghcr.io/org/x@" + DIGEST, "ghcr.io/org/x:1@" + DIGEST,
+                              "localhost/x/*", "library/foo/*", "Ghcr.io/org/x:1", "a__b/c-d:v1", "alpine:*")),
 ]
 
 # The chart's own checks: the binary finds these out only when it runs

@@ -125,6 +125,42 @@ followed by "value"; the last one wins. Argument: (list $.Values.extraArgs
 {{- end }}
 {{- end }}
 
+{{- /*
+allowedExtraImages, as the binary parses --allowed-extra-images
+(src/model/image.cpp, parse_image_pattern): REPO:TAG, REPO@DIGEST, REPO:* or
+PREFIX/*, names in the distribution reference grammar, and no registry-wide
+prefix. (Not checked here: a name over 255 characters once normalised.)
+*/ -}}
+{{- $domain := `(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*)(:[0-9]+)?` }}
+{{- $component := `[a-z0-9]+((\.|__?|-+)[a-z0-9]+)*` }}
+{{- $undotted := `[a-z0-9]+((__?|-+)[a-z0-9]+)*` }}
+{{- /* A first segment with a dot, a colon or a capital is a registry (docker's rule). */ -}}
+{{- $name := printf `(%s/%s(/%s)*|%s(/%s)*|%s)` $domain $component $component $undotted $component $component }}
+{{- $prefix := printf `(%s/%s(/%s)*|%s(/%s)+)` $domain $component $component $undotted $component }}
+{{- $tag := `[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}` }}
+{{- $digest := `(sha256:[a-f0-9]{64}|sha384:[a-f0-9]{96}|sha512:[a-f0-9]{128})` }}
+{{- range $i, $p := $v.allowedExtraImages | default list }}
+{{- $what := printf "allowedExtraImages[%d] (%s)" $i $p }}
+{{- if hasSuffix "/*" $p }}
+{{- $pre := trimSuffix "/*" $p }}
+{{- if or (not (contains "/" $pre)) (regexMatch `^(docker\.io|index\.docker\.io)/library$` $pre) }}
+{{- fail (printf "%s: registry-wide patterns are refused: it allows every image of a registry, of a single path segment or of docker.io's official library, any of which has images with a shell; name the registry and an organisation (ghcr.io/org/*), or REPO:TAG" $what) }}
+{{- else if not (regexMatch (printf "^%s$" $prefix) $pre) }}
+{{- fail (printf "%s: %s is not a registry and a repository path (lowercase components separated by /; use REPO:TAG, REPO@DIGEST, REPO:* or PREFIX/*)" $what $pre) }}
+{{- end }}
+{{- else if hasSuffix ":*" $p }}
+{{- if not (regexMatch (printf "^%s$" $name) (trimSuffix ":*" $p)) }}
+{{- fail (printf "%s: REPO:* names a valid repository without a tag or digest (use REPO:TAG, REPO@DIGEST, REPO:* or PREFIX/*)" $what) }}
+{{- end }}
+{{- else if contains "*" $p }}
+{{- fail (printf "%s: \"*\" may appear only at the end, as :* or /*" $what) }}
+{{- else if not (regexMatch (printf "^%s(:%s)?(@%s)?$" $name $tag $digest) $p) }}
+{{- fail (printf "%s is not a valid image reference: REPO:TAG or REPO@DIGEST (sha256:, sha384: or sha512: and lowercase hex), the repository lowercase components separated by /" $what) }}
+{{- else if not (regexMatch (printf "(:%s|@%s)$" $tag $digest) $p) }}
+{{- fail (printf "%s: a bare repository is ambiguous; name its tag, or :* for any tag" $what) }}
+{{- end }}
+{{- end }}
+
 {{- /* Flags given in extraArgs, with the rules serve applies to them. */ -}}
 {{- $extra := $v.extraArgs | default list }}
 {{- range $flag := list "--namespace" "--service-name" "--webhook-config-name" "--tls-secret" "--cert-mode" "--cert-validity" "--ca-validity" "--webhook-template-configmap" "--tls-cert" "--tls-key" "--client-ca" "--lease-name" "--lease-duration" "--renew-deadline" "--retry-period" "--runtime-class" "--allowed-extra-images" "--allowed-kata-annotations" "--listen" "--metrics-listen" "--drain-delay" "--log-level" "--enforcement-admins" "--trust-admins" "--evict-drifted" "--evict-rate" "--local" "--components" "--sandbox" "--check-config" }}
