@@ -170,6 +170,18 @@ prefix. (Not checked here: a name over 255 characters once normalised.)
 {{- end }}
 {{- end }}
 {{- end }}
+{{- range $flag := list "--kube-watch-silence" "--sandbox-stale-after" "--tls-handshake-timeout" }}
+{{- $text := include "isolation-gate.extraArg" (list $extra $flag) }}
+{{- if and $text (not (regexMatch `^(0|(([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|ms|s|m|h))+)$` $text)) }}
+{{- fail (printf "extraArgs: %s (%s) is not a duration (e.g. 15s, 2m, 1h30m; units ns, us, ms, s, m, h)" $flag $text) }}
+{{- end }}
+{{- end }}
+{{- range $flag := list "--max-connections" "--max-connections-per-source" }}
+{{- $text := include "isolation-gate.extraArg" (list $extra $flag) }}
+{{- if and $text (or (not (regexMatch "^[0-9]{1,7}$" $text)) (lt (atoi $text) 1) (gt (atoi $text) 1000000)) }}
+{{- fail (printf "extraArgs: %s (%s) must be a whole number from 1 to 1000000" $flag $text) }}
+{{- end }}
+{{- end }}
 {{- $silenceText := include "isolation-gate.extraArg" (list $extra "--kube-watch-silence") | default "150s" }}
 {{- $staleText := include "isolation-gate.extraArg" (list $extra "--sandbox-stale-after") | default "300s" }}
 {{- $silence := include "isolation-gate.checkedDurationMs" (list "extraArgs --kube-watch-silence" $silenceText) | float64 }}
