@@ -3,7 +3,10 @@
 #   manifests/crds.yaml           the Component CRD, as in crds/ (apply first)
 #   manifests/isolation-gate.yaml Namespace isolation-gate-system and the install
 #                                 (self-managed certificates, chart defaults,
-#                                 crds.install=false: the CRD is in crds.yaml only)
+#                                 crds.install=false: the CRD is in crds.yaml only;
+#                                 the placeholder image: replace
+#                                 registry.example.com/gibson/isolation-gate with
+#                                 your pushed image before applying)
 # Install without helm:
 #   kubectl apply -f manifests/crds.yaml
 #   kubectl apply -f manifests/isolation-gate.yaml
@@ -41,7 +44,10 @@ mkdir -p "$out"
 
 {
   echo "$header"
-  echo "# helm template $release charts/isolation-gate --namespace $namespace --no-hooks --set crds.install=false"
+  echo "# helm template $release charts/isolation-gate --namespace $namespace --no-hooks --set crds.install=false \\"
+  echo "#   --set image.allowPlaceholder=true"
+  echo "# The image is the chart's placeholder, registry.example.com/gibson/isolation-gate: replace it with your"
+  echo "# pushed image (scripts/build-image.sh) before applying."
   echo "# No Helm hooks here: before 'kubectl delete -f' of this file, delete the webhook configurations the"
   echo "# leader made (kubectl delete mutatingwebhookconfiguration,validatingwebhookconfiguration $release),"
   echo "# or a fail-closed webhook with no replica behind it refuses pods in enforced namespaces."
@@ -58,7 +64,8 @@ metadata:
     pod-security.kubernetes.io/enforce: restricted
     pod-security.kubernetes.io/enforce-version: latest
 NS
-  "$helm" template "$release" "$chart" --namespace "$namespace" --no-hooks --set crds.install=false
+  "$helm" template "$release" "$chart" --namespace "$namespace" --no-hooks --set crds.install=false \
+    --set image.allowPlaceholder=true
 } >"$out/isolation-gate.yaml.tmp"
 
 mv "$out/crds.yaml.tmp" "$out/crds.yaml"

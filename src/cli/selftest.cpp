@@ -9,6 +9,10 @@
 // refused by an admission webhook: 403 "... denied the request ...") and a pod
 // labelled gibson.zeroroot.ai/component=selftest (must be created and carry
 // the gate's decision annotation); delete the Namespace whatever happened.
+// With --scratch-namespace NS (the chart's: it makes NS, labelled enforced,
+// and a Role there, so `helm test` needs no cluster-wide namespace verbs) NS
+// is used as it is: nothing is created or deleted but the Component, which is
+// created once and then reused (read back and checked).
 // Every answer is printed. Exit 0 when both are as expected, kExitDenied when
 // the gate answered wrong, kExitFailure when the check could not be made (RBAC,
 // API errors), kExitBadInput on bad flags.
@@ -38,6 +42,7 @@ constexpr std::string_view kDecisionAnnotation = "gibson.zeroroot.ai/isolation";
 
 struct SelftestOptions {
   std::string kubeconfig, context, ns;
+  std::string scratch_ns;  // --scratch-namespace: use it, make and delete none
   std::chrono::milliseconds timeout{60'000};  // the whole check, clean-up included
 };
 
@@ -82,6 +87,11 @@ int run_selftest(const std::vector<std::string>& args) {
   app->add_option("--context", o.context, "the kubeconfig context (else its current one)")->type_name("NAME");
   app->add_option("--namespace", o.ns, "the gate's namespace: the scratch namespace's name starts with it")
       ->type_name("NS");
+  app->add_option("--scratch-namespace", o.scratch_ns,
+                  "an existing namespace labelled gibson.zeroroot.ai/isolation=enforced\n"
+                  "to check in (the Component selftest is created there once and\n"
+                  "reused); without it a namespace is made and deleted")
+      ->type_name("NS");
   add_duration_option(*app, "--timeout", o.timeout, "the whole check, clean-up included");
   if (auto exit_code = parse(*app, args)) return *exit_code;
   if (o.timeout < std::chrono::seconds(1)) {
@@ -96,7 +106,8 @@ int run_selftest(const std::vector<std::string>& args) {
     return kExitBadInput;
   }
   kube::Client& api = *access->client;
-  const std::string scratch = scratch_name(access->ns);
+  const bool own_scratch = o.scratch_ns.empty();
+  const std::string scratch = own_scratch ? scratch_name(access->ns) : o.scratch_ns;
   auto could_not = [](const std::string& what, const kube::ApiError& e) {
     std::cerr << "isolation-gate selftest: " << what << ": " << e.message << "\n";
     return kExitFailure;
@@ -107,10 +118,14 @@ int run_selftest(const std::vector<std::string>& args) {
              {"metadata",
               {{"name", scratch},
                {"labels", {{"gibson.zeroroot.ai/isolation", "enforced"}, {"app.kubernetes.io/created-by", "isolation-gate-selftest"}}}}}};
-  if (auto made = api.create(kube::collection_path(kNamespaces), ns); !made) {
-    return could_not("creating the scratch namespace " + scratch, made.failure());
+  if (own_scratch) {
+    if (auto made = api.create(kube::collection_path(kNamespaces), ns); !made) {
+      return could_not("creating the scratch namespace " + scratch, made.failure());
+    }
+    std::cout << "created namespace " << scratch << " (enforced)\n";
+  } else {
+    std::cout << "using namespace " << scratch << "\n";
   }
-  std::cout << "created namespace " << scratch << " (enforced)\n";
 
   int result = kExitAllowed;
   [&] {
@@ -122,17 +137,41 @@ int run_selftest(const std::vector<std::string>& args) {
                        {{"kind", "tool"},
                         {"image", "registry.invalid/isolation-gate-selftest:1"},
                         {"policy", {{"content_trust", "trusted"}}}}}};
-    if (auto made = api.create(kube::collection_path(kComponents, scratch), component); !made) {
+    if (auto made = api.create(kube::collection_path(kComponents, scratch), component); made) {
+      std::cout << "created Component " << scratch << "/selftest (trusted)\n";
+    } else if (!own_scratch && made.failure().conflict()) {
+      // An earlier run's: reused only if it is still the one this check makes.
+      auto found = api.get(kube::object_path(kComponents, scratch, "selftest"), o.timeout / 5);
+      if (!found) {
+        result = could_not("reading the Component selftest", found.failure());
+        return;
+      }
+      const json spec = (*found).value("spec", json::object());
+      const json want = component["spec"];
+      const auto at = [](const json& j, const char* pointer) {
+        return j.is_object() ? j.value(json::json_pointer(pointer), json()) : json();
+      };
+      if (at(spec, "/image") != at(want, "/image") ||
+          at(spec, "/policy/content_trust") != at(want, "/policy/content_trust")) {
+        std::cerr << "isolation-gate selftest: the Component " << scratch
+                  << "/selftest is not the one selftest makes (spec " << spec.dump()
+                  << "); delete it and run again\n";
+        result = kExitFailure;
+        return;
+      }
+      std::cout << "found Component " << scratch << "/selftest (trusted)\n";
+    } else {
       result = could_not("creating the Component selftest", made.failure());
       return;
     }
-    std::cout << "created Component " << scratch << "/selftest (trusted)\n";
     const std::string pods = kube::collection_path(kPods, scratch) + "?dryRun=All";
 
     auto denied = api.create(pods, test_pod(scratch, "selftest-unlabelled", false));
     if (denied) {
       std::cout << "FAIL: a pod without a component label was admitted in an enforced namespace: the webhook is "
-                   "not enforcing (are the webhook configurations installed?)\n";
+                   "not enforcing (are the webhook configurations installed"
+                << (own_scratch ? std::string() : ", is " + scratch + " labelled gibson.zeroroot.ai/isolation=enforced")
+                << "?)\n";
       result = kExitDenied;
     } else if (denied.failure().code == 403 &&
                denied.failure().message.find("denied the request") != std::string::npos) {
@@ -167,7 +206,10 @@ int run_selftest(const std::vector<std::string>& args) {
               << "\n";
   }();
 
-  if (auto gone = api.remove(kube::object_path(kNamespaces, "", scratch), o.timeout / 5); !gone && !gone.failure().not_found()) {
+  if (!own_scratch) {
+    // The namespace is not ours; its Component stays for the next run.
+  } else if (auto gone = api.remove(kube::object_path(kNamespaces, "", scratch), o.timeout / 5);
+             !gone && !gone.failure().not_found()) {
     std::cerr << "isolation-gate selftest: deleting the scratch namespace " << scratch << ": " << gone.error() << "\n";
     if (result == kExitAllowed) result = kExitFailure;
   } else {

@@ -140,7 +140,8 @@ class Pipeline(unittest.TestCase):
         for ns, want_exit, want in (("isolation-gate-system", EXIT_ADMITTED, "NotEnforced"),
                                     ("team-a", EXIT_DENIED, "Deny")):
             with self.subTest(ns=ns):
-                rendered = subprocess.run([tool, "template", "isolation-gate", chart, "-n", ns], check=True,
+                rendered = subprocess.run([tool, "template", "isolation-gate", chart, "-n", ns,
+                                           "--set", "image.allowPlaceholder=true"], check=True,
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60).stdout
                 proc = self.evaluate("-f", "-", "-o", "json", stdin=rendered)
                 self.assertEqual(proc.returncode, want_exit, proc.stdout + proc.stderr)

@@ -11,7 +11,10 @@ stored webhook configurations, verifying TLS against their caBundle):
   of a trusted Component is admitted with the gate's decision;
 - `isolation-gate selftest` (helm test) passes against a working install and
   fails, naming why, against a broken one (replica gone: webhook calls fail;
-  configurations gone: nothing enforced);
+  configurations gone: nothing enforced); run as the chart's helm test runs it
+  (--scratch-namespace, the chart's enforced namespace, its own token) every
+  request it makes is granted by the chart's selftest Role in that namespace
+  alone, and a second run reuses the Component the first one made;
 - `isolation-gate cleanup` (the pre-delete hook) leaves nothing behind.
 
 Every wait is bounded; nothing asserts how long something took.
@@ -29,6 +32,8 @@ import test_cluster as tc
 NS = "team-a"
 GATE_NS = "isolation-gate-system"
 SERVICE = "isolation-gate"
+SCRATCH_NS = GATE_NS + "-selftest"  # the chart's selftest.namespace default
+SELFTEST_SA = "isolation-gate-selftest"
 
 
 def chart_objects():
@@ -122,6 +127,22 @@ class InstallCase(tc.ClusterCase):
     def selftest(self):
         return h.run_binary(["selftest", "--kubeconfig", self.kubeconfig, "--namespace", GATE_NS], timeout=120)
 
+    def chart_selftest(self):
+        """selftest with the helm test Pod's arguments, as its ServiceAccount (a token of its own)."""
+        token = "selftest-token"
+        self.api.add_user(token, "system:serviceaccount:%s:%s" % (GATE_NS, SELFTEST_SA),
+                          ["system:serviceaccounts", "system:serviceaccounts:" + GATE_NS, "system:authenticated"])
+        token_file = os.path.join(self.tmp, "selftest-token")
+        with open(token_file, "w") as f:
+            f.write(token + "\n")
+        kubeconfig = os.path.join(self.tmp, "selftest-kubeconfig")
+        with open(self.kubeconfig) as f:
+            text = f.read()
+        with open(kubeconfig, "w") as f:
+            f.write(text.replace(self.token_file, token_file))
+        return h.run_binary(["selftest", "--kubeconfig", kubeconfig, "--namespace=" + GATE_NS,
+                             "--scratch-namespace=" + SCRATCH_NS, "--timeout=60s"], timeout=120)
+
 
 
 class Install(InstallCase):
@@ -166,6 +187,52 @@ class Install(InstallCase):
         # Its scratch namespace is gone, and it made no pod.
         self.assertEqual([n for n in self.api.list("namespaces") if "-selftest-" in n["metadata"]["name"]], [])
         self.assertEqual([x for x in self.api.list("pods") if x["metadata"]["name"].startswith("selftest")], [])
+
+        # As the chart's helm test runs it: in the chart's enforced scratch
+        # namespace (a release object), with the selftest ServiceAccount's
+        # token. Twice: the second run finds the Component the first made.
+        (scratch,) = [d for d in chart_objects() if d["kind"] == "Namespace" and d["metadata"]["name"] == SCRATCH_NS]
+        self.assertEqual(scratch["metadata"]["labels"]["gibson.zeroroot.ai/isolation"], "enforced")
+        self.api.create("namespaces", scratch)
+        mark = self.api.request_mark()
+        for first in (True, False):
+            p = self.chart_selftest()
+            out = p.stdout.decode()
+            self.assertEqual(p.returncode, 0, out + p.stderr.decode())
+            self.assertIn("using namespace " + SCRATCH_NS, out)
+            self.assertIn("%s Component %s/selftest (trusted)" % ("created" if first else "found", SCRATCH_NS), out)
+            self.assertIn("ok: a pod without a component label is denied", out)
+            self.assertIn("ok: the pod of a trusted Component is admitted: RequireSetec", out)
+            self.assertIn("selftest passed", out)
+        # Least privilege: every request it made is granted by the selftest
+        # Role in the scratch namespace, and by nothing cluster-wide.
+        made = [e for e in self.api.requests(since=mark, header=("Authorization", "^Bearer selftest-token$"))
+                if e["path"].startswith(("/api/", "/apis/"))]
+        self.assertTrue(made)
+        roles = [d for d in chart_objects() if d["kind"] in ("Role", "ClusterRole")
+                 and d["metadata"]["name"] == SELFTEST_SA]
+        self.assertEqual([(r["kind"], r["metadata"]["namespace"]) for r in roles], [("Role", SCRATCH_NS)])
+        (binding,) = [d for d in chart_objects() if d["kind"] == "RoleBinding" and d["metadata"]["name"] == SELFTEST_SA]
+        self.assertEqual(binding["metadata"]["namespace"], SCRATCH_NS)
+        self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": SELFTEST_SA, "namespace": GATE_NS}])
+        for entry in made:
+            group, resource, verb, name, namespace = tc.api_request_permission(entry)
+            self.assertEqual(namespace, SCRATCH_NS, entry["path"])
+            self.assertTrue(any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"]
+                                for r in roles[0]["rules"]), "%s %s/%s" % (verb, group, resource))
+        # The namespace stays (the release's), and no pod was persisted.
+        self.assertIsNotNone(self.api.get("namespaces", SCRATCH_NS))
+        self.assertEqual([x for x in self.api.list("pods") if x["metadata"]["name"].startswith("selftest")], [])
+        # A Component `selftest` that is not the one it makes (here: untrusted) is not reused: exit 3
+        # (the check could not be made), naming it.
+        comp = self.api.get("components", "selftest", namespace=SCRATCH_NS)
+        comp["spec"]["policy"]["content_trust"] = "untrusted"
+        self.api.update("components", comp, namespace=SCRATCH_NS)
+        p = self.chart_selftest()
+        self.assertEqual(p.returncode, 3, p.stdout.decode() + p.stderr.decode())
+        self.assertIn("the Component %s/selftest is not the one selftest makes" % SCRATCH_NS, p.stderr.decode())
+        self.assertIn("selftest FAILED", p.stdout.decode())
+        self.api.delete("components", "selftest", namespace=SCRATCH_NS)
 
         # The only replica goes: the webhooks fail closed and selftest says the check could not be made.
         g.stop()

@@ -25,7 +25,7 @@ import unittest
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tools import HELM, NO_HELM, find_tool, run  # noqa: E402
+from tools import HELM, LOCAL_IMAGE, NO_HELM, find_tool, run  # noqa: E402
 
 
 try:
@@ -56,7 +56,7 @@ NO_YAML = "python3-yaml not installed"
 
 
 def helm_template(*sets, check=True):
-    args = [HELM, "template", RELEASE, CHART, "--namespace", NAMESPACE]
+    args = [HELM, "template", RELEASE, CHART, "--namespace", NAMESPACE] + LOCAL_IMAGE
     for s in sets:  # "json:key=value" passes a typed value (--set makes 0.8 a string)
         args += ["--set-json", s[5:]] if s.startswith("json:") else ["--set", s]
     return run(args, check=check)

@@ -22,7 +22,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tools import HELM, NO_HELM, find_tool, run  # noqa: E402
+from tools import HELM, LOCAL_IMAGE, NO_HELM, find_tool, run  # noqa: E402
 
 try:
     import yaml
@@ -67,7 +67,7 @@ def load_crd(path=CRD_TOP):
 
 
 def helm_template(*extra, namespace=NAMESPACE, check=True):
-    return run([HELM, "template", RELEASE, CHART, "--namespace", namespace] + list(extra),
+    return run([HELM, "template", RELEASE, CHART, "--namespace", namespace] + LOCAL_IMAGE + list(extra),
                check=check)
 
 
@@ -92,7 +92,7 @@ def named(docs, kind, name):
 
 
 def gate_cluster_role(docs, fullname=RELEASE):
-    """The webhook's own ClusterRole (the selftest has another)."""
+    """The webhook's own ClusterRole (the only one: the selftest has a Role in its namespace)."""
     return named(docs, "ClusterRole", fullname)
 
 
@@ -180,6 +180,8 @@ VARIANTS = [
     ("files", ["--set", "tls.certMode=files", "--set", "tls.caBundle=" + CA_B64]),
     ("one replica + ServiceMonitor", ["--set", "replicas=1", "--set", "serviceMonitor.enabled=true"]),
     ("evictDrifted", ["--set", "evictDrifted=true"]),
+    ("hostNetwork, pinned by digest", ["--set", "hostNetwork=true", "--set", "listen.webhookPort=9443",
+                                       "--set", "image.digest=sha256:" + "ab" * 32]),
 ]
 
 
@@ -606,7 +608,7 @@ class ChartTest(unittest.TestCase):
                 ["--strict", "--set", "certManager.enabled=true", "--set", "certManager.issuerRef.name=corp-ca"],
                 ["--strict", "--set", "selftest.enabled=false"]]:
             with self.subTest(args=extra):
-                out = run([HELM, "lint", CHART] + extra).stdout
+                out = run([HELM, "lint", CHART] + LOCAL_IMAGE + extra).stdout
                 self.assertIn("0 chart(s) failed", out)
 
     def test_every_object_is_named(self):
@@ -617,7 +619,9 @@ class ChartTest(unittest.TestCase):
             self.assertIn("apiVersion", d)
             self.assertIn("kind", d)
             self.assertTrue(d["metadata"]["name"], d)
-            if d["kind"] not in cluster_scoped:
+            if d["kind"] in ("Role", "RoleBinding") and d["metadata"]["name"] == "isolation-gate-selftest":
+                self.assertEqual(d["metadata"]["namespace"], NAMESPACE + "-selftest")  # the scratch namespace
+            elif d["kind"] not in cluster_scoped:
                 self.assertEqual(d["metadata"].get("namespace"), NAMESPACE, d["kind"])
 
     def test_default_objects(self):
@@ -631,8 +635,8 @@ class ChartTest(unittest.TestCase):
             ("NetworkPolicy", "isolation-gate"), ("ConfigMap", "isolation-gate-webhooks"),
             ("Secret", "isolation-gate-tls"), ("ResourceQuota", "isolation-gate-critical-pods"),
             ("Job", "isolation-gate-cleanup"), ("Pod", "isolation-gate-selftest"),
-            ("ServiceAccount", "isolation-gate-selftest"), ("ClusterRole", "isolation-gate-selftest"),
-            ("ClusterRoleBinding", "isolation-gate-selftest"),
+            ("ServiceAccount", "isolation-gate-selftest"), ("Namespace", NAMESPACE + "-selftest"),
+            ("Role", "isolation-gate-selftest"), ("RoleBinding", "isolation-gate-selftest"),
             ("CustomResourceDefinition", "components.gibson.zeroroot.ai")]))
 
     def webhooks(self, docs=None):
@@ -823,8 +827,12 @@ class ChartTest(unittest.TestCase):
         self.assertEqual(ports, {"https": (443, "https"), "metrics": (8080, "metrics")})
         pdb = one(self.docs, "PodDisruptionBudget")
         self.assertEqual(pdb["spec"]["minAvailable"], 1)
+        # A replica that is not Ready may always be evicted: a crash-looping
+        # one never blocks a node drain (issue 29).
+        self.assertEqual(pdb["spec"]["unhealthyPodEvictionPolicy"], "AlwaysAllow")
         pdb = one(render("--set", "podDisruptionBudget.maxUnavailable=1"), "PodDisruptionBudget")
-        self.assertEqual(pdb["spec"], {"maxUnavailable": 1, "selector": pdb["spec"]["selector"]})
+        self.assertEqual(pdb["spec"], {"maxUnavailable": 1, "unhealthyPodEvictionPolicy": "AlwaysAllow",
+                                       "selector": pdb["spec"]["selector"]})
         self.assertEqual(by_kind(render("--set", "replicas=1"), "PodDisruptionBudget"), [])
         np = one(self.docs, "NetworkPolicy")
         webhook_rule, metrics_rule = np["spec"]["ingress"]
@@ -898,7 +906,7 @@ class ChartTest(unittest.TestCase):
             with self.subTest(mode=mode):
                 docs = render(*args)
                 self.assertEqual(gate_cluster_role(docs)["rules"], cluster_rules)
-                role = one(docs, "Role")
+                role = named(docs, "Role", RELEASE)
                 self.assertEqual(role["metadata"]["namespace"], NAMESPACE)
                 self.assertEqual(role["rules"], role_rules)
 
@@ -929,12 +937,12 @@ class ChartTest(unittest.TestCase):
                                     self.assertEqual(r["verbs"], ["create"], r)
                                 else:
                                     self.assertIn((g, res), allowed_unnamed, r)
-                # The only other cluster-scoped grants are the gate's binding and
-                # the selftest's own role and binding (SelftestChartTest).
+                # The gate's are the only cluster-scoped grants: the selftest's
+                # Role is in its scratch namespace (SelftestChartTest).
                 self.assertEqual(sorted(d["metadata"]["name"] for d in by_kind(docs, "ClusterRole")),
-                                 ["isolation-gate", "isolation-gate-selftest"])
+                                 ["isolation-gate"])
                 self.assertEqual(sorted(d["metadata"]["name"] for d in by_kind(docs, "ClusterRoleBinding")),
-                                 ["isolation-gate", "isolation-gate-selftest"])
+                                 ["isolation-gate"])
                 # No create on Secrets anywhere.
                 for kind in ("ClusterRole", "Role"):
                     for d in by_kind(docs, kind):
@@ -957,7 +965,7 @@ class ChartTest(unittest.TestCase):
         self.assertEqual(cluster[-1]["resourceNames"], ["gate"])
         self.assertEqual(webhook_objects(docs, "gate")["MutatingWebhookConfiguration"]["metadata"]["name"],
                          "gate")
-        role = one(docs, "Role")["rules"]
+        role = named(docs, "Role", "gate")["rules"]
         self.assertEqual(role[1]["resourceNames"], ["gate-lock"])
         self.assertEqual(role[2]["resourceNames"], ["gate-certs"])
         self.assertEqual(role[3]["resourceNames"], ["gate-webhooks"])
@@ -975,7 +983,7 @@ class ChartTest(unittest.TestCase):
                                               "kind": "ClusterRole", "name": "isolation-gate"})
         self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": "isolation-gate",
                                                 "namespace": NAMESPACE}])
-        rb = one(self.docs, "RoleBinding")
+        rb = named(self.docs, "RoleBinding", RELEASE)
         self.assertEqual(rb["metadata"]["namespace"], NAMESPACE)
         self.assertEqual(rb["roleRef"], {"apiGroup": "rbac.authorization.k8s.io",
                                          "kind": "Role", "name": "isolation-gate"})
@@ -1082,7 +1090,7 @@ class ChartTest(unittest.TestCase):
         self.assertEqual(vols["tls"]["secret"]["secretName"], "isolation-gate-tls")
         # No Secret access and no webhook configuration writes when the
         # certificate is mounted.
-        for r in one(docs, "Role")["rules"]:
+        for r in named(docs, "Role", RELEASE)["rules"]:
             self.assertNotIn("secrets", r["resources"])
         for r in gate_cluster_role(docs)["rules"]:
             self.assertNotIn("admissionregistration.k8s.io", r["apiGroups"])
@@ -1106,7 +1114,7 @@ class ChartTest(unittest.TestCase):
         c = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
         self.assertIn("--cert-mode=files", c["args"])
         self.assertNotIn("--webhook-template-configmap=isolation-gate-webhooks", c["args"])
-        for r in one(docs, "Role")["rules"]:
+        for r in named(docs, "Role", RELEASE)["rules"]:
             self.assertNotIn("secrets", r["resources"])
         for r in gate_cluster_role(docs)["rules"]:
             self.assertNotIn("admissionregistration.k8s.io", r["apiGroups"])
@@ -1137,7 +1145,7 @@ class ChartTest(unittest.TestCase):
             notes = f.read()
         self.assertIn("kubectl label namespace", notes)
         self.assertIn("gibson.zeroroot.ai/isolation=enforced", notes)
-        out = run([HELM, "install", RELEASE, CHART, "--namespace", NAMESPACE, "--dry-run=client"],
+        out = run([HELM, "install", RELEASE, CHART, "--namespace", NAMESPACE, "--dry-run=client"] + LOCAL_IMAGE,
                   check=False)
         if out.returncode == 0:
             self.assertIn("gibson.zeroroot.ai/isolation=enforced", out.stdout)
@@ -1392,7 +1400,7 @@ class WebhookLifecycleTest(unittest.TestCase):
         self.assertEqual(job["spec"]["template"]["spec"]["containers"][0]["securityContext"],
                          pod["containers"][0]["securityContext"])
         # The chart's ServiceAccount may delete what the hook deletes, by name.
-        role = one(self.docs, "Role")["rules"]
+        role = named(self.docs, "Role", RELEASE)["rules"]
         self.assertIn({"apiGroups": [""], "resources": ["configmaps"],
                        "resourceNames": ["isolation-gate-webhooks"],
                        "verbs": ["get", "list", "watch", "delete"]}, role)
@@ -1422,13 +1430,13 @@ class WebhookLifecycleTest(unittest.TestCase):
         self.assertEqual(by_kind(render("--set", "certManager.enabled=true"), "Secret"), [])
 
     def test_notes_and_readme_tell_the_install_order(self):
-        out = run([HELM, "install", RELEASE, CHART, "--namespace", NAMESPACE, "--dry-run=client"],
+        out = run([HELM, "install", RELEASE, CHART, "--namespace", NAMESPACE, "--dry-run=client"] + LOCAL_IMAGE,
                   check=False)
         if out.returncode != 0:
             self.skipTest("helm install --dry-run=client needs a cluster here: " + out.stderr.strip())
         self.assertIn("helm install --wait", out.stdout)
         self.assertIn("isolation-gate-webhooks", out.stdout)
-        files = run([HELM, "install", RELEASE, CHART, "--namespace", NAMESPACE, "--dry-run=client",
+        files = run([HELM, "install", RELEASE, CHART, "--namespace", NAMESPACE, "--dry-run=client"] + LOCAL_IMAGE + [
                      "--set", "certManager.enabled=true"]).stdout
         self.assertIn("only after the pods are Ready", files)
         with open(os.path.join(CHART, "README.md")) as f:
@@ -1453,7 +1461,10 @@ class ChartRuntimeTest(unittest.TestCase):
         self.assertEqual(values["resourceQuota"], {"create": True})
         self.assertEqual(values["criticalPodsQuota"], 10)
         self.assertEqual(values["certManager"]["caDuration"], "87600h")
-        self.assertEqual(values["selftest"], {"enabled": True, "timeout": "60s"})
+        self.assertEqual(values["selftest"], {"enabled": True, "timeout": "60s", "namespace": ""})
+        # Issue 29: the placeholder image must be replaced (or allowed), no host network by default.
+        self.assertEqual(values["image"]["allowPlaceholder"], False)
+        self.assertEqual(values["hostNetwork"], False)
 
     def test_critical_pods_quota_exactly(self):
         quota = one(render(), "ResourceQuota")
@@ -1632,7 +1643,8 @@ class SelftestChartTest(unittest.TestCase):
                      "securityContext": self.RESTRICTED_POD,
                      "containers": [{
                          "name": "selftest", "image": image, "imagePullPolicy": "IfNotPresent",
-                         "args": ["selftest", "--namespace=" + NAMESPACE, "--timeout=60s"],
+                         "args": ["selftest", "--namespace=" + NAMESPACE,
+                                  "--scratch-namespace=" + NAMESPACE + "-selftest", "--timeout=60s"],
                          "resources": {"requests": {"cpu": "10m", "memory": "32Mi"},
                                        "limits": {"memory": "128Mi"}},
                          "securityContext": self.RESTRICTED_CONTAINER}]}})
@@ -1640,33 +1652,59 @@ class SelftestChartTest(unittest.TestCase):
             "apiVersion": "v1", "kind": "ServiceAccount",
             "metadata": {"name": "isolation-gate-selftest", "namespace": NAMESPACE, "labels": sl},
             "automountServiceAccountToken": True})
-        self.assertEqual(named(docs, "ClusterRole", "isolation-gate-selftest"), {
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": "isolation-gate-selftest", "labels": sl},
+        # Least privilege (issue 29): the scratch namespace is the chart's,
+        # enforced; the selftest's Role is there, and nothing cluster-wide.
+        scratch = NAMESPACE + "-selftest"
+        self.assertEqual(named(docs, "Namespace", scratch), {
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": scratch, "labels": dict(sl, **{"gibson.zeroroot.ai/isolation": "enforced"})}})
+        self.assertEqual(named(docs, "Role", "isolation-gate-selftest"), {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "isolation-gate-selftest", "namespace": scratch, "labels": sl},
             "rules": [
-                {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["create", "delete", "get"]},
                 {"apiGroups": ["gibson.zeroroot.ai"], "resources": ["components"], "verbs": ["create", "get"]},
                 {"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}]})
-        self.assertEqual(named(docs, "ClusterRoleBinding", "isolation-gate-selftest"), {
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": "isolation-gate-selftest", "labels": sl},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+        self.assertEqual(named(docs, "RoleBinding", "isolation-gate-selftest"), {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "isolation-gate-selftest", "namespace": scratch, "labels": sl},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                         "name": "isolation-gate-selftest"},
             "subjects": [{"kind": "ServiceAccount", "name": "isolation-gate-selftest", "namespace": NAMESPACE}]})
-        # The RBAC objects are normal release objects, not hooks.
-        for kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding"):
+        self.assertEqual([d for d in docs if d["kind"] in ("ClusterRole", "ClusterRoleBinding")
+                          and "selftest" in d["metadata"]["name"]], [])
+        # The RBAC objects and the namespace are normal release objects, not hooks.
+        for kind in ("ServiceAccount", "Role", "RoleBinding"):
             self.assertNotIn("annotations", named(docs, kind, "isolation-gate-selftest")["metadata"], kind)
+        self.assertNotIn("annotations", named(docs, "Namespace", scratch)["metadata"])
 
     def test_follows_namespace_and_can_be_disabled(self):
-        pod = one(render(namespace="gate"), "Pod")
-        self.assertEqual(pod["spec"]["containers"][0]["args"][:2], ["selftest", "--namespace=gate"])
+        docs = render(namespace="gate")
+        pod = one(docs, "Pod")
+        self.assertEqual(pod["spec"]["containers"][0]["args"][:3],
+                         ["selftest", "--namespace=gate", "--scratch-namespace=gate-selftest"])
+        self.assertEqual(named(docs, "Role", "isolation-gate-selftest")["metadata"]["namespace"], "gate-selftest")
+        docs = render("--set", "selftest.namespace=gate-check")
+        self.assertIn("--scratch-namespace=gate-check", one(docs, "Pod")["spec"]["containers"][0]["args"])
+        self.assertEqual(named(docs, "Namespace", "gate-check")["metadata"]["labels"]["gibson.zeroroot.ai/isolation"],
+                         "enforced")
+        self.assertEqual(named(docs, "RoleBinding", "isolation-gate-selftest")["metadata"]["namespace"], "gate-check")
+        # Never a namespace the gate does not enforce.
+        for bad in (["--set", "selftest.namespace=" + NAMESPACE], ["--set", "selftest.namespace=kube-system"],
+                    ["--set", "selftest.namespace=infra", "--set", "webhook.excludedNamespaces={infra}"]):
+            with self.subTest(bad=bad):
+                proc = helm_template(*bad, check=False)
+                self.assertNotEqual(proc.returncode, 0)
+                self.assertIn("must be a namespace of its own that the gate enforces", proc.stderr)
         docs = render("--set", "selftest.enabled=false")
         self.assertEqual(by_kind(docs, "Pod"), [])
         self.assertEqual([d for d in docs if d["metadata"]["name"] == "isolation-gate-selftest"], [])
-        # rbac.create=false: the account stays, its ClusterRole is yours to make.
+        self.assertEqual(by_kind(docs, "Namespace"), [])
+        # rbac.create=false: the account and the namespace stay, its Role is yours to make.
         docs = render("--set", "rbac.create=false")
         self.assertEqual(named(docs, "ServiceAccount", "isolation-gate-selftest")["kind"], "ServiceAccount")
+        self.assertEqual(named(docs, "Namespace", NAMESPACE + "-selftest")["kind"], "Namespace")
         self.assertEqual(by_kind(docs, "ClusterRole"), [])
+        self.assertEqual(by_kind(docs, "Role"), [])
 
 
 # --------------------------------------------------------------------------
@@ -1692,7 +1730,8 @@ class ManifestsTest(unittest.TestCase):
         self.assertEqual(docs[0]["kind"], "Namespace")
         self.assertEqual(docs[0]["metadata"]["name"], NAMESPACE)
         for d in docs[1:]:
-            self.assertIn(d["metadata"].get("namespace", NAMESPACE), (NAMESPACE,))
+            # The selftest's scratch namespace holds its Role and RoleBinding.
+            self.assertIn(d["metadata"].get("namespace", NAMESPACE), (NAMESPACE, NAMESPACE + "-selftest"))
         self.assertEqual(by_kind(docs, "CustomResourceDefinition"), [])
 
     @unittest.skipIf(KUBECTL is None, NO_KUBECTL)

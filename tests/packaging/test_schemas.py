@@ -32,7 +32,7 @@ import unittest
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tools import HELM, NO_HELM, find_tool, run  # noqa: E402
+from tools import HELM, LOCAL_IMAGE, NO_HELM, find_tool, run  # noqa: E402
 
 try:
     import yaml
@@ -58,6 +58,14 @@ RELEASE = "isolation-gate"
 NAMESPACE = "isolation-gate-system"
 OUR_GROUP = "gibson.zeroroot.ai"
 NO_PYTHON_MODEL_GROUPS = ("cert-manager.io", "monitoring.coreos.com")
+# Fields Debian's python3-kubernetes (generated from an older API) does not
+# know but every Kubernetes the chart supports (Chart.yaml kubeVersion >= 1.27)
+# has; the npm kubernetes-models check (a) still checks them. Each with when it
+# came: an API server older than that would drop it.
+NEWER_THAN_PYTHON_MODELS = {
+    ("PodDisruptionBudget", "spec.unhealthyPodEvictionPolicy: unknown field (not in V1PodDisruptionBudgetSpec)"):
+        "Kubernetes 1.26 alpha, 1.27 beta and on by default, 1.31 GA",
+}
 
 
 NODE = shutil.which("node")
@@ -71,7 +79,7 @@ NO_PY_MODELS = "python3-kubernetes not installed (apt-get install python3-kubern
 
 
 def helm_template(*extra, check=True):
-    return run([HELM, "template", RELEASE, CHART, "--namespace", NAMESPACE] + list(extra), check=check)
+    return run([HELM, "template", RELEASE, CHART, "--namespace", NAMESPACE] + LOCAL_IMAGE + list(extra), check=check)
 
 
 def render(*extra):
@@ -161,7 +169,7 @@ class RenderedSchemasTest(unittest.TestCase):
     def test_lint_strict(self):
         for name, args in self.scenarios:
             with self.subTest(values=name):
-                out = run([HELM, "lint", "--strict", CHART, "--namespace", NAMESPACE] + args).stdout
+                out = run([HELM, "lint", "--strict", CHART, "--namespace", NAMESPACE] + LOCAL_IMAGE + args).stdout
                 self.assertIn("0 chart(s) failed", out)
 
     @unittest.skipIf(NODE is None or not HAVE_MODELS, NO_NODE_MODELS)
@@ -190,7 +198,9 @@ class RenderedSchemasTest(unittest.TestCase):
                         self.assertIn(group_of(doc), NO_PYTHON_MODEL_GROUPS,
                                       strict_models.no_model_reason(doc["apiVersion"], doc["kind"]))
                         continue
-                    self.assertEqual(strict_models.check(doc), [], names(doc))
+                    errors = [e for e in strict_models.check(doc)
+                              if (doc["kind"], e) not in NEWER_THAN_PYTHON_MODELS]
+                    self.assertEqual(errors, [], names(doc))
                     checked += 1
                 self.assertGreater(checked, 8)
 
@@ -400,7 +410,7 @@ class CrdTemplateTest(unittest.TestCase):
     def test_upgrade_keeps_the_crd_a_release_object(self):
         # helm install --dry-run lists the CRD among the release's manifests
         # (what upgrade updates), not among hooks.
-        proc = run([HELM, "install", RELEASE, CHART, "--namespace", NAMESPACE, "--dry-run=client"], check=False)
+        proc = run([HELM, "install", RELEASE, CHART, "--namespace", NAMESPACE, "--dry-run=client"] + LOCAL_IMAGE, check=False)
         if proc.returncode != 0:
             self.skipTest("helm install --dry-run=client needs a cluster here: %s" % proc.stderr.strip())
         manifest = proc.stdout.split("MANIFEST:", 1)[1].split("NOTES:", 1)[0]

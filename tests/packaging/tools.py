@@ -20,6 +20,10 @@ def find_tool(env_name, name):
 
 
 HELM = find_tool("IG_HELM", "helm")
+# The chart refuses to render its placeholder image repository unless told it
+# is a local image (image.allowPlaceholder): every render of the tests says so,
+# but the ones that check that refusal.
+LOCAL_IMAGE = ["--set", "image.allowPlaceholder=true"]
 NO_HELM = "helm not installed: run scripts/install-k8s-tools.sh (or set IG_HELM)"
 
 

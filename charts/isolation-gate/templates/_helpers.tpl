@@ -102,15 +102,6 @@ the serving Certificate when certManager.issuerRef names an outside issuer
 {{- printf "%s:%d" .Values.listen.host (int .Values.listen.metricsPort) }}
 {{- end }}
 
-{{/* Checks across values that the schema cannot express. */}}
-{{- define "isolation-gate.validate" -}}
-{{- $grace := int .Values.terminationGracePeriodSeconds }}
-{{- $drain := int .Values.drainDelaySeconds }}
-{{- if lt $grace (add $drain 15) }}
-{{- fail (printf "terminationGracePeriodSeconds (%d) must be at least drainDelaySeconds (%d) + 15: after SIGTERM the pod keeps serving for the drain delay, then drains in-flight requests for up to 10s before it exits" $grace $drain) }}
-{{- end }}
-{{- end }}
-
 {{/*
 clientConfig of a webhook; argument: (list $ "/path").
 caBundle: self-managed mode leaves it out (the binary writes it at run time,
@@ -231,7 +222,12 @@ namespaceSelector:
         {{- end }}
 {{- end }}
 
-{{/* The helm test Pod's ServiceAccount (and ClusterRole). */}}
+{{/* The helm test's scratch namespace: selftest.namespace, else <release namespace>-selftest. */}}
+{{- define "isolation-gate.selftestNamespace" -}}
+{{- default (printf "%s-selftest" .Release.Namespace | trunc 63 | trimSuffix "-") .Values.selftest.namespace }}
+{{- end }}
+
+{{/* The helm test Pod's ServiceAccount (and its Role in the scratch namespace). */}}
 {{- define "isolation-gate.selftestServiceAccountName" -}}
 {{- printf "%s-selftest" (include "isolation-gate.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
