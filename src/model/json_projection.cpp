@@ -395,6 +395,21 @@ class Scanner {
       --depth_;
       return true;
     }
+    // A list of sparse objects (a container's env): when every element is an
+    // object and the list's text holds no needle, it keeps nothing. So it is
+    // first only validated, element by element, and its text scanned once;
+    // otherwise it is read again below, element by element.
+    if (element && element->is_sparse() && element->filters_text()) {
+      const char* first = p_;
+      bool objects = true;
+      for (bool done = false; !done;) {
+        objects = objects && p_ != end_ && *p_ == '{';
+        if (!skip_value() || !element_end(done)) return false;
+      }
+      if (objects && !element->may_keep(first, p_, end_)) return true;
+      p_ = first;
+      ++depth_;  // element_end left the list: it is entered again
+    }
     while (true) {
       if (whole || element) {
         json child(json::value_t::discarded);

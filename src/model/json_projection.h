@@ -104,6 +104,8 @@ class Projection {
   // `readable` (>= end) bounds what may be loaded: bytes in [end, readable)
   // are read 16 at a time but never counted.
   bool may_keep(const char* begin, const char* end, const char* readable) const noexcept;
+  // sparse() with needles: may_keep() can drop an object by its text.
+  bool filters_text() const noexcept { return needles_ != nullptr; }
   // The capture slot, or -1 for none.
   std::ptrdiff_t slot() const noexcept { return slot_; }
   // An object-shaped projection with a slotted field: parse_captured()

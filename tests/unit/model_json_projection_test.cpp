@@ -147,7 +147,14 @@ TEST(JsonProjection, SparseObjectsAndOneOfStringsAreDroppedWhenTheyKeepNothing) 
            R"({"env":[{"name":"ENV\n"},{"name":"\u00e9"},{"name":"LD_PRELOAD","name":"A"}]})",
            R"({"env":[{"name":"ENV")", "{\"env\":[{\"name\":\"EN\x01V\"}]}",
            R"({"env":[{"value":"ENV","name":"x"},{"name":"x","v":{"name":"ENV"}},{"n":"ENV\"","name":"ENV"}]})",
-           R"({"probe":{"x":"exec","y":{"exec":1}},"env":[{"name":"A","name":"A"}]})"}) {
+           R"({"probe":{"x":"exec","y":{"exec":1}},"env":[{"name":"A","name":"A"}]})",
+           // A list of objects without a needle is dropped whole (one scan); a non-object
+           // element, a needle anywhere or an error sends it element by element.
+           R"({"env":[{"name":"A","value":"1"},{"name":"B"}]})", R"({"env":[{"name":"A"},"s",{"name":"B"}]})",
+           R"({"env":[{"name":"A"},{"name":"B"},]})", R"({"env":[{"name":"A"} {"name":"B"}]})",
+           R"({"env":[{"name":"A","v":[[[{"x":"ENV"}]]]},{"name":"ENV"}]})", R"({"env":[{"name":"A"},1,null]})",
+           R"({"env":[{"name":"A"},{"name":"B","name":"C"}]})", R"({"env":[{"name":"A"},{"name":"B"})",
+           R"({"env":[{"name":"A"}],"after":[{"name":"ENV"}]})", R"({"env":[ {"name":"A"} , {"name":"B"} ]})"}) {
     expect_same_as_nlohmann(doc, p);
   }
 }
