@@ -4,8 +4,10 @@
 #
 #   scripts/install-deps.sh            # build and test
 #   scripts/install-deps.sh --bench    # also the benchmark's load tools
-#   scripts/install-deps.sh --release  # also the image and release tools
-#                                      # (scripts/release.sh, scripts/image.sh)
+#   scripts/install-deps.sh --image    # also the image tools (scripts/image.sh,
+#                                      # tests/image: buildah, podman, runc)
+#   scripts/install-deps.sh --release  # the image tools and the release's
+#                                      # (scripts/release.sh)
 #
 # --release adds the arm64 architecture to dpkg (dpkg --add-architecture
 # arm64) and installs Debian's cross toolchain (crossbuild-essential-arm64),
@@ -31,11 +33,13 @@ packages=(
 # helm and kubectl come from the npm registry (scripts/install-k8s-tools.sh).
 command -v npm >/dev/null 2>&1 || packages+=(npm)
 release=0
+image_tools=(podman buildah runc uidmap)
 case "${1:-}" in
   --bench) packages+=(wrk nginx-light) ;;
+  --image) packages+=("${image_tools[@]}") ;;
   --release)
     release=1
-    packages+=(podman buildah mmdebstrap runc uidmap skopeo qemu-user-static binutils-aarch64-linux-gnu patchelf
+    packages+=("${image_tools[@]}" mmdebstrap skopeo qemu-user-static binutils-aarch64-linux-gnu patchelf
       crossbuild-essential-arm64
       libcpprest-dev:arm64 libssl-dev:arm64 libboost-dev:arm64 libboost-system-dev:arm64 libyaml-cpp0.7:arm64)
     ;;

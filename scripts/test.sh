@@ -110,3 +110,15 @@ ctest --test-dir build --output-on-failure -j "$ctest_jobs"
 stage_done opt-ctest
 scripts/soak.sh --duration 2m
 stage_done soak
+
+# The shell-less runtime image made from this optimised build's binary
+# (scripts/image.sh: the binary and its library closure onto scratch with
+# buildah; no compiling, no network), then run by tests/image: no /bin/sh,
+# dpkg or apt in it, `version`, `evaluate` on examples/, `serve --local`
+# answering /readyz and an AdmissionReview. The multi-arch release build is
+# .ci/run's next stage (scripts/release.sh), not part of this command.
+scripts/install-deps.sh --image
+image_tag="localhost/isolation-gate:test"
+scripts/image.sh --arch "$(dpkg --print-architecture)" --binary build/isolation-gate --tag "$image_tag"
+IG_IMAGE="$image_tag" IG_BINARY="$root/build/isolation-gate" /usr/bin/python3 -m unittest discover -v -s tests/image
+stage_done image
