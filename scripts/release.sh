@@ -103,6 +103,14 @@ step "images built"
 # 3. The arm64 binary, once, under qemu-user-static, with the image's root as
 # its library root: what the image holds is enough to run it.
 qemu=(qemu-aarch64-static -L "$work/rootfs-arm64" "$work/rootfs-arm64/usr/local/bin/isolation-gate")
+# Every library the arm64 loader maps (its trace, as ldd prints it) is in the
+# image's root: qemu's -L falls back to the host's paths, so a library
+# missing from the root would otherwise go unseen.
+LD_TRACE_LOADED_OBJECTS=1 "${qemu[@]}" > "$work/arm64-ldd.txt"
+cat "$work/arm64-ldd.txt"
+awk '/=> \//{print $3} /^\t\/.*ld-linux/{print $1}' "$work/arm64-ldd.txt" | while read -r lib; do
+  [[ -e "$work/rootfs-arm64$lib" ]] || { echo "release: $lib is not in the arm64 image" >&2; exit 1; }
+done
 "${qemu[@]}" version | tee "$work/arm64-version.txt"
 grep -q "^isolation-gate $cmake_version " "$work/arm64-version.txt"
 set +e

@@ -3,7 +3,9 @@
 # then runs (1) the unit tests and the end-to-end tests (real binary over real
 # HTTPS, patches checked with python3-jsonpatch) under AddressSanitizer and
 # UndefinedBehaviorSanitizer, and (2) everything - unit, end-to-end and
-# packaging (Helm chart, CRD, manifests) - on the optimised build.
+# packaging (Helm chart, CRD, manifests, the GitHub workflows) - on the
+# optimised build, and (3) the shell-less runtime image made from the
+# optimised build's binary (stage image, tests/image).
 #   scripts/test.sh              # everything; each stage prints "== stage X: N s =="
 # Time, fresh clone, 2 cores, 5 December 2026 01:48-02:06 UTC, tree bba79f1,
 # other test loops of the session sharing the cores: 1092 s (ASan+UBSan build
