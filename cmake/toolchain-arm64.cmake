@@ -38,5 +38,10 @@ set(ENV{PKG_CONFIG_PATH} "")
 # directory (cpprest's Boost, zlib, brotli).
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-Wl,-rpath-link,/usr/lib/aarch64-linux-gnu -Wl,-rpath-link,/lib/aarch64-linux-gnu")
 
+# No build-tree RUNPATH: the unpacked libyaml-cpp-dev's directory would
+# otherwise be written into the binary (the image and the CLI tarball find
+# their libraries in the system directories and in $ORIGIN/../lib).
+set(CMAKE_SKIP_BUILD_RPATH ON)
+
 # Tests and tools built for arm64 run under qemu-user-static.
 set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64-static -L /usr/aarch64-linux-gnu)

@@ -89,5 +89,5 @@ buildah config --arch "$arch" --os linux \
 buildah commit --quiet --rm --format oci "$ctr" "$tag" >/dev/null
 ctr=""
 [[ -z "$closure_json" ]] || cp "$work/closure.json" "$closure_json"
-[[ -z "$keep_rootfs" ]] || { rm -rf "$keep_rootfs"; mv "$rootfs" "$keep_rootfs"; }
 echo "image.sh: $tag ($arch): $(wc -l < "$work/packages.txt") packages, $(du -sk "$rootfs" | cut -f1) KiB" >&2
+[[ -z "$keep_rootfs" ]] || { rm -rf "$keep_rootfs"; mv "$rootfs" "$keep_rootfs"; }
