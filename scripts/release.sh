@@ -167,9 +167,10 @@ for arch in amd64 arm64; do
 isolation-gate $version (revision $revision), linux/$arch
 
 bin/isolation-gate runs as is: its rpath (\$ORIGIN/../lib) finds the shared
-libraries in lib/ (cpprestsdk, yaml-cpp, OpenSSL, Boost, libstdc++, ... from
-Debian 12 "bookworm"), so nothing but the C library is taken from the host.
-Needs: Linux on $arch with glibc >= ${glibc#GLIBC_} (Debian 12, Ubuntu 22.04 or newer).
+libraries in lib/ (cpprestsdk, yaml-cpp, OpenSSL, brotli, zlib, libstdc++,
+from Debian 12 "bookworm"), so nothing but the C library is taken from the host.
+Needs: Linux on $arch with glibc >= ${glibc#GLIBC_} (Debian 12 or newer, or any
+distribution of that glibc or newer).
 No shell or wrapper is involved; move the directory anywhere, keeping bin/
 and lib/ side by side.
 
@@ -179,8 +180,16 @@ TXT
   tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$(git log -1 --format=%ct 2>/dev/null || date +%s)" \
     -C "$work" -czf "$dist/$name.tar.gz" "$name"
 done
-# The amd64 one runs here with an empty environment; the arm64 one under qemu.
-env -i "$work/isolation-gate-$version-linux-amd64/bin/isolation-gate" version
+# The amd64 one runs here with an empty environment, loading every library
+# but glibc's from its lib/ (the loader's trace); the arm64 one under qemu.
+cli_amd64="$work/isolation-gate-$version-linux-amd64"
+env -i LD_TRACE_LOADED_OBJECTS=1 "$cli_amd64/bin/isolation-gate" > "$work/cli-amd64-ldd.txt"
+awk '/=> \//{print $1, $3}' "$work/cli-amd64-ldd.txt" | while read -r so path; do
+  if [[ -e "$cli_amd64/lib/$so" && "$(readlink -f "$path")" != "$(readlink -f "$cli_amd64/lib/$so")" ]]; then
+    echo "release: the CLI tarball's binary loads $so from $path, not its lib/" >&2; exit 1
+  fi
+done
+env -i "$cli_amd64/bin/isolation-gate" version
 env -i qemu-aarch64-static -L /usr/aarch64-linux-gnu "$work/isolation-gate-$version-linux-arm64/bin/isolation-gate" version
 step "CLI tarballs"
 
