@@ -13,7 +13,7 @@
 # arm64) and installs Debian's cross toolchain (crossbuild-essential-arm64),
 # the arm64 shared libraries of the build dependencies (the Multi-Arch: same
 # -dev packages, installed beside the amd64 ones), qemu-user-static (to run
-# the arm64 binary once), buildah/podman/mmdebstrap (the images). The arm64
+# the arm64 binary once), buildah/podman (the images). The arm64
 # libyaml-cpp-dev is not Multi-Arch: same (installing it would remove the
 # amd64 one), so its files are unpacked into .cache/arm64-dev instead
 # (cmake/toolchain-arm64.cmake searches there); its shared library
@@ -39,7 +39,7 @@ case "${1:-}" in
   --image) packages+=("${image_tools[@]}") ;;
   --release)
     release=1
-    packages+=("${image_tools[@]}" mmdebstrap skopeo qemu-user-static binutils-aarch64-linux-gnu patchelf
+    packages+=("${image_tools[@]}" skopeo qemu-user-static binutils-aarch64-linux-gnu patchelf
       crossbuild-essential-arm64
       libcpprest-dev:arm64 libssl-dev:arm64 libboost-dev:arm64 libboost-system-dev:arm64 libyaml-cpp0.7:arm64)
     ;;
