@@ -12,7 +12,10 @@
 # --release adds the arm64 architecture to dpkg (dpkg --add-architecture
 # arm64) and installs Debian's cross toolchain (crossbuild-essential-arm64),
 # the arm64 shared libraries of the build dependencies (the Multi-Arch: same
-# -dev packages, installed beside the amd64 ones), qemu-user-static (to run
+# -dev packages, installed beside the amd64 ones; a Multi-Arch: same package
+# is at one version on both architectures, so apt may upgrade the amd64 one
+# to the mirror's version: libssl3 and libssl-dev went from 3.0.19 to 3.0.22
+# on first use), qemu-user-static (to run
 # the arm64 binary once), buildah/podman (the images). The arm64
 # libyaml-cpp-dev is not Multi-Arch: same (installing it would remove the
 # amd64 one), so its files are unpacked into .cache/arm64-dev instead
