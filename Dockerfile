@@ -6,8 +6,12 @@
 #            docker build -t isolation-gate .  (anywhere Docker Hub is reachable)
 #   run:     podman run --rm isolation-gate version
 #
-# Two stages on the same Debian release, so the runtime libraries are exactly
-# the ones the binary was linked against.
+# The build stage compiles on Debian bookworm; the runtime stage is `scratch`
+# with the binary, the shared libraries it loads (copied from the build
+# stage's Debian packages, so exactly the ones it was linked against), CA
+# certificates and /etc/passwd for the non-root user: no shell, no package
+# manager. scripts/image.sh makes the same image from a binary already built
+# (the test command's, the release's), without this Dockerfile.
 
 ARG DEBIAN_IMAGE=docker.io/library/debian:bookworm-slim
 
@@ -20,6 +24,7 @@ RUN apt-get update \
       build-essential cmake ninja-build pkg-config \
       libcpprest-dev nlohmann-json3-dev libssl-dev libyaml-cpp-dev \
       libboost-dev libboost-system-dev libcli11-dev \
+      python3 ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -27,7 +32,7 @@ WORKDIR /src
 # editing them does not rebuild the image; scripts/revision.cmake writes the
 # build's revision).
 COPY CMakeLists.txt ./
-COPY scripts/revision.cmake ./scripts/revision.cmake
+COPY scripts/revision.cmake scripts/closure.py ./scripts/
 COPY src ./src
 
 ARG BUILD_JOBS=2
@@ -45,37 +50,31 @@ RUN cmake -S . -B /build -G Ninja \
  && cmake --build /build -j "${BUILD_JOBS}" --target isolation-gate \
  && cmake --install /build --strip --prefix /out/usr/local
 
-# The Debian packages that own the shared libraries the binary links (ldd ->
-# dpkg -S), for the runtime stage to install: nothing more, nothing missed.
+# The runtime root: the binary, the shared libraries it loads (its DT_NEEDED
+# closure, each file from the Debian package that ships it here: the
+# packages it was linked against; scripts/closure.py, as scripts/image.sh
+# does), CA certificates, the non-root user, and the dpkg status stanzas of
+# those packages (for scanners; there is no dpkg). No shell, no package manager.
+# The chroot at the end runs the binary with nothing but that root.
 RUN set -eu; \
-    bin=/out/usr/local/bin/isolation-gate; \
-    ldd "$bin" | awk '/=> \//{print $3} /^\t\/.*ld-linux/{print $1}' | sort -u > /out/libs.txt; \
-    : > /out/runtime-packages.txt; \
-    while read -r lib; do \
-      pkg=""; \
-      for p in "$lib" "$(readlink -f "$lib")" "/usr$lib" "${lib#/usr}"; do \
-        pkg="$(dpkg -S "$p" 2>/dev/null | head -n1 | cut -d: -f1)" && [ -n "$pkg" ] && break; \
-      done; \
-      [ -n "$pkg" ] || { echo "no package owns $lib" >&2; exit 1; }; \
-      echo "$pkg" >> /out/runtime-packages.txt; \
-    done < /out/libs.txt; \
-    sort -u -o /out/runtime-packages.txt /out/runtime-packages.txt; \
-    echo "runtime packages:"; cat /out/runtime-packages.txt
+    r=/out/rootfs; \
+    mkdir -p "$r/usr/local/bin" "$r/etc/ssl/certs" "$r/var/lib/dpkg/status.d"; \
+    cp /out/usr/local/bin/isolation-gate "$r/usr/local/bin/isolation-gate"; \
+    python3 scripts/closure.py "$r/usr/local/bin/isolation-gate" --arch "$(dpkg --print-architecture)" \
+      --json /out/closure.json --rootfs "$r"; \
+    cp /etc/ssl/certs/ca-certificates.crt "$r/etc/ssl/certs/"; \
+    echo 'nonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin' > "$r/etc/passwd"; \
+    echo 'nonroot:x:65532:' > "$r/etc/group"; \
+    for p in $(python3 -c 'import json; print(" ".join(p["name"] + ":" + p["arch"] for p in json.load(open("/out/closure.json"))["packages"]))') ca-certificates; do \
+      dpkg-query -s "$p" > "$r/var/lib/dpkg/status.d/${p%%:*}"; \
+    done; \
+    chmod -R go-w "$r"; \
+    chroot "$r" /usr/local/bin/isolation-gate version
 
 # ---------------------------------------------------------------------------
-FROM ${DEBIAN_IMAGE} AS runtime
-
-ARG DEBIAN_FRONTEND=noninteractive
-COPY --from=build /out/runtime-packages.txt /usr/local/share/isolation-gate/runtime-packages.txt
-RUN apt-get update \
- && xargs -a /usr/local/share/isolation-gate/runtime-packages.txt \
-      apt-get install -y --no-install-recommends \
- && apt-get clean \
- && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/* /var/log/apt /var/log/dpkg.log
-
-COPY --from=build /out/usr/local/bin/isolation-gate /usr/local/bin/isolation-gate
-# Fail the build if a library is missing (ldd prints "not found").
-RUN ! ldd /usr/local/bin/isolation-gate | grep -q "not found"
+# Shell-less: nothing but /out/rootfs (the same content as scripts/image.sh's).
+FROM scratch AS runtime
+COPY --from=build /out/rootfs/ /
 
 ARG VERSION=0.1.0
 ARG REVISION=unknown
@@ -84,8 +83,7 @@ LABEL org.opencontainers.image.title="isolation-gate" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.vendor="zeroroot.ai" \
-      org.opencontainers.image.source="https://github.com/zeroroot-ai/isolation-gate" \
-      org.opencontainers.image.base.name="debian:bookworm-slim"
+      org.opencontainers.image.source="https://github.com/zeroroot-ai/isolation-gate"
 
 # Non-root, matching the chart's securityContext (runAsUser/runAsGroup 65532).
 USER 65532:65532

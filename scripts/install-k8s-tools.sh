@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs helm and kubectl into .tools/bin for the packaging tests and
-# scripts/render-manifests.sh, and the Kubernetes JSON-schema models
+# scripts/render-manifests.sh, npm's @action-validator/cli for the workflow
+# files, and the Kubernetes JSON-schema models
 # (npm kubernetes-models, @kubernetes-models/cert-manager and
 # @kubernetes-models/prometheus-operator, exact versions) into
 # .tools/node_modules for tests/packaging/schema_check.mjs. Idempotent: what is
@@ -21,10 +22,14 @@ want_kubectl_minor="35"
 tools="$(dirname "$bin")"
 # The schema models, exact versions; overrides pin the packages that do the
 # validation (the models' schemas are compiled ajv validators).
-models=(kubernetes-models@5.1.0 @kubernetes-models/cert-manager@6.0.0 @kubernetes-models/prometheus-operator@6.0.0)
+# @action-validator/cli (and its core, a peer dependency) checks the GitHub
+# Actions workflows against their schema (tests/release/test_workflows.py):
+# .tools/node_modules/.bin/action-validator.
+models=(kubernetes-models@5.1.0 @kubernetes-models/cert-manager@6.0.0 @kubernetes-models/prometheus-operator@6.0.0
+        @action-validator/cli@0.6.0 @action-validator/core@0.6.0)
 pinned=(@kubernetes-models/validate@5.0.2 @kubernetes-models/base@6.0.1 @kubernetes-models/apimachinery@3.0.2
         @kubernetes-models/gateway-api@2.0.0 ajv@8.20.0 ajv-formats@3.0.1 ajv-formats-draft2019@1.6.1
-        ajv-i18n@4.2.0 re2-wasm@1.0.2 is-cidr@6.0.4)
+        ajv-i18n@4.2.0 re2-wasm@1.0.2 is-cidr@6.0.4 chalk@5.2.0)
 
 have_tools() {
   [[ -x "$bin/helm" && -x "$bin/kubectl" ]] || return 1
