@@ -1,8 +1,10 @@
 #include "controller/component_status.h"
 
+#include <chrono>
 #include <functional>
 
 #include "base/quote.h"
+#include "base/rfc3339.h"
 
 namespace ig::controller {
 namespace {
@@ -114,46 +116,10 @@ std::string format_time(std::time_t t) {
 }
 
 std::int64_t parse_time(std::string_view text) noexcept {
-  // YYYY-MM-DDTHH:MM:SS then Z, a fraction or an offset (the offset is
-  // applied; a fraction is dropped).
-  if (text.size() < 20) return 0;
-  auto digits = [&](std::size_t at, std::size_t n, int& out) {
-    out = 0;
-    for (std::size_t i = at; i < at + n; ++i) {
-      if (text[i] < '0' || text[i] > '9') return false;
-      out = out * 10 + (text[i] - '0');
-    }
-    return true;
-  };
-  int year, month, day, hour, minute, second;
-  if (!digits(0, 4, year) || text[4] != '-' || !digits(5, 2, month) || text[7] != '-' ||
-      !digits(8, 2, day) || (text[10] != 'T' && text[10] != 't') || !digits(11, 2, hour) ||
-      text[13] != ':' || !digits(14, 2, minute) || text[16] != ':' || !digits(17, 2, second)) {
-    return 0;
-  }
-  std::size_t at = 19;
-  if (at < text.size() && text[at] == '.') {
-    ++at;
-    while (at < text.size() && text[at] >= '0' && text[at] <= '9') ++at;
-  }
-  long offset = 0;
-  if (at < text.size() && (text[at] == 'Z' || text[at] == 'z') && at + 1 == text.size()) {
-  } else if (at + 6 == text.size() && (text[at] == '+' || text[at] == '-') && text[at + 3] == ':') {
-    int oh, om;
-    if (!digits(at + 1, 2, oh) || !digits(at + 4, 2, om)) return 0;
-    offset = (text[at] == '+' ? 1 : -1) * (oh * 3600L + om * 60L);
-  } else {
-    return 0;
-  }
-  std::tm tm{};
-  tm.tm_year = year - 1900;
-  tm.tm_mon = month - 1;
-  tm.tm_mday = day;
-  tm.tm_hour = hour;
-  tm.tm_min = minute;
-  tm.tm_sec = second;
-  const std::time_t t = timegm(&tm);
-  return t < 0 ? 0 : static_cast<std::int64_t>(t) - offset;
+  const auto t = parse_rfc3339(text);
+  if (!t) return 0;
+  const auto seconds = std::chrono::floor<std::chrono::seconds>(t->time_since_epoch()).count();
+  return seconds < 0 ? 0 : static_cast<std::int64_t>(seconds);
 }
 
 namespace {

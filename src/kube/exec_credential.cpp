@@ -18,6 +18,7 @@
 
 #include "base/one_line.h"
 #include "base/quote.h"
+#include "base/rfc3339.h"
 #include "kube/tls_material.h"
 
 extern char** environ;
@@ -259,57 +260,6 @@ std::string exec_info_json(const ExecConfig& config, bool interactive, std::stri
   return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-Result<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view text) {
-  auto bad = [&] { return fail("expirationTimestamp " + quote(text) + " is not an RFC 3339 time"); };
-  auto digits = [&](std::size_t at, std::size_t n, int& out) {
-    if (at + n > text.size()) return false;
-    out = 0;
-    for (std::size_t i = at; i < at + n; ++i) {
-      if (text[i] < '0' || text[i] > '9') return false;
-      out = out * 10 + (text[i] - '0');
-    }
-    return true;
-  };
-  int year, month, day, hour, minute, second;
-  if (text.size() < 20 || !digits(0, 4, year) || text[4] != '-' || !digits(5, 2, month) || text[7] != '-' ||
-      !digits(8, 2, day) || (text[10] != 'T' && text[10] != 't') || !digits(11, 2, hour) || text[13] != ':' ||
-      !digits(14, 2, minute) || text[16] != ':' || !digits(17, 2, second))
-    return bad();
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return bad();
-  std::size_t at = 19;
-  long long nanos = 0;
-  if (at < text.size() && text[at] == '.') {
-    ++at;
-    const std::size_t start = at;
-    long long scale = 100000000;
-    while (at < text.size() && text[at] >= '0' && text[at] <= '9') {
-      nanos += (text[at] - '0') * scale;
-      scale /= 10;
-      ++at;
-    }
-    if (at == start) return bad();
-  }
-  long offset = 0;
-  if (at + 1 == text.size() && (text[at] == 'Z' || text[at] == 'z')) {
-  } else if (at + 6 == text.size() && (text[at] == '+' || text[at] == '-') && text[at + 3] == ':') {
-    int oh, om;
-    if (!digits(at + 1, 2, oh) || !digits(at + 4, 2, om) || oh > 23 || om > 59) return bad();
-    offset = (text[at] == '+' ? 1 : -1) * (oh * 3600L + om * 60L);
-  } else {
-    return bad();
-  }
-  std::tm tm{};
-  tm.tm_year = year - 1900;
-  tm.tm_mon = month - 1;
-  tm.tm_mday = day;
-  tm.tm_hour = hour;
-  tm.tm_min = minute;
-  tm.tm_sec = second;
-  const std::time_t t = ::timegm(&tm);
-  return std::chrono::system_clock::from_time_t(t - offset) +
-         std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(nanos));
-}
-
 Result<Credentials> parse_exec_credential(std::string_view output, std::string_view api_version) {
   const nlohmann::json doc = nlohmann::json::parse(output, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return fail("its output is not a JSON object");
@@ -344,7 +294,7 @@ Result<Credentials> parse_exec_credential(std::string_view output, std::string_v
   }
   if (!expiration.empty()) {
     auto t = parse_rfc3339(expiration);
-    if (!t) return fail("its ExecCredential's " + t.error());
+    if (!t) return fail("its ExecCredential's expirationTimestamp " + quote(expiration) + " is not an RFC 3339 time");
     c.expires = *t;
   }
   return c;

@@ -57,8 +57,6 @@ std::string exec_info_json(const ExecConfig& config, bool interactive, std::stri
 // The plugin's standard output as credentials, checked as client-go does.
 Result<Credentials> parse_exec_credential(std::string_view output, std::string_view api_version);
 
-// An RFC 3339 time ("2026-12-05T10:42:00Z", fractions and offsets allowed).
-Result<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view text);
 
 // Whether the run is interactive, or why it cannot run (interactiveMode
 // Always without a terminal).

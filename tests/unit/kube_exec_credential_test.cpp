@@ -259,14 +259,6 @@ TEST(ExecCredentialParse, Refusals) {
             0u);
 }
 
-TEST(ExecCredentialParse, Rfc3339) {
-  auto t = parse_rfc3339("2026-12-05T12:42:00.5+02:00");
-  ASSERT_TRUE(t) << t.error();
-  EXPECT_EQ(std::chrono::system_clock::to_time_t(*t), 1796467320);
-  EXPECT_FALSE(parse_rfc3339("2026-12-05 10:42:00Z"));
-  EXPECT_FALSE(parse_rfc3339("2026-13-05T10:42:00Z"));
-  EXPECT_FALSE(parse_rfc3339("2026-12-05T10:42:00"));
-}
 
 TEST_F(ExecCredentialTest, ExecInfo) {
   ExecConfig e = exec(std::string(kExecApiV1beta1));
