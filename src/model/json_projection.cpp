@@ -1000,7 +1000,8 @@ Projection Projection::sparse(std::vector<Field> fields) {
   return p;
 }
 
-bool Projection::may_keep(const char* begin, const char* end, const char* readable) const noexcept {
+bool Projection::may_keep(const char* begin, const char* end,
+                          [[maybe_unused]] const char* readable) const noexcept {
   if (!needles_) return true;
   const Needles& needles = *needles_;
   // Without escapes every string token is its bytes between two quotes: one
