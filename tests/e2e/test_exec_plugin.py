@@ -78,18 +78,8 @@ info = json.loads(os.environ["KUBERNETES_EXEC_INFO"])
 print(json.dumps({"apiVersion": info["apiVersion"], "kind": "ExecCredential", "status": status}))
 '''
 
-KUBECONFIG = """apiVersion: v1
-kind: Config
-current-context: test
-clusters:
-- name: test
-  cluster:
-    server: %(server)s
-    certificate-authority: %(ca)s
-users:
-- name: gate
-  user:
-    exec:
+# test_cluster's kubeconfig with the user's token file replaced by the plugin.
+KUBECONFIG = tc.KUBECONFIG.replace("    tokenFile: %(token)s\n", """    exec:
       apiVersion: client.authentication.k8s.io/%(version)s
       command: %(command)s
       args: [get-token, --cluster, test]
@@ -98,10 +88,7 @@ users:
       installHint: "install it: make fake-plugin"
       provideClusterInfo: true
 %(mode)s
-contexts:
-- name: test
-  context: {cluster: test, user: gate, namespace: isolation-gate-system}
-"""
+""")
 
 
 class PluginMixin(object):
