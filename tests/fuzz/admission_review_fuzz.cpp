@@ -15,7 +15,7 @@
 //  3. Never `allowed: true` for a request that could not be decided. What is
 //     decidable is computed here, independently of the code under test
 //     (nlohmann with our own duplicate-key check, then the AdmissionReview v1
-//     contract and the rules of DESIGN.md section 4 spelled out again): a
+//     contract and docs/architecture.md, "Admission rules", spelled out again): a
 //     body that is not strict JSON, not an AdmissionReview v1/v1beta1, with
 //     no uid, an operation that is not exactly one of the four, a field of
 //     the wrong type, a kind that is not the endpoint's, a subresource, no
