@@ -677,7 +677,7 @@ def cpu_split_sentence(g):
     if o.get("resched_ipis_per_req") is not None and n.get("resched_ipis_per_req") is not None:
         text += (f"; rescheduling IPIs on the machine {o['resched_ipis_per_req']:.2f} a review against "
                  f"{n['resched_ipis_per_req']:.2f} (a slower server leaves wrk's CPU idle more often, and waking "
-                 f"it is charged to the server's send: `docs/benchmarks-changes.md` 12.1)")
+                 f"it is charged to the server's send: `docs/decisions/0011-transport-floor.md`)")
     return text + "."
 
 
@@ -706,7 +706,7 @@ def closing_note(rows, micro, perf, ka16, large, targets, floors):
             + (f"The transport floor (the same server with a handler of zero cost, above) costs "
                f"{floor['cpu_us_per_req']:.0f} us, so the handler costs {cpu - floor['cpu_us_per_req']:.0f} us "
                f"end to end: its own {serve:.0f} us and the system time a slower server is charged "
-               f"(`docs/benchmarks-changes.md` 12.1, 14)." if floor else
+               f"(`docs/decisions/0011-transport-floor.md`)." if floor else
                f"The other {rest:.0f} us are the transport's cost above nginx's: Beast/Asio, allocation, thread "
                f"hand-offs and syscalls (the profile below)." if rest > 0 else
                "The transport costs no more than nginx's.")

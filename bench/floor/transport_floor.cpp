@@ -5,7 +5,7 @@
 // same bytes, the real webhook's answer to the case being measured. What this
 // process costs per request is what isolation-gate would cost with a handler
 // of zero cost: the most any parser, rule or encoder work could ever save
-// (docs/benchmarks-changes.md, section 14).
+// (docs/decisions/0011-transport-floor.md).
 //
 // Run by bench/ab.py as binary B, in place of isolation-gate:
 //   bench/ab.py --a build-bench/isolation-gate --b build-bench/transport_floor

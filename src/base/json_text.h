@@ -1,7 +1,7 @@
 // JSON text written directly, without a DOM: for the documents the admission
 // hot path sends on every review (the AdmissionReview response and the JSON
 // Patch). Building them as nlohmann objects cost an allocation per member and
-// a second pass to dump (docs/benchmarks-changes.md §7).
+// a second pass to dump (docs/decisions/0005-json-text-responses.md).
 //
 // Contract:
 //  - append_string() writes a JSON string (with its quotes) escaped exactly

@@ -867,7 +867,7 @@ int check_config(const ServeOptions& o) {
 // caps the arenas, but at the I/O threads plus two (the main thread's arena
 // and one for the rest), not lower: with two arenas the I/O threads shared
 // one and contended on its lock, which cost 2.4x the CPU per review
-// (docs/benchmarks-changes.md, section 2). What the arenas keep free goes back
+// (docs/decisions/0002-malloc-arenas.md). What the arenas keep free goes back
 // to the kernel once a minute (malloc_trim, from serve_webhook's signal
 // loop). MALLOC_ARENA_MAX, when set, wins.
 //
@@ -876,7 +876,7 @@ int check_config(const ServeOptions& o) {
 // and an arena's top was trimmed back (madvise) after each large review, so
 // a 200 KB pod took 10-26 page faults per request and its CPU was bimodal,
 // 470-720 us, against about 335 us with the thresholds fixed
-// (docs/benchmarks-changes.md §8). The minute's malloc_trim still returns
+// (docs/decisions/0003-malloc-thresholds.md). The minute's malloc_trim still returns
 // what is free. MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_, when set, win.
 constexpr int kMallocThresholdBytes = 4 << 20;
 
