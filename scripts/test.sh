@@ -6,30 +6,11 @@
 # packaging (Helm chart, CRD, manifests, the GitHub workflows) - on the
 # optimised build, and (3) the shell-less runtime image made from the
 # optimised build's binary (stage image, tests/image).
-# Stage image, 5 December 2026 11:46 UTC, tree 4073b19, load average 4 to 6:
-# 25 s (image.sh 13 s, tests/image 10 s; podman, buildah, runc and uidmap
-# already installed: on a fresh machine their apt install comes first, about
-# a minute). The first image.sh on this machine, empty image storage, load
-# average 13: 32 s. No base image, compiler or network: the optimised
-# build's binary and its libraries are copied onto scratch.
+# No base image, compiler or network in stage image: the optimised build's
+# binary and its libraries are copied onto scratch.
 #   scripts/test.sh              # everything; each stage prints "== stage X: N s =="
-# Time, fresh clone, 2 cores, 5 December 2026 01:48-02:06 UTC, tree bba79f1,
-# other test loops of the session sharing the cores: 1092 s (ASan+UBSan build
-# 403 s, unit + e2e 60 s; fuzz 144 s, its build 50; TSan 83 + 35 s; optimised
-# build 179 s, ctest 59 s; soak 123 s). 4 December 2026 23:47-00:05 UTC, tree e769b56,
-# quiet (load average below 2.5): 1076 s (deps 6 s; ASan+UBSan build 350 s,
-# unit + e2e 61 s; fuzz 144 s (5 targets), its build 50; TSan 91 + 36 s;
-# optimised build 203 s, ctest 63 s; soak 122 s); tree baf4232 at 21:38 UTC:
-# 1059 s. Earlier that day,
-# 17:58-18:18 UTC (nice -n 5),
-# another engineer's fuzzer, soak and benchmark on the same cores (load
-# average 1 to 7): 1182 s, about 20 minutes (deps 7 s; ASan+UBSan build 450 s,
-# unit + e2e 73 s; fuzz 160 s, its build 95; TSan 84 + 34 s; optimised build
-# 190 s, ctest 61 s; soak 123 s). The budget is 25 minutes. Before (unit test
-# files compiled one by one, one serial e2e entry, -g), quiet: 1800-1870 s
-# (ASan build 499, unit 45, e2e 220; fuzz 122, its build 57; TSan 119 + 33;
-# optimised build 444, ctest 185; soak 124).
 #   IG_SKIP_SANITIZERS=1 scripts/test.sh   # only the optimised build
+# Run time: README.md, "Two commands" (earlier figures: bench/history.md).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
