@@ -5,8 +5,8 @@ not in it, and every citation of an in-repo document resolves.
   file name, or the shared directory beside the checkout): code, tests and
   docs cite docs/architecture.md, docs/security.md, docs/operations.md or a
   record in docs/decisions/.
-- A citation by heading, `docs/X.md, "Heading"` (in any file; in code the
-  quoted heading may be on the next comment line), names a heading of X, or
+- A citation by heading, `docs/<name>.md, "Heading"` (in any file; in code the
+  quoted heading may be on the next comment line), names a heading of it, or
   the bold lead of one of its paragraphs (`**Heading.**`).
 - A relative Markdown link points to a file of the repository, and its
   `#anchor`, if any, to a heading of that file (GitHub's ids).
