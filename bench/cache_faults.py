@@ -225,7 +225,7 @@ def main():
 
     rev = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
                          text=True).stdout.strip()
-    lines = [BEGIN, "", "## Caches under watch faults (issue 26 item 7)", "",
+    lines = [BEGIN, "", "## Caches under watch faults", "",
              "Written by `bench/cache_faults.py` (tree %s, %s, %s, %d cores, load average at the end %s; the "
              "test API server, Python, on the same cores). Each time is from the change (a Node turned "
              "NotReady, or back, through the API) to the first `/mutate/pods` answer that reflects it."

@@ -605,7 +605,7 @@ def floor_section(res, find):
            "the body whole as the webhook does. It is measured like the two servers, fresh, in this run. Its CPU "
            "per review is what isolation-gate would cost if parsing, the rules and encoding took no time; "
            "isolation-gate minus the floor is what the handler costs end to end, system time included; and "
-           "1.5x (2.5x for the 200 KB pod) nginx minus the floor is what item 1's CPU target leaves the handler.\n"]
+           "1.5x (2.5x for the 200 KB pod) nginx minus the floor is what the CPU target (\"Targets\") leaves the handler.\n"]
     lines = []
     notes = []
     for f in floors:

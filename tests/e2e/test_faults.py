@@ -6,7 +6,7 @@ rises and a rate-limited log line says so. Once the fault is gone the watches re
 after recovery reaches decisions.
 
 Each fault is held for IG_FAULT_SECONDS (default 4; `IG_FAULT_SECONDS=300` holds each for five
-minutes, the "for minutes" of the issue). Every wait is bounded; nothing asserts a duration.
+minutes: docs/operations.md, "Soak and fault runs"). Every wait is bounded; nothing asserts a duration.
 """
 
 import os
