@@ -575,7 +575,8 @@ def counts_section(results_dir):
     if not os.path.exists(path):
         return "\n".join(out + ["(not measured in this run: `--no-counts`, or bench/counts.py failed)"])
     c = json.load(open(path))
-    out.append(f"`{c.get('command', 'bench/counts.py')}`: each server fresh per case, {c['conns']} keep-alive "
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + "/"
+    out.append(f"`{c.get('command', 'bench/counts.py').replace(repo, '')}`: each server fresh per case, {c['conns']} keep-alive "
                f"connections, a 1 s warm-up, then {c['duration_s']} s of wrk; every figure is the difference over "
                "that run divided by the requests wrk completed. Syscalls by name: `perf stat -e "
                "'syscalls:sys_enter_*'` attached to the server's processes. Heap calls and bytes (malloc, calloc, "
