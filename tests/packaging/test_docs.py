@@ -10,7 +10,9 @@ not in it, and every citation of an in-repo document resolves.
   the bold lead of one of its paragraphs (`**Heading.**`).
 - A relative Markdown link points to a file of the repository, and its
   `#anchor`, if any, to a heading of that file (GitHub's ids).
-- Every path to a `.md` file written in a Markdown document exists.
+- Every path to a `.md` file written in a Markdown document exists, and so
+  does every path of a document under docs/, bench/, tests/, ... named in
+  any file.
 - Every decision record has its four sections and is in the index.
 
 Needs no build and no tool beyond git (without .git, the tree is walked)."""
@@ -32,6 +34,8 @@ SKIP_PREFIXES = ("tests/e2e/fixtures/",)
 CITATION = re.compile(r'([\w./-]+\.md),\s*(?:(?://|#|\*)\s*)?"([^"\n]+)"')
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 MD_PATH = re.compile(r"(?<![\w/.:-])((?:\.\.?/)*[\w.-]+(?:/[\w.-]+)*\.md)\b")
+# A document of this repository named by its path from the top, in any file.
+REPO_DOC = re.compile(r"(?<![\w/.$:-])((?:docs|bench|tests|scripts|charts|examples)/[\w./-]*\.md)\b")
 
 
 def tracked_files():
@@ -157,6 +161,12 @@ class RepositoryStandsOnItsOwn(unittest.TestCase):
                     continue
                 if self.resolve(f, ref) is None:
                     bad.append("%s:%d: %s" % (f, line_of(text, m.start()), ref))
+        self.assertEqual(bad, [])
+
+    def test_paths_to_documents_exist(self):
+        bad = ["%s:%d: %s" % (f, line_of(t, m.start()), m.group(1))
+               for f, t in sorted(self.texts.items()) for m in REPO_DOC.finditer(t)
+               if not os.path.isfile(os.path.join(ROOT, m.group(1)))]
         self.assertEqual(bad, [])
 
     def test_decision_records_have_their_sections_and_are_indexed(self):
