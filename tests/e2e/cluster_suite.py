@@ -498,5 +498,24 @@ class Trust(InstalledCase):
         self.assertEqual(got["spec"]["policy"]["content_trust"], "trusted")
 
 
+# Every test class of the suite.
+CLASSES = tuple(c for c in list(globals().values())
+                if isinstance(c, type) and issubclass(c, InstalledCase) and c is not InstalledCase)
+
+
+def classes_for(module):
+    """The suite's classes as classes of `module` (a driver's: tests/e2e/test_cluster_suite_*.py), so that its
+    setUpModule and tearDownModule run around them: {name: class}, for its globals()."""
+    return {c.__name__: type(c.__name__, (c,), {"__module__": module, "__doc__": c.__doc__}) for c in CLASSES}
+
+
+def load_driver_tests(loader, module):
+    """A driver's load_tests: the suite's classes in `module`, and nothing else it defines."""
+    tests = unittest.TestSuite()
+    for c in CLASSES:
+        tests.addTests(loader.loadTestsFromTestCase(getattr(module, c.__name__)))
+    return tests
+
+
 if __name__ == "__main__":
     unittest.main()

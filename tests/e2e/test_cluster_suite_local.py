@@ -17,10 +17,14 @@ of the chart into kind, so the suite is proven before it meets kind
 
 Tests the test API server cannot serve skip there, saying why (apps/v1,
 RBAC with impersonation): test_workloads.py and test_attacks.py cover those
-rules against it by other means. Every wait is bounded.
+rules against it by other means. test_cluster_suite_previous.py runs the
+suite on this install with the previous release's chart instead (install()
+with its render), as the workflow does before `helm upgrade`. Every wait is
+bounded.
 """
 
 import os
+import sys
 import unittest
 
 import cluster_suite as suite
@@ -59,12 +63,20 @@ _install = None
 _saved_env = {}
 
 
-def setUpModule():
+def install(docs=None):
+    """The install; `docs`: another chart's render (its webhook template ConfigMap, TLS Secret and Deployment
+    args replace the working tree's)."""
     global _install
     _install = _Installed()
     _install.setUp()
     try:
         api = _install.api
+        if docs is not None:
+            _install.args = ti.chart_serve_args(docs)
+            for d in docs:
+                if (d["kind"], d["metadata"]["name"]) in (("ConfigMap", "isolation-gate-webhooks"),
+                                                          ("Secret", "isolation-gate-tls")):
+                    api.put(d["kind"].lower() + "s", d, namespace=ti.GATE_NS)
         # As kind: no sandbox RuntimeClass, one Ready node that cannot run it, no Components, nothing enforced.
         api.delete("runtimeclasses", tc.RC)
         api.delete("nodes", "node-1")
@@ -90,7 +102,7 @@ def setUpModule():
         raise
 
 
-def tearDownModule():
+def uninstall():
     for key, value in _saved_env.items():
         if value is None:
             os.environ.pop(key, None)
@@ -100,44 +112,20 @@ def tearDownModule():
         _install.doCleanups()
 
 
+def setUpModule():
+    install()
+
+
+def tearDownModule():
+    uninstall()
+
+
 # The suite's classes, as this module's (so that the fixture above runs around them).
-class Install(suite.Install):
-    pass
-
-
-class Pods(suite.Pods):
-    pass
-
-
-class Attacks(suite.Attacks):
-    pass
-
-
-class Workloads(suite.Workloads):
-    pass
-
-
-class Components(suite.Components):
-    pass
-
-
-class Trust(suite.Trust):
-    pass
-
-
-SUITE_CLASSES = (Install, Pods, Attacks, Workloads, Components, Trust)
+globals().update(suite.classes_for(__name__))
 
 
 def load_tests(loader, standard_tests, pattern):
-    names = {n for n in dir(suite) if isinstance(getattr(suite, n), type)
-             and issubclass(getattr(suite, n), suite.InstalledCase) and getattr(suite, n) is not suite.InstalledCase}
-    missing = names - {c.__name__ for c in SUITE_CLASSES}
-    if missing:
-        raise AssertionError("cluster_suite classes not run here: %s" % sorted(missing))
-    tests = unittest.TestSuite()
-    for cls in SUITE_CLASSES:
-        tests.addTests(loader.loadTestsFromTestCase(cls))
-    return tests
+    return suite.load_driver_tests(loader, sys.modules[__name__])
 
 
 if __name__ == "__main__":
