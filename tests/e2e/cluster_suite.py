@@ -417,7 +417,7 @@ class Components(InstalledCase):
     def crd_installed(self):
         import kubernetes
         ext = kubernetes.client.ApiextensionsV1Api(self.client)
-        return self.status_of(ext.read_custom_resource_definition, CRD_NAME) == 200
+        return self.status_of(ext.read_custom_resource_definition, CRD_NAME, _preload_content=False) == 200
 
     def test_an_invalid_content_trust_is_refused(self):
         status, msg = self.create(component("maybe-trusted", self.ns, trust="sometimes"))
