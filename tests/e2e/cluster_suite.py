@@ -115,7 +115,7 @@ class InstalledCase(unittest.TestCase):
                        cls.cfg["wait"])
         # Enforcing once the leader applied the webhook configurations and the namespace is seen labelled.
         wait_until("the gate denying an unlabelled pod in " + cls.ns,
-                   lambda: DENIED in str(cls.create_pod_as(cls.core, cls.pod("probe", component=None))[1]),
+                   lambda: DENIED in str(cls.create_pod(cls.pod("probe", component=None))[1]),
                    cls.cfg["wait"])
         components = [example("components", n, cls.ns) for n in ("docs-indexer", "report-parser", "legacy-exporter")]
         cls.applied = cls.kubectl("apply", "-f", "-", namespace=cls.ns,
@@ -177,7 +177,7 @@ class InstalledCase(unittest.TestCase):
         return shutil.which("kubectl") or os.path.join(SOURCE_DIR, ".tools", "bin", "kubectl")
 
     @classmethod
-    def kubectl(cls, *args, namespace=None, stdin=None, validate=True, timeout=120):
+    def kubectl(cls, *args, namespace=None, stdin=None, timeout=120):
         """kubectl with the suite's kubeconfig; `--validate=false` on writes only where the API server
         serves no OpenAPI document (kubectl's client-side validation needs it; the test API server has none)."""
         binary = cls.kubectl_binary()
@@ -189,7 +189,7 @@ class InstalledCase(unittest.TestCase):
         if namespace:
             cmd += ["-n", namespace]
         cmd += list(args)
-        if validate and args and args[0] in ("apply", "create") and not cls.openapi_served():
+        if args[0] in ("apply", "create") and not cls.openapi_served():
             cmd.append("--validate=false")
         return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout)
 
@@ -219,11 +219,9 @@ class InstalledCase(unittest.TestCase):
         return p
 
     @classmethod
-    def create_pod_as(cls, core, pod):
-        return cls.call(core.create_namespaced_pod, cls.ns, pod, dry_run="All")
-
-    def create_pod(self, pod):
-        return self.create_pod_as(self.core, pod)
+    def create_pod(cls, pod):
+        """A dry-run create: (200, the pod as admitted) or (HTTP status, the API's message)."""
+        return cls.call(cls.core.create_namespaced_pod, cls.ns, pod, dry_run="All")
 
     def assert_denied(self, status, msg, *fragments, webhook=None):
         self.assertEqual(status, 403, msg)
