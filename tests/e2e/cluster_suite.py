@@ -27,8 +27,11 @@ tests/e2e/test_cluster_suite_local.py runs this suite in the test command
 against the repository's test API server with the chart's objects installed and
 the Deployment played by processes of the binary; .github/workflows/e2e-kind.yml
 runs it against kind. Where that test API server cannot do what a test needs
-(apps/v1, impersonation), the test skips, saying why; on a real cluster nothing
-skips. Every wait is bounded; nothing asserts how long something took.
+(RBAC and impersonation), the test skips, saying why. The explain case needs
+the binary as the kubectl plugin on PATH (kubectl-isolation_gate; the local
+drivers put it there, the kind workflow has no binary outside the image) and
+skips without it. Every wait is bounded; nothing asserts how long something
+took.
 """
 
 import json
@@ -363,12 +366,12 @@ class Attacks(InstalledCase):
         self.assertEqual(created["metadata"]["annotations"][ISOLATION_KEY], "AllowInProcess")
 
 
-def deployment(name, namespace, template_labels, change=None):
+def deployment(name, namespace, template_labels, change=None, replicas=1):
     containers = [{"name": "main", "image": example("components", "docs-indexer", namespace)["spec"]["image"]}]
     if change:
         change({}, containers[0])
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
                      "template": {"metadata": {"labels": dict(template_labels, app=name)},
                                   "spec": {"containers": containers}}}}
 
@@ -399,6 +402,47 @@ class Workloads(InstalledCase):
                          stdin=yaml.safe_dump(deployment("fine", self.ns, {COMPONENT_LABEL: "docs-indexer"})))
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("deployment.apps/fine created (server dry run)", p.stdout)
+
+
+class Explain(InstalledCase):
+    """`kubectl isolation-gate explain` (the binary installed as the kubectl plugin kubectl-isolation_gate)."""
+
+    def explain(self, target):
+        """kubectl passes every argument after the plugin's name to the plugin: its own flags come there."""
+        args = [self.kubectl_binary(), "isolation-gate", "explain", target, "-n", self.ns, "-o", "json",
+                "--gate-namespace", self.cfg["release_namespace"], "--kubeconfig", self.cfg["kubeconfig"]]
+        if self.cfg["context"]:
+            args += ["--context", self.cfg["context"]]
+        p = subprocess.run(args, capture_output=True, text=True, timeout=120)
+        try:
+            return p.returncode, json.loads(p.stdout)
+        except ValueError:
+            raise AssertionError("explain printed no JSON (exit %d):\n%s%s" % (p.returncode, p.stdout, p.stderr))
+
+    def test_kubectl_isolation_gate_explains_a_live_deployment_and_what_to_do(self):
+        if not shutil.which("kubectl-isolation_gate"):
+            self.skipTest("the kubectl plugin kubectl-isolation_gate is not on PATH (cmake --install puts it there)")
+        if not self.served("apps", "v1", "deployments"):
+            self.skipTest("the API server serves no apps/v1 Deployments")
+        # A live Deployment of no replicas (nothing runs): the gate admitted it; explain reads it back.
+        p = self.kubectl("apply", "-f", "-", namespace=self.ns, stdin=yaml.safe_dump(
+            deployment("explained", self.ns, {COMPONENT_LABEL: "docs-indexer"}, replicas=0)))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        code, out = self.explain("deployment/explained")
+        self.assertEqual(code, 0, out)
+        self.assertEqual((out["decision"], out["object"]["kind"], out["component"]["name"]),
+                         ("AllowInProcess", "Deployment", "docs-indexer"), out)
+        self.assertEqual(out["component"]["contentTrust"]["effective"], "trusted")
+        self.assertEqual(out["sandbox"]["state"], "unavailable")
+        self.assertFalse(out["sandbox"]["runtimeClass"]["found"])
+        # Its Component tightened (anyone may): its pods would now be denied; explain says why and what to do.
+        self.custom.patch_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL, "docs-indexer",
+                                                   {"spec": {"policy": {"content_trust": "untrusted"}}})
+        code, out = self.explain("deployment/explained")
+        self.assertEqual(code, 1, out)
+        self.assertEqual((out["decision"], out["reason"]), ("Deny", "SandboxUnavailable"), out)
+        self.assertIn("so untrusted code has nowhere safe to run", out["message"])
+        self.assertIn('install setec\'s RuntimeClass "%s" (or pass --runtime-class)' % RUNTIME_CLASS, out["todo"])
 
 
 def component(name, namespace, trust="trusted", image="registry.example.com/gibson/tool:1.0"):

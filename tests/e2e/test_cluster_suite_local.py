@@ -15,9 +15,11 @@ of the chart into kind, so the suite is proven before it meets kind
 - the suite talks to it only through a kubeconfig written here, as a user of
   its own in system:masters (kind's admin at 1.27): IG_KUBECONFIG.
 
-Tests the test API server cannot serve skip there, saying why (apps/v1,
-RBAC with impersonation): test_workloads.py and test_attacks.py cover those
-rules against it by other means. test_cluster_suite_previous.py runs the
+The test API server serves no Deployments: this process registers them in
+its resource table (as test_explain.py does). The binary is put on PATH as the
+kubectl plugin (kubectl-isolation_gate). The trust case needs RBAC and
+impersonation, which the test API server has not: it skips there, saying why
+(test_attacks.py tests the trust guard against it with a token per user). test_cluster_suite_previous.py runs the
 suite on this install with the previous release's chart instead (install()
 with its render), as the workflow does before `helm upgrade`. Every wait is
 bounded.
@@ -28,8 +30,16 @@ import sys
 import unittest
 
 import cluster_suite as suite
+import harness as h
 import test_cluster as tc
 import test_install as ti
+
+from fake_apiserver import RESOURCES, Resource  # on sys.path through test_cluster
+
+# The test API server serves no Deployments; this process registers them (the server's table is data, as
+# test_explain.py does), so the suite's Deployment cases run here too.
+if not any(r.plural == "deployments" for r in RESOURCES):
+    RESOURCES.append(Resource("apps", "v1", "deployments", "Deployment", True, True, ()))
 
 KUBECONFIG = """apiVersion: v1
 kind: Config
@@ -93,8 +103,13 @@ def install(docs=None):
         path = os.path.join(_install.tmp, "suite-kubeconfig")
         with open(path, "w") as f:
             f.write(KUBECONFIG % {"server": api.url, "ca": _install.api_ca, "token": SUITE_TOKEN})
+        # The binary as the kubectl plugin, as `cmake --install` puts it (kubectl-isolation_gate on PATH).
+        bindir = os.path.join(_install.tmp, "bin")
+        os.makedirs(bindir)
+        os.symlink(h.BINARY, os.path.join(bindir, "kubectl-isolation_gate"))
         for key, value in (("IG_KUBECONFIG", path), ("IG_KUBE_CONTEXT", "suite"),
-                           ("IG_RELEASE_NAMESPACE", ti.GATE_NS), ("IG_SUITE_WAIT", str(tc.WAIT))):
+                           ("IG_RELEASE_NAMESPACE", ti.GATE_NS), ("IG_SUITE_WAIT", str(tc.WAIT)),
+                           ("PATH", bindir + os.pathsep + os.environ.get("PATH", ""))):
             _saved_env[key] = os.environ.get(key)
             os.environ[key] = value
     except BaseException:
