@@ -29,8 +29,7 @@ the Deployment played by processes of the binary; .github/workflows/e2e-kind.yml
 runs it against kind. Where that test API server cannot do what a test needs
 (RBAC and impersonation), the test skips, saying why. The explain case needs
 the binary as the kubectl plugin on PATH (kubectl-isolation_gate; the local
-drivers put it there, the kind workflow has no binary outside the image) and
-skips without it. Every wait is bounded; nothing asserts how long something
+drivers and the kind workflow put it there) and skips without it. Every wait is bounded; nothing asserts how long something
 took.
 """
 
@@ -379,8 +378,7 @@ def deployment(name, namespace, template_labels, change=None, replicas=1):
 class Workloads(InstalledCase):
     def test_a_deployment_whose_pods_would_be_denied_is_refused_at_apply(self):
         if not self.served("apps", "v1", "deployments"):
-            self.skipTest("the API server serves no apps/v1 Deployments (the repository's test API server serves "
-                          "none; /validate/workloads is tested there by test_workloads.py)")
+            self.skipTest("the API server serves no apps/v1 Deployments")
         cases = [
             ("unlabelled", {}, None, ["its pods would be denied: it has no label " + COMPONENT_LABEL,
                                       "to the pod template (spec.template.metadata.labels)."]),

@@ -66,13 +66,14 @@ class E2eKindSteps(unittest.TestCase):
             self.assertEqual(steps[i].get("env", {}).get("IG_RELEASE_NAMESPACE"), "${{ env.NS }}")
         (apt,) = where("apt-get install", "python3-kubernetes", "python3-yaml", "python3-jsonpatch")
         (kubeconfig,) = where("kind get kubeconfig", "KUBECONFIG=", "GITHUB_ENV")
+        (plugin,) = where("kubectl-isolation_gate", "GITHUB_PATH", "kubectl isolation-gate version")
         (previous,) = where("helm install", "tests/e2e/fixtures/chart-previous/isolation-gate", "--wait")
         (upgrade,) = where("helm upgrade", "charts/isolation-gate", "--wait")
         (helm_test,) = where("helm test")
         (uninstall,) = where("helm uninstall")
-        order = [apt, kubeconfig, previous, suites[0], upgrade, suites[1], helm_test, uninstall]
-        self.assertEqual(order, sorted(order), "packages, kubeconfig, install previous, suite, upgrade, suite, "
-                         "helm test, uninstall: steps %s" % order)
+        order = [apt, kubeconfig, plugin, previous, suites[0], upgrade, suites[1], helm_test, uninstall]
+        self.assertEqual(order, sorted(order), "packages, kubeconfig, the plugin, install previous, suite, upgrade, "
+                         "suite, helm test, uninstall: steps %s" % order)
         # After uninstall: no webhook configuration with the chart's labels (or name), the CRD kept
         # (docs/operations.md, "Uninstalling").
         for needle in ("validatingwebhookconfigurations,mutatingwebhookconfigurations",
