@@ -9,28 +9,30 @@ Environment: IG_KUBECONFIG, else KUBECONFIG (its first file), else
 ~/.kube/config; IG_KUBE_CONTEXT (default: the current context);
 IG_RELEASE_NAMESPACE (default isolation-gate-system); IG_SUITE_WAIT (seconds,
 default 120: the bound of each wait). The cluster must not have the setec
-sandbox (RuntimeClass kata-fc), as kind has not: a trusted Component's pods are
-then admitted in-process and an untrusted one's denied (the hosted shape, the
-chart's default). The user of the kubeconfig must be able to create and delete
-namespaces, Components, Roles and RoleBindings and to impersonate users (kind's
-admin can).
+sandbox (RuntimeClass kata-fc), as kind has not (checked first): a trusted
+Component's pods are then admitted in-process and an untrusted one's denied
+(the hosted shape, the chart's default). The user of the kubeconfig must be
+able to create and delete namespaces, Components, Deployments, Roles and
+RoleBindings, read the CRD and impersonate users (kind's admin can).
 
 Each test class works in a scratch namespace of its own, labelled
 gibson.zeroroot.ai/isolation=enforced (and pod-security privileged, so that
 Pod Security never answers before the gate), with the example Components
-applied by kubectl; it deletes the namespace afterwards. Pods and workloads are
-created with dryRun=All: nothing has to run (kind has no Kata). Every test
-asserts the gate's own message fragments (src/admission/pod_rules.cpp,
-handlers.cpp, trust_guard.cpp; docs/security.md for the attack shapes).
+applied by kubectl; it deletes the namespace afterwards. Pods are created with
+dryRun=All, so nothing has to run (kind has no Kata); the only workload stored
+is a Deployment of no replicas (for explain). Every test asserts the gate's own
+message fragments (src/admission/pod_rules.cpp, handlers.cpp, trust_guard.cpp;
+docs/security.md for the attack shapes).
 
 tests/e2e/test_cluster_suite_local.py runs this suite in the test command
 against the repository's test API server with the chart's objects installed and
-the Deployment played by processes of the binary; .github/workflows/e2e-kind.yml
-runs it against kind. Where that test API server cannot do what a test needs
-(RBAC and impersonation), the test skips, saying why. The explain case needs
-the binary as the kubectl plugin on PATH (kubectl-isolation_gate; the local
-drivers and the kind workflow put it there) and skips without it. Every wait is bounded; nothing asserts how long something
-took.
+the Deployment played by processes of the binary (test_cluster_suite_previous.py
+with the previous release's chart); .github/workflows/e2e-kind.yml runs it
+against kind. Where that test API server cannot do what a test needs (RBAC and
+impersonation), the test skips, saying why. The explain case needs the binary
+as the kubectl plugin on PATH (kubectl-isolation_gate; the local drivers and
+the kind workflow put it there) and skips without it. Every wait is bounded;
+nothing asserts how long something took.
 """
 
 import json
@@ -106,6 +108,10 @@ class InstalledCase(unittest.TestCase):
         cls.client = cls.api_client()
         cls.core = kubernetes.client.CoreV1Api(cls.client)
         cls.custom = kubernetes.client.CustomObjectsApi(cls.client)
+        rc = kubernetes.client.NodeV1Api(cls.client).read_runtime_class
+        if cls.status_of(rc, RUNTIME_CLASS, _preload_content=False) != 404:
+            raise AssertionError("this suite expects a cluster without the setec sandbox, and RuntimeClass %s is "
+                                 "there (or cannot be read)" % RUNTIME_CLASS)
         cls.ns = "ig-suite-%s-%s" % (cls.__name__.lower()[:20], uuid.uuid4().hex[:6])
         cls.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {
             "name": cls.ns, "labels": {ISOLATION_KEY: "enforced", "pod-security.kubernetes.io/enforce": "privileged"}}})
