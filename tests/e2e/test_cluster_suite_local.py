@@ -19,10 +19,10 @@ The test API server serves no Deployments: this process registers them in
 its resource table (as test_explain.py does). The binary is put on PATH as the
 kubectl plugin (kubectl-isolation_gate). The trust case needs RBAC and
 impersonation, which the test API server has not: it skips there, saying why
-(test_attacks.py tests the trust guard against it with a token per user). test_cluster_suite_previous.py runs the
-suite on this install with the previous release's chart instead (install()
-with its render), as the workflow does before `helm upgrade`. Every wait is
-bounded.
+(test_attacks.py tests the trust guard against it with a token per user).
+test_cluster_suite_previous.py runs the suite on this install with the
+previous release's chart instead (install() with its render), as the workflow
+does before `helm upgrade`. Every wait is bounded.
 """
 
 import os
