@@ -8,7 +8,9 @@ and makes no assumption that the gate runs as a local process:
 Environment: IG_KUBECONFIG, else KUBECONFIG (its first file), else
 ~/.kube/config; IG_KUBE_CONTEXT (default: the current context);
 IG_RELEASE_NAMESPACE (default isolation-gate-system); IG_SUITE_WAIT (seconds,
-default 120: the bound of each wait). The cluster must not have the setec
+default 120: the bound of each wait); IG_NONADMIN_KUBECONFIG and
+IG_NONADMIN_USER (a user in no admin group, for the trust case; default: the
+kubeconfig's user impersonating ig-suite-dev). The cluster must not have the setec
 sandbox (RuntimeClass kata-fc), as kind has not (checked first): a trusted
 Component's pods are then admitted in-process and an untrusted one's denied
 (the hosted shape, the chart's default). The user of the kubeconfig must be
@@ -28,8 +30,9 @@ tests/e2e/test_cluster_suite_local.py runs this suite in the test command
 against the repository's test API server with the chart's objects installed and
 the Deployment played by processes of the binary (test_cluster_suite_previous.py
 with the previous release's chart); .github/workflows/e2e-kind.yml runs it
-against kind. Where that test API server cannot do what a test needs (RBAC and
-impersonation), the test skips, saying why. The explain case needs the binary
+against kind. The trust case skips, saying why, where the API server has
+neither RBAC nor impersonation and no non-admin kubeconfig is given (the local
+drivers give one). The explain case needs the binary
 as the kubectl plugin on PATH (kubectl-isolation_gate; the local drivers and
 the kind workflow put it there) and skips without it. Every wait is bounded;
 nothing asserts how long something took.
@@ -67,7 +70,9 @@ def settings():
         or os.path.expanduser("~/.kube/config")
     return {"kubeconfig": path, "context": os.environ.get("IG_KUBE_CONTEXT") or None,
             "release_namespace": os.environ.get("IG_RELEASE_NAMESPACE") or "isolation-gate-system",
-            "wait": float(os.environ.get("IG_SUITE_WAIT") or 120)}
+            "wait": float(os.environ.get("IG_SUITE_WAIT") or 120),
+            "nonadmin_kubeconfig": os.environ.get("IG_NONADMIN_KUBECONFIG") or None,
+            "nonadmin_user": os.environ.get("IG_NONADMIN_USER") or DEV_USER}
 
 
 def example(kind, name, namespace):
@@ -191,9 +196,10 @@ class InstalledCase(unittest.TestCase):
         binary = cls.kubectl_binary()
         if not os.access(binary, os.X_OK):
             raise unittest.SkipTest("kubectl not installed")
-        cmd = [binary, "--kubeconfig", cls.cfg["kubeconfig"]]
-        if cls.cfg["context"]:
-            cmd += ["--context", cls.cfg["context"]]
+        cmd = [binary]
+        if "--kubeconfig" not in args:  # another user's kubeconfig, given in args, comes with its own context
+            cmd += ["--kubeconfig", cls.cfg["kubeconfig"]] + (["--context", cls.cfg["context"]] if cls.cfg["context"]
+                                                               else [])
         if namespace:
             cmd += ["-n", namespace]
         cmd += list(args)
@@ -491,18 +497,19 @@ class Components(InstalledCase):
 
 class Trust(InstalledCase):
     """Loosening content_trust needs a trust admin (the chart's default: system:masters); tightening is anyone's.
-    As DEV_USER, impersonated (`kubectl --as`), granted Components in the scratch namespace by a Role (and
-    nothing else: `kubectl auth can-i` shows the impersonation is honoured)."""
+    As a user in no admin group: IG_NONADMIN_KUBECONFIG's user when given (IG_NONADMIN_USER names it), else
+    DEV_USER impersonated (`kubectl --as`), granted Components in the scratch namespace by a Role and nothing
+    else (`kubectl auth can-i` shows the impersonation is honoured)."""
 
-    def require_rbac(self):
+    def as_non_admin(self):
+        """(kubectl options acting as the non-admin user, its name)."""
+        if self.cfg["nonadmin_kubeconfig"]:
+            return ["--kubeconfig", self.cfg["nonadmin_kubeconfig"]], self.cfg["nonadmin_user"]
         if not (self.served("rbac.authorization.k8s.io", "v1", "roles")
                 and self.served("authorization.k8s.io", "v1", "selfsubjectaccessreviews")):
             self.skipTest("the API server serves no RBAC and no SelfSubjectAccessReview, so no user in no admin group "
-                          "can be granted Components and impersonated (kubectl --as): the repository's test API "
-                          "server serves neither and ignores Impersonate-User; test_attacks.py tests the trust guard "
-                          "there with a token per user")
-
-    def grant_components(self):
+                          "can be granted Components and impersonated (kubectl --as), and no IG_NONADMIN_KUBECONFIG "
+                          "was given")
         import kubernetes
         rbac = kubernetes.client.RbacAuthorizationV1Api(self.client)
         rbac.create_namespaced_role(self.ns, {
@@ -516,27 +523,28 @@ class Trust(InstalledCase):
                    lambda: self.can_i("patch", "components." + GROUP), self.cfg["wait"])
         # The impersonation is honoured: the user may do only what the Role grants (its impersonator may do more).
         self.assertFalse(self.can_i("create", "pods"))
+        return ["--as=" + DEV_USER], DEV_USER
 
     def can_i(self, verb, resource):
         p = self.kubectl("auth", "can-i", verb, resource, "--as=" + DEV_USER, namespace=self.ns)
         self.assertIn(p.stdout.strip(), ("yes", "no"), p.stderr)
         return p.stdout.strip() == "yes"
 
-    def patch_as_dev(self, name, trust):
-        return self.kubectl("patch", "component", name, "--as=" + DEV_USER, "--type=merge", "--dry-run=server",
+    def patch(self, who, name, trust):
+        """kubectl patch (a server dry run) of the Component's content_trust, as `who` (kubectl options)."""
+        return self.kubectl("patch", "component", name, "--type=merge", "--dry-run=server",
                             "-p", json.dumps({"spec": {"policy": {"content_trust": trust}}}),
-                            "-o", "jsonpath={.spec.policy.content_trust}", namespace=self.ns)
+                            "-o", "jsonpath={.spec.policy.content_trust}", *who, namespace=self.ns)
 
     def test_a_non_admin_may_not_loosen_trust_but_may_tighten_it(self):
-        self.require_rbac()
-        self.grant_components()
-        p = self.patch_as_dev("report-parser", "trusted")
+        who, user = self.as_non_admin()
+        p = self.patch(who, "report-parser", "trusted")
         self.assertNotEqual(p.returncode, 0, p.stdout)
         self.assertIn('admission webhook "components.validate.gibson.zeroroot.ai" denied the request', p.stderr)
         self.assertIn('changing Component "report-parser" in namespace "%s" content_trust from "untrusted" to '
                       '"trusted" would let its pods run outside a microVM, and user "%s" is not in a trust-admin group'
-                      % (self.ns, DEV_USER), p.stderr)
-        p = self.patch_as_dev("docs-indexer", "untrusted")
+                      % (self.ns, user), p.stderr)
+        p = self.patch(who, "docs-indexer", "untrusted")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stdout, "untrusted")
         # Dry runs: nothing changed.

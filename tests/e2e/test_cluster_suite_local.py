@@ -17,9 +17,9 @@ of the chart into kind, so the suite is proven before it meets kind
 
 The test API server serves no Deployments: this process registers them in
 its resource table (as test_explain.py does). The binary is put on PATH as the
-kubectl plugin (kubectl-isolation_gate). The trust case needs RBAC and
-impersonation, which the test API server has not: it skips there, saying why
-(test_attacks.py tests the trust guard against it with a token per user).
+kubectl plugin (kubectl-isolation_gate). The test API server has neither RBAC
+nor impersonation: the trust case acts as its non-admin user through a
+kubeconfig of its own (IG_NONADMIN_KUBECONFIG) instead of `kubectl --as`.
 test_cluster_suite_previous.py runs the suite on this install with the
 previous release's chart instead (install() with its render), as the workflow
 does before `helm upgrade`. Every wait is bounded.
@@ -59,6 +59,7 @@ contexts:
 """
 
 SUITE_TOKEN = "cluster-suite-token"
+NONADMIN_TOKEN = "cluster-suite-nonadmin-token"
 
 
 class _Installed(ti.InstallCase):
@@ -103,12 +104,18 @@ def install(docs=None):
         path = os.path.join(_install.tmp, "suite-kubeconfig")
         with open(path, "w") as f:
             f.write(KUBECONFIG % {"server": api.url, "ca": _install.api_ca, "token": SUITE_TOKEN})
+        # A user in no admin group, with a token of its own (the test API server impersonates nobody).
+        api.add_user(NONADMIN_TOKEN, suite.DEV_USER, ["system:authenticated"])
+        nonadmin = os.path.join(_install.tmp, "nonadmin-kubeconfig")
+        with open(nonadmin, "w") as f:
+            f.write(KUBECONFIG % {"server": api.url, "ca": _install.api_ca, "token": NONADMIN_TOKEN})
         # The binary as the kubectl plugin, as `cmake --install` puts it (kubectl-isolation_gate on PATH).
         bindir = os.path.join(_install.tmp, "bin")
         os.makedirs(bindir)
         os.symlink(h.BINARY, os.path.join(bindir, "kubectl-isolation_gate"))
         for key, value in (("IG_KUBECONFIG", path), ("IG_KUBE_CONTEXT", "suite"),
                            ("IG_RELEASE_NAMESPACE", ti.GATE_NS), ("IG_SUITE_WAIT", str(tc.WAIT)),
+                           ("IG_NONADMIN_KUBECONFIG", nonadmin), ("IG_NONADMIN_USER", suite.DEV_USER),
                            ("PATH", bindir + os.pathsep + os.environ.get("PATH", ""))):
             _saved_env[key] = os.environ.get(key)
             os.environ[key] = value
