@@ -41,23 +41,6 @@ from fake_apiserver import RESOURCES, Resource  # on sys.path through test_clust
 if not any(r.plural == "deployments" for r in RESOURCES):
     RESOURCES.append(Resource("apps", "v1", "deployments", "Deployment", True, True, ()))
 
-KUBECONFIG = """apiVersion: v1
-kind: Config
-current-context: suite
-clusters:
-- name: test-apiserver
-  cluster:
-    server: %(server)s
-    certificate-authority: %(ca)s
-users:
-- name: suite-admin
-  user:
-    token: %(token)s
-contexts:
-- name: suite
-  context: {cluster: test-apiserver, user: suite-admin}
-"""
-
 SUITE_TOKEN = "cluster-suite-token"
 NONADMIN_TOKEN = "cluster-suite-nonadmin-token"
 
@@ -101,19 +84,15 @@ def install(docs=None):
         tc.wait_until("both webhook configurations applied by the leader",
                       lambda: None not in _install.configurations())
         api.add_user(SUITE_TOKEN, "cluster-suite-admin", ["system:masters", "system:authenticated"])
-        path = os.path.join(_install.tmp, "suite-kubeconfig")
-        with open(path, "w") as f:
-            f.write(KUBECONFIG % {"server": api.url, "ca": _install.api_ca, "token": SUITE_TOKEN})
+        path = kubeconfig("suite", SUITE_TOKEN)
         # A user in no admin group, with a token of its own (the test API server impersonates nobody).
         api.add_user(NONADMIN_TOKEN, suite.DEV_USER, ["system:authenticated"])
-        nonadmin = os.path.join(_install.tmp, "nonadmin-kubeconfig")
-        with open(nonadmin, "w") as f:
-            f.write(KUBECONFIG % {"server": api.url, "ca": _install.api_ca, "token": NONADMIN_TOKEN})
+        nonadmin = kubeconfig("nonadmin", NONADMIN_TOKEN)
         # The binary as the kubectl plugin, as `cmake --install` puts it (kubectl-isolation_gate on PATH).
         bindir = os.path.join(_install.tmp, "bin")
         os.makedirs(bindir)
         os.symlink(h.BINARY, os.path.join(bindir, "kubectl-isolation_gate"))
-        for key, value in (("IG_KUBECONFIG", path), ("IG_KUBE_CONTEXT", "suite"),
+        for key, value in (("IG_KUBECONFIG", path), ("IG_KUBE_CONTEXT", "test"),
                            ("IG_RELEASE_NAMESPACE", ti.GATE_NS), ("IG_SUITE_WAIT", str(tc.WAIT)),
                            ("IG_NONADMIN_KUBECONFIG", nonadmin), ("IG_NONADMIN_USER", suite.DEV_USER),
                            ("PATH", bindir + os.pathsep + os.environ.get("PATH", ""))):
@@ -122,6 +101,17 @@ def install(docs=None):
     except BaseException:
         _install.doCleanups()
         raise
+
+
+def kubeconfig(name, token):
+    """test_cluster's kubeconfig for the test API server, as the user of `token`."""
+    token_file = os.path.join(_install.tmp, name + "-token")
+    with open(token_file, "w") as f:
+        f.write(token)  # no newline: python3-kubernetes sends the file's contents unstripped
+    path = os.path.join(_install.tmp, name + "-kubeconfig")
+    with open(path, "w") as f:
+        f.write(tc.KUBECONFIG % {"server": _install.api.url, "ca": _install.api_ca, "token": token_file})
+    return path
 
 
 def uninstall():
