@@ -120,6 +120,10 @@ struct ServeOptions {
   double kube_api_qps = kube::RateLimiter::kDefaultQps;
   std::size_t status_workers = 1;
   int kube_api_burst = kube::RateLimiter::kDefaultBurst;
+  // Admission's live Component GETs: a budget of their own (collapsed per
+  // Component, so a few distinct new Components at once at most).
+  double kube_lookup_qps = 10;
+  int kube_lookup_burst = 20;
   std::size_t kube_list_page_size = 5000;
   std::chrono::milliseconds kube_watch_silence{150'000};
   std::chrono::milliseconds sandbox_stale_after{300'000};
@@ -247,6 +251,16 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
       ->check(CLI::Range(0.0, 10000.0).description(""))
       ->type_name("QPS");
   app->add_option("--kube-api-burst", o.kube_api_burst, "cluster mode: Kubernetes API request burst")
+      ->check(CLI::Range(1, 10000).description(""))
+      ->type_name("N");
+  app->add_option("--kube-lookup-qps", o.kube_lookup_qps,
+                  "cluster mode: live GETs per second of Components that admission\n"
+                  "misses in the cache (a rate limit of their own: status writes,\n"
+                  "Events and watches never delay them; concurrent misses of one\n"
+                  "Component share one GET)")
+      ->check(CLI::Range(0.0, 10000.0).description(""))
+      ->type_name("QPS");
+  app->add_option("--kube-lookup-burst", o.kube_lookup_burst, "cluster mode: burst of those live GETs")
       ->check(CLI::Range(1, 10000).description(""))
       ->type_name("N");
   app->add_option("--status-workers", o.status_workers,
@@ -700,13 +714,20 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
   client_options.qps = o.kube_api_qps;
   client_options.burst = o.kube_api_burst;
   auto client = kube::HttpClient::make(*cluster_config, IG_VERSION, client_options);
+  // Admission's live GETs: their own rate limit, so a storm of status
+  // writes or Events never makes a review wait past its deadline.
+  kube::HttpClientOptions lookup_options;
+  lookup_options.tokens = tokens;
+  lookup_options.qps = o.kube_lookup_qps;
+  lookup_options.burst = o.kube_lookup_burst;
+  auto lookup = kube::HttpClient::make(*cluster_config, IG_VERSION, lookup_options);
   kube::HttpClientOptions control_options;
   control_options.tokens = tokens;
   control_options.request_timeout = o.renew_deadline;
   auto control = kube::HttpClient::make(*cluster_config, IG_VERSION, control_options);
-  if (!client || !control) {
+  if (!client || !control || !lookup) {
     config::log_error("cannot make the Kubernetes API client",
-                      {{"error", client ? control.error() : client.error()}});
+                      {{"error", !client ? client.error() : !control ? control.error() : lookup.error()}});
     return kExitBadInput;
   }
   const admission::GateSettings settings = gate_settings(o.gate, shape);
@@ -720,7 +741,7 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
   cluster_options.page_size = o.kube_list_page_size;
   cluster_options.watch_silence = o.kube_watch_silence;
   cluster_options.sandbox_stale_after = o.sandbox_stale_after;
-  controller::Cluster cluster(**client, cluster_options);
+  controller::Cluster cluster(**client, cluster_options, lookup->get());
 
   kube::EventRecorderOptions event_options;
   event_options.reporting_controller = "isolation-gate";
