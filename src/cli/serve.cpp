@@ -126,6 +126,7 @@ struct ServeOptions {
   int kube_lookup_burst = 20;
   std::size_t kube_list_page_size = 5000;
   std::chrono::milliseconds kube_watch_silence{150'000};
+  std::chrono::milliseconds kube_request_timeout{30'000};
   std::chrono::milliseconds sandbox_stale_after{300'000};
 };
 
@@ -276,6 +277,11 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
                   "transient response buffer; client-go uses 500)")
       ->check(CLI::Range(1, 100000).description(""))
       ->type_name("N");
+  add_duration_option(*app, "--kube-request-timeout", o.kube_request_timeout,
+                      "cluster mode: the longest a LIST, CREATE or PATCH of the caches,\n"
+                      "status, Events and evictions may wait for its answer (then it is\n"
+                      "retried: an Event create that landed meanwhile is not doubled);\n"
+                      "1s..10m");
   add_duration_option(*app, "--kube-watch-silence", o.kube_watch_silence,
                       "cluster mode: a cache's watch that delivers no byte for this long\n"
                       "is closed and reopened (the API server sends a bookmark about\n"
@@ -324,6 +330,8 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
     return usage_error("--webhook-template-configmap is for cluster mode with --cert-mode self-managed");
   }
   if (o.drain_delay > std::chrono::seconds(60)) return usage_error("--drain-delay must be at most 60s");
+  if (o.kube_request_timeout < std::chrono::seconds(1) || o.kube_request_timeout > std::chrono::minutes(10))
+    return usage_error("--kube-request-timeout must be between 1s and 10m");
   if (o.sandbox_stale_after.count() > 0 && o.kube_watch_silence.count() > 0 &&
       o.sandbox_stale_after <= o.kube_watch_silence)
     return usage_error("--sandbox-stale-after must be longer than --kube-watch-silence (or 0s)");
@@ -713,6 +721,7 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
   client_options.tokens = tokens;
   client_options.qps = o.kube_api_qps;
   client_options.burst = o.kube_api_burst;
+  client_options.request_timeout = o.kube_request_timeout;
   auto client = kube::HttpClient::make(*cluster_config, IG_VERSION, client_options);
   // Admission's live GETs: their own rate limit, so a storm of status
   // writes or Events never makes a review wait past its deadline.

@@ -9,7 +9,8 @@ the repository's test API server (tests/apiserver/fake_apiserver.py):
   drift reported) before the caches have synced, nor from the interim while
   a RuntimeClass scheduling edit has the Nodes listed again;
 - Events: a denial records one Event, repeats raise its series count, a dry
-  run records none;
+  run records none; a create whose answer came after the client's timeout is
+  one Event (its retry's 409 AlreadyExists is success);
 - drift: reported after a Component turns untrusted with the sandbox gone;
   eviction only with --evict-drifted, honouring a PodDisruptionBudget (429);
 - self-managed certificates: bootstrap fills caBundle in both webhook
@@ -342,6 +343,42 @@ class Events(OperatorCase):
         ns_event = self.events("MissingComponentLabel", namespace="default")[0]
         self.assertEqual(ns_event["regarding"]["kind"], "Namespace")
         self.assertEqual(ns_event["regarding"]["name"], NS)
+
+
+class EventCreateTimeout(OperatorCase):
+    def test_an_event_create_answered_after_the_client_gave_up_is_written_once(self):
+        # The first Event create is stored at once, its answer held past the
+        # client's 2 s request timeout: the retry (same name) meets it, 409.
+        path = r"^/apis/events\.k8s\.io/v1/namespaces/%s/events$" % NS
+        rule = self.api.add_delay(60, method="POST", path=path, count=1, answer=True)
+        self.addCleanup(self.api.clear_delays)
+        self.gate = self.gate_with("gate-a", extra=["--kube-request-timeout", "2s"])
+        self.api.delete("nodes", "node-1")
+        self.wait_decision("Deny", "the sandbox gone")
+        wait_until("the retried create answered 409 AlreadyExists",
+                   lambda: self.api.requests(method="POST", path=path, status=409))
+        self.api.clear_delays(rule)
+        events = self.events("SandboxUnavailable")
+        self.assertEqual(len(events), 1, events)
+        posts = self.api.requests(method="POST", path=path)
+        self.assertEqual(len(posts), 2, [(e["status"], e["seq"]) for e in posts])
+        # The recorder publishes its counts after the write: awaited, bounded.
+        wait_until("the Event counted created", lambda: self.events_total("created") == 1.0)
+        self.assertEqual(self.events_total("failed"), 0.0)
+        # The Event is ours: repeats go into its series, no second Event.
+        for _ in range(3):
+            self.assertEqual(self.decision()[0], "Deny")
+        wait_until("the series counts the repeats",
+                   lambda: (self.events("SandboxUnavailable")[0].get("series") or {}).get("count", 0) >= 2)
+        self.assertEqual(len(self.events("SandboxUnavailable")), 1)
+        self.assertEqual(len(self.api.requests(method="POST", path=path)), 2)
+        self.assertEqual(self.events_total("created"), 1.0)
+
+    def events_total(self, result):
+        for line in self.gate.metrics().splitlines():
+            if line.startswith('isolation_gate_events_total{result="%s"}' % result):
+                return float(line.rsplit(" ", 1)[1])
+        return None
 
 
 class Drift(OperatorCase):
