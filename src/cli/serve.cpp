@@ -115,6 +115,7 @@ struct ServeOptions {
   std::chrono::milliseconds lease_duration{15'000}, renew_deadline{10'000}, retry_period{2'000};
   bool evict_drifted = false;
   double evict_rate = 10;  // per minute
+  std::chrono::milliseconds drift_eviction_settle{60'000};
   std::chrono::milliseconds cert_validity{std::chrono::hours(24 * 365)};
   std::chrono::milliseconds ca_validity{std::chrono::hours(24 * 365 * 10)};
   double kube_api_qps = kube::RateLimiter::kDefaultQps;
@@ -248,6 +249,9 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
   app->add_option("--evict-rate", o.evict_rate, "--evict-drifted: evictions per minute at most")
       ->check(CLI::Range(0.1, 10000.0).description(""))
       ->type_name("N");
+  add_duration_option(*app, "--drift-eviction-settle", o.drift_eviction_settle,
+                      "--evict-drifted: a pod is evicted only once it has stayed drifted\n"
+                      "this long (a passing state evicts nothing; 0s: at once)");
   app->add_option("--kube-api-qps", o.kube_api_qps, "cluster mode: Kubernetes API requests per second")
       ->check(CLI::Range(0.0, 10000.0).description(""))
       ->type_name("QPS");
@@ -761,6 +765,7 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
   controller::OperatorOptions operator_options;
   operator_options.evict = o.evict_drifted;
   operator_options.evict_per_minute = o.evict_rate;
+  operator_options.drift.evict_settle = o.drift_eviction_settle;
   operator_options.status.workers = o.status_workers;
   operator_options.log = log_adapter;
   operator_options.gate = settings;

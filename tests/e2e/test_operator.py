@@ -12,7 +12,8 @@ the repository's test API server (tests/apiserver/fake_apiserver.py):
   run records none; a create whose answer came after the client's timeout is
   one Event (its retry's 409 AlreadyExists is success);
 - drift: reported after a Component turns untrusted with the sandbox gone;
-  eviction only with --evict-drifted, honouring a PodDisruptionBudget (429);
+  eviction only with --evict-drifted, honouring a PodDisruptionBudget (429),
+  and only once a pod has stayed drifted for --drift-eviction-settle;
 - self-managed certificates: bootstrap fills caBundle in both webhook
   configurations, rotation every few seconds with a client verifying against
   the published caBundle sees no failure, an edited-away caBundle comes back.
@@ -420,7 +421,7 @@ class Drift(OperatorCase):
 
 
 class Eviction(OperatorCase):
-    extra = ["--evict-drifted", "--evict-rate", "600"]
+    extra = ["--evict-drifted", "--evict-rate", "600", "--drift-eviction-settle", "0s"]
 
     def test_less_safe_pods_are_evicted_through_the_eviction_api_honouring_a_pdb(self):
         a = self.gate_with("gate-a")
@@ -457,6 +458,30 @@ class Eviction(OperatorCase):
             if line.startswith('isolation_gate_evictions_total{result="%s"}' % result):
                 return float(line.rsplit(" ", 1)[1])
         return 0.0
+
+
+class EvictionSettle(OperatorCase):
+    extra = ["--evict-drifted", "--evict-rate", "600", "--drift-eviction-settle", "6s"]
+
+    def test_a_drifted_pod_is_evicted_only_once_it_stayed_drifted_for_the_settle_time(self):
+        a = self.gate_with("gate-a")
+        self.wait_leader(a, "alone")
+        mark = self.api.request_mark()
+        # report-parser is untrusted and the sandbox is there: a pod outside it is less safe.
+        self.api.create("pods", running_pod("parser-0", "report-parser"))
+        wait_until("the pass that first saw it drifted",
+                   lambda: Drift.drifted_metric(self, a, "report-parser") == 1.0)
+        self.assertEqual(self.api.requests(since=mark, method="POST", path=r"/pods/parser-0/eviction$"), [],
+                         "evicted at the pass that first saw it drifted")
+        self.assertIsNotNone(self.api.get("pods", "parser-0", namespace=NS))
+        # Still drifted once the settle time is over: evicted.
+        wait_until("evicted after the settle time", lambda: self.api.get("pods", "parser-0", namespace=NS) is None,
+                   timeout=40 * h.SLOWDOWN)
+        wait_until("the eviction counted", lambda: Eviction._evictions(self, a, "evicted") >= 1)
+        self.assertEqual(len(self.api.requests(since=mark, method="POST", path=r"/pods/parser-0/eviction$")), 1)
+        drifted = [e for e in self.events("PodDrifted") if e["regarding"]["name"] == "report-parser"]
+        self.assertTrue(drifted)
+        self.assertIn("--drift-eviction-settle 6s", drifted[0]["note"])
 
 
 class SelfManagedCertificates(OperatorCase):
