@@ -115,13 +115,19 @@ struct ServeOptions {
   std::chrono::milliseconds lease_duration{15'000}, renew_deadline{10'000}, retry_period{2'000};
   bool evict_drifted = false;
   double evict_rate = 10;  // per minute
+  std::chrono::milliseconds drift_eviction_settle{60'000};
   std::chrono::milliseconds cert_validity{std::chrono::hours(24 * 365)};
   std::chrono::milliseconds ca_validity{std::chrono::hours(24 * 365 * 10)};
   double kube_api_qps = kube::RateLimiter::kDefaultQps;
   std::size_t status_workers = 1;
   int kube_api_burst = kube::RateLimiter::kDefaultBurst;
+  // Admission's live Component GETs: a budget of their own (collapsed per
+  // Component, so a few distinct new Components at once at most).
+  double kube_lookup_qps = 10;
+  int kube_lookup_burst = 20;
   std::size_t kube_list_page_size = 5000;
   std::chrono::milliseconds kube_watch_silence{150'000};
+  std::chrono::milliseconds kube_request_timeout{30'000};
   std::chrono::milliseconds sandbox_stale_after{300'000};
 };
 
@@ -243,10 +249,23 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
   app->add_option("--evict-rate", o.evict_rate, "--evict-drifted: evictions per minute at most")
       ->check(CLI::Range(0.1, 10000.0).description(""))
       ->type_name("N");
+  add_duration_option(*app, "--drift-eviction-settle", o.drift_eviction_settle,
+                      "--evict-drifted: a pod is evicted only once it has stayed drifted\n"
+                      "this long (a passing state evicts nothing; 0s: at once)");
   app->add_option("--kube-api-qps", o.kube_api_qps, "cluster mode: Kubernetes API requests per second")
       ->check(CLI::Range(0.0, 10000.0).description(""))
       ->type_name("QPS");
   app->add_option("--kube-api-burst", o.kube_api_burst, "cluster mode: Kubernetes API request burst")
+      ->check(CLI::Range(1, 10000).description(""))
+      ->type_name("N");
+  app->add_option("--kube-lookup-qps", o.kube_lookup_qps,
+                  "cluster mode: live GETs per second of Components that admission\n"
+                  "misses in the cache (a rate limit of their own: status writes,\n"
+                  "Events and watches never delay them; concurrent misses of one\n"
+                  "Component share one GET)")
+      ->check(CLI::Range(0.0, 10000.0).description(""))
+      ->type_name("QPS");
+  app->add_option("--kube-lookup-burst", o.kube_lookup_burst, "cluster mode: burst of those live GETs")
       ->check(CLI::Range(1, 10000).description(""))
       ->type_name("N");
   app->add_option("--status-workers", o.status_workers,
@@ -262,6 +281,11 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
                   "transient response buffer; client-go uses 500)")
       ->check(CLI::Range(1, 100000).description(""))
       ->type_name("N");
+  add_duration_option(*app, "--kube-request-timeout", o.kube_request_timeout,
+                      "cluster mode: the longest a LIST, CREATE or PATCH of the caches,\n"
+                      "status, Events and evictions may wait for its answer (then it is\n"
+                      "retried: an Event create that landed meanwhile is not doubled);\n"
+                      "1s..10m");
   add_duration_option(*app, "--kube-watch-silence", o.kube_watch_silence,
                       "cluster mode: a cache's watch that delivers no byte for this long\n"
                       "is closed and reopened (the API server sends a bookmark about\n"
@@ -310,6 +334,8 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
     return usage_error("--webhook-template-configmap is for cluster mode with --cert-mode self-managed");
   }
   if (o.drain_delay > std::chrono::seconds(60)) return usage_error("--drain-delay must be at most 60s");
+  if (o.kube_request_timeout < std::chrono::seconds(1) || o.kube_request_timeout > std::chrono::minutes(10))
+    return usage_error("--kube-request-timeout must be between 1s and 10m");
   if (o.sandbox_stale_after.count() > 0 && o.kube_watch_silence.count() > 0 &&
       o.sandbox_stale_after <= o.kube_watch_silence)
     return usage_error("--sandbox-stale-after must be longer than --kube-watch-silence (or 0s)");
@@ -699,14 +725,22 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
   client_options.tokens = tokens;
   client_options.qps = o.kube_api_qps;
   client_options.burst = o.kube_api_burst;
+  client_options.request_timeout = o.kube_request_timeout;
   auto client = kube::HttpClient::make(*cluster_config, IG_VERSION, client_options);
+  // Admission's live GETs: their own rate limit, so a storm of status
+  // writes or Events never makes a review wait past its deadline.
+  kube::HttpClientOptions lookup_options;
+  lookup_options.tokens = tokens;
+  lookup_options.qps = o.kube_lookup_qps;
+  lookup_options.burst = o.kube_lookup_burst;
+  auto lookup = kube::HttpClient::make(*cluster_config, IG_VERSION, lookup_options);
   kube::HttpClientOptions control_options;
   control_options.tokens = tokens;
   control_options.request_timeout = o.renew_deadline;
   auto control = kube::HttpClient::make(*cluster_config, IG_VERSION, control_options);
-  if (!client || !control) {
+  if (!client || !control || !lookup) {
     config::log_error("cannot make the Kubernetes API client",
-                      {{"error", client ? control.error() : client.error()}});
+                      {{"error", !client ? client.error() : !control ? control.error() : lookup.error()}});
     return kExitBadInput;
   }
   const admission::GateSettings settings = gate_settings(o.gate, shape);
@@ -720,7 +754,7 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
   cluster_options.page_size = o.kube_list_page_size;
   cluster_options.watch_silence = o.kube_watch_silence;
   cluster_options.sandbox_stale_after = o.sandbox_stale_after;
-  controller::Cluster cluster(**client, cluster_options);
+  controller::Cluster cluster(**client, cluster_options, lookup->get());
 
   kube::EventRecorderOptions event_options;
   event_options.reporting_controller = "isolation-gate";
@@ -731,6 +765,7 @@ int serve_cluster(ServeOptions o, Clock::time_point started) {
   controller::OperatorOptions operator_options;
   operator_options.evict = o.evict_drifted;
   operator_options.evict_per_minute = o.evict_rate;
+  operator_options.drift.evict_settle = o.drift_eviction_settle;
   operator_options.status.workers = o.status_workers;
   operator_options.log = log_adapter;
   operator_options.gate = settings;

@@ -49,13 +49,75 @@ std::string FreshSandbox::describe() const {
   return sandbox_.describe();
 }
 
+namespace {
+// Remembered answers at most (each a key and a shared Component); past it,
+// expired ones are dropped, and a new answer is not remembered while none
+// has expired (misses then each make their GET, collapsed while in flight).
+constexpr std::size_t kMaxRemembered = 4096;
+}  // namespace
+
 admission::LookupResult ClusterComponents::find(std::string_view ns, std::string_view name) const {
   using Status = admission::LookupResult::Status;
   if (auto cached = store_.find(kube::object_key(ns, name))) {
     // Aliasing: the Component inside the cached record, sharing its lifetime.
     return {Status::Found, std::shared_ptr<const model::Component>(cached, &cached->component), {}};
   }
-  // Not cached (yet): one bounded live GET before calling it unknown.
+  // Not cached (yet): one bounded live GET before calling it unknown, shared
+  // by every miss of the same Component meanwhile and remembered briefly.
+  const std::string key = kube::object_key(ns, name);
+  std::shared_ptr<Flight> flight;
+  {
+    std::unique_lock lock(flights_mu_);
+    const auto now = now_();
+    if (auto r = remembered_.find(key); r != remembered_.end()) {
+      if (now < r->second.until) {
+        shared_.fetch_add(1, std::memory_order_relaxed);
+        return r->second.result;
+      }
+      remembered_.erase(r);
+    }
+    if (auto f = in_flight_.find(key); f != in_flight_.end()) {
+      flight = f->second;
+      shared_.fetch_add(1, std::memory_order_relaxed);
+      // The GET in flight is bounded by the same timeout: this wait ends
+      // with its answer, or fails closed.
+      if (!flights_cv_.wait_for(lock, timeout_, [&] { return flight->done; })) {
+        std::string error = "the Kubernetes API did not answer within " + std::to_string(timeout_.count()) +
+                            "ms (waiting for the GET of another review)";
+        lock.unlock();
+        note_error(ns, name, error);
+        return {Status::Error, nullptr, std::move(error)};
+      }
+      return flight->result;
+    }
+    flight = std::make_shared<Flight>();
+    in_flight_.emplace(key, flight);
+  }
+  admission::LookupResult result;
+  try {
+    result = fetch(ns, name);
+  } catch (const std::exception& e) {  // never leave the flight unfinished: its waiters fail closed
+    result = {Status::Error, nullptr, std::string("Component lookup failed: ") + e.what()};
+  }
+  {
+    std::lock_guard lock(flights_mu_);
+    flight->result = result;
+    flight->done = true;
+    in_flight_.erase(key);
+    if (remember_.count() > 0 && result.status != Status::Error) {
+      const auto now = now_();
+      if (remembered_.size() >= kMaxRemembered) {
+        std::erase_if(remembered_, [&](const auto& e) { return e.second.until <= now; });
+      }
+      if (remembered_.size() < kMaxRemembered) remembered_[key] = {result, now + remember_};
+    }
+  }
+  flights_cv_.notify_all();
+  return result;
+}
+
+admission::LookupResult ClusterComponents::fetch(std::string_view ns, std::string_view name) const {
+  using Status = admission::LookupResult::Status;
   live_gets_.fetch_add(1, std::memory_order_relaxed);
   auto got = client_.get(kube::object_path(kComponents, ns, name), timeout_);
   if (!got) {
@@ -91,7 +153,7 @@ void ClusterComponents::note_error(std::string_view ns, std::string_view name, s
                    std::string(error));
 }
 
-Cluster::Cluster(kube::Client& client, ClusterOptions options)
+Cluster::Cluster(kube::Client& client, ClusterOptions options, kube::Client* lookup_client)
     : client_(client),
       options_(std::move(options)),
       components_(decode_component_record,
@@ -101,8 +163,8 @@ Cluster::Cluster(kube::Client& client, ClusterOptions options)
       runtime_classes_(decode_runtime_class, [this](std::string_view) { recompute_sandbox(); }),
       nodes_([this](const nlohmann::json& o) { return decode_node_fit(o, *projection()); },
              [this](std::string_view) { recompute_sandbox(); }),
-      lookup_(components_, client_, options_.lookup_timeout, options_.lookup_error_log_interval,
-              options_.log) {
+      lookup_(components_, lookup_client != nullptr ? *lookup_client : client_, options_.lookup_timeout,
+              options_.lookup_error_log_interval, options_.log, options_.lookup_remember) {
   auto reflector = [this](std::string name, const kube::Resource& r, kube::ReflectorSink& sink) {
     kube::ReflectorOptions o;
     o.name = std::move(name);
@@ -232,8 +294,12 @@ void Cluster::write_metrics(prometheus::TextWriter& out, std::span<const CacheVi
              "Nodes that can run the setec RuntimeClass now.");
   out.sample("isolation_gate_sandbox_capable_nodes", {}, std::uint64_t{sandbox_.capable_nodes()});
   out.family("isolation_gate_component_live_gets_total", Type::Counter,
-             "Component lookups that missed the cache and asked the API server.");
+             "Live GETs of Components that missed the cache (concurrent misses of one share one).");
   out.sample("isolation_gate_component_live_gets_total", {}, lookup_.live_gets());
+  out.family("isolation_gate_component_lookups_shared_total", Type::Counter,
+             "Component cache misses answered by another miss's live GET (in flight, or its answer "
+             "remembered for a second) instead of a GET of their own.");
+  out.sample("isolation_gate_component_lookups_shared_total", {}, lookup_.shared());
   out.family("isolation_gate_component_lookup_errors_total", Type::Counter,
              "Component lookups that missed the cache and whose live GET failed (the pod is denied).");
   out.sample("isolation_gate_component_lookup_errors_total", {}, lookup_.lookup_errors());

@@ -16,6 +16,15 @@
 //    error counts in isolation_gate_component_lookup_errors_total and is
 //    logged ("warn") at most once per `lookup_error_log_interval`, the line
 //    saying how many failed since the last one (never one line per request).
+//  - Live GETs are collapsed (singleflight): concurrent misses of one
+//    (namespace, name) wait for the one GET in flight, at most
+//    `lookup_timeout`, and share its answer, an error included. A Found or
+//    NotFound answer is remembered for `lookup_remember` (default 1 s; the
+//    cache, read first, serves a Component once its watch delivers it), an
+//    error never. So 100 reviews of a just-created Component cost one GET,
+//    not 100 of the shared rate limit. The GETs go through `lookup_client`
+//    when given (serve: a client with its own rate limit, --kube-lookup-qps),
+//    so status writes, Events and watches never queue ahead of them.
 //  - sandbox() is recomputed by controller::assess_sandbox on every
 //    RuntimeClass or Node event, so a change reaches decisions as soon as its
 //    watch event arrives; until the caches have synced it reads unavailable.
@@ -50,7 +59,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -79,6 +90,7 @@ struct ClusterOptions {
   std::string runtime_class;       // --runtime-class
   policy::DeploymentShape shape{};  // GIBSON_UNTRUSTED_EXEC
   std::chrono::milliseconds lookup_timeout{2000};
+  std::chrono::milliseconds lookup_remember{1000};  // a live GET's Found/NotFound; 0: not remembered
   std::chrono::milliseconds lookup_error_log_interval{10'000};
   std::size_t page_size = 500;
   std::chrono::seconds watch_timeout{300};
@@ -143,15 +155,35 @@ class FreshSandbox final : public admission::SandboxView {
 class ClusterComponents final : public admission::ComponentLookup {
  public:
   using LogFn = std::function<void(std::string_view level, std::string_view message)>;
+  using NowFn = std::function<std::chrono::steady_clock::time_point()>;
   ClusterComponents(const kube::Store<ComponentRecord>& store, kube::Client& client,
                     std::chrono::milliseconds timeout, std::chrono::milliseconds log_interval = {},
-                    LogFn log = {})
-      : store_(store), client_(client), timeout_(timeout), log_interval_(log_interval), log_(std::move(log)) {}
+                    LogFn log = {}, std::chrono::milliseconds remember = std::chrono::milliseconds(1000),
+                    NowFn now = {})
+      : store_(store),
+        client_(client),
+        timeout_(timeout),
+        log_interval_(log_interval),
+        log_(std::move(log)),
+        remember_(remember),
+        now_(now ? std::move(now) : NowFn([] { return std::chrono::steady_clock::now(); })) {}
   admission::LookupResult find(std::string_view ns, std::string_view name) const override;
+  // GETs made (one per collapsed group of misses).
   std::uint64_t live_gets() const noexcept { return live_gets_.load(std::memory_order_relaxed); }
   std::uint64_t lookup_errors() const noexcept { return lookup_errors_.load(std::memory_order_relaxed); }
+  // Misses answered by another's GET: one in flight, or a remembered answer.
+  std::uint64_t shared() const noexcept { return shared_.load(std::memory_order_relaxed); }
 
  private:
+  struct Flight {
+    bool done = false;
+    admission::LookupResult result;
+  };
+  struct Remembered {
+    admission::LookupResult result;
+    std::chrono::steady_clock::time_point until;
+  };
+  admission::LookupResult fetch(std::string_view ns, std::string_view name) const;
   void note_error(std::string_view ns, std::string_view name, std::string_view error) const;
 
   const kube::Store<ComponentRecord>& store_;
@@ -159,8 +191,15 @@ class ClusterComponents final : public admission::ComponentLookup {
   std::chrono::milliseconds timeout_;
   std::chrono::milliseconds log_interval_;
   LogFn log_;
+  std::chrono::milliseconds remember_;
+  NowFn now_;
   mutable std::atomic<std::uint64_t> live_gets_{0};
   mutable std::atomic<std::uint64_t> lookup_errors_{0};
+  mutable std::atomic<std::uint64_t> shared_{0};
+  mutable std::mutex flights_mu_;  // guards the three below
+  mutable std::condition_variable flights_cv_;
+  mutable std::map<std::string, std::shared_ptr<Flight>, std::less<>> in_flight_;  // object key
+  mutable std::map<std::string, Remembered, std::less<>> remembered_;              // object key
   mutable std::mutex log_mu_;  // guards the two below
   mutable std::chrono::steady_clock::time_point last_log_{};
   mutable std::uint64_t errors_at_last_log_ = 0;
@@ -168,7 +207,9 @@ class ClusterComponents final : public admission::ComponentLookup {
 
 class Cluster {
  public:
-  Cluster(kube::Client& client, ClusterOptions options);
+  // `lookup_client`: the client of components()' live GETs (not owned;
+  // nullptr: `client`).
+  Cluster(kube::Client& client, ClusterOptions options, kube::Client* lookup_client = nullptr);
   ~Cluster();
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;

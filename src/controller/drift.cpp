@@ -264,6 +264,17 @@ WouldDenyCounts DriftAudit::would_deny() const {
   return audit_counts_;
 }
 
+void DriftSettle::observe(const std::set<std::string, std::less<>>& uids, time_point now) {
+  std::erase_if(first_seen_, [&](const auto& e) { return !uids.contains(e.first); });
+  for (const auto& uid : uids) first_seen_.try_emplace(uid, now);
+}
+
+std::optional<DriftSettle::time_point> DriftSettle::evictable_at(std::string_view uid) const {
+  auto it = first_seen_.find(uid);
+  if (it == first_seen_.end()) return std::nullopt;
+  return it->second + settle_;
+}
+
 void DriftAudit::run() {
   auto last_pass = Clock::now() - options_.resync;
   std::unique_lock lock(mu_);
@@ -342,13 +353,25 @@ void DriftAudit::pass() {
         newly.push_back(f);
       }
     }
+    // The settle time runs per pod uid from the first pass that saw it drift.
+    const auto now = Clock::now();
+    const auto settle_key = [](const std::string& pod_key, const DriftedPod& d) { return d.uid.empty() ? pod_key : d.uid; };
+    std::set<std::string, std::less<>> less_safe;
+    for (const auto& [key, d] : drifted) {
+      if (d.drift == Drift::LessSafe) less_safe.insert(settle_key(key, d));
+    }
+    settle_.observe(less_safe, now);
     for (auto it = evict_after_.begin(); it != evict_after_.end();) {
       auto now_drifted = drifted.find(it->first);
-      it = now_drifted == drifted.end() || now_drifted->second.drift != Drift::LessSafe ? evict_after_.erase(it)
-                                                                                        : std::next(it);
+      auto was = drifted_pods_.find(it->first);
+      const bool same_pod = now_drifted != drifted.end() && now_drifted->second.drift == Drift::LessSafe &&
+                            (was == drifted_pods_.end() || was->second.uid == now_drifted->second.uid);
+      it = same_pod ? std::next(it) : evict_after_.erase(it);
     }
     for (const auto& [key, d] : drifted) {
-      if (d.drift == Drift::LessSafe && !evict_after_.count(key)) evict_after_[key] = Clock::now();
+      if (d.drift == Drift::LessSafe && !evict_after_.count(key)) {
+        evict_after_[key] = settle_.evictable_at(settle_key(key, d)).value_or(now);
+      }
     }
     counts_ = std::move(counts);
     drifted_pods_ = std::move(drifted);
@@ -361,7 +384,9 @@ void DriftAudit::pass() {
                              (f.pod.runtime_class.empty() ? std::string("none") : quote(f.pod.runtime_class)) +
                              ")" +
                              (f.drift == Drift::LessSafe
-                                  ? (options_.evict ? "; it will be evicted" : "; recreate it, or run with --evict-drifted")
+                                  ? (options_.evict ? "; it will be evicted if it still is after the settle time (--drift-eviction-settle " +
+                                                       std::to_string(options_.evict_settle.count() / 1000) + "s)"
+                                                 : "; recreate it, or run with --evict-drifted")
                                   : "; it is safe where it is and is not evicted");
     record_event(*f.record, "PodDrifted", "Audit", note);
     if (options_.log) options_.log("warn", "drift: Component " + kube::object_key(f.pod.namespace_, f.pod.component) + ": " + note);

@@ -31,6 +31,11 @@
 //    bucket, burst 1); 429 (a PDB) retries that pod after Retry-After (else
 //    `evict_retry`); 404 forgets it. Each eviction is an Event (reason
 //    Evicted) and a counter. Elsewhere pods are never evicted.
+//  - Settle time: a pod is evicted only once it has stayed LessSafe for
+//    `evict_settle` (--drift-eviction-settle, default 60 s) since the pass
+//    that first saw it so (DriftSettle, per pod uid: a pod that stops
+//    drifting, or goes, is forgotten and starts again), so a transient state
+//    (a Node flapping, an edit undone) evicts nothing.
 //  - Audit namespaces (gibson.zeroroot.ai/isolation=audit; docs/operations.md,
 //    "Audit before enforcing"): each pass also judges every running pod of
 //    every audit namespace, labelled or not, with admission's own rules
@@ -90,6 +95,25 @@ inline constexpr kube::Resource kPods{"", "v1", "pods", "Pod", true};
 enum class Drift : std::uint8_t { None, LessSafe, Elsewhere };
 Drift classify_drift(policy::Decision decision, bool on_sandbox) noexcept;
 
+// When each drifted pod may be evicted: `settle` after the pass that first
+// saw it drifted, per pod uid. Plain data, no clock: the caller passes the
+// time of each pass.
+class DriftSettle {
+ public:
+  using time_point = std::chrono::steady_clock::time_point;
+  explicit DriftSettle(std::chrono::milliseconds settle) : settle_(settle) {}
+  // One pass: `uids` are the pods drifted (LessSafe) now; every other uid is
+  // forgotten (no longer drifted, or gone).
+  void observe(const std::set<std::string, std::less<>>& uids, time_point now);
+  // First seen drifted + settle; nullopt when not drifted at the last pass.
+  std::optional<time_point> evictable_at(std::string_view uid) const;
+  std::size_t size() const noexcept { return first_seen_.size(); }
+
+ private:
+  std::chrono::milliseconds settle_;
+  std::map<std::string, time_point, std::less<>> first_seen_;
+};
+
 struct PodPlacement {
   std::string namespace_, name, uid;
   std::string component;      // the label's value
@@ -146,6 +170,7 @@ struct DriftOptions {
   std::chrono::milliseconds min_interval{200};
   std::chrono::milliseconds resync{30'000};
   std::chrono::milliseconds evict_retry{10'000};
+  std::chrono::milliseconds evict_settle{60'000};  // --drift-eviction-settle
   std::size_t page_size = 500;
   std::chrono::seconds watch_timeout{300};
   kube::BackoffPolicy backoff;
@@ -248,6 +273,7 @@ class DriftAudit {
   std::map<std::string, std::size_t, std::less<>> counts_;   // component key -> drifted pods
   std::map<std::string, DriftedPod> drifted_pods_;            // pod key -> why
   std::map<std::string, std::chrono::steady_clock::time_point> evict_after_;  // pod key -> not before
+  DriftSettle settle_{options_.evict_settle};                                // under mu_
   std::chrono::steady_clock::time_point next_evict_try_{};  // when the rate limit has a token again
   struct AuditDenied {
     std::string uid;

@@ -447,6 +447,17 @@ void EventRecorder::run() {
         return;
       }
       const ApiError& e = r.failure();
+      if (create && e.conflict() && e.reason == "AlreadyExists") {
+        // Our Event, by its name: an earlier attempt of this create landed
+        // though its answer never came (a timeout). Written, not a new Event
+        // and not an error (client-go's recorders: AlreadyExists on a create
+        // is not retried, not reported).
+        x.live = true;
+        x.written = count;
+        ++s.counts.created;
+        if (recreate) ++s.counts.recreated;
+        return;
+      }
       if (!create && e.not_found() && !recreate) {
         // The Event was garbage collected (or deleted): a new one carries the series.
         create = true;

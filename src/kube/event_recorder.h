@@ -30,7 +30,11 @@
 //        count and written with the next series update, once a token is there.
 //     -> failures: retriable (ApiError::retriable()) retried with backoff a
 //        few times, then dropped; others dropped at once; both counted in
-//        send_errors and logged once per distinct error.
+//        send_errors and logged once per distinct error. A create's retry
+//        keeps the Event's name, and a create answered 409 AlreadyExists is a
+//        success (the earlier attempt landed though its answer was lost, e.g.
+//        a timeout): counted once in `created`, no second Event, no error
+//        (client-go's tools/record and tools/events recordEvent).
 //
 // Contract:
 //  - record() never blocks on I/O and never waits for the worker: it copies the

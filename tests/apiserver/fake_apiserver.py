@@ -2415,11 +2415,13 @@ class FakeApiServer:
         with self._lock:
             return [r.describe() for r in self._faults]
 
-    def add_delay(self, seconds, method=None, path=None, query=None, watch=None, count=None):
+    def add_delay(self, seconds, method=None, path=None, query=None, watch=None, count=None, answer=False):
         """Delays matching requests by `seconds` before answering (count: None = every one); clearing the
-        rule releases the requests it holds at once (so a test can hold one until it has looked)."""
+        rule releases the requests it holds at once (so a test can hold one until it has looked).
+        answer=True: the request is carried out at once (a write is stored, watchers see it) and only its
+        answer is held: a client that times out meanwhile has had its write landed."""
         return self._add_rule(self._delays, method=method, path=path, query=query, watch=watch, count=count,
-                              seconds=float(seconds), released=threading.Event())
+                              seconds=float(seconds), released=threading.Event(), answer=bool(answer))
 
     def clear_delays(self, rule_id=None):
         with self._lock:
@@ -2707,6 +2709,10 @@ class FakeApiServer:
         return h.rfile.read(n) if n > 0 else b""
 
     def _send(self, h, code, body, content_type="application/json", headers=None, entry=None):
+        hold, h.ig_hold_answer = getattr(h, "ig_hold_answer", None), None
+        if hold is not None and self._hold(hold):      # add_delay(answer=True): done, answered late
+            h.close_connection = True
+            return
         if isinstance(body, (dict, list)):
             body = dumps(body)
         if entry is not None:
@@ -2812,7 +2818,8 @@ class FakeApiServer:
             self._set_status(entry, 0)
             return
         delay = self._match_rules(self._delays, h.command, path, raw_query, is_watch)
-        if delay is not None and self._hold(delay):
+        h.ig_hold_answer = delay if delay is not None and delay.extra.get("answer") else None
+        if delay is not None and h.ig_hold_answer is None and self._hold(delay):
             h.close_connection = True
             return
         fault = self._match_rules(self._faults, h.command, path, raw_query, is_watch)

@@ -915,6 +915,26 @@ class TestFaultsAndAuth(Base):
         self.assertFalse(t.is_alive(), "the held request was not released")
         self.assertEqual(got, [200])
 
+    def test_a_delayed_answer_is_held_after_the_write_is_stored(self):
+        rule = self.server.add_delay(60.0, method="POST", path="/configmaps$", count=1, answer=True)
+        got = []
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late"}}
+        t = threading.Thread(target=lambda: got.append(
+            self.raw("POST", "/api/v1/namespaces/default/configmaps", body=body)[0]))
+        t.start()
+        self.server.wait_for_request(method="POST", path="/configmaps$", timeout=5)
+        # Stored, its answer still held: a retry of the create meets the object.
+        deadline = time.monotonic() + 5
+        while self.server.get("configmaps", "late", namespace="default") is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertIsNotNone(self.server.get("configmaps", "late", namespace="default"))
+        self.assertEqual(got, [])
+        self.assertEqual(self.raw("POST", "/api/v1/namespaces/default/configmaps", body=body)[0], 409)
+        self.server.clear_delays(rule)
+        t.join(10)  # bounded; far below the rule's 60 s
+        self.assertFalse(t.is_alive(), "the held answer was not released")
+        self.assertEqual(got, [201])
+
     def test_go_away_and_come_back_on_the_same_port(self):
         port = self.server.port
         w = RawWatch(self.server, "/api/v1/nodes?watch=1", self.token).start()

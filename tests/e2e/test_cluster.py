@@ -13,6 +13,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -190,9 +191,9 @@ class Decisions(ClusterCase):
         self.wait_decision("RequireSetec", "customer-isolation")
 
     def test_a_component_missing_from_the_cache_is_fetched_live(self):
-        # Keep the Component cache from seeing the new one: its watch is down.
-        self.api.inject_fault(500, path=r"/components", watch=True, count=None)
-        self.api.drop_watches("components")
+        # Keep the Component cache from seeing the new one: its watch holds its events.
+        self.api.wait_for_watch("components", timeout=WAIT)
+        self.api.set_watch_silence("components")
         pod = h.make_pod(name="late-0", component="late-tool")
         # The pod's first request comes before its Component exists: unknown.
         first = self.gate.review("/mutate/pods", h.pod_review(pod))["response"]
@@ -200,8 +201,9 @@ class Decisions(ClusterCase):
         self.assertIn("does not exist", first["status"]["message"])
         self.api.create("components", component("late-tool", "untrusted"))
         mark = self.api.request_mark()
-        r = self.gate.review("/mutate/pods", h.pod_review(pod))["response"]
-        self.assertTrue(r["allowed"], r)
+        # The NotFound is remembered for at most a second: then a new GET finds it.
+        r = wait_until("the new Component found by a live GET", lambda: (
+            lambda r: r if r["allowed"] else None)(self.gate.review("/mutate/pods", h.pod_review(pod))["response"]))
         self.assertEqual(r["auditAnnotations"]["component"], "late-tool")
         self.api.wait_for_request(method="GET", path=r"/namespaces/team-a/components/late-tool$",
                                   since=mark, timeout=5)
@@ -212,6 +214,50 @@ class Decisions(ClusterCase):
         r = self.gate.review("/mutate/pods", h.pod_review(h.make_pod(name="b-0", component="broken")))
         self.assertFalse(r["response"]["allowed"])
         self.assertIn("could not be looked up", r["response"]["status"]["message"])
+
+    def test_concurrent_reviews_of_a_just_created_component_share_a_few_live_gets(self):
+        # The Component cache's watch holds its events: the gate has not seen
+        # the new Component, every review misses the cache.
+        self.api.wait_for_watch("components", timeout=WAIT)
+        self.api.set_watch_silence("components")
+        self.api.create("components", component("burst-tool", "untrusted"))
+        mark = self.api.request_mark()
+        n = 100
+        conns = []
+        for _ in range(n):
+            c = self.gate.connection(timeout=WAIT)
+            c.connect()  # handshakes first: the reviews then arrive together
+            conns.append(c)
+        self.addCleanup(lambda: [c.close() for c in conns])
+        start = threading.Barrier(n)
+        answers = [None] * n
+
+        def review(i):
+            start.wait(timeout=WAIT)
+            pod = h.make_pod(name="burst-%d" % i, component="burst-tool")
+            path = "/mutate/pods" if i % 2 else "/validate/pods"
+            if path == "/validate/pods":
+                pod["spec"]["runtimeClassName"] = RC
+            try:
+                answers[i] = self.gate.review(path, h.pod_review(pod), conn=conns[i])["response"]
+            except Exception as e:  # reported below, with the others
+                answers[i] = {"exception": repr(e)}
+
+        threads = [threading.Thread(target=review, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(WAIT)
+        self.assertFalse([t for t in threads if t.is_alive()], "reviews still unanswered")
+        for i, r in enumerate(answers):
+            self.assertTrue(r.get("allowed"), (i, r))
+            self.assertEqual(r["auditAnnotations"]["component"], "burst-tool", (i, r))
+            self.assertEqual(r["auditAnnotations"]["decision"], "RequireSetec", (i, r))
+        gets = self.api.requests(since=mark, method="GET", path=r"/namespaces/team-a/components/burst-tool$")
+        self.assertGreaterEqual(len(gets), 1)
+        self.assertLessEqual(len(gets), 5, "GETs of the Component for %d concurrent reviews" % n)
+        self.assertEqual(self.gate.metric_values("isolation_gate_component_lookup_errors_total"), 0.0)
+        self.assertEqual(self.gate.metric_values("isolation_gate_component_live_gets_total"), len(gets))
 
     def test_never_enforced_namespaces_stay_unenforced_whatever_the_api_server_sends(self):
         for ns in ("kube-system", "kube-public", "kube-node-lease", "isolation-gate-system"):

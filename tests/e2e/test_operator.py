@@ -9,9 +9,11 @@ the repository's test API server (tests/apiserver/fake_apiserver.py):
   drift reported) before the caches have synced, nor from the interim while
   a RuntimeClass scheduling edit has the Nodes listed again;
 - Events: a denial records one Event, repeats raise its series count, a dry
-  run records none;
+  run records none; a create whose answer came after the client's timeout is
+  one Event (its retry's 409 AlreadyExists is success);
 - drift: reported after a Component turns untrusted with the sandbox gone;
-  eviction only with --evict-drifted, honouring a PodDisruptionBudget (429);
+  eviction only with --evict-drifted, honouring a PodDisruptionBudget (429),
+  and only once a pod has stayed drifted for --drift-eviction-settle;
 - self-managed certificates: bootstrap fills caBundle in both webhook
   configurations, rotation every few seconds with a client verifying against
   the published caBundle sees no failure, an edited-away caBundle comes back.
@@ -344,6 +346,42 @@ class Events(OperatorCase):
         self.assertEqual(ns_event["regarding"]["name"], NS)
 
 
+class EventCreateTimeout(OperatorCase):
+    def test_an_event_create_answered_after_the_client_gave_up_is_written_once(self):
+        # The first Event create is stored at once, its answer held past the
+        # client's 2 s request timeout: the retry (same name) meets it, 409.
+        path = r"^/apis/events\.k8s\.io/v1/namespaces/%s/events$" % NS
+        rule = self.api.add_delay(60, method="POST", path=path, count=1, answer=True)
+        self.addCleanup(self.api.clear_delays)
+        self.gate = self.gate_with("gate-a", extra=["--kube-request-timeout", "2s"])
+        self.api.delete("nodes", "node-1")
+        self.wait_decision("Deny", "the sandbox gone")
+        wait_until("the retried create answered 409 AlreadyExists",
+                   lambda: self.api.requests(method="POST", path=path, status=409))
+        self.api.clear_delays(rule)
+        events = self.events("SandboxUnavailable")
+        self.assertEqual(len(events), 1, events)
+        posts = self.api.requests(method="POST", path=path)
+        self.assertEqual(len(posts), 2, [(e["status"], e["seq"]) for e in posts])
+        # The recorder publishes its counts after the write: awaited, bounded.
+        wait_until("the Event counted created", lambda: self.events_total("created") == 1.0)
+        self.assertEqual(self.events_total("failed"), 0.0)
+        # The Event is ours: repeats go into its series, no second Event.
+        for _ in range(3):
+            self.assertEqual(self.decision()[0], "Deny")
+        wait_until("the series counts the repeats",
+                   lambda: (self.events("SandboxUnavailable")[0].get("series") or {}).get("count", 0) >= 2)
+        self.assertEqual(len(self.events("SandboxUnavailable")), 1)
+        self.assertEqual(len(self.api.requests(method="POST", path=path)), 2)
+        self.assertEqual(self.events_total("created"), 1.0)
+
+    def events_total(self, result):
+        for line in self.gate.metrics().splitlines():
+            if line.startswith('isolation_gate_events_total{result="%s"}' % result):
+                return float(line.rsplit(" ", 1)[1])
+        return None
+
+
 class Drift(OperatorCase):
     def drifted_metric(self, g, component):
         for line in g.metrics().splitlines():
@@ -383,7 +421,7 @@ class Drift(OperatorCase):
 
 
 class Eviction(OperatorCase):
-    extra = ["--evict-drifted", "--evict-rate", "600"]
+    extra = ["--evict-drifted", "--evict-rate", "600", "--drift-eviction-settle", "0s"]
 
     def test_less_safe_pods_are_evicted_through_the_eviction_api_honouring_a_pdb(self):
         a = self.gate_with("gate-a")
@@ -420,6 +458,30 @@ class Eviction(OperatorCase):
             if line.startswith('isolation_gate_evictions_total{result="%s"}' % result):
                 return float(line.rsplit(" ", 1)[1])
         return 0.0
+
+
+class EvictionSettle(OperatorCase):
+    extra = ["--evict-drifted", "--evict-rate", "600", "--drift-eviction-settle", "6s"]
+
+    def test_a_drifted_pod_is_evicted_only_once_it_stayed_drifted_for_the_settle_time(self):
+        a = self.gate_with("gate-a")
+        self.wait_leader(a, "alone")
+        mark = self.api.request_mark()
+        # report-parser is untrusted and the sandbox is there: a pod outside it is less safe.
+        self.api.create("pods", running_pod("parser-0", "report-parser"))
+        wait_until("the pass that first saw it drifted",
+                   lambda: Drift.drifted_metric(self, a, "report-parser") == 1.0)
+        self.assertEqual(self.api.requests(since=mark, method="POST", path=r"/pods/parser-0/eviction$"), [],
+                         "evicted at the pass that first saw it drifted")
+        self.assertIsNotNone(self.api.get("pods", "parser-0", namespace=NS))
+        # Still drifted once the settle time is over: evicted.
+        wait_until("evicted after the settle time", lambda: self.api.get("pods", "parser-0", namespace=NS) is None,
+                   timeout=40 * h.SLOWDOWN)
+        wait_until("the eviction counted", lambda: Eviction._evictions(self, a, "evicted") >= 1)
+        self.assertEqual(len(self.api.requests(since=mark, method="POST", path=r"/pods/parser-0/eviction$")), 1)
+        drifted = [e for e in self.events("PodDrifted") if e["regarding"]["name"] == "report-parser"]
+        self.assertTrue(drifted)
+        self.assertIn("--drift-eviction-settle 6s", drifted[0]["note"])
 
 
 class SelfManagedCertificates(OperatorCase):

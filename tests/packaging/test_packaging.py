@@ -1010,6 +1010,7 @@ class ChartTest(unittest.TestCase):
         self.assertIn("--allowed-extra-images=istio/proxyv2:1.20.0,gcr.io/mesh/*", args)
         self.assertIn("--evict-drifted", c["args"])
         self.assertEqual(c["args"][c["args"].index("--evict-drifted") + 1], "--evict-rate=10")
+        self.assertEqual(c["args"][c["args"].index("--evict-drifted") + 2], "--drift-eviction-settle=60s")
         for _, w in self.webhooks(docs).values():
             self.assertEqual(w["timeoutSeconds"], 3)
         sel = self.webhooks(docs)["pods.mutate.gibson.zeroroot.ai"][1]["namespaceSelector"]
@@ -1021,10 +1022,10 @@ class ChartTest(unittest.TestCase):
         docs = render("--set", "leaderElection.leaseDuration=30s", "--set", "leaderElection.renewDeadline=20s",
                       "--set", "leaderElection.retryPeriod=4s", "--set", "evictDrifted=true",
                       "--set-json", "evictRate=2.5", "--set", "tls.certValidity=720h",
-                      "--set", "tls.caValidity=43800h")
+                      "--set", "tls.caValidity=43800h", "--set", "evictSettle=5m")
         args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
         for flag in ("--lease-duration=30s", "--renew-deadline=20s", "--retry-period=4s",
-                     "--evict-drifted", "--evict-rate=2.5", "--cert-validity=720h", "--ca-validity=43800h"):
+                     "--evict-drifted", "--evict-rate=2.5", "--drift-eviction-settle=5m", "--cert-validity=720h", "--ca-validity=43800h"):
             self.assertEqual(args.count(flag), 1, flag)
         # Certificate lifetimes are for self-managed mode only.
         for extra in (self.FILES_MODE, ["--set", "certManager.enabled=true"]):
@@ -1041,6 +1042,7 @@ class ChartTest(unittest.TestCase):
         self.assertIs(values["evictDrifted"], False)
         self.assertEqual(values["allowedExtraImages"], [])
         self.assertEqual(values["evictRate"], 10)
+        self.assertEqual(values["evictSettle"], "60s")
         self.assertEqual((values["tls"]["certValidity"], values["tls"]["caValidity"]), ("8760h", "87600h"))
 
     def test_schema_rejects_bad_values(self):
@@ -1058,6 +1060,8 @@ class ChartTest(unittest.TestCase):
                 (["--set", "evictRate=0"], "evictRate"),
                 (["--set", "evictRate=10001"], "evictRate"),
                 (["--set", "evictRate=fast"], "evictRate"),
+                (["--set", "evictSettle=60"], "evictSettle"),
+                (["--set", "evictSettle=1 m"], "evictSettle"),
                 (["--set", "leaderElection.leaseDuration=15"], "leaseDuration"),
                 (["--set", "leaderElection.renewDeadline=10 s"], "renewDeadline"),
                 (["--set", "leaderElection.retryPeriod=-2s"], "retryPeriod"),

@@ -7,7 +7,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <thread>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -446,6 +448,125 @@ TEST(FreshSandbox, AStaleRuntimeClassOrNodeCacheReadsUnknownAsUnavailable) {
   EXPECT_TRUE(policy::is_available(sandbox.availability()));  // the operator's view keeps the assessment
   FreshSandbox never(sandbox, 0s, rcs.get(), nodes.get());
   EXPECT_TRUE(policy::is_available(never.availability()));
+}
+
+
+// A client whose GETs block until released (bounded), counting them and the
+// callers waiting inside: concurrent misses must collapse into one GET.
+class BlockingGets final : public kube::Client {
+ public:
+  kube::ApiResult<json> answer = kube::ApiResult<json>(component("team-a", "fresh", "untrusted"));
+
+  kube::ApiResult<json> get(std::string_view, std::chrono::milliseconds) override {
+    std::unique_lock lock(mu_);
+    ++gets_;
+    cv_.notify_all();
+    cv_.wait_for(lock, 10s, [&] { return released_; });  // bounded
+    return answer;
+  }
+  kube::ApiResult<kube::ListPage> list(std::string_view, const kube::ListOptions&) override { return kube::ApiError{}; }
+  kube::ApiResult<std::unique_ptr<kube::WatchStream>> watch(std::string_view, const kube::WatchOptions&) override {
+    return kube::ApiError{};
+  }
+  kube::ApiResult<json> create(std::string_view, const json&) override { return kube::ApiError{}; }
+  kube::ApiResult<json> patch(std::string_view, kube::PatchType, const json&) override { return kube::ApiError{}; }
+  kube::ApiResult<json> update(std::string_view, const json&, std::chrono::milliseconds) override {
+    return kube::ApiError{};
+  }
+  void release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  int gets() {
+    std::lock_guard lock(mu_);
+    return gets_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool released_ = false;
+  int gets_ = 0;
+};
+
+struct LookupFixture {
+  BlockingGets api;
+  kube::Store<ComponentRecord> store{decode_component_record};
+  std::atomic<std::int64_t> now_ms{0};
+  ClusterComponents lookup{store, api, 10s, 10s, {}, 1000ms,
+                           [this] { return std::chrono::steady_clock::time_point(std::chrono::milliseconds(now_ms.load())); }};
+};
+
+TEST(ClusterComponents, ConcurrentMissesOfOneComponentShareOneGetAndItsAnswer) {
+  LookupFixture f;
+  constexpr int kCallers = 16;
+  std::vector<admission::LookupResult> results(kCallers);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kCallers; ++i) {
+    threads.emplace_back([&, i] { results[i] = f.lookup.find("team-a", "fresh"); });
+  }
+  // One caller is inside the GET, every other one waits for its answer.
+  ASSERT_TRUE(eventually([&] { return f.api.gets() == 1 && f.lookup.shared() == kCallers - 1; }));
+  f.api.release();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(f.api.gets(), 1);
+  EXPECT_EQ(f.lookup.live_gets(), 1u);
+  for (const auto& r : results) {
+    ASSERT_EQ(r.status, Status::Found);
+    EXPECT_EQ(r.component->name, "fresh");
+    EXPECT_EQ(r.component->trust_raw, "untrusted");
+  }
+  // Remembered briefly: a miss within the second needs no GET; after it, one.
+  f.now_ms += 999;
+  EXPECT_EQ(f.lookup.find("team-a", "fresh").status, Status::Found);
+  EXPECT_EQ(f.api.gets(), 1);
+  f.now_ms += 1;
+  EXPECT_EQ(f.lookup.find("team-a", "fresh").status, Status::Found);
+  EXPECT_EQ(f.api.gets(), 2);
+  // Another Component is another GET.
+  f.api.answer = kube::ApiResult<json>(component("team-a", "other", "trusted"));
+  EXPECT_EQ(f.lookup.find("team-a", "other").component->name, "other");
+  EXPECT_EQ(f.api.gets(), 3);
+}
+
+TEST(ClusterComponents, NotFoundIsRememberedForASecondAnErrorNever) {
+  LookupFixture f;
+  f.api.release();
+  kube::ApiError missing;
+  missing.code = 404;
+  missing.message = "GET ...: 404 NotFound";
+  f.api.answer = missing;
+  EXPECT_EQ(f.lookup.find("team-a", "late").status, Status::NotFound);
+  EXPECT_EQ(f.lookup.find("team-a", "late").status, Status::NotFound);
+  EXPECT_EQ(f.api.gets(), 1);
+  // Created meanwhile: found once the remembered NotFound is a second old.
+  f.api.answer = kube::ApiResult<json>(component("team-a", "late", "trusted"));
+  f.now_ms += 1000;
+  EXPECT_EQ(f.lookup.find("team-a", "late").status, Status::Found);
+  EXPECT_EQ(f.api.gets(), 2);
+  // An API error is shared by the callers waiting for it, not remembered.
+  kube::ApiError down;
+  down.code = 503;
+  down.message = "GET ...: 503 ServiceUnavailable";
+  f.api.answer = down;
+  EXPECT_EQ(f.lookup.find("team-a", "flaky").status, Status::Error);
+  EXPECT_EQ(f.lookup.find("team-a", "flaky").status, Status::Error);
+  EXPECT_EQ(f.api.gets(), 4);
+  EXPECT_EQ(f.lookup.lookup_errors(), 2u);
+}
+
+TEST(ClusterComponents, TheCacheAnswersBeforeAnyRememberedLookup) {
+  LookupFixture f;
+  f.api.release();
+  kube::ApiError missing;
+  missing.code = 404;
+  f.api.answer = missing;
+  EXPECT_EQ(f.lookup.find("team-a", "c1").status, Status::NotFound);
+  // The watch delivers it: the cache wins over the remembered NotFound at once.
+  f.store.apply(kube::WatchEvent::Type::Added, component("team-a", "c1", "trusted"));
+  EXPECT_EQ(f.lookup.find("team-a", "c1").status, Status::Found);
+  EXPECT_EQ(f.api.gets(), 1);
 }
 
 }  // namespace

@@ -103,6 +103,10 @@ class MemoryEvents final : public Client {
     const std::string key = std::string(path) + "/" + body["metadata"]["name"].get<std::string>();
     if (events_.count(key)) return error(409, "AlreadyExists");
     events_[key] = body;
+    if (lose_next_answer_) {  // stored, but the answer never comes: a timeout
+      lose_next_answer_ = false;
+      return error(0, "");
+    }
     return body;
   }
 
@@ -121,6 +125,11 @@ class MemoryEvents final : public Client {
   void fail_next(const std::string& verb, int code, const std::string& reason) {
     std::lock_guard lock(mu_);
     faults_.push_back({verb, code, reason});
+  }
+  // The next create is stored and answered as a timeout (code 0).
+  void lose_next_answer() {
+    std::lock_guard lock(mu_);
+    lose_next_answer_ = true;
   }
   // While closed, calls wait inside the client (the worker is busy).
   void close_gate() {
@@ -189,6 +198,7 @@ class MemoryEvents final : public Client {
   std::vector<Call> calls_;
   std::deque<Fault> faults_;
   bool gate_closed_ = false;
+  bool lose_next_answer_ = false;
 };
 
 // --- helpers ------------------------------------------------------------------------------
@@ -673,6 +683,34 @@ TEST(KubeEventRecorder, RetriableErrorsAreRetried) {
   EXPECT_EQ(st.retries, 2u);
   EXPECT_EQ(st.created, 1u);
   EXPECT_EQ(st.send_errors, 0u);
+}
+
+TEST(KubeEventRecorder, ACreateThatTimedOutButLandedIsWrittenOnceWhenItsRetryMeetsIt) {
+  Fixture f;
+  EventRecorder r(f.api, f.options());
+  f.api.lose_next_answer();
+  r.start();
+  ASSERT_TRUE(r.record(spec("web")));
+  ASSERT_TRUE(r.flush(10s));
+  const auto calls = f.api.calls();
+  ASSERT_EQ(calls.size(), 2u);  // the create whose answer was lost, its retry (409 AlreadyExists)
+  EXPECT_EQ(calls[0].verb, "POST");
+  EXPECT_EQ(calls[1].verb, "POST");
+  EXPECT_EQ(calls[0].body["metadata"]["name"], calls[1].body["metadata"]["name"]);  // the same Event
+  EXPECT_EQ(f.api.events().size(), 1u);
+  auto st = r.stats();
+  EXPECT_EQ(st.created, 1u);
+  EXPECT_EQ(st.retries, 1u);
+  EXPECT_EQ(st.send_errors, 0u);
+  for (const auto& line : f.log_lines()) EXPECT_EQ(line.find("AlreadyExists"), std::string::npos) << line;
+  // That Event is ours: a repeat patches its series, no second Event.
+  ASSERT_TRUE(r.record(spec("web")));
+  ASSERT_TRUE(r.flush(10s));
+  EXPECT_EQ(count_verb(f.api.calls(), "POST"), 2u);
+  EXPECT_EQ(count_verb(f.api.calls(), "PATCH"), 1u);
+  ASSERT_EQ(f.api.events().size(), 1u);
+  EXPECT_EQ(f.api.events().at(0)["series"]["count"], 2);
+  EXPECT_EQ(r.stats().series_updates, 1u);
 }
 
 TEST(KubeEventRecorder, RetriesSpentDropTheWriteAndCountIt) {

@@ -163,7 +163,7 @@ prefix. (Not checked here: a name over 255 characters once normalised.)
 
 {{- /* Flags given in extraArgs, with the rules serve applies to them. */ -}}
 {{- $extra := $v.extraArgs | default list }}
-{{- range $flag := list "--namespace" "--service-name" "--webhook-config-name" "--tls-secret" "--cert-mode" "--cert-validity" "--ca-validity" "--webhook-template-configmap" "--tls-cert" "--tls-key" "--client-ca" "--lease-name" "--lease-duration" "--renew-deadline" "--retry-period" "--runtime-class" "--allowed-extra-images" "--allowed-kata-annotations" "--listen" "--metrics-listen" "--drain-delay" "--log-level" "--enforcement-admins" "--trust-admins" "--evict-drifted" "--evict-rate" "--local" "--components" "--sandbox" "--check-config" }}
+{{- range $flag := list "--namespace" "--service-name" "--webhook-config-name" "--tls-secret" "--cert-mode" "--cert-validity" "--ca-validity" "--webhook-template-configmap" "--tls-cert" "--tls-key" "--client-ca" "--lease-name" "--lease-duration" "--renew-deadline" "--retry-period" "--runtime-class" "--allowed-extra-images" "--allowed-kata-annotations" "--listen" "--metrics-listen" "--drain-delay" "--log-level" "--enforcement-admins" "--trust-admins" "--evict-drifted" "--evict-rate" "--drift-eviction-settle" "--local" "--components" "--sandbox" "--check-config" }}
 {{- range $a := $extra }}
 {{- if or (eq (toString $a) $flag) (hasPrefix (printf "%s=" $flag) (toString $a)) }}
 {{- fail (printf "extraArgs has %s: the chart sets that flag from its values (or it does not belong in a cluster install); set the value instead (values.yaml)" $flag) }}
