@@ -11,6 +11,7 @@ using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 constexpr std::chrono::milliseconds kNotReadyPoll{200};
+constexpr std::chrono::milliseconds kApplyTimeout{30'000};  // the client's request timeout
 
 }  // namespace
 
@@ -211,7 +212,7 @@ void StatusWriter::process(const std::string& key) {
         ours = written->second == want;
       }
     }
-    if (want == record->status_fingerprint || ours) {
+    if (holds_status(*record, status) || ours) {
       ++stats_.unchanged;
       backoff_.erase(key);
       return;
@@ -224,11 +225,10 @@ void StatusWriter::process(const std::string& key) {
       return;
     }
   }
-  json body = {{"status", status}};
-  if (!status.contains("runtimeClassName")) body["status"]["runtimeClassName"] = nullptr;
   const auto& c = record->component;
-  auto patched = client_.patch(kube::object_path(kComponents, c.namespace_, c.name, "status"),
-                               kube::PatchType::Merge, body);
+  auto patched = client_.apply(kube::object_path(kComponents, c.namespace_, c.name, "status"),
+                               apply_configuration(*record, std::move(status)), kFieldManager,
+                               /*force=*/true, kApplyTimeout);
   std::lock_guard lock(mu_);
   if (patched) {
     ++stats_.writes;
