@@ -292,6 +292,16 @@ std::uint64_t status_fingerprint(const json& status) {
   return h == 0 ? 1 : h;  // 0 means "no status"
 }
 
+json leftover_fields_patch(const json& desired, const json& held) {
+  if (!held.is_object()) return nullptr;
+  json removed = json::object();
+  for (const char* field : kOwnedFields) {
+    if (held.contains(field) && !desired.contains(field)) removed[field] = nullptr;
+  }
+  if (removed.empty()) return nullptr;
+  return {{"status", std::move(removed)}};
+}
+
 bool holds_status(const ComponentRecord& record, const json& desired) {
   return record.status_fingerprint != 0 && record.status_fingerprint == status_fingerprint(desired);
 }

@@ -135,6 +135,14 @@ nlohmann::json apply_configuration(const ComponentRecord& record, nlohmann::json
 
 std::uint64_t status_fingerprint(const nlohmann::json& status);
 
+// After an apply: a merge patch of the status removing the gate's fields the
+// API server still holds though `desired` leaves them out (null: none). They
+// stay when another manager co-owns them, as the Update entry of the merge
+// patches an earlier version of the gate wrote does, on an upgraded cluster
+// (runtimeClassName, once the decision is no longer RequireSetec); removing
+// them disowns them for every manager, so this happens once.
+nlohmann::json leftover_fields_patch(const nlohmann::json& desired, const nlohmann::json& held);
+
 // The status the API server holds (the record's) already carries exactly
 // `desired`'s fields and conditions, whatever other managers add to it:
 // nothing to write.

@@ -226,9 +226,15 @@ void StatusWriter::process(const std::string& key) {
     }
   }
   const auto& c = record->component;
-  auto patched = client_.apply(kube::object_path(kComponents, c.namespace_, c.name, "status"),
-                               apply_configuration(*record, std::move(status)), kFieldManager,
-                               /*force=*/true, kApplyTimeout);
+  const std::string path = kube::object_path(kComponents, c.namespace_, c.name, "status");
+  auto patched = client_.apply(path, apply_configuration(*record, status), kFieldManager, /*force=*/true,
+                               kApplyTimeout);
+  if (patched) {
+    // Fields still there though not applied (co-owned by an earlier version's
+    // merge patches): removed once; a failure is retried with the next write.
+    json leftover = leftover_fields_patch(status, patched->value("status", json::object()));
+    if (!leftover.is_null()) (void)client_.patch(path, kube::PatchType::Merge, leftover);
+  }
   std::lock_guard lock(mu_);
   if (patched) {
     ++stats_.writes;

@@ -25,7 +25,9 @@
 //    causes no write. The write is a server-side apply of the status
 //    subresource (apply_configuration(), field manager kFieldManager,
 //    force: the gate is the sole owner of its fields); runtimeClassName is
-//    left out when not RequireSetec, so the API server removes it.
+//    left out when not RequireSetec, so the API server removes it (and,
+//    when the answer still holds it, a merge patch removes it: an earlier
+//    version's merge patches co-own it; leftover_fields_patch()).
 //  - Errors: 404 (the Component is gone) drops the key; others requeue it
 //    with exponential backoff per key (500 ms doubling to 30 s), logged once
 //    per distinct message. The client's rate limit paces the writes (shared

@@ -9,7 +9,9 @@ kube-apiserver's field manager does):
   its own condition type: it is kept, the gate's conditions are still there,
   and the gate writes nothing more, nor does the next leader;
 - a real change is written again, keeping the other condition, and a field the
-  gate no longer applies (runtimeClassName) is removed by the API server.
+  gate no longer applies (runtimeClassName) is removed by the API server;
+- on an upgraded cluster, where merge patches of an earlier version co-own
+  runtimeClassName, the gate removes it with a merge patch, once.
 
 Every wait is bounded; the "no write" checks wait for the gate to have
 processed the change (its status metric) and for two more lease renewals.
@@ -43,6 +45,7 @@ class StatusApply(to.OperatorCase):
         cfg.api_key_prefix = {"authorization": "Bearer"}
         api = kclient.ApiClient(cfg)
         self.addCleanup(api.close)
+        self.addCleanup(api.rest_client.pool_manager.clear)   # close its keep-alive sockets
         return api
 
     def apply_condition(self, api, name, status="True"):
@@ -137,6 +140,44 @@ class StatusApply(to.OperatorCase):
         self.processed(b, before + 1)
         self.assertEqual(self.gate_writes("report-parser", since=mark), [], "the next leader rewrote the status")
         self.assertEqual(self.gate_writes("docs-indexer", since=mark), [])
+
+    def test_a_field_an_earlier_versions_merge_patch_co_owns_is_removed_once(self):
+        # An upgraded cluster: the status was written by merge patches (an Update
+        # entry of manager "isolation-gate", named from the user agent). The gate's
+        # apply shares runtimeClassName with it, so leaving it out does not remove
+        # it: the gate removes it with a merge patch, once.
+        old = self.someone_else()
+        old.user_agent = "isolation-gate/0.0.9"
+        old.call_api(
+            "/apis/%s/%s/namespaces/%s/components/report-parser/status" % (GROUP, VERSION, NS), "PATCH",
+            header_params={"Content-Type": "application/merge-patch+json", "Accept": "application/json"},
+            body={"status": {"isolation": "RequireSetec", "runtimeClassName": tc.RC, "contentTrust": "untrusted"}},
+            response_type="object", auth_settings=["BearerToken"], _return_http_data_only=True)
+        c = self.api.get("components", "report-parser", namespace=NS)
+        self.assertEqual([(e["manager"], e["operation"]) for e in c["metadata"]["managedFields"]
+                          if e.get("subresource") == "status"], [("isolation-gate", "Update")])
+        a = self.gate_with("gate-a")
+        self.wait_leader(a, "alone")
+        wait_until("the gate's conditions", lambda: self.condition_types("report-parser") == list(OURS))
+        mark = self.api.request_mark()
+        self.api.delete("nodes", "node-1")
+        wait_until("Deny without runtimeClassName",
+                   lambda: (self.status("report-parser") or {}).get("isolation") == "Deny"
+                   and "runtimeClassName" not in self.status("report-parser"))
+        writes = self.gate_writes("report-parser", since=mark)
+        removal = [e for e in self.api.requests(since=mark, method="PATCH", path=r"/report-parser/status$")
+                   if e["headers"].get("Content-Type") == "application/merge-patch+json"]
+        self.assertEqual(len(writes), 1)
+        self.assertEqual(len(removal), 1)
+        for e in self.api.get("components", "report-parser", NS)["metadata"]["managedFields"]:
+            self.assertNotIn("f:runtimeClassName", e["fieldsV1"].get("f:status", {}), e)
+        # Nothing more: the status holds what the gate applies.
+        mark = self.api.request_mark()
+        before = a.metric_values("isolation_gate_status_writes_total")
+        self.apply_condition(self.someone_else(), "report-parser")
+        self.processed(a, before)
+        self.assertEqual(self.api.requests(since=mark, method="PATCH", path=r"/report-parser/status$",
+                                           header=("User-Agent", "^isolation-gate/")), [])
 
 
 if __name__ == "__main__":

@@ -239,6 +239,22 @@ TEST(ComponentStatus, HoldsStatusIgnoresOtherManagersAndSeesEveryChangeOfOurs) {
   EXPECT_FALSE(holds_status(cached, without));
 }
 
+// The fields the answer to an apply still holds though the gate left them
+// out (co-owned by an earlier version's merge patches): removed by a merge
+// patch; nobody else's fields are touched.
+TEST(ComponentStatus, LeftoverFieldsAreRemovedByAMergePatchOnlyWhenHeld) {
+  const json deny = desired_status(record("untrusted"), inputs(SandboxAvailability::Unavailable));
+  ASSERT_FALSE(deny.contains("runtimeClassName"));
+  json held = deny;
+  EXPECT_TRUE(leftover_fields_patch(deny, held).is_null());
+  held["runtimeClassName"] = "kata-fc";
+  held["theirs"] = "x";
+  EXPECT_EQ(leftover_fields_patch(deny, held), (json{{"status", {{"runtimeClassName", nullptr}}}}));
+  const json setec = desired_status(record("untrusted"), inputs(SandboxAvailability::Available));
+  EXPECT_TRUE(leftover_fields_patch(setec, held).is_null());
+  EXPECT_TRUE(leftover_fields_patch(deny, json()).is_null());
+}
+
 // lastTransitionTime is kept from what the API server holds while a
 // condition's status is unchanged, another manager's condition among ours
 // or not; a flipped one takes `now`.
