@@ -81,6 +81,18 @@ RESOURCE_TABLE = [
      ("spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
       "status.phase", "status.podIP", "status.nominatedNodeName")),
     ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, True, ()),
+    # Generic rows (stored as given, no validation): what `helm install` of the chart creates.
+    ("", "v1", "serviceaccounts", "ServiceAccount", True, False, ()),
+    ("", "v1", "services", "Service", True, True, ()),
+    ("", "v1", "resourcequotas", "ResourceQuota", True, True, ()),
+    ("apps", "v1", "deployments", "Deployment", True, True, ()),
+    ("batch", "v1", "jobs", "Job", True, True, ()),
+    ("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, False, ()),
+    ("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, False, ()),
+    ("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False, False, ()),
+    ("rbac.authorization.k8s.io", "v1", "roles", "Role", True, False, ()),
+    ("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True, False, ()),
+    ("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False, True, ()),
 ]
 
 CONTINUE_EXPIRED_MESSAGE = (

@@ -2044,6 +2044,34 @@ class TestServerSideApply(Base):
         self.assertEqual(self.server.get("configmaps", "cm", "team")["data"], {"a": "2", "c": "3"})
 
 
+class TestHelmDryRun(Base):
+    def test_helm_install_dry_run_server_of_the_chart(self):
+        helm = os.path.join(HERE, "..", "..", ".tools", "bin", "helm")
+        if not os.path.exists(helm):
+            self.skipTest("no .tools/bin/helm")
+        kubeconfig = os.path.join(self.tmp, "kubeconfig")
+        with open(kubeconfig, "w") as f:
+            json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "c",
+                       "clusters": [{"name": "f", "cluster": {"server": self.server.url,
+                                                              "certificate-authority": cert()}}],
+                       "users": [{"name": "u", "user": {"token": self.token}}],
+                       "contexts": [{"name": "c", "context": {"cluster": "f", "user": "u"}}]}, f)
+        self.server.create("namespaces", {"metadata": {"name": "isolation-gate-system"}})
+        env = dict(os.environ, KUBECONFIG=kubeconfig, HELM_CACHE_HOME=os.path.join(self.tmp, "hc"),
+                   HELM_CONFIG_HOME=os.path.join(self.tmp, "hcfg"), HELM_DATA_HOME=os.path.join(self.tmp, "hd"))
+        r = subprocess.run([helm, "install", "ig", os.path.join(HERE, "..", "..", "charts", "isolation-gate"),
+                            "-n", "isolation-gate-system", "--dry-run=server", "--disable-openapi-validation",
+                            "--set", "image.allowPlaceholder=true"],
+                           capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # every object was looked up on the server (its kind is served), nothing was written
+        looked_up = {e["path"].split("/")[-2] for e in self.server.requests(method="GET", status=404)}
+        for plural in ("deployments", "services", "serviceaccounts", "clusterroles", "rolebindings",
+                       "networkpolicies", "customresourcedefinitions"):
+            self.assertIn(plural, looked_up)
+        self.assertEqual([e for e in self.server.requests() if e["method"] != "GET"], [])
+
+
 class TestControlAndCommandLine(unittest.TestCase):
     def test_command_line_and_control_api(self):
         tmp = tempfile.mkdtemp(prefix="fake-apiserver-cli-")
