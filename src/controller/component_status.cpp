@@ -35,14 +35,38 @@ std::string_view status_word(ConditionStatus s) noexcept {
   }
 }
 
-// The status without lastTransitionTime: what the fingerprint covers.
-json without_transition_times(json status) {
-  if (auto c = status.find("conditions"); c != status.end() && c->is_array()) {
-    for (auto& condition : *c) {
-      if (condition.is_object()) condition.erase("lastTransitionTime");
-    }
+// The fields desired_status() writes (conditions apart).
+constexpr std::array<const char*, 6> kOwnedFields = {"observedGeneration", "contentTrust", "trustDeclared",
+                                                     "isolation", "runtimeClassName", "driftedPods"};
+
+// What the fingerprint covers: the gate's fields, and its conditions in
+// kConditionTypes order (the API server may hold others' among them), each
+// without lastTransitionTime.
+json owned_part(const json& status) {
+  json ours = json::object();
+  if (!status.is_object()) return ours;
+  for (const char* field : kOwnedFields) {
+    if (auto f = status.find(field); f != status.end() && !f->is_null()) ours[field] = *f;
   }
-  return status;
+  auto c = status.find("conditions");
+  if (c == status.end() || !c->is_array()) return ours;
+  std::array<const json*, kConditionTypes.size()> by_type{};
+  for (const auto& condition : *c) {
+    if (!condition.is_object()) continue;
+    auto type = condition.find("type");
+    if (type == condition.end() || !type->is_string()) continue;
+    auto which = condition_type(type->get_ref<const std::string&>());
+    if (which && !by_type[static_cast<std::size_t>(*which)]) by_type[static_cast<std::size_t>(*which)] = &condition;
+  }
+  json conditions = json::array();
+  for (const json* condition : by_type) {
+    if (!condition) continue;
+    json kept = *condition;
+    kept.erase("lastTransitionTime");
+    conditions.push_back(std::move(kept));
+  }
+  if (!conditions.empty()) ours["conditions"] = std::move(conditions);
+  return ours;
 }
 
 struct Condition {
@@ -201,12 +225,7 @@ Result<ComponentRecord> decode_component_record(const json& object) {
   }
   auto status = object.find("status");
   if (status == object.end() || !status->is_object() || status->empty()) return r;
-  json ours = json::object();  // only the fields this operator writes count
-  for (const char* field : {"observedGeneration", "contentTrust", "trustDeclared", "isolation",
-                            "runtimeClassName", "driftedPods", "conditions"}) {
-    if (auto f = status->find(field); f != status->end() && !f->is_null()) ours[field] = *f;
-  }
-  r.status_fingerprint = status_fingerprint(ours);
+  r.status_fingerprint = status_fingerprint(*status);
   if (auto c = status->find("conditions"); c != status->end() && c->is_array()) {
     for (const auto& condition : *c) {
       if (!condition.is_object()) continue;
@@ -258,11 +277,33 @@ json desired_status(const ComponentRecord& record, const StatusInputs& in) {
   return status;
 }
 
+json apply_configuration(const ComponentRecord& record, json status) {
+  return {{"apiVersion", model::kComponentApiVersion},
+          {"kind", model::kComponentKind},
+          {"metadata", {{"name", record.component.name}, {"namespace", record.component.namespace_}}},
+          {"status", std::move(status)}};
+}
+
 std::uint64_t status_fingerprint(const json& status) {
-  const std::string text =
-      without_transition_times(status).dump(-1, ' ', false, json::error_handler_t::replace);
+  const json ours = owned_part(status);
+  if (ours.empty()) return 0;  // none of ours: as "no status"
+  const std::string text = ours.dump(-1, ' ', false, json::error_handler_t::replace);
   const std::uint64_t h = std::hash<std::string>{}(text);
   return h == 0 ? 1 : h;  // 0 means "no status"
+}
+
+json leftover_fields_patch(const json& desired, const json& held) {
+  if (!held.is_object()) return nullptr;
+  json removed = json::object();
+  for (const char* field : kOwnedFields) {
+    if (held.contains(field) && !desired.contains(field)) removed[field] = nullptr;
+  }
+  if (removed.empty()) return nullptr;
+  return {{"status", std::move(removed)}};
+}
+
+bool holds_status(const ComponentRecord& record, const json& desired) {
+  return record.status_fingerprint != 0 && record.status_fingerprint == status_fingerprint(desired);
 }
 
 }  // namespace ig::controller

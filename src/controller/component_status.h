@@ -21,8 +21,20 @@
 //    lastTransitionTime the API server holds while its status is unchanged,
 //    else takes `now`. Messages name no counts that churn (node numbers), so
 //    a node joining does not rewrite every Component.
-//  - status_fingerprint() hashes a status without lastTransitionTime; equal
-//    fingerprints mean nothing a reader cares about changed.
+//  - The status is written with server-side apply, field manager
+//    kFieldManager: apply_configuration() is the whole object the gate sends
+//    (apiVersion, kind, metadata name/namespace, and only desired_status()'s
+//    fields), so the API server keeps what other managers own (their fields,
+//    their conditions: status.conditions is a list keyed by type) and
+//    removes what the gate applied before and no longer applies
+//    (runtimeClassName once the decision is not RequireSetec).
+//  - status_fingerprint() hashes only what the gate owns in a status: the
+//    fields desired_status() writes and the conditions of kConditionTypes
+//    (in that order, wherever they stand), without lastTransitionTime; other
+//    managers' fields and conditions do not count. Equal fingerprints mean
+//    nothing the gate applies changed: holds_status() is that comparison,
+//    the one test of "needs a write", so another manager's condition causes
+//    no write (and no write loop).
 #pragma once
 
 #include <array>
@@ -114,7 +126,27 @@ policy::Decision decision_for(const model::Component& c, const StatusInputs& in)
 
 nlohmann::json desired_status(const ComponentRecord& record, const StatusInputs& in);
 
+// The field manager of the gate's status writes (server-side apply).
+inline constexpr std::string_view kFieldManager = "isolation-gate";
+
+// The apply configuration of `status` (a desired_status()) for the record's
+// Component: {apiVersion, kind, metadata: {name, namespace}, status}.
+nlohmann::json apply_configuration(const ComponentRecord& record, nlohmann::json status);
+
 std::uint64_t status_fingerprint(const nlohmann::json& status);
+
+// After an apply: a merge patch of the status removing the gate's fields the
+// API server still holds though `desired` leaves them out (null: none). They
+// stay when another manager co-owns them, as the Update entry of the merge
+// patches an earlier version of the gate wrote does, on an upgraded cluster
+// (runtimeClassName, once the decision is no longer RequireSetec); removing
+// them disowns them for every manager, so this happens once.
+nlohmann::json leftover_fields_patch(const nlohmann::json& desired, const nlohmann::json& held);
+
+// The status the API server holds (the record's) already carries exactly
+// `desired`'s fields and conditions, whatever other managers add to it:
+// nothing to write.
+bool holds_status(const ComponentRecord& record, const nlohmann::json& desired);
 
 // "2026-12-02T21:00:00Z" and back (metav1.Time: seconds); 0 when unreadable.
 std::string format_time(std::time_t t);

@@ -20,8 +20,14 @@
 //  - A key is written when the desired status's fingerprint differs from
 //    the one the cache holds and from the one this writer last wrote for it
 //    (so the interval between our write and its watch event does not cause
-//    a second write). The write is a merge patch of .status on the status
-//    subresource; runtimeClassName is nulled when not RequireSetec.
+//    a second write); the cache's fingerprint covers only the gate's own
+//    fields and conditions (holds_status()), so another manager's condition
+//    causes no write. The write is a server-side apply of the status
+//    subresource (apply_configuration(), field manager kFieldManager,
+//    force: the gate is the sole owner of its fields); runtimeClassName is
+//    left out when not RequireSetec, so the API server removes it (and,
+//    when the answer still holds it, a merge patch removes it: an earlier
+//    version's merge patches co-own it; leftover_fields_patch()).
 //  - Errors: 404 (the Component is gone) drops the key; others requeue it
 //    with exponential backoff per key (500 ms doubling to 30 s), logged once
 //    per distinct message. The client's rate limit paces the writes (shared

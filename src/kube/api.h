@@ -167,6 +167,21 @@ class Client {
   // bounds the whole call, rate-limiter wait included.
   virtual ApiResult<nlohmann::json> update(std::string_view path, const nlohmann::json& body,
                                            std::chrono::milliseconds timeout) = 0;
+  // Server-side apply: PATCH `path` with `body` (an apply configuration:
+  // apiVersion, kind, metadata name/namespace and only the fields the caller
+  // owns) as application/apply-patch+yaml, `?fieldManager=...` and, with
+  // `force`, `&force=true` (the caller takes fields another manager owns
+  // instead of a 409 Conflict). The API server merges it (lists with
+  // x-kubernetes-list-type map per key), removes what this manager applied
+  // last time and no longer applies, and answers the object. `timeout` bounds
+  // the whole call, rate-limiter wait included. Clients that never apply
+  // keep this default, which answers a 405 without any request.
+  virtual ApiResult<nlohmann::json> apply(std::string_view path, const nlohmann::json& body,
+                                          std::string_view field_manager, bool force,
+                                          std::chrono::milliseconds timeout) {
+    (void)body, (void)field_manager, (void)force, (void)timeout;
+    return ApiError{"APPLY " + std::string(path) + ": this client does not apply", 405, "MethodNotAllowed", {}};
+  }
   // DELETE (foreground-agnostic: the API server's default propagation); the
   // answer is the Status or the object being deleted. A 404 is the caller's
   // to judge. Clients that never delete (read-mostly decorators, test

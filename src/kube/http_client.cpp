@@ -302,7 +302,7 @@ void initialize_pool(std::size_t threads) {
 
 // The request as we build it, before each send.
 struct Outgoing {
-  std::string_view verb;        // GET, LIST, WATCH, CREATE, PATCH (for messages)
+  std::string_view verb;        // GET, LIST, WATCH, CREATE, PATCH, APPLY (for messages)
   http::method method;
   std::string path;             // for messages
   std::string path_and_query;   // sent
@@ -782,6 +782,18 @@ ApiResult<nlohmann::json> HttpClient::update(std::string_view path, const nlohma
                                              std::chrono::milliseconds timeout) {
   Outgoing out{"UPDATE", http::methods::PUT, std::string(path), std::string(path),
                body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json"};
+  return impl_->call(out, Clock::now() + timeout);
+}
+
+ApiResult<nlohmann::json> HttpClient::apply(std::string_view path, const nlohmann::json& body,
+                                            std::string_view field_manager, bool force,
+                                            std::chrono::milliseconds timeout) {
+  std::string query = std::string(path.find('?') == std::string_view::npos ? "?" : "&") +
+                      "fieldManager=" + percent_encode(field_manager);
+  if (force) query += "&force=true";
+  Outgoing out{"APPLY", http::methods::PATCH, std::string(path), std::string(path) + query,
+               body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+               "application/apply-patch+yaml"};
   return impl_->call(out, Clock::now() + timeout);
 }
 

@@ -1,7 +1,7 @@
 // The Kubernetes API client on cpprestsdk's http_client (kube::Client): GET,
-// LIST, WATCH, CREATE, PATCH and UPDATE (PUT) against one cluster, authenticated and
-// verified as its ClusterConfig says. cpprestsdk stays inside http_client.cpp
-// (this header does not include it).
+// LIST, WATCH, CREATE, PATCH, APPLY (server-side apply) and UPDATE (PUT)
+// against one cluster, authenticated and verified as its ClusterConfig says.
+// cpprestsdk stays inside http_client.cpp (this header does not include it).
 //
 // Contract:
 //  - Every call blocks the calling thread, which must be one of ours (a
@@ -41,7 +41,7 @@
 //    404 NotFound: nodes \"a\" not found".
 //  - Bodies: at most options.max_body_bytes, nesting checked with
 //    ig::json_nesting_depth before nlohmann parses them; objects answer GET,
-//    CREATE and PATCH, a list (items, metadata.resourceVersion,
+//    CREATE, PATCH and APPLY, a list (items, metadata.resourceVersion,
 //    metadata.continue) answers LIST.
 //  - watch(): returns once the answer's headers are in (within
 //    options.request_timeout); the stream is read from the thread calling
@@ -113,6 +113,10 @@ class HttpClient final : public Client {
                                   const nlohmann::json& body) override;
   ApiResult<nlohmann::json> update(std::string_view path, const nlohmann::json& body,
                                    std::chrono::milliseconds timeout) override;
+  // Content-Type application/apply-patch+yaml (the body as JSON, which is YAML).
+  ApiResult<nlohmann::json> apply(std::string_view path, const nlohmann::json& body,
+                                  std::string_view field_manager, bool force,
+                                  std::chrono::milliseconds timeout) override;
   ApiResult<nlohmann::json> remove(std::string_view path, std::chrono::milliseconds timeout) override;
 
   const std::string& user_agent() const noexcept;

@@ -16,7 +16,8 @@ conventions' Status object):
   ADDED events for "get state and start at most recent", BOOKMARK events, a
   410 ERROR event for an expired resourceVersion, timeoutSeconds;
 - GET, CREATE, UPDATE (optimistic concurrency), PATCH (merge patch RFC 7386, JSON
-  patch RFC 6902), DELETE, the status subresource, generation;
+  patch RFC 6902, server-side apply), DELETE, the status subresource, generation,
+  managedFields;
 - the API server's validation of pods, secrets and both Event APIs, and the
   pods/eviction subresource with PodDisruptionBudgets (eviction.go semantics);
 - faults: answers with a given status for matching requests, delays, watch
@@ -80,6 +81,18 @@ RESOURCE_TABLE = [
      ("spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
       "status.phase", "status.podIP", "status.nominatedNodeName")),
     ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, True, ()),
+    # Generic rows (stored as given, no validation): what `helm install` of the chart creates.
+    ("", "v1", "serviceaccounts", "ServiceAccount", True, False, ()),
+    ("", "v1", "services", "Service", True, True, ()),
+    ("", "v1", "resourcequotas", "ResourceQuota", True, True, ()),
+    ("apps", "v1", "deployments", "Deployment", True, True, ()),
+    ("batch", "v1", "jobs", "Job", True, True, ()),
+    ("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, False, ()),
+    ("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, False, ()),
+    ("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False, False, ()),
+    ("rbac.authorization.k8s.io", "v1", "roles", "Role", True, False, ()),
+    ("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True, False, ()),
+    ("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False, True, ()),
 ]
 
 CONTINUE_EXPIRED_MESSAGE = (
@@ -123,6 +136,7 @@ class Resource:
 
 
 RESOURCES = [Resource(*row) for row in RESOURCE_TABLE]
+APPLY_PATCH = "application/apply-patch+yaml"
 
 
 class ApiError(Exception):
@@ -458,6 +472,478 @@ def json_patch(doc, ops):
         else:
             raise bad_request('unknown json patch operation "%s"' % kind)
     return doc
+
+
+# ---------------------------------------------------------------------------
+# Field management and server-side apply, as kube-apiserver's fieldmanager runs
+# sigs.k8s.io/structured-merge-diff (merge/update.go, typed/{tofieldset,compare,merge}.go).
+#
+# A field set is a Python set of paths; a path is a tuple of FieldsV1 path elements
+# ("f:status", 'k:{"type":"Ready"}', 'v:"x"'). Objects (maps) are granular; a list is
+# atomic (a leaf) unless LIST_TYPES names it: "map" lists merge per key, "set" lists per
+# value. Keys are the paths' field names with "*" for a list item.
+
+LIST_TYPES = {
+    # (kind or "*", field names) -> ("map", keys) | ("set", None)
+    ("*", ("metadata", "ownerReferences")): ("map", ("uid",)),
+    ("*", ("metadata", "finalizers")): ("set", None),
+    ("*", ("status", "conditions")): ("map", ("type",)),   # Component (its CRD), Node, Namespace, Pod, PDB
+    ("Pod", ("spec", "containers")): ("map", ("name",)),
+    ("Pod", ("spec", "initContainers")): ("map", ("name",)),
+    ("Pod", ("spec", "ephemeralContainers")): ("map", ("name",)),
+    ("Pod", ("spec", "volumes")): ("map", ("name",)),
+    ("Pod", ("spec", "containers", "*", "env")): ("map", ("name",)),
+    ("Pod", ("spec", "containers", "*", "volumeMounts")): ("map", ("mountPath",)),
+    ("Pod", ("spec", "initContainers", "*", "env")): ("map", ("name",)),
+    ("Pod", ("spec", "initContainers", "*", "volumeMounts")): ("map", ("mountPath",)),
+}
+
+# stripmeta.go: never owned by anyone.
+_STRIPPED = {("f:apiVersion",), ("f:kind",), ("f:metadata",)} | {
+    ("f:metadata", "f:" + k) for k in ("name", "namespace", "creationTimestamp", "selfLink", "uid",
+                                         "clusterName", "generation", "managedFields", "resourceVersion")}
+_MISSING = object()
+
+
+class FieldError(Exception):
+    pass
+
+
+def _list_type(kind, names):
+    return LIST_TYPES.get((kind, names)) or LIST_TYPES.get(("*", names))
+
+
+def _compact(v):
+    return json.dumps(v, separators=(",", ":"), ensure_ascii=False)
+
+
+def _item_pe(lt, item, names):
+    mode, keys = lt
+    if mode == "set":
+        return "v:" + _compact(item)
+    if not isinstance(item, dict):
+        raise FieldError(".%s: expected map, got %s" % (".".join(names), _compact(item)))
+    for k in keys:
+        if k not in item:
+            raise FieldError(".%s: associative list with keys has an element that omits key field %s "
+                             "(and doesn't have default value)" % (".".join(names), _compact(k)))
+    return "k:" + _compact({k: item[k] for k in sorted(keys)})
+
+
+def _items(kind, names, lst):
+    """[(path element, item)] of an associative list (the first of duplicates wins)."""
+    lt = _list_type(kind, names)
+    out, seen = [], set()
+    for item in lst:
+        pe = _item_pe(lt, item, names)
+        if pe not in seen:
+            seen.add(pe)
+            out.append((pe, item))
+    return out
+
+
+def _granular_list(kind, names, v):
+    return isinstance(v, list) and _list_type(kind, names) is not None
+
+
+def field_set(kind, obj):
+    """ToFieldSet: the paths a (partial) object sets: its leaves, null or empty maps, list items."""
+    out = set()
+
+    def walk_map(m, path, names):
+        for k, v in m.items():
+            p, n = path + ("f:" + k,), names + (k,)
+            walk(v, p, n)
+            if v is None or (isinstance(v, dict) and not v):
+                out.add(p)
+
+    def walk(v, path, names):
+        if isinstance(v, dict):
+            walk_map(v, path, names)
+        elif _granular_list(kind, names, v):
+            for pe, item in _items(kind, names, v):
+                ip = path + (pe,)
+                if isinstance(item, dict):
+                    walk_map(item, ip, names + ("*",))
+                out.add(ip)
+        else:
+            out.add(path)
+
+    walk_map(obj, (), ())
+    return out
+
+
+def compare_fields(kind, old, new):
+    """typed.Compare: (added, modified, removed) paths from old to new."""
+    added, modified, removed = set(), set(), set()
+
+    def empty(v):
+        return v is _MISSING or v is None or (isinstance(v, (dict, list)) and not v)
+
+    def cmp(l, r, path, names):
+        both_maps = all(v is _MISSING or isinstance(v, dict) for v in (l, r))
+        both_lists = all(v is _MISSING or _granular_list(kind, names, v) for v in (l, r))
+        if (both_maps or both_lists) and not (empty(l) and empty(r)):
+            if both_maps:
+                lm = l if l is not _MISSING else {}
+                rm = r if r is not _MISSING else {}
+                for k in list(lm) + [k for k in rm if k not in lm]:
+                    cmp(lm.get(k, _MISSING), rm.get(k, _MISSING), path + ("f:" + k,), names + (k,))
+            else:
+                li = dict(_items(kind, names, l if l is not _MISSING else []))
+                ri = dict(_items(kind, names, r if r is not _MISSING else []))
+                for pe in list(li) + [pe for pe in ri if pe not in li]:
+                    cmp(li.get(pe, _MISSING), ri.get(pe, _MISSING), path + (pe,), names + ("*",))
+            if l is _MISSING:
+                added.add(path)
+            elif r is _MISSING:
+                removed.add(path)
+        elif l is _MISSING:
+            added.add(path)
+        elif r is _MISSING:
+            removed.add(path)
+        elif not _json_equal(l, r):
+            modified.add(path)
+
+    cmp(old, new, (), ())
+    for s in (added, modified, removed):
+        s.discard(())
+    return added, modified, removed
+
+
+def merge_applied(kind, live, config, names=()):
+    """typed.Merge: config over live; maps per key, associative lists per item (in SMD's order)."""
+    if isinstance(live, dict) and isinstance(config, dict):
+        out = dict(live)
+        for k, v in config.items():
+            out[k] = merge_applied(kind, live[k], v, names + (k,)) if k in live else copy.deepcopy(v)
+        return out
+    if isinstance(live, list) and _granular_list(kind, names, config):
+        return _merge_items(kind, names, live, config)
+    return copy.deepcopy(config)
+
+
+def _merge_items(kind, names, lhs, rhs):
+    lpes, rpes = _items(kind, names, lhs), _items(kind, names, rhs)
+    lmap, rmap = dict(lpes), dict(rpes)
+    mode = _list_type(kind, names)[0]
+
+    def merged(pe):
+        l, r = lmap.get(pe, _MISSING), rmap.get(pe, _MISSING)
+        if r is _MISSING:
+            return copy.deepcopy(l)
+        if l is _MISSING or mode == "set":
+            return copy.deepcopy(r)
+        return merge_applied(kind, l, r, names + ("*",))
+
+    shared = [pe for pe, _ in rpes if pe in lmap]
+    out, done, li, ri = [], set(), 0, 0
+    next_shared = shared.pop(0) if shared else None
+    while li < len(lpes) or ri < len(rpes):
+        if li < len(lpes) and ri < len(rpes):
+            pe = lpes[li][0]
+            if pe == rpes[ri][0]:
+                done.add(pe)
+                out.append(merged(pe))
+                li, ri = li + 1, ri + 1
+                next_shared = shared.pop(0) if shared else None
+                continue
+            if pe in rmap and next_shared is not None and next_shared != pe:
+                li += 1
+                continue
+        if li < len(lpes):
+            pe = lpes[li][0]
+            if pe not in rmap:
+                out.append(merged(pe))
+                li += 1
+                continue
+            if pe in done:
+                li += 1
+        if ri < len(rpes):
+            pe = rpes[ri][0]
+            done.add(pe)
+            out.append(merged(pe))
+            ri += 1
+            if next_shared is not None and next_shared == pe:
+                next_shared = shared.pop(0) if shared else None
+    return out
+
+
+def remove_path(kind, obj, path):
+    """Removes the field or list item at path (nothing if it is not there)."""
+    node, names = obj, ()
+    for i, pe in enumerate(path):
+        last = i == len(path) - 1
+        if pe.startswith("f:"):
+            if not isinstance(node, dict) or pe[2:] not in node:
+                return
+            if last:
+                del node[pe[2:]]
+                return
+            node, names = node[pe[2:]], names + (pe[2:],)
+        else:
+            lt = _list_type(kind, names)
+            if not isinstance(node, list) or lt is None:
+                return
+            idx = next((j for j, item in enumerate(node) if _item_pe(lt, item, names) == pe), None)
+            if idx is None:
+                return
+            if last:
+                del node[idx]
+                return
+            node, names = node[idx], names + ("*",)
+
+
+def fields_v1(paths):
+    """A field set in the FieldsV1 JSON format ("." marks a path that is itself owned and has children)."""
+    tree = {}
+    for p in paths:
+        node = tree
+        for pe in p:
+            node = node.setdefault(pe, {})
+        node["."] = {}
+
+    def finish(node):
+        out = {}
+        children = sorted(k for k in node if k != ".")
+        if "." in node and children:
+            out["."] = {}
+        for k in children:
+            out[k] = finish(node[k])
+        return out
+    return finish(tree)
+
+
+def parse_fields_v1(tree, prefix=()):
+    out = set()
+    if not isinstance(tree, dict):
+        return out
+    if not tree and prefix:
+        out.add(prefix)
+    for k, v in tree.items():
+        if k == ".":
+            out.add(prefix)
+        else:
+            out |= parse_fields_v1(v, prefix + (k,))
+    return out
+
+
+def path_string(path):
+    """fieldpath.Path.String(): .status.conditions[type="Ready"].status"""
+    out = ""
+    for pe in path:
+        if pe.startswith("f:"):
+            out += "." + pe[2:]
+        elif pe.startswith("k:"):
+            out += "[" + ",".join("%s=%s" % (k, _compact(v)) for k, v in json.loads(pe[2:]).items()) + "]"
+        elif pe.startswith("v:"):
+            out += "[=%s]" % pe[2:]
+        else:
+            out += "[%s]" % pe[2:]
+    return out
+
+
+def manager_from_user_agent(user_agent):
+    """prefixFromUserAgent: up to the first '/', printable characters, at most 128 bytes."""
+    out = ""
+    for ch in (user_agent or "").split("/")[0]:
+        if not ch.isprintable():
+            continue
+        if len((out + ch).encode()) > 128:
+            break
+        out += ch
+    return out
+
+
+class Managers:
+    """metadata.managedFields decoded: (manager, operation, subresource) -> entry with its field set."""
+
+    def __init__(self, entries):
+        self.sets, self.meta = {}, {}
+        for e in entries or []:
+            if not isinstance(e, dict):
+                continue
+            ident = (e.get("manager") or "", e.get("operation") or "", e.get("subresource") or "")
+            self.sets[ident] = parse_fields_v1(e.get("fieldsV1") or {})
+            self.meta[ident] = {k: e[k] for k in ("apiVersion", "time") if k in e}
+
+    def encode(self):
+        out = []
+        for ident, paths in self.sets.items():
+            if not paths:
+                continue
+            manager, op, sub = ident
+            e = {"manager": manager, "operation": op}
+            e.update(self.meta.get(ident, {}))
+            e["fieldsType"] = "FieldsV1"
+            e["fieldsV1"] = fields_v1(paths)
+            if sub:
+                e["subresource"] = sub
+            out.append(e)
+        # managedfields.go sortEncodedManagedFields: operation, time, manager, apiVersion, subresource
+        out.sort(key=lambda e: (e["operation"], e.get("time") or "", e["manager"], e.get("apiVersion") or "",
+                                e.get("subresource") or ""))
+        return out
+
+    @staticmethod
+    def describe(ident, meta):
+        """printManager (conflict.go)."""
+        manager, op, sub = ident
+        s = _compact(manager)
+        if sub:
+            s += " with subresource %s" % _compact(sub)
+        if op == "Update":
+            s += " using %s" % meta.get("apiVersion", "")
+            if meta.get("time"):
+                s += " at %s" % meta["time"]
+        return s
+
+
+def _tracked(res, obj, sub):
+    """The object as field management sees it: no managedFields, and only what this endpoint writes
+    (the status subresource: no spec; the main resource of a kind with a status subresource: no status)."""
+    out = {k: v for k, v in obj.items() if not (k == "spec" and sub == "status")
+           and not (k == "status" and sub != "status" and res.has_status)}
+    md = dict(out.get("metadata") or {})
+    md.pop("managedFields", None)
+    out["metadata"] = md
+    return out
+
+
+def _owned_paths(paths):
+    return {p for p in paths if p not in _STRIPPED}
+
+
+def _update_managers(res, managers, old, new, workflow, force):
+    """Updater.update: conflicts with (force: taken from) the other managers; removed fields disowned."""
+    added, modified, removed = compare_fields(res.kind, old, new)
+    changed = added | modified
+    conflicts = {}
+    for ident, paths in managers.sets.items():
+        if ident == workflow:
+            continue
+        hit = paths & changed
+        if hit:
+            conflicts[ident] = hit
+    if conflicts and not force:
+        raise apply_conflict(conflicts, managers)
+    for ident in list(managers.sets):
+        if ident != workflow:
+            managers.sets[ident] = managers.sets[ident] - conflicts.get(ident, set()) - removed
+        if not managers.sets[ident]:
+            del managers.sets[ident]
+    return added, modified, removed
+
+
+def apply_conflict(conflicts, managers):
+    flat = sorted((path_string(p), ident) for ident, paths in conflicts.items() for p in paths)
+    causes = [{"reason": "FieldManagerConflict", "message": "conflict with %s"
+               % Managers.describe(ident, managers.meta.get(ident, {})), "field": p} for p, ident in flat]
+    if len(flat) == 1:
+        msg = "Apply failed with 1 conflict: %s: %s" % (causes[0]["message"], flat[0][0])
+    else:
+        lines = []
+        for ident in sorted(conflicts, key=lambda i: _compact(list(i))):
+            lines.append("conflicts with %s:" % Managers.describe(ident, managers.meta.get(ident, {})))
+            lines.extend("- %s" % p for p, i in flat if i == ident)
+        msg = "Apply failed with %d conflicts: %s" % (len(flat), "\n".join(lines))
+    return ApiError(409, msg, "Conflict", {"causes": causes})
+
+
+def track_update(res, old, new, manager, sub, request_entries=None):
+    """fieldmanager Update: `new` (to be stored) gets metadata.managedFields, with what changed from `old`
+    (None: a create) owned by (manager, Update, sub) and taken from every other manager."""
+    base = request_entries if request_entries and sub != "status" else (old or {}).get("metadata", {}).get("managedFields")
+    managers = Managers(base)
+    old_t = _tracked(res, old or {"metadata": {}}, sub)
+    new_t = _tracked(res, new, sub)
+    current = ("\x00current-operation", "Update", sub or "")
+    try:
+        added, modified, removed = _update_managers(res, managers, old_t, new_t, current, True)
+    except FieldError:
+        return          # UpdateNoErrors: a list the schema cannot key is left untracked
+    taken = _owned_paths(added | modified)
+    ident = (manager, "Update", sub or "")
+    if taken:
+        managers.sets[ident] = (managers.sets.get(ident, set()) | taken) - removed
+        managers.meta[ident] = {"apiVersion": res.api_version, "time": now_rfc3339()}
+    managers.sets.pop(current, None)
+    entries = managers.encode()
+    if entries:
+        new["metadata"]["managedFields"] = entries
+    else:
+        new["metadata"].pop("managedFields", None)
+
+
+def apply_config(res, live, config, manager, force, sub):
+    """fieldmanager Apply: live (None: the object does not exist) with config applied by (manager, Apply,
+    sub): the merged object, pruned of what manager applied last time and no longer applies (unless
+    someone else owns it), with its managedFields. Raises ApiError 409 on conflicts without force."""
+    live = live or {"metadata": {}}
+    managers = Managers(live.get("metadata", {}).get("managedFields"))
+    ident = (manager, "Apply", sub or "")
+    live_t = _tracked(res, live, sub)
+    config_t = _tracked(res, config, sub)
+    try:
+        new_t = merge_applied(res.kind, live_t, config_t)
+        applied = _owned_paths(field_set(res.kind, config_t))
+    except FieldError as e:
+        raise ApiError(500, "failed to create typed patch object (%s; %s): %s"
+                       % (res.api_version, res.kind, e), "InternalError")
+    last = managers.sets.get(ident, set())
+    managers.sets[ident] = applied
+    owned = set()
+    for paths in managers.sets.values():
+        for p in paths:
+            owned.update(p[:i] for i in range(1, len(p) + 1))
+    for p in sorted(last - applied, key=len):      # an item before its fields
+        if p not in owned:
+            remove_path(res.kind, new_t, p)
+    _update_managers(res, managers, live_t, new_t, ident, force)
+    managers.sets[ident] = applied
+    if not applied:
+        managers.sets.pop(ident, None)
+    if not _json_equal(live_t, new_t) or "time" not in managers.meta.get(ident, {}):
+        managers.meta[ident] = {"apiVersion": res.api_version, "time": now_rfc3339()}
+    else:
+        managers.meta[ident]["apiVersion"] = res.api_version
+    out = copy.deepcopy(live)
+    for k in [k for k in out if k != "metadata"]:
+        if k in ("apiVersion", "kind") or (k == "spec" and sub == "status") or (
+                k == "status" and sub != "status" and res.has_status):
+            continue
+        del out[k]
+    for k, v in new_t.items():
+        if k != "metadata":
+            out[k] = v
+    md = dict(new_t.get("metadata") or {})
+    for k in ("uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp"):
+        if k in live.get("metadata", {}):
+            md[k] = live["metadata"][k]
+    entries = managers.encode()
+    if entries:
+        md["managedFields"] = entries
+    out["metadata"] = md
+    out["apiVersion"], out["kind"] = res.api_version, res.kind
+    return out
+
+
+def decode_apply_body(body):
+    """An apply patch: YAML (JSON is YAML); a map."""
+    text = body.decode("utf-8", errors="replace")
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        try:
+            import yaml      # python3-yaml; only for bodies that are not JSON
+            obj = yaml.safe_load(text)
+        except ImportError:
+            raise bad_request("error decoding YAML: a YAML apply body needs python3-yaml here; send JSON")
+        except yaml.YAMLError as e:
+            raise bad_request("error decoding YAML: %s" % str(e).replace("\n", " "))
+    if not isinstance(obj, dict):
+        raise bad_request("error decoding YAML: the body must be a map")
+    return obj
 
 
 # ---------------------------------------------------------------------------
@@ -1561,8 +2047,9 @@ class FakeApiServer:
             obj["data"] = data
         return obj
 
-    def _create(self, res, obj, ns, keep_status, api=False):
-        """api: an API request (validation and the registry's create defaults); else the back door."""
+    def _create(self, res, obj, ns, keep_status, api=False, field_manager=None):
+        """api: an API request (validation and the registry's create defaults); else the back door.
+        field_manager: the writer's manager, owner of every field it set (an Update entry)."""
         obj = self._prepare(res, obj, ns, api=api)
         md = obj["metadata"]
         if not md.get("name"):
@@ -1593,6 +2080,8 @@ class FakeApiServer:
             obj["status"] = {"phase": "Pending", "qosClass": pod_qos_class(obj)}
         elif api and res.kind == "PodDisruptionBudget":   # status is the disruption controller's
             obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
+        if field_manager is not None:
+            track_update(res, None, obj, field_manager, None, md.get("managedFields"))
         return self._commit(res, key, "ADDED", obj, None)
 
     @staticmethod
@@ -1615,8 +2104,11 @@ class FakeApiServer:
         return {k: v for k, v in obj.items()
                 if k not in ("metadata", "apiVersion", "kind") and not (res.has_status and k == "status")}
 
-    def _update(self, res, obj, ns, name, mode, check_rv, name_from_url=None):
-        """mode: "main" (HTTP main resource), "status" (status subresource), "direct" (back door)."""
+    def _update(self, res, obj, ns, name, mode, check_rv, name_from_url=None, field_manager=None,
+                managed_fields=_MISSING):
+        """mode: "main" (HTTP main resource), "status" (status subresource), "direct" (back door).
+        field_manager: record what changed as that manager's (an Update entry); managed_fields: an
+        apply's managedFields, set as they are."""
         obj = self._prepare(res, obj, ns, name_from_url, api=mode != "direct")
         md = obj["metadata"]
         name = name or md.get("name")
@@ -1663,6 +2155,15 @@ class FakeApiServer:
                 nmd["generation"] = int(old["metadata"].get("generation") or 0) + 1
             if mode == "main":
                 self._validate(res, new, old)
+        if managed_fields is not _MISSING:
+            if managed_fields:
+                new["metadata"]["managedFields"] = managed_fields
+            else:
+                new["metadata"].pop("managedFields", None)
+        elif field_manager is not None:
+            sub = mode if mode in ("status", "ephemeralcontainers") else None
+            request_entries = new["metadata"].get("managedFields") if mode == "main" else None
+            track_update(res, old, new, field_manager, sub, request_entries)
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         if _json_equal(new, old):
             return old                     # a no-op write does not bump resourceVersion
@@ -2278,8 +2779,15 @@ class FakeApiServer:
         o.update(extra or {})
         return o
 
-    def _api_create(self, res, ns, body, query, entry):
+    @staticmethod
+    def _field_manager(query, entry):
+        """The manager of a non-apply write: the fieldManager query, else the user agent's prefix."""
+        return query.get("fieldManager") or manager_from_user_agent((entry or {}).get("user_agent"))
+
+    def _api_create(self, res, ns, body, query, entry, applied=False):
+        """applied: body is an apply's result for a missing object (its managedFields made)."""
         dry = self._dry_run(query)
+        manager = None if applied else self._field_manager(query, entry)
         mutating, validating = self._admission_hooks(res)
         with self.store.lock:
             obj = self._prepare(res, body, ns, api=True)
@@ -2288,7 +2796,8 @@ class FakeApiServer:
                             self._options("CreateOptions", dry, query), entry)
         obj = self._mutate(attrs, mutating)
         with self.store.lock:
-            created, plan = self._planned(lambda: self._create(res, obj, ns, keep_status=not res.group, api=True))
+            created, plan = self._planned(lambda: self._create(res, obj, ns, keep_status=not res.group, api=True,
+                                                               field_manager=manager))
         attrs.update(obj=created, name=created["metadata"]["name"])
         if res.plural == "namespaces" and not res.group:
             attrs["namespace"] = attrs["name"]
@@ -2342,21 +2851,53 @@ class FakeApiServer:
             return self._prepare(res, body, ns, name, api=True)
 
         def run(obj):
-            return self._update(res, obj, ns, name, mode, check_rv=True, name_from_url=name)
+            return self._update(res, obj, ns, name, mode, check_rv=True, name_from_url=name,
+                                field_manager=self._field_manager(query, entry))
         return self._api_write_existing(res, ns, name, sub, "UPDATE", query, entry, make, run,
                                         self._options("UpdateOptions", dry, query))
 
     def _api_patch(self, res, ns, name, sub, ct, patch, query, entry):
         dry = self._dry_run(query)
         mode = "status" if sub == "status" else ("ephemeralcontainers" if sub == "ephemeralcontainers" else "main")
+        apply = ct == APPLY_PATCH
+        force = _truthy(query.get("force"))
 
         def make(old):
+            if apply:
+                return apply_config(res, old, self._apply_body(res, ns, name, patch), query["fieldManager"],
+                                    force, sub)
             return self._patched(res, old, name, ct, patch)
 
         def run(obj):
-            return self._update(res, obj, ns, name, mode, check_rv=True)
+            if apply:
+                return self._update(res, obj, ns, name, mode, check_rv=True,
+                                    managed_fields=obj["metadata"].get("managedFields"))
+            return self._update(res, obj, ns, name, mode, check_rv=True,
+                                field_manager=self._field_manager(query, entry))
         return self._api_write_existing(res, ns, name, sub, "UPDATE", query, entry, make, run,
                                         self._options("PatchOptions", dry, query))
+
+    def _apply_body(self, res, ns, name, config):
+        """An apply configuration checked as the object it names (apiVersion, kind, namespace, name)."""
+        with self.store.lock:
+            obj = self._prepare(res, config, ns, name)
+        obj["metadata"].pop("resourceVersion", None)
+        return obj
+
+    def _api_apply(self, res, ns, name, sub, body, query, entry):
+        """PATCH application/apply-patch+yaml: server-side apply; creates the object when it is missing
+        (the main resource only: a subresource answers 404). -> (code, object)"""
+        config = decode_apply_body(body)
+        self._apply_body(res, ns, name, config)           # a malformed configuration is 400 before any lookup
+        with self.store.lock:
+            exists = self.store.current(res, Store.key(res, ns, name)) is not None
+        if not exists and sub is None:
+            created = apply_config(res, None, self._apply_body(res, ns, name, config), query["fieldManager"],
+                                   _truthy(query.get("force")), None)
+            for k in ("uid", "resourceVersion", "creationTimestamp", "generation"):
+                created["metadata"].pop(k, None)
+            return 201, self._api_create(res, ns, created, query, entry, applied=True)
+        return 200, self._api_patch(res, ns, name, sub, APPLY_PATCH, config, query, entry)
 
     def _api_delete(self, res, ns, name, opts, query, entry):
         opts = opts if isinstance(opts, dict) else {}
@@ -2913,10 +3454,14 @@ class FakeApiServer:
             return self._send(h, 200, self._api_update(res, ns, name, sub, obj, query, entry), entry=entry)
         if method == "PATCH":
             ct = (h.headers.get("Content-Type") or "").split(";")[0].strip().lower()
-            if ct not in ("application/merge-patch+json", "application/json-patch+json"):
+            if ct not in ("application/merge-patch+json", "application/json-patch+json", APPLY_PATCH):
                 raise ApiError(415, "the body of the request was in an unknown format - accepted media types "
-                               "include: application/json-patch+json, application/merge-patch+json",
-                               "UnsupportedMediaType")
+                               "include: application/json-patch+json, application/merge-patch+json, "
+                               "application/apply-patch+yaml", "UnsupportedMediaType")
+            self._check_patch_options(ct, query)
+            if ct == APPLY_PATCH:
+                code, out = self._api_apply(res, ns, name, sub, body, query, entry)
+                return self._send(h, code, out, entry=entry)
             try:
                 patch = json.loads(body.decode("utf-8"))
             except (ValueError, UnicodeDecodeError) as e:
@@ -2933,6 +3478,27 @@ class FakeApiServer:
                     raise bad_request("error decoding DeleteOptions: %s" % e)
             return self._send(h, 200, self._api_delete(res, ns, name, opts, query, entry), entry=entry)
         raise ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
+
+    @staticmethod
+    def _check_patch_options(ct, query):
+        """ValidatePatchOptions (apimachinery's metav1 validation): 422 as the API server answers."""
+        errs = []
+        if ct != APPLY_PATCH:
+            if "force" in query:
+                errs.append(field_forbidden("force", "may not be specified for non-apply patch"))
+        elif not query.get("fieldManager"):
+            errs.append(field_required("fieldManager", "is required for apply patch"))
+        fm = query.get("fieldManager") or ""
+        if len(fm) > 128:
+            errs.append(("FieldValueTooLong", "fieldManager", "Too long: may not be more than 128 bytes"))
+        elif any(not c.isprintable() for c in fm):
+            errs.append(field_invalid("fieldManager", fm, "may only contain printable characters"))
+        if errs:
+            rendered = ["%s: %s" % (f, m) for _, f, m in errs]
+            agg = rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"
+            raise ApiError(422, 'PatchOptions.meta.k8s.io "" is invalid: ' + agg, "Invalid",
+                           {"group": "meta.k8s.io", "kind": "PatchOptions",
+                            "causes": [{"reason": r, "message": m, "field": f} for r, f, m in errs]})
 
     @staticmethod
     def _json_body(h, body):

@@ -1857,6 +1857,241 @@ class TestAdmissionWebhooks(Base):
         self.assertEqual(len(self.server.webhook_calls()), 2)
 
 
+class TestServerSideApply(Base):
+    """Server-side apply and managedFields (structured-merge-diff as kube-apiserver runs it), checked with
+    python3-kubernetes (ApiClient.call_api with application/apply-patch+yaml) and kubectl apply --server-side."""
+
+    PATH = "/apis/%s/%s/namespaces/team/components/%%s" % (GROUP, VERSION)
+
+    def apply(self, name, body, manager, force=None, sub="/status", yaml_text=None):
+        query = [("fieldManager", manager)] if manager is not None else []
+        if force is not None:
+            query.append(("force", force))
+        return self.api.call_api(
+            self.PATH % name + sub, "PATCH", query_params=query,
+            header_params={"Content-Type": "application/apply-patch+yaml", "Accept": "application/json"},
+            body=yaml_text if yaml_text is not None else json.dumps(body), response_type="object",
+            auth_settings=["BearerToken"], _return_http_data_only=True)
+
+    @staticmethod
+    def config(name, **fields):
+        return dict({"apiVersion": GROUP + "/" + VERSION, "kind": "Component",
+                     "metadata": {"name": name, "namespace": "team"}}, **fields)
+
+    @staticmethod
+    def conditions(*types, status="True"):
+        return [{"type": t, "status": status, "reason": "R" + t, "message": "m",
+                 "lastTransitionTime": "2026-01-01T00:00:00Z"} for t in types]
+
+    @staticmethod
+    def entry(obj, manager, operation="Apply"):
+        found = [e for e in obj["metadata"].get("managedFields", [])
+                 if e["manager"] == manager and e["operation"] == operation]
+        return found[0] if found else None
+
+    def setUp(self):
+        super().setUp()
+        self.custom.create_namespaced_custom_object(GROUP, VERSION, "team", PLURAL, self.component("c", "team"))
+
+    def test_status_apply_owns_only_its_fields_and_keeps_another_managers_condition(self):
+        gate = self.config("c", status={"isolation": "Deny", "runtimeClassName": "kata-fc",
+                                        "conditions": self.conditions("Admitted", "Drifted")})
+        self.apply("c", gate, "isolation-gate", "true")
+        other = self.apply("c", self.config("c", status={"conditions": self.conditions("Ready")}), "someone-else")
+        self.assertEqual([c["type"] for c in other["status"]["conditions"]], ["Admitted", "Drifted", "Ready"])
+        # the gate applies again without runtimeClassName and Drifted: both go, someone else's condition stays
+        gate["status"] = {"isolation": "AllowInProcess", "conditions": self.conditions("Admitted", status="False")}
+        out = self.apply("c", gate, "isolation-gate", "true")
+        self.assertEqual(out["status"]["isolation"], "AllowInProcess")
+        self.assertNotIn("runtimeClassName", out["status"])
+        self.assertEqual([(c["type"], c["status"]) for c in out["status"]["conditions"]],
+                         [("Admitted", "False"), ("Ready", "True")])
+        mine = self.entry(out, "isolation-gate")
+        self.assertEqual((mine["subresource"], mine["fieldsType"], mine["apiVersion"]),
+                         ("status", "FieldsV1", GROUP + "/" + VERSION))
+        self.assertEqual(mine["fieldsV1"], {"f:status": {"f:isolation": {}, "f:conditions": {
+            'k:{"type":"Admitted"}': {".": {}, "f:type": {}, "f:status": {}, "f:reason": {}, "f:message": {},
+                                      "f:lastTransitionTime": {}}}}})
+        theirs = self.entry(out, "someone-else")
+        self.assertEqual(list(theirs["fieldsV1"]["f:status"]["f:conditions"]), ['k:{"type":"Ready"}'])
+        # the Component's creator is an Update entry named from the user agent (python3-kubernetes' prefix)
+        creator = [e for e in out["metadata"]["managedFields"] if e["operation"] == "Update"]
+        self.assertEqual(len(creator), 1)
+        self.assertEqual(creator[0]["manager"], "OpenAPI-Generator")
+        self.assertIn("f:spec", creator[0]["fieldsV1"])
+        self.assertNotIn("subresource", creator[0])
+        # the same apply again changes nothing: no new resourceVersion
+        again = self.apply("c", gate, "isolation-gate", "true")
+        self.assertEqual(again["metadata"]["resourceVersion"], out["metadata"]["resourceVersion"])
+
+    def test_conflict_without_force_and_shared_ownership_of_equal_values(self):
+        self.apply("c", self.config("c", status={"isolation": "Deny",
+                                                 "conditions": self.conditions("Admitted")}), "isolation-gate", "true")
+        with self.assertRaises(ApiException) as cm:
+            self.apply("c", self.config("c", status={"isolation": "RequireSetec"}), "someone-else")
+        st = self.exc_status(cm.exception)
+        self.assertStatus(st, 409, "Conflict")
+        self.assertEqual(st["message"], 'Apply failed with 1 conflict: conflict with "isolation-gate" with '
+                                        'subresource "status": .status.isolation')
+        self.assertEqual(st["details"]["causes"], [{
+            "reason": "FieldManagerConflict", "field": ".status.isolation",
+            "message": 'conflict with "isolation-gate" with subresource "status"'}])
+        # two conflicts: one message listing both paths
+        with self.assertRaises(ApiException) as cm:
+            self.apply("c", self.config("c", status={"isolation": "RequireSetec", "conditions": self.conditions(
+                "Admitted", status="False")}), "someone-else")
+        st = self.exc_status(cm.exception)
+        self.assertTrue(st["message"].startswith('Apply failed with 2 conflicts: conflicts with "isolation-gate" '
+                                                 'with subresource "status":\n- '), st["message"])
+        self.assertIn('.status.conditions[type="Admitted"].status', st["message"])
+        # an equal value is no conflict: both own it
+        out = self.apply("c", self.config("c", status={"isolation": "Deny"}), "someone-else")
+        self.assertEqual(self.entry(out, "someone-else")["fieldsV1"], {"f:status": {"f:isolation": {}}})
+        self.assertIn("f:isolation", self.entry(out, "isolation-gate")["fieldsV1"]["f:status"])
+        # force takes the field: the gate no longer owns it
+        out = self.apply("c", self.config("c", status={"isolation": "RequireSetec"}), "someone-else", "true")
+        self.assertEqual(out["status"]["isolation"], "RequireSetec")
+        self.assertNotIn("f:isolation", self.entry(out, "isolation-gate")["fieldsV1"]["f:status"])
+
+    def test_options_validation_media_types_yaml_and_upsert(self):
+        with self.assertRaises(ApiException) as cm:
+            self.apply("c", self.config("c", status={}), None)
+        st = self.exc_status(cm.exception)
+        self.assertStatus(st, 422, "Invalid")
+        self.assertEqual(st["message"], 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: '
+                                        'is required for apply patch')
+        self.assertEqual(st["details"]["causes"], [{"reason": "FieldValueRequired", "field": "fieldManager",
+                                                    "message": "Required value: is required for apply patch"}])
+        st, _, body = self.raw("PATCH", self.PATH % "c" + "?force=true", {"spec": {"kind": "x"}},
+                               "application/merge-patch+json")
+        self.assertEqual(st, 422)
+        self.assertEqual(body["message"], 'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be '
+                                          'specified for non-apply patch')
+        st, _, body = self.raw("PATCH", self.PATH % "c", {"spec": {}}, "application/strategic-merge-patch+json")
+        self.assertEqual(st, 415)
+        self.assertIn("application/apply-patch+yaml", body["message"])
+        # a YAML body
+        out = self.apply("c", None, "yaml-writer", yaml_text=(
+            "apiVersion: %s/%s\nkind: Component\nmetadata:\n  name: c\nstatus:\n  driftedPods: 3\n"
+            % (GROUP, VERSION)))
+        self.assertEqual(out["status"]["driftedPods"], 3)
+        # upsert: applying to a missing object creates it (main resource; 201); a subresource is 404
+        with self.assertRaises(ApiException) as cm:
+            self.apply("new", self.config("new", status={"isolation": "Deny"}), "someone")
+        self.assertEqual(cm.exception.status, 404)
+        created = self.api.call_api(
+            self.PATH % "new", "PATCH", query_params=[("fieldManager", "creator")],
+            header_params={"Content-Type": "application/apply-patch+yaml", "Accept": "application/json"},
+            body=json.dumps(self.config("new", spec={"kind": "tool", "image": "a"})), response_type="object",
+            auth_settings=["BearerToken"], _return_http_data_only=False)
+        self.assertEqual(created[1], 201)
+        self.assertEqual(created[0]["spec"], {"kind": "tool", "image": "a"})
+        self.assertTrue(created[0]["metadata"]["uid"])
+        self.assertEqual(self.entry(created[0], "creator")["fieldsV1"], {"f:spec": {"f:kind": {}, "f:image": {}}})
+        # applying it again without image removes image (the applier owned it alone)
+        out = self.api.call_api(
+            self.PATH % "new", "PATCH", query_params=[("fieldManager", "creator")],
+            header_params={"Content-Type": "application/apply-patch+yaml", "Accept": "application/json"},
+            body=json.dumps(self.config("new", spec={"kind": "tool"})), response_type="object",
+            auth_settings=["BearerToken"], _return_http_data_only=True)
+        self.assertEqual(out["spec"], {"kind": "tool"})
+        self.assertEqual(out["metadata"]["generation"], 2)
+
+    def test_updates_record_their_manager_and_take_fields(self):
+        self.apply("c", self.config("c", status={"isolation": "Deny"}), "isolation-gate", "true")
+        # a merge patch of the status by another writer takes the field from the applier (no conflict)
+        st, _, body = self.raw("PATCH", self.PATH % "c" + "/status?fieldManager=patcher",
+                               {"status": {"isolation": "AllowInProcess"}}, "application/merge-patch+json")
+        self.assertEqual(st, 200, body)
+        self.assertIsNone(self.entry(body, "isolation-gate"))
+        upd = self.entry(body, "patcher", "Update")
+        self.assertEqual((upd["subresource"], upd["fieldsV1"]), ("status", {"f:status": {"f:isolation": {}}}))
+        # without fieldManager: the user agent's prefix names the manager
+        st, _, body = self.raw("PATCH", self.PATH % "c", {"metadata": {"labels": {"x": "y"}}},
+                               "application/merge-patch+json", headers={"User-Agent": "tool/1.2 (linux)"})
+        self.assertEqual(self.entry(body, "tool", "Update")["fieldsV1"],
+                         {"f:metadata": {"f:labels": {".": {}, "f:x": {}}}})
+        # a pod: containers are a list keyed by name, merged per item
+        self.core.create_namespaced_pod("team", {"metadata": {"name": "p"}, "spec": {"containers": [
+            {"name": "a", "image": "i"}, {"name": "b", "image": "i"}]}})
+        st, _, body = self.raw("PATCH", "/api/v1/namespaces/team/pods/p?fieldManager=img", json.dumps({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "b", "image": "j"}]}}).encode(), "application/apply-patch+yaml")
+        self.assertEqual(st, 409, body)
+        self.assertEqual(body["details"]["causes"][0]["field"], '.spec.containers[name="b"].image')
+        st, _, body = self.raw("PATCH", "/api/v1/namespaces/team/pods/p?fieldManager=img&force=true", json.dumps({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "b", "image": "j"}]}}).encode(), "application/apply-patch+yaml")
+        self.assertEqual(st, 200, body)
+        self.assertEqual([(c["name"], c["image"]) for c in body["spec"]["containers"]], [("a", "i"), ("b", "j")])
+
+    def test_kubectl_apply_server_side_conflict_and_force_conflicts(self):
+        kubectl = os.path.join(HERE, "..", "..", ".tools", "bin", "kubectl")
+        if not os.path.exists(kubectl):
+            self.skipTest("no .tools/bin/kubectl")
+        kubeconfig = os.path.join(self.tmp, "kubeconfig")
+        with open(kubeconfig, "w") as f:
+            json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "c",
+                       "clusters": [{"name": "f", "cluster": {"server": self.server.url,
+                                                              "certificate-authority": cert()}}],
+                       "users": [{"name": "u", "user": {"token": self.token}}],
+                       "contexts": [{"name": "c", "context": {"cluster": "f", "user": "u"}}]}, f)
+
+        def run(*args, doc):
+            # --validate=false: this server has no OpenAPI document
+            return subprocess.run([kubectl, "--kubeconfig", kubeconfig, "apply", "--validate=false",
+                                   "--server-side", "-f", "-"] + list(args), input=json.dumps(doc),
+                                  capture_output=True, text=True, timeout=60)
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "team"},
+              "data": {"a": "1", "b": "1"}}
+        r = run(doc=cm)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("serverside-applied", r.stdout)
+        cm["data"] = {"a": "2"}
+        r = run("--field-manager", "other", doc=cm)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn('Apply failed with 1 conflict: conflict with "kubectl": .data.a', r.stderr)
+        r = run("--field-manager", "other", "--force-conflicts", doc=cm)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        stored = self.server.get("configmaps", "cm", "team")
+        self.assertEqual(stored["data"], {"a": "2", "b": "1"})
+        owners = {e["manager"]: e["fieldsV1"] for e in stored["metadata"]["managedFields"]}
+        self.assertEqual(owners, {"kubectl": {"f:data": {"f:b": {}}}, "other": {"f:data": {"f:a": {}}}})
+        # kubectl applies again without b: b goes (it was kubectl's alone)
+        cm["data"] = {}
+        r = run(doc=dict(cm, data={"c": "3"}))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.server.get("configmaps", "cm", "team")["data"], {"a": "2", "c": "3"})
+
+
+class TestHelmDryRun(Base):
+    def test_helm_install_dry_run_server_of_the_chart(self):
+        helm = os.path.join(HERE, "..", "..", ".tools", "bin", "helm")
+        if not os.path.exists(helm):
+            self.skipTest("no .tools/bin/helm")
+        kubeconfig = os.path.join(self.tmp, "kubeconfig")
+        with open(kubeconfig, "w") as f:
+            json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "c",
+                       "clusters": [{"name": "f", "cluster": {"server": self.server.url,
+                                                              "certificate-authority": cert()}}],
+                       "users": [{"name": "u", "user": {"token": self.token}}],
+                       "contexts": [{"name": "c", "context": {"cluster": "f", "user": "u"}}]}, f)
+        self.server.create("namespaces", {"metadata": {"name": "isolation-gate-system"}})
+        env = dict(os.environ, KUBECONFIG=kubeconfig, HELM_CACHE_HOME=os.path.join(self.tmp, "hc"),
+                   HELM_CONFIG_HOME=os.path.join(self.tmp, "hcfg"), HELM_DATA_HOME=os.path.join(self.tmp, "hd"))
+        r = subprocess.run([helm, "install", "ig", os.path.join(HERE, "..", "..", "charts", "isolation-gate"),
+                            "-n", "isolation-gate-system", "--dry-run=server", "--disable-openapi-validation",
+                            "--set", "image.allowPlaceholder=true"],
+                           capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # every object was looked up on the server (its kind is served), nothing was written
+        looked_up = {e["path"].split("/")[-2] for e in self.server.requests(method="GET", status=404)}
+        for plural in ("deployments", "services", "serviceaccounts", "clusterroles", "rolebindings",
+                       "networkpolicies", "customresourcedefinitions"):
+            self.assertIn(plural, looked_up)
+        self.assertEqual([e for e in self.server.requests() if e["method"] != "GET"], [])
+
+
 class TestControlAndCommandLine(unittest.TestCase):
     def test_command_line_and_control_api(self):
         tmp = tempfile.mkdtemp(prefix="fake-apiserver-cli-")

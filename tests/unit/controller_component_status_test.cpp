@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+
 #include "controller/drift.h"
 
 namespace ig::controller {
@@ -167,6 +170,111 @@ TEST(ComponentStatus, ATrustChangeIsAChange) {
   const json next = desired_status(now_untrusted, inputs(SandboxAvailability::Unavailable));
   EXPECT_EQ(next["isolation"], "Deny");
   EXPECT_NE(status_fingerprint(next), now_untrusted.status_fingerprint);
+}
+
+// The apply configuration: the object's identity and only the gate's status
+// (runtimeClassName left out unless RequireSetec, so server-side apply
+// removes it).
+TEST(ComponentStatus, TheApplyConfigurationNamesTheObjectAndCarriesOnlyOurStatus) {
+  for (SandboxAvailability sandbox : {SandboxAvailability::Available, SandboxAvailability::Unavailable}) {
+    const ComponentRecord r = record("untrusted");
+    const json status = desired_status(r, inputs(sandbox));
+    const json config = apply_configuration(r, status);
+    EXPECT_EQ(config, (json{{"apiVersion", "gibson.zeroroot.ai/v1alpha1"},
+                            {"kind", "Component"},
+                            {"metadata", {{"name", "c"}, {"namespace", "team-a"}}},
+                            {"status", status}}));
+    EXPECT_EQ(config["status"].contains("runtimeClassName"), sandbox == SandboxAvailability::Available);
+  }
+  EXPECT_EQ(kFieldManager, "isolation-gate");
+}
+
+// holds_status(): "the cached object already holds exactly our fields and our
+// conditions", whatever other managers add: the reconciler writes only on a
+// real difference.
+TEST(ComponentStatus, HoldsStatusIgnoresOtherManagersAndSeesEveryChangeOfOurs) {
+  const StatusInputs in = inputs(SandboxAvailability::Available);
+  const json ours = desired_status(record("untrusted"), in);
+  const json theirs = {{"type", "Ready"}, {"status", "False"}, {"reason", "Theirs"}, {"message", "m"},
+                       {"lastTransitionTime", "2026-01-01T00:00:00Z"}};
+  struct Row {
+    const char* what;
+    std::function<void(json&)> edit;  // of the status the API server holds
+    bool write;
+  };
+  const Row rows[] = {
+      {"exactly ours", [](json&) {}, false},
+      {"another manager's condition first", [&](json& s) { s["conditions"].insert(s["conditions"].begin(), theirs); },
+       false},
+      {"another manager's condition last", [&](json& s) { s["conditions"].push_back(theirs); }, false},
+      {"another manager's field", [](json& s) { s["replicas"] = 3; }, false},
+      {"our conditions in another order",
+       [](json& s) { std::reverse(s["conditions"].begin(), s["conditions"].end()); }, false},
+      {"our condition's transition time differs", [](json& s) { s["conditions"][0]["lastTransitionTime"] =
+                                                                    "2026-01-01T00:00:00Z"; },
+       false},
+      {"our condition's status changed", [](json& s) { s["conditions"][0]["status"] = "False"; }, true},
+      {"our condition's message changed", [](json& s) { s["conditions"][1]["message"] = "old words"; }, true},
+      {"our condition missing", [](json& s) { s["conditions"].erase(s["conditions"].begin() + 2); }, true},
+      {"our condition replaced by another manager's",
+       [&](json& s) { s["conditions"][2] = theirs; }, true},
+      {"our field changed", [](json& s) { s["isolation"] = "Deny"; }, true},
+      {"our field missing", [](json& s) { s.erase("driftedPods"); }, true},
+      {"our count changed", [](json& s) { s["driftedPods"] = 1; }, true},
+      {"no status at all", [](json& s) { s = json::object(); }, true},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.what);
+    json held = ours;
+    row.edit(held);
+    const ComponentRecord cached = record("untrusted", held);
+    const json desired = desired_status(cached, in);
+    EXPECT_EQ(!holds_status(cached, desired), row.write);
+  }
+  // runtimeClassName held while the decision no longer wants one: a write.
+  json held = desired_status(record("trusted"), in);
+  const ComponentRecord cached = record("trusted", held);
+  const json without = desired_status(cached, inputs(SandboxAvailability::Unavailable));
+  EXPECT_FALSE(without.contains("runtimeClassName"));
+  EXPECT_FALSE(holds_status(cached, without));
+}
+
+// The fields the answer to an apply still holds though the gate left them
+// out (co-owned by an earlier version's merge patches): removed by a merge
+// patch; nobody else's fields are touched.
+TEST(ComponentStatus, LeftoverFieldsAreRemovedByAMergePatchOnlyWhenHeld) {
+  const json deny = desired_status(record("untrusted"), inputs(SandboxAvailability::Unavailable));
+  ASSERT_FALSE(deny.contains("runtimeClassName"));
+  json held = deny;
+  EXPECT_TRUE(leftover_fields_patch(deny, held).is_null());
+  held["runtimeClassName"] = "kata-fc";
+  held["theirs"] = "x";
+  EXPECT_EQ(leftover_fields_patch(deny, held), (json{{"status", {{"runtimeClassName", nullptr}}}}));
+  const json setec = desired_status(record("untrusted"), inputs(SandboxAvailability::Available));
+  EXPECT_TRUE(leftover_fields_patch(setec, held).is_null());
+  EXPECT_TRUE(leftover_fields_patch(deny, json()).is_null());
+}
+
+// lastTransitionTime is kept from what the API server holds while a
+// condition's status is unchanged, another manager's condition among ours
+// or not; a flipped one takes `now`.
+TEST(ComponentStatus, TransitionTimesAreKeptBesideAnotherManagersCondition) {
+  const StatusInputs in = inputs(SandboxAvailability::Available);
+  json held = desired_status(record("untrusted"), in);
+  held["conditions"].insert(held["conditions"].begin() + 1,
+                            json{{"type", "Ready"}, {"status", "True"}, {"reason", "R"}, {"message", "m"},
+                                 {"lastTransitionTime", "2020-01-01T00:00:00Z"}});
+  StatusInputs later = in;
+  later.now += 3600;
+  const ComponentRecord cached = record("untrusted", held);
+  const json again = desired_status(cached, later);
+  for (const auto& c : again["conditions"]) EXPECT_EQ(c["lastTransitionTime"], format_time(in.now)) << c;
+  EXPECT_TRUE(holds_status(cached, again));
+  later.drifted_pods = 1;
+  const json drifted = desired_status(cached, later);
+  EXPECT_EQ((*condition(drifted, "Drifted"))["lastTransitionTime"], format_time(later.now));
+  EXPECT_EQ((*condition(drifted, "Admitted"))["lastTransitionTime"], format_time(in.now));
+  EXPECT_FALSE(holds_status(cached, drifted));
 }
 
 TEST(ComponentStatus, TimesRoundTripAndBadOnesReadAsZero) {

@@ -39,9 +39,18 @@ class PatchRecorder final : public kube::Client {
   kube::ApiResult<json> update(std::string_view, const json&, std::chrono::milliseconds) override {
     return refused();
   }
-  kube::ApiResult<json> patch(std::string_view path, kube::PatchType type, const json& body) override {
+  kube::ApiResult<json> patch(std::string_view path, kube::PatchType, const json&) override {
+    ADD_FAILURE() << "status is written with server-side apply, not a patch: " << path;
+    return refused();
+  }
+  kube::ApiResult<json> apply(std::string_view path, const json& body, std::string_view field_manager, bool force,
+                              std::chrono::milliseconds) override {
     std::unique_lock lock(mu_);
-    EXPECT_EQ(type, kube::PatchType::Merge);
+    EXPECT_EQ(field_manager, "isolation-gate");
+    EXPECT_TRUE(force);
+    EXPECT_EQ(body["apiVersion"], "gibson.zeroroot.ai/v1alpha1");
+    EXPECT_EQ(body["kind"], "Component");
+    EXPECT_EQ(body["metadata"].size(), 2u);  // name and namespace only
     patches.push_back({std::string(path), body});
     if (++in_flight[std::string(path)] > 1) overlapped = true;
     ++in_flight_total;
@@ -163,7 +172,7 @@ TEST(StatusWriter, WritesEachComponentOnceThenNothingWhenNothingChanged) {
   EXPECT_EQ(f.writer->stats().writes, 2u);
 }
 
-TEST(StatusWriter, AFlipRewritesWhatChangedAndNullsTheRuntimeClass) {
+TEST(StatusWriter, AFlipRewritesWhatChangedAndLeavesTheRuntimeClassOut) {
   Fixture f(std::vector<json>{component("a", "untrusted")});
   f.writer->start();
   ASSERT_TRUE(f.api.wait_for(1));
@@ -173,7 +182,28 @@ TEST(StatusWriter, AFlipRewritesWhatChangedAndNullsTheRuntimeClass) {
   f.writer->enqueue_all();
   ASSERT_TRUE(f.api.wait_for(2));
   EXPECT_EQ(f.api.last_status()["isolation"], "Deny");
-  EXPECT_TRUE(f.api.last_status()["runtimeClassName"].is_null());
+  EXPECT_FALSE(f.api.last_status().contains("runtimeClassName"));  // server-side apply removes it
+}
+
+// Another manager's condition (and field) in the status: no write, neither
+// now nor in a new term (which forgets what this writer wrote).
+TEST(StatusWriter, AnotherManagersConditionCausesNoWrite) {
+  Fixture f(std::vector<json>{component("a", "untrusted")});
+  f.writer->start();
+  ASSERT_TRUE(f.api.wait_for(1));
+  json held = f.api.last_status();
+  held["conditions"].insert(held["conditions"].begin(),
+                            json{{"type", "Ready"}, {"status", "False"}, {"reason", "Theirs"}, {"message", "m"},
+                                 {"lastTransitionTime", "2026-01-01T00:00:00Z"}});
+  held["theirs"] = 1;
+  f.store.apply(kube::WatchEvent::Type::Modified, component("a", "untrusted", held));
+  f.writer->enqueue("team-a/a");
+  ASSERT_TRUE(f.processed(2));
+  f.writer->stop();
+  f.writer->start();
+  ASSERT_TRUE(f.processed(3));
+  EXPECT_EQ(f.api.count(), 1u);
+  EXPECT_EQ(f.writer->stats().writes, 1u);
 }
 
 TEST(StatusWriter, NothingIsWrittenBeforeReadyOrAfterStop) {

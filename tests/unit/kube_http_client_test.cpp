@@ -378,6 +378,47 @@ TEST_F(KubeHttpClientTest, CreateAndPatches) {
   EXPECT_EQ(seen[1]["headers"]["Content-Type"], "application/json-patch+json");
 }
 
+// Server-side apply: the field manager and force in the query, the apply
+// Content-Type, the server's merge per list key, and its 409 answered as an
+// ApiError with the Status (a conflict without force).
+TEST_F(KubeHttpClientTest, ServerSideApply) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->create(components(), component("s", ns_, {{"kind", "tool"}})));
+  const std::string status = object_path(kComponents, ns_, "s", "status");
+  auto condition = [](const char* type, const char* value) {
+    return json{{"type", type}, {"status", value}, {"reason", "R"}, {"message", "m"},
+                {"lastTransitionTime", "2026-01-01T00:00:00Z"}};
+  };
+  auto config = [&](json status_fields) {
+    return json{{"apiVersion", "gibson.zeroroot.ai/v1alpha1"},
+                {"kind", "Component"},
+                {"metadata", {{"name", "s"}, {"namespace", ns_}}},
+                {"status", std::move(status_fields)}};
+  };
+  auto mine = c->apply(status, config({{"isolation", "Deny"}, {"conditions", {condition("Admitted", "True")}}}),
+                       "isolation-gate", true, 5000ms);
+  ASSERT_TRUE(mine) << mine.error();
+  auto theirs = c->apply(status, config({{"conditions", {condition("Other", "True")}}}), "someone-else", false,
+                         5000ms);
+  ASSERT_TRUE(theirs) << theirs.error();
+  ASSERT_EQ((*theirs)["status"]["conditions"].size(), 2u);  // merged per type
+
+  auto conflict = c->apply(status, config({{"isolation", "AllowInProcess"}}), "someone-else", false, 5000ms);
+  ASSERT_FALSE(conflict);
+  EXPECT_EQ(conflict.failure().code, 409);
+  EXPECT_EQ(conflict.failure().reason, "Conflict");
+  EXPECT_NE(conflict.error().find("APPLY " + status + ": 409 Conflict: Apply failed with 1 conflict"),
+            std::string::npos)
+      << conflict.error();
+
+  const json seen = server().control("requests", {{"method", "PATCH"}, {"path", "/namespaces/" + ns_ + "/"}});
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0]["headers"]["Content-Type"], "application/apply-patch+yaml");
+  EXPECT_EQ(seen[0]["query_string"], "fieldManager=isolation-gate&force=true");
+  EXPECT_EQ(seen[1]["query_string"], "fieldManager=someone-else");
+}
+
 TEST_F(KubeHttpClientTest, UpdateIsConditionalOnTheResourceVersion) {
   auto c = client();
   ASSERT_TRUE(c);
