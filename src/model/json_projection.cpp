@@ -399,6 +399,26 @@ class Scanner {
     // object and the list's text holds no needle, it keeps nothing. So it is
     // first only validated, element by element, and its text scanned once;
     // otherwise it is read again below, element by element.
+    if (element && element->filters_values() && fast_) {
+      // Every element's kept members are strings its projection names: the
+      // list is validated by the fast path and filtered on the way, in one
+      // pass (no second scan of its text). Anything else (an element that
+      // is not an object, an error, a value it may keep) is read below as
+      // before, from the list's first element.
+      const char* first = p_;
+      const std::size_t keys_before = keys_.size();
+      switch (fast_filtered_list(first, *element)) {
+        case ListFilter::KeepsNothing: return true;  // p_ after ']', the depth back
+        case ListFilter::MayKeep:
+          p_ = first;
+          goto elements;
+        case ListFilter::Unknown:
+          p_ = first;
+          error_.clear();
+          keys_.erase(keys_.begin() + static_cast<std::ptrdiff_t>(keys_before), keys_.end());
+          break;
+      }
+    }
     if (element && element->is_sparse() && element->filters_text()) {
       const char* first = p_;
       bool objects = true;
@@ -410,6 +430,7 @@ class Scanner {
       p_ = first;
       ++depth_;  // element_end left the list: it is entered again
     }
+  elements:
     while (true) {
       if (whole || element) {
         json child(json::value_t::discarded);
@@ -565,7 +586,43 @@ class Scanner {
     }
   }
 
-  const char* fast_object(const char* p, std::size_t depth) {
+  enum class ListFilter { KeepsNothing, MayKeep, Unknown };
+
+  // array()'s list of value-filtered sparse objects, p_ on its first
+  // element (the list is open, not empty). KeepsNothing: the list is valid,
+  // every element an object keeping nothing; p_ is after its ']' and the
+  // depth back. MayKeep: valid so far, and an element may keep a member.
+  // Unknown: an element that is not an object, or an error (the checked
+  // path words it). Only the last leaves fast-path state to undo (keys_).
+  ListFilter fast_filtered_list(const char* p, const Projection& element) {
+    const char* const end = end_;
+    bool hit = false;
+    while (true) {
+      if (p == end || *p != '{') return ListFilter::Unknown;
+      p = fast_object_t<true>(p, depth_, &element, &hit);
+      if (!p) return ListFilter::Unknown;
+      if (hit) return ListFilter::MayKeep;
+      p = fast_ws(p, end);
+      if (p == end) return ListFilter::Unknown;
+      if (*p == ',') {
+        p = fast_ws(p + 1, end);
+        continue;
+      }
+      if (*p != ']') return ListFilter::Unknown;
+      p_ = p + 1;
+      --depth_;
+      return ListFilter::KeepsNothing;
+    }
+  }
+
+  const char* fast_object(const char* p, std::size_t depth) { return fast_object_t<false>(p, depth, nullptr, nullptr); }
+
+  // fast_object(), and with Filter an element of a list whose projection
+  // filters_values(): `*hit` is set when a member the projection names has
+  // a string value it may keep (Projection::is_needle, then keeps_string;
+  // a value with an escape is a hit without decoding: it may spell one).
+  template <bool Filter>
+  const char* fast_object_t(const char* p, std::size_t depth, const Projection* filter, bool* hit) {
     if (++depth > max_depth_) return nullptr;
     const char* const end = end_;
     p = fast_ws(p + 1, end);
@@ -617,7 +674,33 @@ class Scanner {
       p = fast_ws(p, end);
       if (p == end || *p != ':') return nullptr;
       p = fast_ws(p + 1, end);
-      p = fast_member_value(p, depth);
+      if constexpr (Filter) {
+        // filter->field(key), without its name filter (the few fields of
+        // an env element: a length compare rejects most names).
+        const Projection* member = nullptr;
+        if (p != end && *p == '"') {
+          for (const auto& f : filter->fields()) {
+            if (f.name.size() == key.size() && std::memcmp(f.name.data(), key.data(), key.size()) == 0) {
+              member = &f.projection;
+              break;
+            }
+          }
+        }
+        if (member != nullptr) {
+          const char* value = p + 1;
+          saw_escape_ = false;  // set by escape(), through fast_string's checked scanner
+          p = fast_string(value, false);
+          if (!p) return nullptr;
+          const std::string_view raw(value, static_cast<std::size_t>(p - 1 - value));
+          if (saw_escape_ || (filter->is_needle(raw) && member->keeps_string(raw))) {
+            *hit = true;
+          }
+        } else {
+          p = fast_member_value(p, depth);
+        }
+      } else {
+        p = fast_member_value(p, depth);
+      }
       if (!p) return nullptr;
       p = fast_ws(p, end);
       if (p == end) return nullptr;
@@ -943,10 +1026,22 @@ class Scanner {
 
 Projection Projection::whole() { return Projection(); }
 
+namespace {
+
+// The field filter's hash: length and first and last byte (as Names).
+unsigned name_hash(std::string_view k) noexcept {
+  if (k.empty()) return 0;
+  return static_cast<unsigned>(k.size()) * 5u + static_cast<unsigned char>(k[0]) * 7u +
+         static_cast<unsigned char>(k.back()) * 13u;
+}
+
+}  // namespace
+
 Projection Projection::object(std::vector<Field> fields) {
   Projection p;
   p.shape_ = Shape::Object;
   p.fields_ = std::move(fields);
+  for (const auto& f : p.fields_) p.name_filter_ |= std::uint64_t{1} << (name_hash(f.name) & 63);
   p.transparent_ = std::any_of(p.fields_.begin(), p.fields_.end(),
                                [](const Field& f) { return f.projection.slot() >= 0; });
   p.has_prefix_fields_ = std::any_of(p.fields_.begin(), p.fields_.end(), [](const Field& f) {
@@ -997,7 +1092,13 @@ Projection Projection::sparse(std::vector<Field> fields) {
     }
   }
   p.needles_ = std::move(needles);
+  p.filters_values_ = !p.fields_.empty() && std::all_of(p.fields_.begin(), p.fields_.end(),
+                                                        [](const Field& f) { return f.projection.values_ != nullptr; });
   return p;
+}
+
+bool Projection::is_needle(std::string_view token) const noexcept {
+  return needles_ == nullptr || needles_->contains(token);
 }
 
 bool Projection::may_keep(const char* begin, const char* end,
@@ -1065,6 +1166,9 @@ Projection Projection::array(Projection element) {
 }
 
 const Projection* Projection::field(std::string_view name) const noexcept {
+  // Most names a projected object meets are not kept (a container's ports,
+  // resources, volumeMounts...): one bit test says so.
+  if (!has_prefix_fields_ && ((name_filter_ >> (name_hash(name) & 63)) & 1U) == 0) return nullptr;
   for (const auto& f : fields_)
     if (f.name == name) return &f.projection;
   if (!has_prefix_fields_) return nullptr;

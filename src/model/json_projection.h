@@ -43,6 +43,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -106,6 +107,13 @@ class Projection {
   bool may_keep(const char* begin, const char* end, const char* readable) const noexcept;
   // sparse() with needles: may_keep() can drop an object by its text.
   bool filters_text() const noexcept { return needles_ != nullptr; }
+  // sparse() with needles: whether `token` (a string's raw bytes) is one of
+  // them. False means no member can be kept for it: a superset test.
+  bool is_needle(std::string_view token) const noexcept;
+  // sparse() whose every field is a one_of() (a container's env element):
+  // what an element keeps depends only on its members' string values, so a
+  // list of them can be filtered while it is validated, in one pass.
+  bool filters_values() const noexcept { return filters_values_; }
   // The capture slot, or -1 for none.
   std::ptrdiff_t slot() const noexcept { return slot_; }
   // An object-shaped projection with a slotted field: parse_captured()
@@ -120,6 +128,10 @@ class Projection {
   bool transparent_ = false;
   bool has_prefix_fields_ = false;
   bool sparse_ = false;
+  bool filters_values_ = false;
+  // Bit (name_hash(f.name) & 63) for each exact field: field() answers
+  // "not kept" for most other names without comparing any.
+  std::uint64_t name_filter_ = 0;
   std::shared_ptr<const std::vector<std::string>> values_;
   // sparse(): the tokens may_keep() looks for; null when it cannot tell (a
   // prefix field): every object is then parsed.

@@ -1,5 +1,6 @@
 #include "model/pod.h"
 
+#include <array>
 #include <type_traits>
 
 #include "base/quote.h"
@@ -87,30 +88,70 @@ std::string join_path(std::string_view base, std::string_view leaf) {
   return out;
 }
 
+// The members of one map a reader looks up by name, found in one pass over
+// it: a container is read by a dozen names, and a map find each costs more
+// than one walk over its (projected: a few) members. `Keys` lists them.
+template <typename Json, std::size_t N>
+class Members {
+ public:
+  Members(Json& object, const std::array<std::string_view, N>& keys) : keys_(keys) {
+    for (auto it = object.begin(); it != object.end(); ++it) {
+      const std::string& k = it.key();
+      for (std::size_t i = 0; i < N; ++i) {
+        if (keys_[i] == k) {
+          values_[i] = &*it;
+          break;
+        }
+      }
+    }
+  }
+  Json* get(std::string_view key) const noexcept {
+    for (std::size_t i = 0; i < N; ++i)
+      if (keys_[i] == key) return values_[i];
+    return nullptr;  // not one of the keys: a reader asks only for those
+  }
+
+ private:
+  const std::array<std::string_view, N>& keys_;
+  std::array<Json*, N> values_{};
+};
+
+// Member `key` of `parent` (a map, or Members of one), nullptr when absent.
+template <typename Json>
+Json* lookup(Json& parent, std::string_view key) {
+  auto it = parent.find(key);
+  return it == parent.end() ? nullptr : &*it;
+}
+template <typename Json, std::size_t N>
+Json* lookup(const Members<Json, N>& parent, std::string_view key) {
+  return parent.get(key);
+}
+
 // Member `key` of `parent` when it is a map; nullptr when absent or null.
 // Sets `error` when present with another type.
-template <typename Json>
-Json* map_member(Json& parent, std::string_view key, const FieldPath& where,
+template <typename Parent>
+auto* map_member(Parent& parent, std::string_view key, const FieldPath& where,
                  std::string_view source, std::string& error) {
-  auto it = parent.find(key);
-  if (it == parent.end() || it->is_null()) return nullptr;
+  auto* it = lookup(parent, key);
+  if (it == nullptr || it->is_null()) return decltype(it){nullptr};
   if (!it->is_object()) {
     error = field_error(source, FieldPath(where, key), "a map", *it);
-    return nullptr;
+    return decltype(it){nullptr};
   }
-  return &*it;
+  return it;
 }
 
 // `where` is the parent's path; the member's is where.key. A label or
 // annotation key is named as parent[key] (`subscript`). `Json` is const
 // json (read_pod_facts: the string is copied) or json (take_pod_facts: it is
 // moved out, the member left an empty string).
-template <typename Json>
-bool read_optional_string(Json& parent, std::string_view key, const FieldPath& where,
+template <typename Parent>
+bool read_optional_string(Parent& parent, std::string_view key, const FieldPath& where,
                           std::string_view source, std::optional<std::string>& out,
                           std::string& error, bool subscript = false) {
-  auto it = parent.find(key);
-  if (it == parent.end() || it->is_null()) return true;
+  auto* it = lookup(parent, key);
+  using Json = std::remove_pointer_t<decltype(it)>;
+  if (it == nullptr || it->is_null()) return true;
   if (!it->is_string()) {
     error = field_error(source, subscript ? FieldPath::key(where, key) : FieldPath(where, key),
                         "a string", *it);
@@ -124,15 +165,16 @@ bool read_optional_string(Json& parent, std::string_view key, const FieldPath& w
   return true;
 }
 
-bool read_optional_bool(const json& parent, std::string_view key, const FieldPath& where,
+template <typename Parent>
+bool read_optional_bool(Parent& parent, std::string_view key, const FieldPath& where,
                         std::string_view source, bool& out, std::string& error) {
-  auto it = parent.find(key);
-  if (it == parent.end() || it->is_null()) return true;
+  const auto* it = lookup(parent, key);
+  if (it == nullptr || it->is_null()) return true;
   if (!it->is_boolean()) {
     error = field_error(source, FieldPath(where, key), "a boolean", *it);
     return false;
   }
-  out = it->get<bool>();
+  out = it->template get<bool>();
   return true;
 }
 
@@ -140,11 +182,11 @@ bool read_optional_bool(const json& parent, std::string_view key, const FieldPat
 // `parent` (absent or null: none). A member that is not a list, or an element
 // that is not a map, is an error naming it; the walk stops at the first visit
 // that returns false (having set `error`).
-template <typename Json, typename Visit>
-bool for_each_map(Json& parent, std::string_view key, const FieldPath& parent_path, std::string_view source,
+template <typename Parent, typename Visit>
+bool for_each_map(Parent& parent, std::string_view key, const FieldPath& parent_path, std::string_view source,
                   std::string& error, Visit visit) {
-  auto it = parent.find(key);
-  if (it == parent.end() || it->is_null()) return true;
+  auto* it = lookup(parent, key);
+  if (it == nullptr || it->is_null()) return true;
   const FieldPath list_path(parent_path, key);
   if (!it->is_array()) {
     error = field_error(source, list_path, "a list", *it);
@@ -166,12 +208,13 @@ bool for_each_map(Json& parent, std::string_view key, const FieldPath& parent_pa
 // An optional list of strings (command, args, exec.command, capabilities):
 // absent or null -> nullopt; a list of strings -> its strings (moved out when
 // Json is not const); anything else -> an error naming the field.
-template <typename Json>
-bool read_optional_strings(Json& parent, std::string_view key, const FieldPath& where,
+template <typename Parent>
+bool read_optional_strings(Parent& parent, std::string_view key, const FieldPath& where,
                            std::string_view source, std::optional<std::vector<std::string>>& out,
                            std::string& error) {
-  auto it = parent.find(key);
-  if (it == parent.end() || it->is_null()) return true;
+  auto* it = lookup(parent, key);
+  using Json = std::remove_pointer_t<decltype(it)>;
+  if (it == nullptr || it->is_null()) return true;
   const FieldPath path(where, key);
   if (!it->is_array()) {
     error = field_error(source, path, "a list of strings", *it);
@@ -217,8 +260,8 @@ constexpr std::string_view kHooks[] = {"postStart", "preStop"};
 
 // What decides the code a container runs, besides its image: command, args,
 // exec hooks and probes, loader environment variables, envFrom.
-template <typename Json>
-bool read_container_code(Json& container, const FieldPath& item_path, std::string_view source,
+template <typename Json, typename Parent>
+bool read_container_code(Parent& container, const FieldPath& item_path, std::string_view source,
                          ContainerFacts& entry, std::string& error) {
   if (!read_optional_strings(container, "command", item_path, source, entry.command, error) ||
       !read_optional_strings(container, "args", item_path, source, entry.args, error)) {
@@ -259,7 +302,7 @@ bool read_container_code(Json& container, const FieldPath& item_path, std::strin
     return true;
   });
   if (!env_ok) return false;
-  if (auto env_from = container.find("envFrom"); env_from != container.end() && !env_from->is_null()) {
+  if (auto* env_from = lookup(container, "envFrom"); env_from != nullptr && !env_from->is_null()) {
     if (!env_from->is_array()) {
       error = field_error(source, FieldPath(item_path, "envFrom"), "a list", *env_from);
       return false;
@@ -269,15 +312,21 @@ bool read_container_code(Json& container, const FieldPath& item_path, std::strin
   return true;
 }
 
+// Every member of a container the readers above and below look up.
+constexpr std::array<std::string_view, 11> kContainerKeys = {
+    "securityContext", "name", "image", "command", "args", "lifecycle",
+    "livenessProbe", "readinessProbe", "startupProbe", "env", "envFrom"};
+
 // One container list (containers, initContainers, ephemeralContainers): the
 // privileged ones into `out`, every one with what it runs into `containers`.
-template <typename Json>
-bool read_containers(Json& spec, std::string_view list_key, std::string_view prefix,
+template <typename Json, typename Parent>
+bool read_containers(Parent& spec, std::string_view list_key, std::string_view prefix,
                      const FieldPath& spec_path, std::string_view source,
                      std::vector<std::string>& out, std::vector<ContainerFacts>& containers,
                      std::string& error) {
   return for_each_map(spec, list_key, spec_path, source, error,
-                      [&](auto& container, const FieldPath& item_path, std::size_t index) {
+                      [&](auto& item, const FieldPath& item_path, std::size_t index) {
+    const Members<std::remove_reference_t<decltype(item)>, kContainerKeys.size()> container(item, kContainerKeys);
     ContainerFacts entry;
     entry.init = prefix == "init:";
     entry.ephemeral = prefix == "ephemeral:";
@@ -302,7 +351,7 @@ bool read_containers(Json& spec, std::string_view list_key, std::string_view pre
     std::optional<std::string> name;
     if (!read_optional_string(container, "name", item_path, source, name, error) ||
         !read_optional_string(container, "image", item_path, source, entry.image, error) ||
-        !read_container_code(container, item_path, source, entry, error)) {
+        !read_container_code<Json>(container, item_path, source, entry, error)) {
       return false;
     }
     if (name && prefix.empty()) {
@@ -323,11 +372,13 @@ bool read_containers(Json& spec, std::string_view list_key, std::string_view pre
 }
 
 // spec.volumes: the hostPath and image volumes (the rest are the pod's data).
-template <typename Json>
-bool read_volumes(Json& spec, const FieldPath& spec_path, std::string_view source,
+template <typename Json, typename Parent>
+bool read_volumes(Parent& spec, const FieldPath& spec_path, std::string_view source,
                   std::vector<VolumeFacts>& out, std::string& error) {
   return for_each_map(spec, "volumes", spec_path, source, error,
-                      [&](auto& volume, const FieldPath& item_path, std::size_t index) {
+                      [&](auto& item, const FieldPath& item_path, std::size_t index) {
+    static constexpr std::array<std::string_view, 3> kVolumeKeys = {"hostPath", "image", "name"};
+    const Members<std::remove_reference_t<decltype(item)>, kVolumeKeys.size()> volume(item, kVolumeKeys);
     VolumeFacts entry;
     Json* host_path = map_member(volume, "hostPath", item_path, source, error);
     if (!error.empty()) return false;
@@ -497,21 +548,31 @@ Result<PodFacts> pod_facts(Json& object, Json& pod, const PodLocation& where, st
     if (!error.empty()) return fail(error);
   }
 
-  Json* spec = map_member(pod, "spec", pod_path, source, error);
+  Json* spec_map = map_member(pod, "spec", pod_path, source, error);
   if (!error.empty()) return fail(error);
   const FieldPath spec_path(pod_path, "spec");
-  if (spec == nullptr) return fail(std::string(source) + ": " + spec_path.str() + ": required");
-  if (!read_optional_string(*spec, "runtimeClassName", spec_path, source, facts.runtime_class, error) ||
-      !read_optional_bool(*spec, "hostNetwork", spec_path, source, facts.host_network, error) ||
-      !read_optional_bool(*spec, "hostPID", spec_path, source, facts.host_pid, error) ||
-      !read_optional_bool(*spec, "hostIPC", spec_path, source, facts.host_ipc, error) ||
-      !read_containers(*spec, "containers", "", spec_path, source, facts.privileged_containers,
-                       facts.containers, error) ||
-      !read_containers(*spec, "initContainers", "init:", spec_path, source,
-                       facts.privileged_containers, facts.containers, error) ||
-      !read_containers(*spec, "ephemeralContainers", "ephemeral:", spec_path, source,
-                       facts.privileged_containers, facts.containers, error) ||
-      !read_volumes(*spec, spec_path, source, facts.volumes, error)) {
+  if (spec_map == nullptr) return fail(std::string(source) + ": " + spec_path.str() + ": required");
+  static constexpr std::array<std::string_view, 8> kSpecKeys = {
+      "runtimeClassName", "hostNetwork", "hostPID", "hostIPC",
+      "containers", "initContainers", "ephemeralContainers", "volumes"};
+  const Members<Json, kSpecKeys.size()> spec(*spec_map, kSpecKeys);
+  // One ContainerFacts per entry of the three lists: reserved, not moved as the vector grows.
+  std::size_t container_count = 0;
+  for (std::string_view list : {"containers", "initContainers", "ephemeralContainers"}) {
+    if (auto* l = spec.get(list); l != nullptr && l->is_array()) container_count += l->size();
+  }
+  facts.containers.reserve(container_count);
+  if (!read_optional_string(spec, "runtimeClassName", spec_path, source, facts.runtime_class, error) ||
+      !read_optional_bool(spec, "hostNetwork", spec_path, source, facts.host_network, error) ||
+      !read_optional_bool(spec, "hostPID", spec_path, source, facts.host_pid, error) ||
+      !read_optional_bool(spec, "hostIPC", spec_path, source, facts.host_ipc, error) ||
+      !read_containers<Json>(spec, "containers", "", spec_path, source, facts.privileged_containers,
+                             facts.containers, error) ||
+      !read_containers<Json>(spec, "initContainers", "init:", spec_path, source,
+                             facts.privileged_containers, facts.containers, error) ||
+      !read_containers<Json>(spec, "ephemeralContainers", "ephemeral:", spec_path, source,
+                             facts.privileged_containers, facts.containers, error) ||
+      !read_volumes<Json>(spec, spec_path, source, facts.volumes, error)) {
     return fail(error);
   }
   return facts;

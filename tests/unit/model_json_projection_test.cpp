@@ -154,7 +154,19 @@ TEST(JsonProjection, SparseObjectsAndOneOfStringsAreDroppedWhenTheyKeepNothing) 
            R"({"env":[{"name":"A"},{"name":"B"},]})", R"({"env":[{"name":"A"} {"name":"B"}]})",
            R"({"env":[{"name":"A","v":[[[{"x":"ENV"}]]]},{"name":"ENV"}]})", R"({"env":[{"name":"A"},1,null]})",
            R"({"env":[{"name":"A"},{"name":"B","name":"C"}]})", R"({"env":[{"name":"A"},{"name":"B"})",
-           R"({"env":[{"name":"A"}],"after":[{"name":"ENV"}]})", R"({"env":[ {"name":"A"} , {"name":"B"} ]})"}) {
+           R"({"env":[{"name":"A"}],"after":[{"name":"ENV"}]})", R"({"env":[ {"name":"A"} , {"name":"B"} ]})",
+           // The one-pass filter (every field a one_of): a value it may keep, spelled with an
+           // escape, in a later element, after an error or with more than 16 names.
+           R"({"env":[{"name":"A"},{"name":"LD_PRELOAD"}]})", R"({"env":[{"name":"A"},{"name":"EN\V"}]})",
+           R"({"env":[{"name":"A"},{"name":"ENV"},{"name":"B"}]})", R"({"env":[{"name":"ENV"},{"name":"B",}]})",
+           R"({"env":[{"name":"A"},{"name":"ENV"},{"name":"B","name":"B"}]})", R"({"env":[{"name":5},{"name":["ENV"]}]})",
+           R"({"env":[{"name":{"name":"ENV"}},{"value":"ENV"}]})", R"({"env":[{"name":"ENV"}]})",
+           R"({"env":[{"name":"A","name":"B"}]})", R"({"env":[{"name":"ENVX"},{"name":"EN"},{"name":"é"}]})",
+           R"({"env":[{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"m":13,)"
+           R"("n":14,"o":15,"p":16,"q":17,"name":"A","a":0}]})",
+           R"({"env":[{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"m":13,)"
+           R"("n":14,"o":15,"p":16,"q":17,"name":"ENV"}]})",
+           R"({"env":[{"name":"A","v":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}]})"}) {
     expect_same_as_nlohmann(doc, p);
   }
 }
