@@ -132,12 +132,14 @@ Result<CertificatePlan> plan_secret(const SecretMaterial& in, CertTime now, cons
   } else if (leaf) {
     wake_at(plan, renewal_due(leaf->front()));
     if (cas.size() > 1) {
-      const CertTime drop_at = leaf->front().issued_at() + settings.grace;
-      if (now >= drop_at) {
+      auto on_signer = [&](const std::string& served) {
+        return !served.empty() && tls::verifies(served, signer->pem, settings.names.front(), now).ok();
+      };
+      if (!facts.served) {
+        plan.wants_served = true;
+      } else if (!facts.served->empty() && std::all_of(facts.served->begin(), facts.served->end(), on_signer)) {
         out.ca_crt = signer->pem;
-        also("dropped the old CA from ca.crt (the serving certificate is signed by the new one)");
-      } else {
-        wake_at(plan, drop_at);
+        also("dropped the old CA from ca.crt (every ready replica serves a leaf of the new one)");
       }
     }
   }

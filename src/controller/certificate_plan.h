@@ -12,8 +12,12 @@
 //    does not verify for every name against ca.crt or its key does not match;
 //  - the leaf switches to the new CA only once every caBundle has held the
 //    new ca.crt for `grace` (bundle_confirmed_since);
-//  - the old CA leaves once the leaf is signed by the new one and `grace`
-//    has passed since it was issued.
+//  - the old CA leaves once the leaf is signed by the new one and every
+//    ready replica is observed serving a leaf that the new CA alone verifies
+//    (PlanFacts::served: an observation, not a timer); until then it stays,
+//    as it does when no ready replica is observed at all. A plan that could
+//    drop it but has no observation says wants_served. An expired CA leaves
+//    at once, observed or not.
 #pragma once
 
 #include <chrono>
@@ -45,6 +49,9 @@ struct PlanFacts {
   // Since when every webhook configuration has held base64(ca.crt) of this
   // very Secret; nullopt: not (yet) seen.
   std::optional<CertTime> bundle_confirmed_since;
+  // The leaf each ready replica serves, observed just now: one PEM per ready
+  // replica, "" for one that could not be read; nullopt: not observed.
+  std::optional<std::vector<std::string>> served;
 };
 
 struct CertificatePlan {
@@ -54,6 +61,9 @@ struct CertificatePlan {
   bool ca_rotated = false;     // a new CA (not the first)
   std::string why;             // for the log, when write
   std::optional<CertTime> wake;  // the next moment something is due
+  // The old CA could leave if every ready replica served a leaf of the new
+  // one: observe (PlanFacts::served) and plan again.
+  bool wants_served = false;
 };
 
 Result<CertificatePlan> plan_secret(const SecretMaterial& secret, CertTime now, const PlanFacts& facts,

@@ -139,13 +139,18 @@ void SelfManagedCertificates::start_leading() {
                                                       [this] { wake_leader(); }, options_.replica_ready,
                                                       options_.request_timeout);
   }
+  observer_ = std::make_unique<ServedObserver>(
+      client_, options_.ns, options_.service_name, options_.service_port_name,
+      options_.service_name + "." + options_.ns + ".svc", ws, [this] { wake_leader(); }, options_.probe_timeout);
   reported_.clear();
+  served_logged_.clear();
   seen_secret_.reset();
   working_secret_.reset();
   confirmed_bundle_.clear();
   confirmed_since_.reset();
   for (auto& i : injectors_) i->start();
   if (applier_) applier_->start();
+  observer_->start();
   leader_thread_ = std::thread([this] { leader_loop(); });
   log("info", "certificates: leading (Secret " + options_.ns + "/" + options_.secret_name + ")");
 }
@@ -160,9 +165,11 @@ void SelfManagedCertificates::stop_leading() noexcept {
   leader_cv_.notify_all();
   for (auto& i : injectors_) i->stop();
   if (applier_) applier_->stop();
+  if (observer_) observer_->stop();
   if (leader_thread_.joinable()) leader_thread_.join();
   injectors_.clear();
   applier_.reset();
+  observer_.reset();
   {
     std::lock_guard lock(leader_mu_);
     leading_ = false;
@@ -252,6 +259,13 @@ CertTime SelfManagedCertificates::leader_pass() {
     PlanFacts facts;
     if (material.exists && confirmed_bundle_ == bundle) facts.bundle_confirmed_since = confirmed_since_;
     auto plan = plan_secret(material, now(), facts, plan_settings_);
+    if (plan && plan->wants_served && !plan->write && !leader_stopping()) {
+      // The old CA could leave: only if every ready replica serves the new one.
+      const std::optional<ServedObservation> seen = observer_->observe();
+      if (seen) facts.served = seen->leaves;
+      plan = plan_secret(material, now(), facts, plan_settings_);
+      if (plan && !plan->write) log_kept_ca(seen);
+    }
     if (!plan) {
       note_error("certificates: " + plan.error());
       return recheck;
@@ -317,6 +331,28 @@ CertTime SelfManagedCertificates::leader_pass() {
   CertTime next = recheck;
   if (wake) next = std::min(next, *wake);
   return next;
+}
+
+void SelfManagedCertificates::log_kept_ca(const std::optional<ServedObservation>& seen) {
+  std::string message = "certificates: the old CA stays in ca.crt until every ready replica serves a leaf of the new one";
+  if (!seen) {
+    message += " (the EndpointSlices of Service " + options_.service_name + " are not listed yet)";
+  } else if (seen->endpoints.empty()) {
+    message += " (no ready endpoint of Service " + options_.service_name + ")";
+  } else {
+    message += "; observed:";
+    for (std::size_t i = 0; i < seen->endpoints.size(); ++i) {
+      std::string what = seen->problems[i];
+      if (what.empty()) {
+        auto serial = tls::certificate_serial_hex(seen->leaves[i]);
+        what = "serves serial " + (serial ? *serial : std::string("?"));
+      }
+      message += (i ? ", " : " ") + seen->endpoints[i] + " " + what;
+    }
+  }
+  if (message == served_logged_) return;
+  served_logged_ = message;
+  log("info", message);
 }
 
 void SelfManagedCertificates::write_metrics(prometheus::TextWriter& out) const {

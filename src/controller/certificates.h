@@ -8,6 +8,7 @@
 //   secret_source.h     every replica: the Secret watch and hot reload
 //   ca_injector.h       leader: one configuration's caBundles, per kind
 //   webhook_applier.h   leader: the configurations from the template ConfigMap
+//   served_observer.h   leader: the leaf each ready replica serves (dialled)
 //
 // Contract:
 //  - Every replica (start()/stop()): the SecretSource. loaded() is its.
@@ -19,12 +20,17 @@
 //    injector of each kind towards base64(ca.crt), then the plan; a plan that
 //    writes is an update() with the resourceVersion read (a create when there
 //    is no Secret; the chart pre-creates it); a conflict re-reads (GET) and
-//    plans again. `bundle_confirmed_since` is the moment every configuration
+//    plans again. A plan that wants_served gets the ServedObserver's
+//    observation and is made again with it: the old CA leaves the bundle
+//    only once every ready replica serves a leaf of the new one, re-checked
+//    every pass (at least every `recheck_interval`) until then; what keeps
+//    it is logged once per distinct observation. `bundle_confirmed_since` is the moment every configuration
 //    was first seen settled on this ca.crt; `grace` is rotation_grace capped
 //    at a tenth of the serving certificate's validity. A valid existing
 //    Secret is kept: leaders change, material does not.
 //    stop_leading() ends the loop and joins it: no write starts after it
-//    returns (one in flight is bounded by `request_timeout`).
+//    returns (one in flight is bounded by `request_timeout`, a dial of a
+//    replica by `probe_timeout`).
 //  - Nothing throws out of the threads; failures are logged, kept as
 //    last_error() and retried at the next pass (a template error is logged
 //    once per distinct message, counted each pass).
@@ -58,6 +64,7 @@
 #include "controller/ca_injector.h"
 #include "controller/certificate_plan.h"
 #include "controller/secret_source.h"
+#include "controller/served_observer.h"
 #include "controller/webhook_applier.h"
 #include "kube/api.h"
 #include "kube/reflector.h"
@@ -80,6 +87,10 @@ struct CertificateOptions {
   std::chrono::seconds rotation_grace{std::chrono::minutes(2)};
   std::chrono::milliseconds recheck_interval{std::chrono::seconds(5)};
   std::chrono::milliseconds request_timeout{std::chrono::seconds(10)};
+  // The ready replicas: the Service's (service_name) EndpointSlices, this
+  // port of them (or their only one); each dial bounded by probe_timeout.
+  std::string service_port_name{"https"};
+  std::chrono::milliseconds probe_timeout{std::chrono::seconds(3)};
   std::chrono::seconds watch_timeout{300};
   // The ConfigMap (in `ns`) holding the configurations to apply; empty: the
   // configurations are someone else's and only their caBundle is kept.
@@ -146,6 +157,7 @@ class SelfManagedCertificates {
   // since when every configuration has been settled on it.
   void reconcile_configurations(const std::string& bundle_b64);
   bool leader_stopping() const;
+  void log_kept_ca(const std::optional<ServedObservation>& seen);
 
   kube::Client& client_;
   const CertificateOptions options_;
@@ -167,6 +179,8 @@ class SelfManagedCertificates {
   // Leader thread + lifecycle only.
   std::vector<std::unique_ptr<CaInjector>> injectors_;  // mutating, validating
   std::unique_ptr<ConfigurationApplier> applier_;        // with a template ConfigMap
+  std::unique_ptr<ServedObserver> observer_;
+  std::string served_logged_;                            // the last observation that kept the old CA
   std::map<std::string, std::string> reported_;          // source -> last message
   std::shared_ptr<const nlohmann::json> seen_secret_;   // the source's object the working copy came from
   std::optional<nlohmann::json> working_secret_;
