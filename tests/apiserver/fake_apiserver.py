@@ -80,6 +80,8 @@ RESOURCE_TABLE = [
      ("spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
       "status.phase", "status.podIP", "status.nominatedNodeName")),
     ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, True, ()),
+    # Stored as given (no endpoints controller): a test names its replicas' addresses and ports.
+    ("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True, False, ()),
 ]
 
 CONTINUE_EXPIRED_MESSAGE = (
