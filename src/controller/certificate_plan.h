@@ -40,7 +40,7 @@ struct SecretMaterial {
 struct PlanSettings {
   std::chrono::seconds cert_validity{std::chrono::hours(24 * 365)};
   std::chrono::seconds ca_validity{std::chrono::hours(24 * 365 * 10)};
-  std::chrono::seconds grace{std::chrono::minutes(2)};
+  std::chrono::seconds grace{std::chrono::minutes(2)};  // bundle confirmed -> the leaf switches
   std::vector<std::string> names;  // every name the leaf must verify for; not empty
 };
 

@@ -2,7 +2,7 @@
 // webhook bootstrap"): a CA and a serving certificate kept in one Secret, the
 // CA published in the caBundle of every webhook of the Mutating and the
 // Validating WebhookConfiguration named --webhook-config-name, the served
-// certificate hot-reloaded from the Secret. This class wires four pieces,
+// certificate hot-reloaded from the Secret. This class wires five pieces,
 // each a file of its own:
 //   certificate_plan.h  what to write into the Secret and when (pure)
 //   secret_source.h     every replica: the Secret watch and hot reload
@@ -16,7 +16,7 @@
 //    callbacks) runs passes on a thread of its own, scheduled with the
 //    injected clock (the plan's wake) and re-checking at least every
 //    `recheck_interval`, and at once on every watch event of the Secret, a
-//    webhook configuration or the template. A pass: the applier and the
+//    webhook configuration, the template or the Service's EndpointSlices. A pass: the applier and the
 //    injector of each kind towards base64(ca.crt), then the plan; a plan that
 //    writes is an update() with the resourceVersion read (a create when there
 //    is no Secret; the chart pre-creates it); a conflict re-reads (GET) and
@@ -24,9 +24,10 @@
 //    observation and is made again with it: the old CA leaves the bundle
 //    only once every ready replica serves a leaf of the new one, re-checked
 //    every pass (at least every `recheck_interval`) until then; what keeps
-//    it is logged once per distinct observation. `bundle_confirmed_since` is the moment every configuration
-//    was first seen settled on this ca.crt; `grace` is rotation_grace capped
-//    at a tenth of the serving certificate's validity. A valid existing
+//    it is logged once per distinct observation. `bundle_confirmed_since`
+//    is the moment every configuration was first seen settled on this
+//    ca.crt; `grace` is rotation_grace capped at a tenth of the serving
+//    certificate's validity. A valid existing
 //    Secret is kept: leaders change, material does not.
 //    stop_leading() ends the loop and joins it: no write starts after it
 //    returns (one in flight is bounded by `request_timeout`, a dial of a
@@ -82,8 +83,10 @@ struct CertificateOptions {
   std::string service_name{config::kDefaultServiceName};  // SANs: config::service_dns_names
   std::chrono::seconds cert_validity{std::chrono::hours(24 * 365)};       // --cert-validity
   std::chrono::seconds ca_validity{std::chrono::hours(24 * 365 * 10)};    // --ca-validity
-  // Overlap of a CA rotation (see the contract); capped at a tenth of the
-  // serving certificate's validity so short lifetimes work.
+  // How long every caBundle must have held a new CA before the leaf switches
+  // to it (the API servers' caches); capped at a tenth of the serving
+  // certificate's validity so short lifetimes work. The old CA's leaving is
+  // observed, not timed.
   std::chrono::seconds rotation_grace{std::chrono::minutes(2)};
   std::chrono::milliseconds recheck_interval{std::chrono::seconds(5)};
   std::chrono::milliseconds request_timeout{std::chrono::seconds(10)};
