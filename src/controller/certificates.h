@@ -2,65 +2,46 @@
 // webhook bootstrap"): a CA and a serving certificate kept in one Secret, the
 // CA published in the caBundle of every webhook of the Mutating and the
 // Validating WebhookConfiguration named --webhook-config-name, the served
-// certificate hot-reloaded from the Secret.
+// certificate hot-reloaded from the Secret. This class wires five pieces,
+// each a file of its own:
+//   certificate_plan.h  what to write into the Secret and when (pure)
+//   secret_source.h     every replica: the Secret watch and hot reload
+//   ca_injector.h       leader: one configuration's caBundles, per kind
+//   webhook_applier.h   leader: the configurations from the template ConfigMap
+//   served_observer.h   leader: the leaf each ready replica serves (dialled)
 //
 // Contract:
-//  - Every replica (start()/stop()): one reflector watches the Secret alone
-//    (fieldSelector metadata.name=<secret>). When its tls.crt/tls.key differ
-//    from what is served and form a valid pair, they are swapped into the
-//    tls::ReloadingTlsContext (replace_pem: open connections keep their old
-//    context, none is dropped). loaded() turns true once the Secret's
-//    certificate is the one served, and stays true. A broken pair keeps the
-//    current certificate and is logged once per distinct content.
+//  - Every replica (start()/stop()): the SecretSource. loaded() is its.
 //  - The leader (start_leading()/stop_leading(), from the leader-election
-//    callbacks) keeps the Secret and the caBundles right, on a thread of its
-//    own, scheduled with the injected clock (the next renewal, grace end or
-//    expiry) and re-checking at least every `recheck_interval`, and at once
-//    on every watch event of the Secret or a webhook configuration:
-//     * no Secret: create it (type kubernetes.io/tls; tls.crt, tls.key,
-//       ca.crt, and ca.key: the key of the newest CA, so a later leader can
-//       sign). A valid existing Secret is kept: leaders change, material
-//       does not.
-//     * the serving certificate is renewed (signed by the newest CA) at two
-//       thirds of its lifetime, or at once when it does not verify for every
-//       Service name against ca.crt or its key does not match.
-//     * the CA is rotated at two thirds of its lifetime: the new CA joins
-//       ca.crt (old + new) and every caBundle while the old leaf is still
-//       served; the leaf switches to the new CA only after both
-//       configurations have been seen holding the new bundle for
-//       `rotation_grace`; the old CA leaves the bundle once the new leaf
-//       has been in place for `rotation_grace` (an expired CA leaves at
-//       once). At no step is a leaf served that the published caBundle
-//       cannot verify (bootstrap aside: there is no bundle yet).
-//     * Secret writes are update() with the resourceVersion read; a
-//       conflict re-reads (GET) and plans again.
-//     * every webhook whose clientConfig.caBundle is not base64(ca.crt) is
-//       JSON-patched back (a "test" on its name guards the index) and
-//       counted as a repair. A configuration that does not exist is waited
-//       for (logged once); it does not hold up a rotation.
-//     * with `webhook_template_configmap` (the chart's default): that
-//       ConfigMap's keys mutating.yaml / validating.yaml hold the two whole
-//       configurations without caBundle. The leader creates a missing
-//       configuration from it, and replaces one whose fingerprint annotation
-//       (isolation-gate.zeroroot.ai/template-fingerprint, of the template's
-//       object) differs, with caBundle filled in, but only while
-//       `replica_ready()` holds: no configuration is ever created that no
-//       replica could answer (a dead fail-closed webhook). Its labels say
-//       app.kubernetes.io/managed-by: isolation-gate, without the template's
-//       app.kubernetes.io/instance (GitOps tools would claim and prune it). It never deletes
-//       one (`isolation-gate cleanup` does, at uninstall). A template that
-//       does not parse, or names another kind or name, is an error (logged,
-//       last_error) and leaves the live configuration as it is.
+//    callbacks) runs passes on a thread of its own, scheduled with the
+//    injected clock (the plan's wake) and re-checking at least every
+//    `recheck_interval`, and at once on every watch event of the Secret, a
+//    webhook configuration, the template or the Service's EndpointSlices. A pass: the applier and the
+//    injector of each kind towards base64(ca.crt), then the plan; a plan that
+//    writes is an update() with the resourceVersion read (a create when there
+//    is no Secret; the chart pre-creates it); a conflict re-reads (GET) and
+//    plans again. A plan that wants_served gets the ServedObserver's
+//    observation and is made again with it: the old CA leaves the bundle
+//    only once every ready replica serves a leaf of the new one, re-checked
+//    every pass (at least every `recheck_interval`) until then; what keeps
+//    it is logged once per distinct observation. `bundle_confirmed_since`
+//    is the moment every configuration was first seen settled on this
+//    ca.crt; `grace` is rotation_grace capped at a tenth of the serving
+//    certificate's validity. A valid existing
+//    Secret is kept: leaders change, material does not.
 //    stop_leading() ends the loop and joins it: no write starts after it
-//    returns (one in flight is bounded by `request_timeout`).
+//    returns (one in flight is bounded by `request_timeout`, a dial of a
+//    replica by `probe_timeout`).
 //  - Nothing throws out of the threads; failures are logged, kept as
-//    last_error() and retried at the next pass.
+//    last_error() and retried at the next pass (a template error is logged
+//    once per distinct message, counted each pass).
 //  - write_metrics(): isolation_gate_certificate_expiry_seconds
 //    {certificate="serving"|"ca"} (notAfter as Unix time: the served leaf;
 //    the earliest CA of ca.crt), isolation_gate_certificate_rotations_total
 //    {certificate=...} (this replica's writes as leader),
 //    isolation_gate_ca_bundle_repairs_total, isolation_gate_certificate_loaded,
-//    isolation_gate_webhook_configuration_applies_total.
+//    isolation_gate_webhook_configuration_applies_total,
+//    isolation_gate_certificate_errors_total.
 #pragma once
 
 #include <atomic>
@@ -81,21 +62,16 @@
 
 #include "base/prometheus.h"
 #include "config/defaults.h"
+#include "controller/ca_injector.h"
+#include "controller/certificate_plan.h"
+#include "controller/secret_source.h"
+#include "controller/served_observer.h"
+#include "controller/webhook_applier.h"
 #include "kube/api.h"
 #include "kube/reflector.h"
-#include "kube/store.h"
 #include "tls/server_context.h"
 
 namespace ig::controller {
-
-inline constexpr kube::Resource kSecrets{"", "v1", "secrets", "Secret", true};
-inline constexpr kube::Resource kConfigMaps{"", "v1", "configmaps", "ConfigMap", true};
-inline constexpr kube::Resource kMutatingWebhookConfigurations{
-    "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
-    "MutatingWebhookConfiguration", false};
-inline constexpr kube::Resource kValidatingWebhookConfigurations{
-    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
-    "ValidatingWebhookConfiguration", false};
 
 // The clock every lifetime decision and every issued certificate uses.
 using CertificateClock = std::function<std::chrono::system_clock::time_point()>;
@@ -107,11 +83,17 @@ struct CertificateOptions {
   std::string service_name{config::kDefaultServiceName};  // SANs: config::service_dns_names
   std::chrono::seconds cert_validity{std::chrono::hours(24 * 365)};       // --cert-validity
   std::chrono::seconds ca_validity{std::chrono::hours(24 * 365 * 10)};    // --ca-validity
-  // Overlap of a CA rotation (see the contract); capped at a tenth of the
-  // serving certificate's validity so short lifetimes work.
+  // How long every caBundle must have held a new CA before the leaf switches
+  // to it (the API servers' caches); capped at a tenth of the serving
+  // certificate's validity so short lifetimes work. The old CA's leaving is
+  // observed, not timed.
   std::chrono::seconds rotation_grace{std::chrono::minutes(2)};
   std::chrono::milliseconds recheck_interval{std::chrono::seconds(5)};
   std::chrono::milliseconds request_timeout{std::chrono::seconds(10)};
+  // The ready replicas: the Service's (service_name) EndpointSlices, this
+  // port of them (or their only one); each dial bounded by probe_timeout.
+  std::string service_port_name{"https"};
+  std::chrono::milliseconds probe_timeout{std::chrono::seconds(3)};
   std::chrono::seconds watch_timeout{300};
   // The ConfigMap (in `ns`) holding the configurations to apply; empty: the
   // configurations are someone else's and only their caBundle is kept.
@@ -154,7 +136,7 @@ class SelfManagedCertificates {
   void start_leading();
   void stop_leading() noexcept;
 
-  bool loaded() const noexcept { return loaded_.load(std::memory_order_acquire); }
+  bool loaded() const noexcept { return source_->loaded(); }
   bool leading() const noexcept;
   CertificateStats stats() const;
   std::string last_error() const;
@@ -163,50 +145,32 @@ class SelfManagedCertificates {
   // The Secret as this replica last saw it (its watch), for tests and status.
   std::optional<nlohmann::json> observed_secret() const;
 
-  // One object of one name: what the reflectors write into.
-  class ObjectSink;
-
  private:
-  struct ConfigWatch;
-  struct Material {
-    std::string tls_crt, tls_key, ca_crt, ca_key;
-  };
-
-  std::chrono::system_clock::time_point now() const;
-  // The options of a reflector that watches one object (its client adds the
-  // field selector): `name` for logs, `path` its collection.
-  kube::ReflectorOptions one_object_reflector(std::string name, std::string path) const;
+  CertTime now() const;
+  WatchSettings watch_settings() const;
   void log(std::string_view level, const std::string& message) const;
   void note_error(const std::string& message);
-  void on_secret_changed();
+  // note_error, but a message equal to the last one from `source` is only counted.
+  void report(const std::string& source, const std::string& message);
   void wake_leader();
   void leader_loop();
   // One pass; returns when the next one is due.
-  std::chrono::system_clock::time_point leader_pass();
-  // Patches caBundles to base64(ca_crt); true when every existing
-  // configuration holds it.
-  bool sync_bundles(const std::string& ca_bundle_b64);
-  // With a template: creates or replaces `w`'s configuration when it is
-  // missing or stale. True when the configuration is now as the template
-  // says (or there is no template to follow), false when it is not (yet).
-  bool apply_template(ConfigWatch& w, const std::string& ca_bundle_b64);
+  CertTime leader_pass();
+  // The applier and the injector of each kind towards `bundle_b64`; tracks
+  // since when every configuration has been settled on it.
+  void reconcile_configurations(const std::string& bundle_b64);
   bool leader_stopping() const;
+  void log_kept_ca(const std::optional<ServedObservation>& seen);
 
   kube::Client& client_;
-  tls::ReloadingTlsContext& serving_;
   const CertificateOptions options_;
-  const std::vector<std::string> dns_names_;
-  std::unique_ptr<kube::Client> selected_secret_client_;
-  std::unique_ptr<ObjectSink> secret_sink_;
-  std::unique_ptr<kube::Reflector> secret_reflector_;
-  std::atomic<bool> loaded_{false};
+  PlanSettings plan_settings_;
+  std::unique_ptr<SecretSource> source_;
   bool started_ = false;  // guarded by lifecycle_mu_
 
-  mutable std::mutex state_mu_;  // guards the fields below up to leader_*
+  mutable std::mutex state_mu_;  // guards stats_, last_error_
   CertificateStats stats_;
   std::string last_error_;
-  std::string last_tried_pair_;  // tls.crt + tls.key last handed to replace_pem (served if it loaded)
-  std::optional<std::chrono::system_clock::time_point> ca_not_after_;
 
   std::mutex lifecycle_mu_;  // serialises start/stop/start_leading/stop_leading
   mutable std::mutex leader_mu_;  // guards leader_stop_, leader_wake_, leading_
@@ -215,14 +179,16 @@ class SelfManagedCertificates {
   bool leader_wake_ = false;
   bool leading_ = false;
   std::thread leader_thread_;
-  std::vector<std::unique_ptr<ConfigWatch>> configs_;  // leader thread + lifecycle only
-  std::unique_ptr<ConfigWatch> template_watch_;         // the template ConfigMap; leader thread + lifecycle
-
-  // Leader thread only.
+  // Leader thread + lifecycle only.
+  std::vector<std::unique_ptr<CaInjector>> injectors_;  // mutating, validating
+  std::unique_ptr<ConfigurationApplier> applier_;        // with a template ConfigMap
+  std::unique_ptr<ServedObserver> observer_;
+  std::string served_logged_;                            // the last observation that kept the old CA
+  std::map<std::string, std::string> reported_;          // source -> last message
+  std::shared_ptr<const nlohmann::json> seen_secret_;   // the source's object the working copy came from
   std::optional<nlohmann::json> working_secret_;
-  std::uint64_t working_version_ = 0;
   std::string confirmed_bundle_;
-  std::optional<std::chrono::system_clock::time_point> confirmed_since_;
+  std::optional<CertTime> confirmed_since_;
 };
 
 }  // namespace ig::controller

@@ -93,6 +93,8 @@ RESOURCE_TABLE = [
     ("rbac.authorization.k8s.io", "v1", "roles", "Role", True, False, ()),
     ("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True, False, ()),
     ("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False, True, ()),
+    # Stored as given (no endpoints controller): a test names its replicas' addresses and ports.
+    ("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True, False, ()),
 ]
 
 CONTINUE_EXPIRED_MESSAGE = (

@@ -443,6 +443,20 @@ class TestObjects(Base):
         self.assertEqual([(e["type"], e["object"]["metadata"]["name"]) for e in w.events()],
                          [("ADDED", "n1"), ("DELETED", "n0")])
 
+    def test_endpoint_slices_are_served_and_selected_by_service_label(self):
+        disc = kclient.DiscoveryV1Api(self.api)
+        for name, service, port in (("web-a", "web", 8443), ("web-b", "web", 9443), ("db-a", "db", 5432)):
+            self.server.create("endpointslices", {
+                "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": {"name": name, "namespace": "default", "labels": {"kubernetes.io/service-name": service}},
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}],
+                "ports": [{"name": "https", "port": port, "protocol": "TCP"}]})
+        got = disc.list_namespaced_endpoint_slice("default", label_selector="kubernetes.io/service-name=web")
+        self.assertEqual(sorted((s.metadata.name, s.ports[0].port) for s in got.items),
+                         [("web-a", 8443), ("web-b", 9443)])
+        self.assertTrue(got.items[0].endpoints[0].conditions.ready)
+
 
 class TestList(Base):
     def test_pagination_is_a_consistent_snapshot_across_writes(self):

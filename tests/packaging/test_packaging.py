@@ -879,6 +879,7 @@ class ChartTest(unittest.TestCase):
          "verbs": ["get", "list", "watch", "update", "patch"]},
         {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["isolation-gate-webhooks"],
          "verbs": ["get", "list", "watch", "delete"]},
+        {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]},
     ]
     WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection", "*", "escalate", "bind",
                    "impersonate", "approve", "sign"}

@@ -2,7 +2,9 @@
 // in-memory API holding the Secret and both webhook configurations: GET,
 // create, conditional update (409 on a stale resourceVersion, and injected
 // conflicts), JSON and merge PATCH, list/watch with a field selector. Time is
-// a fake clock; every wait is bounded and on a condition.
+// a fake clock; every wait is bounded and on a condition. The replicas the
+// leader observes are real TLS listeners (server::HttpServer) named by
+// EndpointSlices in that API.
 #include "controller/certificates.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +17,7 @@
 
 #include "admission/review.h"
 #include "kube/tls_material.h"
+#include "server/https_server.h"
 #include "tls/certificates.h"
 #include "tls/server_context.h"
 
@@ -251,6 +254,35 @@ class FakeApi final : public kube::Client {
 };
 
 const std::string kSecretsPath = kube::collection_path(kSecrets, kNs);
+const std::string kSlicesPath = kube::collection_path(kEndpointSlices, kNs);
+
+// A replica's webhook listener on 127.0.0.1, presenting whatever `ctx` holds.
+struct Replica {
+  std::unique_ptr<server::HttpServer> server;
+  std::uint16_t port = 0;
+};
+Replica listen_with(tls::ReloadingTlsContext& ctx) {
+  Replica r;
+  r.server = std::make_unique<server::HttpServer>([](server::Request&&) { return server::Response{}; }, ctx);
+  server::ListenerOptions o;
+  o.host = "127.0.0.1";
+  o.port = 0;
+  auto ep = r.server->add_listener(o);
+  EXPECT_TRUE(ep) << ep.error();
+  if (ep) r.port = ep->port();
+  r.server->start(1);
+  return r;
+}
+
+// The EndpointSlice of one ready replica of the Service.
+json endpoint_slice(const std::string& name, std::uint16_t port) {
+  return {{"apiVersion", "discovery.k8s.io/v1"},
+          {"kind", "EndpointSlice"},
+          {"metadata", {{"name", name}, {"namespace", kNs}, {"labels", {{"kubernetes.io/service-name", kService}}}}},
+          {"addressType", "IPv4"},
+          {"endpoints", json::array({{{"addresses", {"127.0.0.1"}}, {"conditions", {{"ready", true}}}}})},
+          {"ports", json::array({{{"name", "https"}, {"port", port}, {"protocol", "TCP"}}})}};
+}
 const std::string kMutatingPath = kube::collection_path(kMutatingWebhookConfigurations);
 const std::string kValidatingPath = kube::collection_path(kValidatingWebhookConfigurations);
 
@@ -473,6 +505,8 @@ TEST_F(SelfManagedCertificatesTest, CaRotationKeepsEveryServedLeafVerifiableAtEv
     }
   };
   api.conflicts_to_inject = 2;
+  const Replica replica = listen_with(*serving);  // the only ready replica: this one
+  api.put(kSlicesPath, endpoint_slice("gate-svc-a", replica.port));
   auto o = options();
   o.ca_validity = 90s;
   o.cert_validity = 60s;
@@ -507,6 +541,80 @@ TEST_F(SelfManagedCertificatesTest, CaRotationKeepsEveryServedLeafVerifiableAtEv
   EXPECT_TRUE(tls::key_matches_certificate(new_ca, field(secret(), "ca.key")));
   EXPECT_GE(leaves_seen.size(), 3u);  // first, renewed, switched to the new CA
   EXPECT_EQ(certs->stats().ca_rotations, 1u);
+}
+
+TEST_F(SelfManagedCertificatesTest, TheOldCaStaysWhileAReadyReplicaServesALeafOfItThenLeaves) {
+  // Two ready replicas: this one (follows the Secret) and one whose Secret
+  // watch lags: it keeps serving the leaf of the old CA after the switch.
+  add_configs();
+  auto lagging_chain = tls::make_serving_chain({"localhost"}, {}, 1h);
+  ASSERT_TRUE(lagging_chain);
+  auto lagging = tls::ReloadingTlsContext::from_pem(lagging_chain->cert_pem, lagging_chain->key_pem, {});
+  ASSERT_TRUE(lagging);
+  const Replica self = listen_with(*serving);
+  const Replica behind = listen_with(**lagging);
+  api.put(kSlicesPath, endpoint_slice("gate-svc-a", self.port));
+  api.put(kSlicesPath, endpoint_slice("gate-svc-b", behind.port));
+  std::mutex log_mu;
+  std::vector<std::string> logs;
+  auto o = options();
+  o.ca_validity = 90s;
+  o.cert_validity = 60s;
+  o.rotation_grace = 3s;
+  o.log = [&](std::string_view, std::string_view m) {
+    std::lock_guard lock(log_mu);
+    logs.emplace_back(m);
+  };
+  auto certs = make(o);
+  certs->start();
+  certs->start_leading();
+  ASSERT_TRUE(api.wait_for([&] { return published_locked(); }));
+  auto ca_count = [&] {
+    auto cas = tls::read_certificate_bundle(field(secret(), "ca.crt"));
+    return cas ? cas->size() : 0u;
+  };
+  // Step the clock until the leaf is switched to the new CA; the lagging
+  // replica follows the Secret until the new CA has joined ca.crt.
+  bool switched = false;
+  std::string old_ca;
+  for (int step = 0; step < 200 && !switched; ++step) {
+    clock.advance(1s);
+    ASSERT_TRUE(passes(*certs, 2));
+    if (ca_count() == 1) {
+      ASSERT_TRUE((*lagging)->replace_pem(field(secret(), "tls.crt"), field(secret(), "tls.key")));
+      continue;
+    }
+    auto cas = tls::read_certificate_bundle(field(secret(), "ca.crt"));
+    ASSERT_TRUE(cas);
+    old_ca = cas->front().pem;
+    switched = !tls::verifies(field(secret(), "tls.crt"), old_ca, names.front(), clock.now());
+  }
+  ASSERT_TRUE(switched);
+  ASSERT_TRUE(eventually([&] { return serving->certificate_pem() == field(secret(), "tls.crt"); }));
+  ASSERT_TRUE(tls::verifies((*lagging)->certificate_pem(), old_ca, names.front(), clock.now()));
+  // Passes go by (the clock too, within both CAs' lifetimes): the old CA stays.
+  for (int i = 0; i < 3; ++i) {
+    clock.advance(1s);
+    ASSERT_TRUE(passes(*certs, 3));
+    EXPECT_EQ(ca_count(), 2u);
+  }
+  EXPECT_TRUE(api.wait_for([&] { return published_locked(); }));
+  {
+    std::lock_guard lock(log_mu);
+    EXPECT_TRUE(std::any_of(logs.begin(), logs.end(), [](const std::string& m) {
+      return m.find("the old CA stays in ca.crt until every ready replica serves a leaf of the new one") !=
+             std::string::npos;
+    }));
+  }
+  // The lagging replica catches up: the old CA leaves, from ca.crt and every caBundle.
+  ASSERT_TRUE((*lagging)->replace_pem(field(secret(), "tls.crt"), field(secret(), "tls.key")));
+  ASSERT_TRUE(api.wait_for([&] {
+    auto s = api.find_locked(kSecretsPath, kSecret);
+    auto cas = s ? tls::read_certificate_bundle(unb64((*s)["data"]["ca.crt"])) : Result<std::vector<tls::CertificateInfo>>(fail("none"));
+    return cas && cas->size() == 1 && published_locked();
+  }));
+  EXPECT_FALSE(tls::verifies(field(secret(), "tls.crt"), old_ca, names.front(), clock.now()));
+  certs->stop();
 }
 
 TEST_F(SelfManagedCertificatesTest, AFewSecondsLifetimeIsRenewedOnTheRealClock) {

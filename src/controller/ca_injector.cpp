@@ -1,0 +1,71 @@
+#include "controller/ca_injector.h"
+
+namespace ig::controller {
+namespace {
+
+using json = nlohmann::json;
+
+}  // namespace
+
+CaInjector::CaInjector(kube::Client& client, const kube::Resource& kind, std::string name,
+                       const WatchSettings& settings, std::function<void()> on_change)
+    : client_(client), log_(settings.log), watch_(client, kind, "", std::move(name), settings, std::move(on_change)) {}
+
+std::string CaInjector::what() const { return std::string(watch_.resource().kind) + " " + watch_.name(); }
+
+Result<Injected> CaInjector::reconcile(const std::string& b64) {
+  Injected out;
+  if (!watch_.synced()) return out;
+  const auto object = watch_.get();
+  if (!object) {
+    if (!missing_logged_ && log_) log_("warn", "certificates: waiting for the " + what() + " to exist");
+    missing_logged_ = true;
+    out.settled = true;  // nothing the API server could call
+    return out;
+  }
+  missing_logged_ = false;
+  const std::string rv = resource_version_of(*object);
+  if (!rv.empty() && rv == patched_rv_ && b64 == patched_bundle_) {  // our patch is on its way
+    out.settled = true;
+    return out;
+  }
+  json ops = json::array();
+  std::uint64_t repairs = 0;
+  const auto webhooks = object->find("webhooks");
+  if (webhooks != object->end() && webhooks->is_array()) {
+    for (std::size_t i = 0; i < webhooks->size(); ++i) {
+      const json& hook = (*webhooks)[i];
+      std::string current;
+      const auto cc = hook.find("clientConfig");
+      if (cc != hook.end() && cc->is_object()) {
+        if (auto cb = cc->find("caBundle"); cb != cc->end() && cb->is_string()) current = cb->get<std::string>();
+      }
+      if (current == b64) continue;
+      const std::string base = "/webhooks/" + std::to_string(i);
+      if (auto name = hook.find("name"); name != hook.end())
+        ops.push_back({{"op", "test"}, {"path", base + "/name"}, {"value", *name}});
+      if (cc == hook.end() || !cc->is_object())
+        ops.push_back({{"op", "add"}, {"path", base + "/clientConfig"}, {"value", json::object()}});
+      ops.push_back({{"op", "add"}, {"path", base + "/clientConfig/caBundle"}, {"value", b64}});
+      ++repairs;
+    }
+  }
+  if (repairs == 0) {
+    out.settled = true;
+    return out;
+  }
+  auto patched = client_.patch(kube::object_path(watch_.resource(), "", watch_.name()), kube::PatchType::Json, ops);
+  if (!patched) {
+    if (patched.failure().not_found()) return out;  // deleted meanwhile: the watch says so next
+    return fail("certificates: patching the caBundle of the " + what() + ": " + patched.error());
+  }
+  patched_rv_ = rv;
+  patched_bundle_ = b64;
+  out.settled = true;
+  out.patched = repairs;
+  if (log_)
+    log_("info", "certificates: set the caBundle of " + std::to_string(repairs) + " webhook(s) of the " + what());
+  return out;
+}
+
+}  // namespace ig::controller

@@ -1,0 +1,70 @@
+// The serving certificate's source, on every replica (the shape of
+// cert-manager's pkg/server/tls certificate source): watches the one TLS
+// Secret and hot-reloads its tls.crt/tls.key into the listener's
+// tls::ReloadingTlsContext.
+//
+// Contract: a pair that differs from the one last tried and forms a valid
+// pair is swapped in (replace_pem: open connections keep their old context,
+// none is dropped). loaded() turns true once the Secret's certificate is the
+// one served, and stays true: the replica is healthy. A broken pair keeps the
+// current certificate and is reported once per distinct content through
+// on_error. on_change runs after every change of the Secret (the leader's
+// wake-up), after the reload.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "controller/certificate_plan.h"
+#include "controller/object_watch.h"
+#include "tls/server_context.h"
+
+namespace ig::controller {
+
+inline constexpr kube::Resource kSecrets{"", "v1", "secrets", "Secret", true};
+
+// The four fields of a Secret's data, decoded (absent or undecodable: empty).
+SecretMaterial secret_material(const nlohmann::json& secret);
+
+class SecretSource {
+ public:
+  SecretSource(kube::Client& client, tls::ReloadingTlsContext& serving, std::string ns, std::string name,
+               const WatchSettings& settings, std::function<void()> on_change,
+               std::function<void(const std::string&)> on_error);
+  void start() { watch_.start(); }
+  void stop() noexcept { watch_.stop(); }
+
+  bool synced() const noexcept { return watch_.synced(); }
+  bool loaded() const noexcept { return loaded_.load(std::memory_order_acquire); }
+  // The Secret as last seen (nullptr: none).
+  std::shared_ptr<const nlohmann::json> secret() const { return watch_.get(); }
+  // notAfter of the earliest CA of ca.crt.
+  std::optional<CertTime> ca_not_after() const;
+  CertTime served_not_after() const { return serving_.not_after(); }
+  std::uint64_t reloads() const noexcept { return reloads_.load(std::memory_order_relaxed); }
+
+ private:
+  void on_secret_changed();
+
+  tls::ReloadingTlsContext& serving_;
+  const std::string what_;  // "the Secret NS/NAME"
+  const std::function<void()> on_change_;
+  const std::function<void(const std::string&)> on_error_;
+  const std::function<void(std::string_view, std::string_view)> log_;
+  std::atomic<bool> loaded_{false};
+  std::atomic<std::uint64_t> reloads_{0};
+  mutable std::mutex mu_;
+  std::string last_tried_pair_;  // tls.crt + tls.key last handed to replace_pem
+  std::optional<CertTime> ca_not_after_;
+  ObjectWatch watch_;  // last: its thread calls into the fields above
+};
+
+}  // namespace ig::controller

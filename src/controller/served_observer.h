@@ -1,0 +1,58 @@
+// What each ready replica serves, as the leader observes it: the ready
+// endpoints of the webhook Service (its EndpointSlices, label
+// kubernetes.io/service-name=<service>, port `port_name` or the only one),
+// each TLS-dialled for the leaf it presents (tls::fetch_peer_certificate).
+// Why dial rather than have replicas report: the endpoints are exactly the
+// set the API server's calls reach, what is observed is what a client gets,
+// and it needs only list/watch on EndpointSlices in our own namespace (no
+// write on Pods); the chart's NetworkPolicy already opens the webhook port.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "controller/object_watch.h"
+#include "kube/reflector.h"
+#include "kube/store.h"
+
+namespace ig::controller {
+
+inline constexpr kube::Resource kEndpointSlices{"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true};
+
+// One EndpointSlice as read: the ready endpoints' first address and the port.
+struct SliceEndpoints {
+  std::vector<std::string> ready;  // addresses
+  std::uint16_t port = 0;          // 0: the slice names no such port
+};
+Result<SliceEndpoints> decode_endpoint_slice(const nlohmann::json& slice, std::string_view port_name);
+
+struct ServedObservation {
+  std::vector<std::string> endpoints;  // "ADDRESS:PORT", one per ready endpoint
+  std::vector<std::string> leaves;     // the leaf each presents (PEM); "" when it could not be read
+  std::vector<std::string> problems;   // why, for those
+};
+
+class ServedObserver {
+ public:
+  ServedObserver(kube::Client& client, std::string ns, std::string service, std::string port_name,
+                 std::string server_name, const WatchSettings& settings, std::function<void()> on_change,
+                 std::chrono::milliseconds dial_timeout);
+  void start() { reflector_.start(); }
+  void stop() noexcept { reflector_.stop(); }
+  // Dials every ready endpoint now, one after the other; nullopt before the
+  // EndpointSlices have been listed.
+  std::optional<ServedObservation> observe() const;
+
+ private:
+  const std::string server_name_;
+  const std::chrono::milliseconds dial_timeout_;
+  kube::Store<SliceEndpoints> store_;
+  kube::Reflector reflector_;
+};
+
+}  // namespace ig::controller
