@@ -2208,6 +2208,8 @@ class TestHelmInstall(Base):
         self.assertEqual(self.server.get("secrets", "sh.helm.release.v1.ig.v1",
                                          namespace=ns)["metadata"]["labels"]["status"], "superseded")
 
+        # --no-hooks: helm validates a hook's manifest against the OpenAPI document before creating it (the
+        # pre-delete cleanup Job), uninstall has no --disable-openapi-validation, and this server serves none
         r = self._helm("uninstall", "ig", "-n", ns, "--no-hooks")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIsNone(self.server.get("deployments", "ig-isolation-gate", namespace=ns))
