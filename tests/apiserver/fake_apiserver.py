@@ -189,6 +189,183 @@ def bad_request(msg):
     return ApiError(400, msg, "BadRequest")
 
 
+# -- Protobuf request bodies ---------------------------------------------------
+# client-go's typed clientsets (helm's release storage among them) send Secrets, ConfigMaps and
+# DeleteOptions as application/vnd.kubernetes.protobuf (k8s.io/apimachinery/pkg/runtime/serializer/
+# protobuf): the 4 bytes "k8s\x00", then a runtime.Unknown message {typeMeta{apiVersion=1, kind=2}=1,
+# raw=2, contentEncoding=3, contentType=4} whose raw is the object's message (field numbers from
+# k8s.io/api/core/v1/generated.proto and k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto).
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+PROTOBUF_MAGIC = b"k8s\x00"
+
+
+class ProtobufError(ValueError):
+    pass
+
+
+def _pb_fields(buf):
+    """-> [(field number, wire type, value)]: int for varint/fixed, bytes for length-delimited."""
+    out, i, n = [], 0, len(buf)
+
+    def varint():
+        nonlocal i
+        shift = v = 0
+        while True:
+            if i >= n:
+                raise ProtobufError("unexpected EOF")
+            b = buf[i]
+            i += 1
+            v |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return v
+            shift += 7
+            if shift >= 64:
+                raise ProtobufError("integer overflow")
+    while i < n:
+        tag = varint()
+        num, wt = tag >> 3, tag & 7
+        if num == 0:
+            raise ProtobufError("illegal tag 0 (wire type %d)" % wt)
+        if wt == 0:
+            out.append((num, wt, varint()))
+        elif wt == 1 or wt == 5:
+            size = 8 if wt == 1 else 4
+            if i + size > n:
+                raise ProtobufError("unexpected EOF")
+            out.append((num, wt, int.from_bytes(buf[i:i + size], "little")))
+            i += size
+        elif wt == 2:
+            size = varint()
+            if i + size > n:
+                raise ProtobufError("unexpected EOF")
+            out.append((num, wt, bytes(buf[i:i + size])))
+            i += size
+        else:
+            raise ProtobufError("illegal wireType %d for field %d" % (wt, num))
+    return out
+
+
+def _pb_str(v, wt):
+    if wt != 2:
+        raise ProtobufError("wrong wireType %d for a string field" % wt)
+    try:
+        return v.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProtobufError("invalid UTF-8 in a string field")
+
+
+def _pb_int(v, wt, bits=64):
+    if wt != 0:
+        raise ProtobufError("wrong wireType %d for an integer field" % wt)
+    v &= (1 << 64) - 1
+    return v - (1 << 64) if v >> 63 else v
+
+
+def _pb_map(v, wt, value=_pb_str):
+    if wt != 2:
+        raise ProtobufError("wrong wireType %d for a map field" % wt)
+    k = val = None
+    for num, wt2, x in _pb_fields(v):
+        if num == 1:
+            k = _pb_str(x, wt2)
+        elif num == 2:
+            val = value(x, wt2)
+    return (k or ""), (val if val is not None else value(b"", 2))
+
+
+def _pb_bytes_b64(v, wt):
+    if wt != 2:
+        raise ProtobufError("wrong wireType %d for a bytes field" % wt)
+    return base64.b64encode(v).decode()
+
+
+def _pb_time(v, wt):
+    """metav1.Time {seconds=1, nanos=2} -> RFC 3339 (seconds precision, as metav1.Time marshals)."""
+    secs = 0
+    for num, wt2, x in _pb_fields(v):
+        if num == 1:
+            secs = _pb_int(x, wt2)
+    return datetime.datetime.fromtimestamp(secs, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _pb_owner_reference(v, wt):
+    fields = {1: ("kind", _pb_str), 3: ("name", _pb_str), 4: ("uid", _pb_str), 5: ("apiVersion", _pb_str),
+              6: ("controller", lambda x, w: bool(_pb_int(x, w))),
+              7: ("blockOwnerDeletion", lambda x, w: bool(_pb_int(x, w)))}
+    return _pb_message(v, fields)
+
+
+def _pb_message(buf, fields):
+    """Decodes buf by {number: (json name, decoder)}; a decoder returning a (key, value) pair fills a map,
+    a name ending in [] a list. Fields not in the table are skipped (proto3 unknown fields)."""
+    obj = {}
+    for num, wt, v in _pb_fields(buf):
+        if num not in fields:
+            continue
+        name, dec = fields[num]
+        if name.endswith("{}"):
+            k, val = dec(v, wt)
+            obj.setdefault(name[:-2], {})[k] = val
+        elif name.endswith("[]"):
+            obj.setdefault(name[:-2], []).append(dec(v, wt))
+        else:
+            obj[name] = dec(v, wt)
+    return obj
+
+
+def _pb_object_meta(v, wt):
+    if wt != 2:
+        raise ProtobufError("wrong wireType %d for metadata" % wt)
+    return _pb_message(v, {
+        1: ("name", _pb_str), 2: ("generateName", _pb_str), 3: ("namespace", _pb_str), 4: ("selfLink", _pb_str),
+        5: ("uid", _pb_str), 6: ("resourceVersion", _pb_str), 7: ("generation", _pb_int),
+        8: ("creationTimestamp", _pb_time), 9: ("deletionTimestamp", _pb_time),
+        10: ("deletionGracePeriodSeconds", _pb_int), 11: ("labels{}", _pb_map), 12: ("annotations{}", _pb_map),
+        13: ("ownerReferences[]", _pb_owner_reference), 14: ("finalizers[]", _pb_str)})
+    # managedFields (17) are not decoded: the server records its own
+
+
+def _pb_bool(v, wt):
+    return bool(_pb_int(v, wt))
+
+
+_PB_KINDS = {
+    ("v1", "Secret"): {1: ("metadata", _pb_object_meta),
+                       2: ("data{}", lambda v, wt: _pb_map(v, wt, _pb_bytes_b64)), 3: ("type", _pb_str),
+                       4: ("stringData{}", _pb_map), 5: ("immutable", _pb_bool)},
+    ("v1", "ConfigMap"): {1: ("metadata", _pb_object_meta), 2: ("data{}", _pb_map),
+                          3: ("binaryData{}", lambda v, wt: _pb_map(v, wt, _pb_bytes_b64)), 4: ("immutable", _pb_bool)},
+    ("meta.k8s.io/v1", "DeleteOptions"): {
+        1: ("gracePeriodSeconds", _pb_int),
+        2: ("preconditions", lambda v, wt: _pb_message(v, {1: ("uid", _pb_str), 2: ("resourceVersion", _pb_str)})),
+        3: ("orphanDependents", _pb_bool), 4: ("propagationPolicy", _pb_str), 5: ("dryRun[]", _pb_str)},
+}
+_PB_KINDS[("v1", "DeleteOptions")] = _PB_KINDS[("meta.k8s.io/v1", "DeleteOptions")]
+
+
+def decode_protobuf(body):
+    """An application/vnd.kubernetes.protobuf body -> the object as JSON would carry it; ProtobufError
+    for what the API server's protobuf serializer refuses (or a kind this server cannot decode)."""
+    if body[:4] != PROTOBUF_MAGIC:
+        raise ProtobufError("provided data does not appear to be a protobuf message, expected prefix %s"
+                            % list(PROTOBUF_MAGIC))
+    unknown = _pb_message(body[4:], {
+        1: ("typeMeta", lambda v, wt: _pb_message(v, {1: ("apiVersion", _pb_str), 2: ("kind", _pb_str)})),
+        2: ("raw", lambda v, wt: v), 3: ("contentEncoding", _pb_str), 4: ("contentType", _pb_str)})
+    tm = unknown.get("typeMeta") or {}
+    api_version, kind = tm.get("apiVersion", ""), tm.get("kind", "")
+    if not kind:
+        raise ProtobufError("Object 'Kind' is missing in '%s'" % body[4:40])
+    if unknown.get("contentEncoding"):
+        raise ProtobufError("unsupported content encoding %r" % unknown["contentEncoding"])
+    fields = _PB_KINDS.get((api_version, kind))
+    if fields is None:
+        raise ProtobufError("no kind %r is registered for version %r in the test API server's protobuf decoder"
+                            % (kind, api_version))
+    obj = _pb_message(unknown.get("raw") or b"", fields)
+    return dict({"apiVersion": api_version, "kind": kind}, **obj)
+
+
 def expired(msg, metadata=None):
     return ApiError(410, msg, "Expired", metadata=metadata)
 
@@ -3473,7 +3650,12 @@ class FakeApiServer:
             if sub:
                 raise ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
             opts = None
-            if body.strip():
+            if (h.headers.get("Content-Type") or "").split(";")[0].strip().lower() == PROTOBUF:
+                try:
+                    opts = decode_protobuf(body) if body else None
+                except ProtobufError as e:
+                    raise bad_request("error decoding DeleteOptions: %s" % e)
+            elif body.strip():
                 try:
                     opts = json.loads(body)
                 except ValueError as e:
@@ -3505,9 +3687,14 @@ class FakeApiServer:
     @staticmethod
     def _json_body(h, body):
         ct = (h.headers.get("Content-Type") or "application/json").split(";")[0].strip().lower()
+        if ct == PROTOBUF:
+            try:
+                return decode_protobuf(body)
+            except ProtobufError as e:
+                raise bad_request("the body of the request could not be decoded: %s" % e)
         if ct not in ("application/json", ""):
             raise ApiError(415, 'the body of the request was in an unknown format - accepted media types include: '
-                           'application/json', "UnsupportedMediaType")
+                           'application/json, application/vnd.kubernetes.protobuf', "UnsupportedMediaType")
         try:
             return json.loads(body.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as e:

@@ -2106,6 +2106,135 @@ class TestHelmDryRun(Base):
         self.assertEqual([e for e in self.server.requests() if e["method"] != "GET"], [])
 
 
+class TestProtobufBodies(Base):
+    """client-go's typed clientsets send Secrets, ConfigMaps and DeleteOptions as protobuf."""
+
+    @staticmethod
+    def _field(num, value):
+        if isinstance(value, int):
+            out, v = bytearray(), value
+            while True:
+                b, v = v & 0x7F, v >> 7
+                out.append(b | (0x80 if v else 0))
+                if not v:
+                    return bytes([num << 3]) + bytes(out)
+        data = value.encode() if isinstance(value, str) else value
+        return bytes([num << 3 | 2]) + bytes([len(data)]) + data     # short fields only
+
+    def _unknown(self, api_version, kind, raw):
+        f = self._field
+        return b"k8s\x00" + f(1, f(1, api_version) + f(2, kind)) + f(2, raw)
+
+    def _post(self, path, body, ct="application/vnd.kubernetes.protobuf", method="POST"):
+        ctx = ssl.create_default_context(cafile=cert())
+        conn = http.client.HTTPSConnection("localhost", self.server.port, context=ctx, timeout=10)
+        conn.request(method, path, body=body, headers={"Authorization": "Bearer " + self.token, "Content-Type": ct,
+                                                       "Accept": "application/vnd.kubernetes.protobuf,application/json"})
+        r = conn.getresponse()
+        out = (r.status, r.getheader("Content-Type"), json.loads(r.read() or b"null"))
+        conn.close()
+        return out
+
+    def test_secret_created_from_protobuf_answered_in_json(self):
+        f = self._field
+        meta = f(1, "s1") + f(11, f(1, "owner") + f(2, "helm")) + f(12, f(1, "a") + f(2, "b"))
+        raw = f(1, meta) + f(2, f(1, "release") + f(2, b"\x00\x01\xff")) + f(3, "helm.sh/release.v1")
+        code, ct, out = self._post("/api/v1/namespaces/default/secrets", self._unknown("v1", "Secret", raw))
+        self.assertEqual(code, 201, out)
+        self.assertEqual(ct, "application/json")
+        stored = self.server.get("secrets", "s1", namespace="default")
+        self.assertEqual(stored["data"], {"release": base64.b64encode(b"\x00\x01\xff").decode()})
+        self.assertEqual(stored["type"], "helm.sh/release.v1")
+        self.assertEqual(stored["metadata"]["labels"], {"owner": "helm"})
+        self.assertEqual(stored["metadata"]["annotations"], {"a": "b"})
+        # DeleteOptions in protobuf: a failed precondition is refused as the API server refuses it
+        opts = self._unknown("meta.k8s.io/v1", "DeleteOptions", f(2, f(1, "not-the-uid")))
+        code, _, out = self._post("/api/v1/namespaces/default/secrets/s1", opts, method="DELETE")
+        self.assertEqual(code, 409, out)
+        opts = self._unknown("meta.k8s.io/v1", "DeleteOptions", f(4, "Background"))
+        code, _, out = self._post("/api/v1/namespaces/default/secrets/s1", opts, method="DELETE")
+        self.assertEqual(code, 200, out)
+        self.assertIsNone(self.server.get("secrets", "s1", namespace="default"))
+
+    def test_malformed_protobuf_is_a_bad_request(self):
+        f = self._field
+        for body in (b"{}",                                                   # no magic
+                     b"k8s\x00\x0a\x05\x0a",                                  # truncated
+                     self._unknown("v1", "Secret", b"\x0a\x7f\x01"),         # metadata longer than the body
+                     b"k8s\x00" + f(2, b"")):                                # no kind
+            code, _, out = self._post("/api/v1/namespaces/default/secrets", body)
+            self.assertEqual(code, 400, (body, out))
+            self.assertEqual(out["reason"], "BadRequest")
+        self.assertEqual(self.server.list("secrets", namespace="default"), [])
+
+
+class TestHelmInstall(Base):
+    """A real helm install, list, upgrade, history and uninstall of the chart against the server: helm's
+    release Secrets arrive as protobuf; there is no OpenAPI, hence --disable-openapi-validation."""
+
+    def _helm(self, *args, timeout=120):
+        env = dict(os.environ, KUBECONFIG=self.kubeconfig, HELM_CACHE_HOME=os.path.join(self.tmp, "hc"),
+                   HELM_CONFIG_HOME=os.path.join(self.tmp, "hcfg"), HELM_DATA_HOME=os.path.join(self.tmp, "hd"))
+        return subprocess.run([self.helm] + list(args), capture_output=True, text=True, env=env, timeout=timeout)
+
+    def test_helm_install_upgrade_uninstall_of_the_chart(self):
+        self.helm = os.path.join(HERE, "..", "..", ".tools", "bin", "helm")
+        if not os.path.exists(self.helm):
+            self.skipTest("no .tools/bin/helm")
+        self.kubeconfig = os.path.join(self.tmp, "kubeconfig")
+        with open(self.kubeconfig, "w") as f:
+            json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "c",
+                       "clusters": [{"name": "f", "cluster": {"server": self.server.url,
+                                                              "certificate-authority": cert()}}],
+                       "users": [{"name": "u", "user": {"token": self.token}}],
+                       "contexts": [{"name": "c", "context": {"cluster": "f", "user": "u"}}]}, f)
+        ns = "isolation-gate-system"
+        self.server.create("namespaces", {"metadata": {"name": ns}})
+        chart = os.path.join(HERE, "..", "..", "charts", "isolation-gate")
+        r = self._helm("install", "ig", chart, "-n", ns, "--disable-openapi-validation",
+                       "--set", "image.allowPlaceholder=true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # the release Secret came as protobuf and is stored as the real server stores it
+        self.assertTrue(self.server.requests(method="POST", path=r"/secrets$", status=201,
+                                             header=("Content-Type", "application/vnd.kubernetes.protobuf")))
+        rel = self.server.get("secrets", "sh.helm.release.v1.ig.v1", namespace=ns)
+        self.assertEqual(rel["type"], "helm.sh/release.v1")
+        self.assertEqual(rel["metadata"]["labels"]["status"], "deployed")
+        dep = self.server.get("deployments", "ig-isolation-gate", namespace=ns)
+        self.assertIsNotNone(dep)
+        self.assertIsNotNone(self.server.get("customresourcedefinitions", "components.gibson.zeroroot.ai"))
+
+        r = self._helm("list", "-n", ns, "-o", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([(x["name"], x["status"], str(x["revision"])) for x in json.loads(r.stdout)],
+                         [("ig", "deployed", "1")])
+
+        r = self._helm("upgrade", "ig", chart, "-n", ns, "--disable-openapi-validation",
+                       "--set", "image.allowPlaceholder=true", "--set", "replicas=2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        after = self.server.get("deployments", "ig-isolation-gate", namespace=ns)
+        self.assertEqual(after["metadata"]["uid"], dep["metadata"]["uid"])     # updated in place
+        self.assertEqual((dep["spec"]["replicas"], after["spec"]["replicas"]), (3, 2))
+        r = self._helm("history", "ig", "-n", ns, "-o", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([(str(x["revision"]), x["status"]) for x in json.loads(r.stdout)],
+                         [("1", "superseded"), ("2", "deployed")])
+        self.assertEqual(self.server.get("secrets", "sh.helm.release.v1.ig.v1",
+                                         namespace=ns)["metadata"]["labels"]["status"], "superseded")
+
+        # --no-hooks: helm validates a hook's manifest against the OpenAPI document before creating it (the
+        # pre-delete cleanup Job), uninstall has no --disable-openapi-validation, and this server serves none
+        r = self._helm("uninstall", "ig", "-n", ns, "--no-hooks")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIsNone(self.server.get("deployments", "ig-isolation-gate", namespace=ns))
+        self.assertEqual([s["metadata"]["name"] for s in self.server.list("secrets", namespace=ns)
+                          if s.get("type") == "helm.sh/release.v1"], [])
+        # helm.sh/resource-policy: keep (crds.keep)
+        self.assertIsNotNone(self.server.get("customresourcedefinitions", "components.gibson.zeroroot.ai"))
+        r = self._helm("list", "-n", ns, "-o", "json")
+        self.assertEqual((r.returncode, json.loads(r.stdout)), (0, []), r.stderr)
+
+
 class TestControlAndCommandLine(unittest.TestCase):
     def test_command_line_and_control_api(self):
         tmp = tempfile.mkdtemp(prefix="fake-apiserver-cli-")

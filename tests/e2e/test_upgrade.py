@@ -4,22 +4,18 @@ the repository's test API server (issue 29, item 8; docs/operations.md,
 
 The previous release is the chart recorded in tests/e2e/fixtures/chart-previous
 (its README says which commit; IG_PREVIOUS_CHART names another chart dir).
-Both charts are rendered by `helm template` with the release's name and
-namespace. The test API server stores only some kinds (ConfigMap, Secret,
-Namespace, PodDisruptionBudget, ...: tests/apiserver/README.md) and serves
-neither server-side apply nor strategic merge patch, so `helm install` and
-`helm upgrade` cannot run against it; the test does their work on what it
-stores: it creates the previous render's objects, then applies the upgrade as
-a merge patch of (previous manifest -> new manifest) onto each live object,
-creating the new ones and deleting the gone ones, as Helm's three-way merge
-does when nobody else edited the manifest's fields. The Deployment is played
-by processes of the binary with its container args (as test_install does):
-one replica with the previous chart's args, then a rolling update (a replica
-with the new args starts and is ready, the Service's endpoint moves to it, the
-old one gets SIGTERM). The CRD is no object of the test API server (it serves
-Components natively): it is checked on the two renders (a template of both,
-so `helm upgrade` patches it, kept on uninstall, the new schema a superset
-that the stored Components validate against).
+Helm is real: `helm install` of the previous chart into the test API server,
+then `helm upgrade` to the working tree's chart (the release namespace created
+first; `--disable-openapi-validation`, as the test API server serves no
+OpenAPI document; no `--wait`, as nothing there runs a Deployment). Helm
+stores its release Secrets there (sent as protobuf) and applies every object
+of the chart, CustomResourceDefinition included, with server-side apply; `helm
+history` shows revision 1 superseded by revision 2. The Deployment is played
+by processes of the binary with its container args (as test_install does; the
+args come from `helm template` of the same chart and values): one replica with
+the previous chart's args, then a rolling update (a replica with the new args
+starts and is ready, the Service's endpoint moves to it, the old one gets
+SIGTERM).
 
 While all this happens, a thread sends pod dry-run creates through the test
 API server into an enforced namespace, which calls the gate's webhooks as the
@@ -32,7 +28,13 @@ API server does. It asserts:
 - both webhook configurations are the same objects (uid) updated in place to
   the new template: new resourceVersion, new template-fingerprint annotation,
   the new chart's webhooks, the same caBundle; the TLS Secret's data (written
-  by the leader, rendered by neither chart) is kept;
+  by the leader; both charts render the Secret without data) is kept by
+  helm's apply; the Deployment is the same object with the new chart's
+  container;
+- the CRD (a template of both charts, docs/operations.md "Upgrading") is the
+  same object (uid) after `helm upgrade`, its schema the new chart's (a field
+  only the new CRD has), still `helm.sh/resource-policy: keep`; the new
+  schema a superset of the old one;
 - each Component's status is there right after the upgrade, with the same
   conditions (a condition whose status did not change keeps its
   lastTransitionTime), also once the new leader has run, and validates against
@@ -62,6 +64,7 @@ import tools  # noqa: E402
 
 RELEASE = "isolation-gate"
 GATE_NS = ti.GATE_NS
+SERVICE = ti.SERVICE
 NS = ti.NS
 PREVIOUS_CHART = os.environ.get("IG_PREVIOUS_CHART") or os.path.join(
     h.HERE, "fixtures", "chart-previous", "isolation-gate")
@@ -72,9 +75,6 @@ NEW_VALUES = tools.LOCAL_IMAGE
 CRD_NAME = "components.gibson.zeroroot.ai"
 FINGERPRINT = "isolation-gate.zeroroot.ai/template-fingerprint"
 LEASE = "isolation-gate-leader"
-# Kinds the test API server stores: what `helm install/upgrade` would write there.
-STORED = {"ConfigMap": "configmaps", "Secret": "secrets", "Namespace": "namespaces",
-          "PodDisruptionBudget": "poddisruptionbudgets"}
 DENIED = 'admission webhook "pods.mutate.gibson.zeroroot.ai" denied the request'
 
 
@@ -84,32 +84,6 @@ def helm_template(chart, extra=()):
     if p.returncode != 0:
         raise AssertionError("helm template %s failed: %s" % (chart, p.stderr.decode(errors="replace")))
     return [d for d in yaml.safe_load_all(p.stdout) if d]
-
-
-def merge_patch(old, new):
-    """The RFC 7386 merge patch that turns `old` into `new`."""
-    if not isinstance(old, dict) or not isinstance(new, dict):
-        return new
-    patch = {k: None for k in old if k not in new}
-    for k, v in new.items():
-        if k not in old:
-            patch[k] = v
-        elif isinstance(old[k], dict) and isinstance(v, dict):
-            sub = merge_patch(old[k], v)
-            if sub:
-                patch[k] = sub
-        elif old[k] != v:
-            patch[k] = v
-    return patch
-
-
-def key(doc):
-    return (doc["kind"], doc["metadata"].get("namespace") or (GATE_NS if doc["kind"] != "Namespace" else None),
-            doc["metadata"]["name"])
-
-
-def stored(docs):
-    return {key(d): d for d in docs if d["kind"] in STORED}
 
 
 def one(docs, kind):
@@ -131,25 +105,26 @@ class Upgrade(ti.InstallCase):
         ns = self.api.get("namespaces", NS) or self.api.create("namespaces", {"metadata": {"name": NS}})
         ns.setdefault("metadata", {}).setdefault("labels", {})["gibson.zeroroot.ai/isolation"] = "enforced"
         self.api.update("namespaces", ns)
+        # helm's --create-namespace needs OpenAPI, which the test API server does not serve
+        self.api.get("namespaces", GATE_NS) or self.api.create("namespaces", {"metadata": {"name": GATE_NS}})
         self.kube = self._client()
 
-    # -- Helm's part, on what the test API server stores ----------------------
-    def helm_install(self, docs):
-        for (kind, ns, _), d in stored(docs).items():
-            self.api.create(STORED[kind], d, namespace=ns)
+    # -- Helm --------------------------------------------------------------------
+    def helm(self, *args):
+        env = dict(os.environ, KUBECONFIG=self.kubeconfig, HELM_CACHE_HOME=os.path.join(self.tmp, "helm-cache"),
+                   HELM_CONFIG_HOME=os.path.join(self.tmp, "helm-config"),
+                   HELM_DATA_HOME=os.path.join(self.tmp, "helm-data"))
+        p = subprocess.run([tools.HELM] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                           timeout=180 * h.SLOWDOWN)
+        if p.returncode != 0:
+            raise AssertionError("helm %s failed: %s" % (" ".join(args), p.stderr.decode(errors="replace")))
+        return p.stdout.decode()
 
-    def helm_upgrade(self, old_docs, new_docs):
-        old, new = stored(old_docs), stored(new_docs)
-        for k, d in new.items():
-            kind, ns, name = k
-            if k in old:
-                patch = merge_patch(old[k], d)
-                if patch:
-                    self.api.patch(STORED[kind], name, patch, namespace=ns)
-            else:
-                self.api.create(STORED[kind], d, namespace=ns)
-        for (kind, ns, name) in set(old) - set(new):
-            self.api.delete(STORED[kind], name, namespace=ns)
+    def helm_install(self, chart, extra=()):
+        self.helm("install", RELEASE, chart, "--namespace", GATE_NS, "--disable-openapi-validation", *extra)
+
+    def helm_upgrade(self, chart, extra=()):
+        self.helm("upgrade", RELEASE, chart, "--namespace", GATE_NS, "--disable-openapi-validation", *extra)
 
     # -- the Deployment's part -------------------------------------------------
     def start_replica(self, docs, pod_name):
@@ -197,7 +172,12 @@ class Upgrade(ti.InstallCase):
         old_crd, new_crd = one(self.old_docs, "CustomResourceDefinition"), one(self.new_docs, "CustomResourceDefinition")
 
         # 1. The previous release: its objects, one replica with its args, ready.
-        self.helm_install(self.old_docs)
+        self.helm_install(PREVIOUS_CHART)
+        deployment_before = self.api.get("deployments", SERVICE, namespace=GATE_NS)
+        self.assertIsNotNone(deployment_before, "helm install created no Deployment")
+        crd_before = self.api.get("customresourcedefinitions", CRD_NAME)
+        self.assertIsNotNone(crd_before, "helm install created no CRD")
+        self.assertNotIn("command", storage_schema(crd_before)["properties"]["spec"]["properties"])
         old = self.start_replica(self.old_docs, "isolation-gate-old-0")
         self.route_to(old)
         tc.wait_until("both configurations applied", lambda: None not in self.configurations())
@@ -229,7 +209,7 @@ class Upgrade(ti.InstallCase):
         # 4. helm upgrade: the objects, then the Deployment rolls (a new replica
         # ready, the endpoint moved to it, the old one terminated).
         phase[0] = "during"
-        self.helm_upgrade(self.old_docs, self.new_docs)
+        self.helm_upgrade(NEW_CHART, NEW_VALUES)
         new = self.start_replica(self.new_docs, "isolation-gate-new-0")
         self.route_to(new)
         n = len(answers)
@@ -279,13 +259,28 @@ class Upgrade(ti.InstallCase):
             self.assertEqual({w["clientConfig"]["caBundle"] for w in a["webhooks"]},
                              {b["webhooks"][0]["clientConfig"]["caBundle"]}, what + ": caBundle")
             self.assertEqual(a["metadata"]["labels"]["app.kubernetes.io/managed-by"], "isolation-gate", what)
+        deployment_after = self.api.get("deployments", SERVICE, namespace=GATE_NS)
+        self.assertEqual(deployment_after["metadata"]["uid"], deployment_before["metadata"]["uid"])
+        self.assertEqual(deployment_after["spec"]["template"]["spec"]["containers"],
+                         one(self.new_docs, "Deployment")["spec"]["template"]["spec"]["containers"])
         secret_after = self.api.get("secrets", "isolation-gate-tls", namespace=GATE_NS)
         self.assertEqual(secret_after["metadata"]["uid"], secret_before["metadata"]["uid"])
         self.assertEqual(secret_after["data"], secret_before["data"], "helm upgrade reset the TLS Secret")
 
-        # 5c. The CRD: a template in both charts (so helm upgrade patches the
-        # release's object, the same one), kept on uninstall, the new schema a
-        # superset with the new fields, every served version still served.
+        # 5b'. The release: revision 1 superseded by revision 2.
+        history = yaml.safe_load(self.helm("history", RELEASE, "--namespace", GATE_NS, "-o", "json"))
+        self.assertEqual([(str(r["revision"]), r["status"]) for r in history], [("1", "superseded"), ("2", "deployed")])
+
+        # 5c. The CRD: a template in both charts, so helm upgrade applied the
+        # new one to the release's object, the same one; kept on uninstall;
+        # the new schema a superset with the new fields, every served version
+        # still served.
+        crd_after = self.api.get("customresourcedefinitions", CRD_NAME)
+        self.assertEqual(crd_after["metadata"]["uid"], crd_before["metadata"]["uid"], "the CRD was replaced")
+        self.assertEqual(crd_after["metadata"]["annotations"].get("helm.sh/resource-policy"), "keep")
+        self.assertIn("command", storage_schema(crd_after)["properties"]["spec"]["properties"],
+                      "helm upgrade did not upgrade the CRD")
+        self.assertEqual(storage_schema(crd_after), storage_schema(new_crd))
         for crd in (old_crd, new_crd):
             self.assertEqual(crd["metadata"]["name"], CRD_NAME)
             self.assertEqual(crd["metadata"]["annotations"].get("helm.sh/resource-policy"), "keep")
