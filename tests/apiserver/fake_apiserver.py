@@ -2263,6 +2263,15 @@ class FakeApiServer:
             track_update(res, None, obj, field_manager, None, md.get("managedFields"))
         return self._commit(res, key, "ADDED", obj, None)
 
+    def _serviceaccounts_controller(self, namespace):
+        """What kube-controller-manager's serviceaccounts controller does for a new namespace: its
+        `default` ServiceAccount (pods that name none use it). Only while ServiceAccounts are served."""
+        sa = next((r for r in RESOURCES if r.kind == "ServiceAccount" and not r.group), None)
+        if sa is None or self.store.current(sa, Store.key(sa, namespace, "default")) is not None:
+            return
+        self._create(sa, {"apiVersion": "v1", "kind": "ServiceAccount",
+                          "metadata": {"name": "default", "namespace": namespace}}, namespace, keep_status=False)
+
     @staticmethod
     def _validate(res, obj, old):
         """Raises 422 Invalid for what the API server's validation refuses (pods, events, secrets)."""
@@ -2985,6 +2994,8 @@ class FakeApiServer:
             return created
         with self.store.lock:
             out = self._apply_plan(plan)
+            if out is not None and res.kind == "Namespace" and not res.group:
+                self._serviceaccounts_controller(out["metadata"]["name"])
         if out is None:
             name = created["metadata"]["name"]
             raise ApiError(409, '%s "%s" already exists' % (_gr(res), name), "AlreadyExists",

@@ -264,6 +264,15 @@ class Base(unittest.TestCase):
 
 
 class TestObjects(Base):
+    def test_a_new_namespace_gets_its_default_service_account(self):
+        # kube-controller-manager's serviceaccounts controller: pods that name no ServiceAccount need it.
+        self.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fresh"}})
+        sa = self.core.read_namespaced_service_account("default", "fresh")
+        self.assertEqual((sa.metadata.name, sa.metadata.namespace), ("default", "fresh"))
+        self.assertTrue(sa.metadata.uid)
+        self.assertEqual([s.metadata.name for s in self.core.list_namespaced_service_account("fresh").items],
+                         ["default"])
+
     def test_create_get_delete_and_error_status_bodies(self):
         created = self.core.create_node(self.node("n1"))
         md = created.metadata
