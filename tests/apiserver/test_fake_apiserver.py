@@ -188,6 +188,17 @@ def valid_event_v1(name, ns="ns1", **extra):
 class Base(unittest.TestCase):
     server_kwargs = {}
 
+    def write_kubeconfig(self):
+        """A kubeconfig for kubectl and helm: this server, its CA, the token."""
+        path = os.path.join(self.tmp, "kubeconfig")
+        with open(path, "w") as f:
+            json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "c",
+                       "clusters": [{"name": "f", "cluster": {"server": self.server.url,
+                                                              "certificate-authority": cert()}}],
+                       "users": [{"name": "u", "user": {"token": self.token}}],
+                       "contexts": [{"name": "c", "context": {"cluster": "f", "user": "u"}}]}, f)
+        return path
+
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="fake-apiserver-test-")
         self.token = "token-one"
@@ -2052,13 +2063,7 @@ class TestServerSideApply(Base):
         kubectl = os.path.join(HERE, "..", "..", ".tools", "bin", "kubectl")
         if not os.path.exists(kubectl):
             self.skipTest("no .tools/bin/kubectl")
-        kubeconfig = os.path.join(self.tmp, "kubeconfig")
-        with open(kubeconfig, "w") as f:
-            json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "c",
-                       "clusters": [{"name": "f", "cluster": {"server": self.server.url,
-                                                              "certificate-authority": cert()}}],
-                       "users": [{"name": "u", "user": {"token": self.token}}],
-                       "contexts": [{"name": "c", "context": {"cluster": "f", "user": "u"}}]}, f)
+        kubeconfig = self.write_kubeconfig()
 
         def run(*args, doc):
             # --validate=false: this server has no OpenAPI document
@@ -2092,13 +2097,7 @@ class TestHelmDryRun(Base):
         helm = os.path.join(HERE, "..", "..", ".tools", "bin", "helm")
         if not os.path.exists(helm):
             self.skipTest("no .tools/bin/helm")
-        kubeconfig = os.path.join(self.tmp, "kubeconfig")
-        with open(kubeconfig, "w") as f:
-            json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "c",
-                       "clusters": [{"name": "f", "cluster": {"server": self.server.url,
-                                                              "certificate-authority": cert()}}],
-                       "users": [{"name": "u", "user": {"token": self.token}}],
-                       "contexts": [{"name": "c", "context": {"cluster": "f", "user": "u"}}]}, f)
+        kubeconfig = self.write_kubeconfig()
         self.server.create("namespaces", {"metadata": {"name": "isolation-gate-system"}})
         env = dict(os.environ, KUBECONFIG=kubeconfig, HELM_CACHE_HOME=os.path.join(self.tmp, "hc"),
                    HELM_CONFIG_HOME=os.path.join(self.tmp, "hcfg"), HELM_DATA_HOME=os.path.join(self.tmp, "hd"))
@@ -2190,13 +2189,7 @@ class TestHelmInstall(Base):
         self.helm = os.path.join(HERE, "..", "..", ".tools", "bin", "helm")
         if not os.path.exists(self.helm):
             self.skipTest("no .tools/bin/helm")
-        self.kubeconfig = os.path.join(self.tmp, "kubeconfig")
-        with open(self.kubeconfig, "w") as f:
-            json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "c",
-                       "clusters": [{"name": "f", "cluster": {"server": self.server.url,
-                                                              "certificate-authority": cert()}}],
-                       "users": [{"name": "u", "user": {"token": self.token}}],
-                       "contexts": [{"name": "c", "context": {"cluster": "f", "user": "u"}}]}, f)
+        self.kubeconfig = self.write_kubeconfig()
         ns = "isolation-gate-system"
         self.server.create("namespaces", {"metadata": {"name": ns}})
         chart = os.path.join(HERE, "..", "..", "charts", "isolation-gate")
