@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -161,6 +162,16 @@ class Client {
   virtual ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body) = 0;
   virtual ApiResult<nlohmann::json> patch(std::string_view path, PatchType type,
                                           const nlohmann::json& body) = 0;
+  // patch() that `cancel` abandons (a reconcile cancelled when leadership is
+  // lost): nothing is sent once it is stopped, a wait for the client's rate
+  // limit or for the answer ends when it is, with an ApiError whose message
+  // says "cancelled" (code 0). The default (test doubles): patch(), unless
+  // already stopped.
+  virtual ApiResult<nlohmann::json> patch_cancellable(std::string_view path, PatchType type,
+                                                      const nlohmann::json& body, std::stop_token cancel) {
+    if (cancel.stop_requested()) return ApiError{"PATCH " + std::string(path) + ": cancelled", 0, "Cancelled", {}};
+    return patch(path, type, body);
+  }
   // PUT: replaces the object; a metadata.resourceVersion in `body` makes it
   // conditional (409 Conflict when the stored object has moved on), which is
   // how optimistic concurrency works (leader election's Lease). `timeout`

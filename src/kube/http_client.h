@@ -84,7 +84,7 @@ struct HttpClientOptions {
   std::size_t max_json_depth = 128;
   WatchDecoderLimits watch_limits;
   std::size_t pool_threads = 2;            // cpprestsdk's pool (first client only), 2..4
-  std::shared_ptr<RateClock> rate_clock;   // tests; default: the steady clock
+  std::shared_ptr<Clock> rate_clock;   // tests; default: the steady clock
   TokenSource::Clock token_clock;          // tests; default: the steady clock
   // Shared by the clients of one cluster (one exec plugin run serves them
   // all); default: the client's own, from its config.
@@ -111,6 +111,8 @@ class HttpClient final : public Client {
   ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body) override;
   ApiResult<nlohmann::json> patch(std::string_view path, PatchType type,
                                   const nlohmann::json& body) override;
+  ApiResult<nlohmann::json> patch_cancellable(std::string_view path, PatchType type, const nlohmann::json& body,
+                                              std::stop_token cancel) override;
   ApiResult<nlohmann::json> update(std::string_view path, const nlohmann::json& body,
                                    std::chrono::milliseconds timeout) override;
   ApiResult<nlohmann::json> remove(std::string_view path, std::chrono::milliseconds timeout) override;
