@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <unordered_map>
 
 namespace ig {
 namespace {
@@ -14,6 +15,22 @@ class SteadyClock final : public Clock {
     cv.wait_until(lock, deadline);
   }
 };
+
+// FakeClock's wake() calls in progress, per clock: a waiter does not leave
+// wait_until() (after which its mutex and condition may be destroyed) while
+// a wake() holds a copy of it. Lock order: wake_mu(), then the clock's own.
+std::mutex& wake_mu() {
+  static std::mutex m;
+  return m;
+}
+std::condition_variable& wake_done() {
+  static std::condition_variable cv;
+  return cv;
+}
+std::unordered_map<const void*, int>& wakers() {
+  static std::unordered_map<const void*, int> w;
+  return w;
+}
 
 }  // namespace
 
@@ -34,6 +51,11 @@ void FakeClock::wake(std::vector<Waiter> waiters) {
     std::lock_guard lock(*w.mu);
     w.cv->notify_all();
   }
+  {
+    std::lock_guard lock(wake_mu());
+    if (--wakers()[this] == 0) wakers().erase(this);
+  }
+  wake_done().notify_all();
 }
 
 void FakeClock::sleep_until(time_point t) { set(t); }
@@ -41,10 +63,12 @@ void FakeClock::sleep_until(time_point t) { set(t); }
 void FakeClock::set(time_point t) {
   std::vector<Waiter> waiters;
   {
+    std::lock_guard outer(wake_mu());
     std::lock_guard lock(mu_);
     if (t <= now_) return;
     now_ = t;
     waiters = waiters_;
+    ++wakers()[this];
   }
   wake(std::move(waiters));
 }
@@ -52,9 +76,11 @@ void FakeClock::set(time_point t) {
 void FakeClock::advance(duration d) {
   std::vector<Waiter> waiters;
   {
+    std::lock_guard outer(wake_mu());
     std::lock_guard lock(mu_);
     now_ += d;
     waiters = waiters_;
+    ++wakers()[this];
   }
   wake(std::move(waiters));
 }
@@ -72,10 +98,18 @@ void FakeClock::wait_until(std::unique_lock<std::mutex>& lock, std::condition_va
     waiters_.push_back(self);
   }
   cv.wait_for(lock, kFakeRealWait);
-  std::lock_guard guard(mu_);
-  auto it = std::find_if(waiters_.begin(), waiters_.end(),
-                         [&](const Waiter& w) { return w.mu == self.mu && w.cv == self.cv; });
-  if (it != waiters_.end()) waiters_.erase(it);
+  // Unregistered without holding the caller's mutex (a wake() in progress
+  // takes it), once no wake() holds a copy of this waiter.
+  lock.unlock();
+  {
+    std::unique_lock outer(wake_mu());
+    wake_done().wait(outer, [this] { return wakers().count(this) == 0; });
+    std::lock_guard guard(mu_);
+    auto it = std::find_if(waiters_.begin(), waiters_.end(),
+                           [&](const Waiter& w) { return w.mu == self.mu && w.cv == self.cv; });
+    if (it != waiters_.end()) waiters_.erase(it);
+  }
+  lock.lock();
 }
 
 }  // namespace ig
