@@ -60,7 +60,7 @@ const std::vector<Layer>& layers() {
       {"kube", {"config", "tls", "base"},
        {Lib::Posix, Lib::Nlohmann, Lib::YamlCpp, Lib::OpenSsl, Lib::Boost, Lib::CppRest}},
       // The engine: work queue, controller, manager (the operator's threads).
-      {"runtime", {"kube", "config", "base"}, {Lib::Posix, Lib::Nlohmann}},
+      {"runtime", {"kube", "config", "base"}, {}},
       {"controller", {"runtime", "kube", "admission", "model", "policy", "tls", "config", "base"},
        {Lib::Posix, Lib::Nlohmann}},
       {"cli",
