@@ -18,7 +18,11 @@ StatusWriter::StatusWriter(kube::Client& client, const kube::Store<ComponentReco
   c.clock = options_.clock;
   c.rate_limit.backoff = BackoffOptions{options_.retry_initial, options_.retry_max};
   c.reconcile = [this](const std::string& key, const runtime::CancelToken& cancel) { return reconcile(key, cancel); };
-  c.initial_keys = [] { return std::vector<std::string>{std::string(kSweep)}; };  // a new term checks every key
+  c.initial_keys = [this] {  // a new term checks every key, against the cache only
+    std::lock_guard lock(mu_);
+    sent_.clear();
+    return std::vector<std::string>{std::string(kSweep)};
+  };
   c.log = options_.log;
   c.describe = [](const std::string& key) { return key.empty() ? std::string("sweep") : "Component " + key; };
   controller_ = std::make_shared<runtime::Controller<std::string>>(std::move(c));
@@ -45,7 +49,7 @@ StatusWriterStats StatusWriter::stats() const {
     std::lock_guard lock(mu_);
     s = stats_;
   }
-  if (auto q = controller_->queue()) s.queued = q->len() + q->waiting();
+  if (auto q = controller_->queue()) s.queued = q->len();
   return s;
 }
 
@@ -75,7 +79,11 @@ Result<runtime::Requeue> StatusWriter::reconcile(const std::string& key, const r
   if (options_.ready && !options_.ready()) return runtime::Requeue{false, options_.not_ready_poll};
   if (key == kSweep) return sweep();
   auto record = components_.find(key);
-  if (!record) return runtime::Requeue{};  // gone: its deletion needs no status
+  if (!record) {
+    std::lock_guard lock(mu_);
+    sent_.erase(key);
+    return runtime::Requeue{};  // gone: its deletion needs no status
+  }
   StatusInputs in;
   in.sandbox = sandbox_.availability();
   in.shape = options_.shape;
@@ -83,10 +91,25 @@ Result<runtime::Requeue> StatusWriter::reconcile(const std::string& key, const r
   in.drifted_pods = options_.drifted_pods ? options_.drifted_pods(key) : 0;
   in.now = options_.now ? options_.now() : std::time(nullptr);
   const json status = desired_status(*record, in);
-  if (status_fingerprint(status) == record->status_fingerprint) {
+  const std::uint64_t want = status_fingerprint(status);
+  const std::uint64_t cached = record->status_fingerprint;
+  {
     std::lock_guard lock(mu_);
-    ++stats_.unchanged;
-    return runtime::Requeue{};
+    auto sent = sent_.find(key);
+    if (want == cached) {
+      if (sent != sent_.end()) sent_.erase(sent);
+      ++stats_.unchanged;
+      return runtime::Requeue{};
+    }
+    if (sent != sent_.end()) {
+      // Our write, not in the cache yet: the cache has not moved since.
+      const Clock::duration waited = options_.clock->now() - sent->second.at;
+      if (sent->second.before == cached && sent->second.sent == want && waited < options_.echo_wait) {
+        ++stats_.unchanged;
+        return runtime::Requeue{false, options_.echo_wait - waited};
+      }
+      sent_.erase(sent);
+    }
   }
   // The inputs may have changed under it (a relist began): computed from
   // what may be an interim state. Again once ready.
@@ -96,6 +119,7 @@ Result<runtime::Requeue> StatusWriter::reconcile(const std::string& key, const r
   std::lock_guard lock(mu_);
   if (written) {
     ++stats_.writes;
+    sent_[key] = Sent{cached, want, options_.clock->now()};
     return runtime::Requeue{};
   }
   const kube::ApiError& e = written.failure();

@@ -13,9 +13,13 @@
 //  - reconcile(key): the desired status is compared with the status the
 //    Components CACHE holds (its fingerprint), never with what this replica
 //    last sent: a status another writer overwrote, or one lost in a relist,
-//    is written again at the next event or sweep of that Component. A key
-//    reconciled again before the watch shows our write may write the same
-//    status twice (a no-op for the API server).
+//    is written again at the next event or sweep of that Component. One
+//    exception, bounded: a key reconciled again before the watch shows our
+//    write (the cache still holds what it held when we wrote, and we want
+//    what we wrote) is not written twice for up to echo_wait; it is checked
+//    again when echo_wait has passed, so a write the cache never shows (lost
+//    in a relist, say) is repeated. A new term of leadership forgets what
+//    the last one sent.
 //  - Nothing is written while ready() is false (the operator's: caches
 //    synced, Cluster::settled(), the drift audit has made a pass): the key is
 //    requeued after not_ready_poll; nor once the reconcile's CancelToken is
@@ -44,6 +48,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "admission/context.h"
 #include "base/clock.h"
@@ -64,6 +69,7 @@ struct StatusWriterOptions {
   std::size_t workers = 1;  // --status-workers; at least 1
   std::chrono::milliseconds sweep_interval{10'000};
   std::chrono::milliseconds not_ready_poll{200};
+  std::chrono::milliseconds echo_wait{10'000};
   std::shared_ptr<Clock> clock;  // the engine's; empty: steady
   std::function<void(std::string_view level, std::string_view message)> log;
 };
@@ -73,7 +79,7 @@ struct StatusWriterStats {
   std::uint64_t unchanged = 0;   // keys reconciled with nothing to write
   std::uint64_t errors = 0;      // failed patches
   std::uint64_t sweeps = 0;      // sweeps run (every key enqueued)
-  std::size_t queued = 0;        // keys waiting now (queued or delayed)
+  std::size_t queued = 0;        // keys queued for a check now (not those delayed: retries, rechecks)
 };
 
 class StatusWriter {
@@ -107,9 +113,17 @@ class StatusWriter {
   StatusWriterOptions options_;
   std::shared_ptr<runtime::Controller<std::string>> controller_;
 
+  // A write the cache does not show yet: the fingerprint the cache held when
+  // it was sent, the one sent, and when.
+  struct Sent {
+    std::uint64_t before = 0, sent = 0;
+    Clock::time_point at;
+  };
+
   mutable std::mutex mu_;
   StatusWriterStats stats_;
   std::optional<Clock::time_point> last_sweep_;
+  std::unordered_map<std::string, Sent> sent_;
 };
 
 }  // namespace ig::controller

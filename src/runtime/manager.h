@@ -15,8 +15,9 @@
 //   stop():           stop_leading(), then each other runnable in reverse
 //                     order (stop requested, joined), the caches last.
 //
-// Contract: start_leading() before start() has synced, or after stop(), does
-// nothing; terms may follow one another (a runnable's run() is called once per
+// Contract: start_leading() before start(), after a start() that failed, or
+// after stop(), does nothing; one called while start() waits for the caches
+// waits for it (then leads if they synced). Terms may follow one another (a runnable's run() is called once per
 // term). All methods are thread-safe; stop() and stop_leading() are noexcept
 // and may be called more than once. leader_callbacks() are the elector's
 // (kube/leader_election.h).
