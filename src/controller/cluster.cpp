@@ -49,13 +49,6 @@ std::string FreshSandbox::describe() const {
   return sandbox_.describe();
 }
 
-namespace {
-// Remembered answers at most (each a key and a shared Component); past it,
-// expired ones are dropped, and a new answer is not remembered while none
-// has expired (misses then each make their GET, collapsed while in flight).
-constexpr std::size_t kMaxRemembered = 4096;
-}  // namespace
-
 admission::LookupResult ClusterComponents::find(std::string_view ns, std::string_view name) const {
   using Status = admission::LookupResult::Status;
   if (auto cached = store_.find(kube::object_key(ns, name))) {
@@ -64,56 +57,22 @@ admission::LookupResult ClusterComponents::find(std::string_view ns, std::string
   }
   // Not cached (yet): one bounded live GET before calling it unknown, shared
   // by every miss of the same Component meanwhile and remembered briefly.
-  const std::string key = kube::object_key(ns, name);
-  std::shared_ptr<Flight> flight;
-  {
-    std::unique_lock lock(flights_mu_);
-    const auto now = now_();
-    if (auto r = remembered_.find(key); r != remembered_.end()) {
-      if (now < r->second.until) {
-        shared_.fetch_add(1, std::memory_order_relaxed);
-        return r->second.result;
-      }
-      remembered_.erase(r);
-    }
-    if (auto f = in_flight_.find(key); f != in_flight_.end()) {
-      flight = f->second;
-      shared_.fetch_add(1, std::memory_order_relaxed);
-      // The GET in flight is bounded by the same timeout: this wait ends
-      // with its answer, or fails closed.
-      if (!flights_cv_.wait_for(lock, timeout_, [&] { return flight->done; })) {
-        std::string error = "the Kubernetes API did not answer within " + std::to_string(timeout_.count()) +
-                            "ms (waiting for the GET of another review)";
-        lock.unlock();
-        note_error(ns, name, error);
-        return {Status::Error, nullptr, std::move(error)};
-      }
-      return flight->result;
-    }
-    flight = std::make_shared<Flight>();
-    in_flight_.emplace(key, flight);
-  }
-  admission::LookupResult result;
-  try {
-    result = fetch(ns, name);
-  } catch (const std::exception& e) {  // never leave the flight unfinished: its waiters fail closed
-    result = {Status::Error, nullptr, std::string("Component lookup failed: ") + e.what()};
-  }
-  {
-    std::lock_guard lock(flights_mu_);
-    flight->result = result;
-    flight->done = true;
-    in_flight_.erase(key);
-    if (remember_.count() > 0 && result.status != Status::Error) {
-      const auto now = now_();
-      if (remembered_.size() >= kMaxRemembered) {
-        std::erase_if(remembered_, [&](const auto& e) { return e.second.until <= now; });
-      }
-      if (remembered_.size() < kMaxRemembered) remembered_[key] = {result, now + remember_};
-    }
-  }
-  flights_cv_.notify_all();
-  return result;
+  auto answer = flights_.run(
+      kube::object_key(ns, name), timeout_,
+      [&]() -> admission::LookupResult {
+        try {
+          return fetch(ns, name);
+        } catch (const std::exception& e) {  // never leave the flight unfinished: its waiters fail closed
+          return {Status::Error, nullptr, std::string("Component lookup failed: ") + e.what()};
+        }
+      },
+      [](const admission::LookupResult& r) { return r.status != Status::Error; });
+  if (answer) return *std::move(answer);
+  // The GET in flight is bounded by the same timeout: this wait ended first.
+  std::string error = "the Kubernetes API did not answer within " + std::to_string(timeout_.count()) +
+                      "ms (waiting for the GET of another review)";
+  note_error(ns, name, error);
+  return {Status::Error, nullptr, std::move(error)};
 }
 
 admission::LookupResult ClusterComponents::fetch(std::string_view ns, std::string_view name) const {

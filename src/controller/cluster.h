@@ -59,7 +59,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -77,6 +76,7 @@
 #include "kube/store.h"
 #include "model/component.h"
 #include "policy/gate.h"
+#include "runtime/single_flight.h"
 
 namespace ig::controller {
 
@@ -165,24 +165,20 @@ class ClusterComponents final : public admission::ComponentLookup {
         timeout_(timeout),
         log_interval_(log_interval),
         log_(std::move(log)),
-        remember_(remember),
-        now_(now ? std::move(now) : NowFn([] { return std::chrono::steady_clock::now(); })) {}
+        flights_(remember, kMaxRemembered,
+                 now ? std::move(now) : NowFn([] { return std::chrono::steady_clock::now(); })) {}
   admission::LookupResult find(std::string_view ns, std::string_view name) const override;
   // GETs made (one per collapsed group of misses).
   std::uint64_t live_gets() const noexcept { return live_gets_.load(std::memory_order_relaxed); }
   std::uint64_t lookup_errors() const noexcept { return lookup_errors_.load(std::memory_order_relaxed); }
   // Misses answered by another's GET: one in flight, or a remembered answer.
-  std::uint64_t shared() const noexcept { return shared_.load(std::memory_order_relaxed); }
+  std::uint64_t shared() const noexcept { return flights_.shared(); }
 
  private:
-  struct Flight {
-    bool done = false;
-    admission::LookupResult result;
-  };
-  struct Remembered {
-    admission::LookupResult result;
-    std::chrono::steady_clock::time_point until;
-  };
+  // Remembered answers at most; past it a new answer is not remembered
+  // while none has expired (misses then each make their GET, collapsed
+  // while in flight).
+  static constexpr std::size_t kMaxRemembered = 4096;
   admission::LookupResult fetch(std::string_view ns, std::string_view name) const;
   void note_error(std::string_view ns, std::string_view name, std::string_view error) const;
 
@@ -191,15 +187,9 @@ class ClusterComponents final : public admission::ComponentLookup {
   std::chrono::milliseconds timeout_;
   std::chrono::milliseconds log_interval_;
   LogFn log_;
-  std::chrono::milliseconds remember_;
-  NowFn now_;
   mutable std::atomic<std::uint64_t> live_gets_{0};
   mutable std::atomic<std::uint64_t> lookup_errors_{0};
-  mutable std::atomic<std::uint64_t> shared_{0};
-  mutable std::mutex flights_mu_;  // guards the three below
-  mutable std::condition_variable flights_cv_;
-  mutable std::map<std::string, std::shared_ptr<Flight>, std::less<>> in_flight_;  // object key
-  mutable std::map<std::string, Remembered, std::less<>> remembered_;              // object key
+  mutable runtime::SingleFlight<admission::LookupResult> flights_;  // by object key
   mutable std::mutex log_mu_;  // guards the two below
   mutable std::chrono::steady_clock::time_point last_log_{};
   mutable std::uint64_t errors_at_last_log_ = 0;

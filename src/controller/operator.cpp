@@ -6,6 +6,8 @@ namespace ig::controller {
 
 StatusWriterOptions Operator::status_options(OperatorOptions& o) {
   StatusWriterOptions s = std::move(o.status);
+  if (!s.clock) s.clock = Clock::steady();
+  status_clock_ = s.clock;
   s.runtime_class = cluster_.options().runtime_class;
   s.shape = cluster_.options().shape;
   s.drifted_pods = [this](std::string_view key) { return drift_.drifted(key); };
@@ -38,12 +40,17 @@ Operator::Operator(kube::Client& client, Cluster& cluster, kube::EventRecorder* 
       events_(events),
       log_(options.log),
       status_(client, cluster.component_records(), cluster.sandbox(), status_options(options)),
-      drift_(client, cluster.component_records(), cluster.sandbox(), events, drift_options(options)) {
+      drift_(client, cluster.component_records(), cluster.sandbox(), events, drift_options(options)),
+      manager_(runtime::ManagerOptions{status_clock_, {}, {}, log_}) {
+  manager_.add(status_.runnable(), /*needs_leader=*/true);
+  // Nothing to sync here (the Cluster's caches are started by its owner).
+  if (auto started = manager_.start(); !started && log_) log_("error", "operator: " + started.error());
   cluster_.set_listener(this);
 }
 
 Operator::~Operator() {
   stop_leading();
+  manager_.stop();
   cluster_.set_listener(nullptr);
 }
 
@@ -51,12 +58,12 @@ void Operator::start_leading() {
   if (leading_.exchange(true, std::memory_order_acq_rel)) return;
   if (log_) log_("info", "leading: starting the status, drift and eviction loops");
   drift_.start();
-  status_.start();
+  manager_.start_leading();
 }
 
 void Operator::stop_leading() noexcept {
   if (!leading_.exchange(false, std::memory_order_acq_rel)) return;
-  status_.stop();
+  manager_.stop_leading();
   drift_.stop();
   if (log_) log_("info", "not leading: the status, drift and eviction loops stopped");
 }
@@ -133,6 +140,7 @@ void Operator::write_metrics(prometheus::TextWriter& out) const {
   out.sample("isolation_gate_status_writes_total", {{"result", "error"}}, s.errors);
   out.family("isolation_gate_status_queue", Type::Gauge, "Components waiting for a status check.");
   out.sample("isolation_gate_status_queue", {}, std::uint64_t{s.queued});
+  manager_.write_metrics(out);
   drift_.write_metrics(out);
 }
 

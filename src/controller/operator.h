@@ -3,7 +3,8 @@
 // replica records for its own denials.
 //
 //   Cluster (every replica: caches) --listener--> Operator
-//     leader: StatusWriter (Component status)  <- Component/sandbox changes, drift counts
+//     leader: StatusWriter (Component status, a controller on the engine's
+//                           runtime::Manager) <- Component/sandbox changes, drift counts
 //             DriftAudit   (pods cache, drift, opt-in eviction; audit namespaces'
 //                           running pods enforcement would deny) <- the same
 //   Webhook denial (every replica) --record_denial--> kube::EventRecorder
@@ -33,6 +34,7 @@
 #include "controller/drift.h"
 #include "controller/status_writer.h"
 #include "kube/event_recorder.h"
+#include "runtime/manager.h"
 
 namespace ig::controller {
 
@@ -81,8 +83,10 @@ class Operator final : public ClusterListener {
   kube::EventRecorder* events_;
   std::function<void(std::string_view, std::string_view)> log_;
   std::atomic<bool> leading_{false};
+  std::shared_ptr<Clock> status_clock_;  // the engine's clock (set while status_ is built)
   StatusWriter status_;  // its drift counts come from drift_, built next (read only once started)
   DriftAudit drift_;
+  runtime::Manager manager_;  // runs status_'s controller while leading; declared last: stopped first
 };
 
 }  // namespace ig::controller

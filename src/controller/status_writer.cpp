@@ -5,194 +5,90 @@
 #include "controller/cluster.h"
 
 namespace ig::controller {
-namespace {
 
-using Clock = std::chrono::steady_clock;
 using nlohmann::json;
-
-constexpr std::chrono::milliseconds kNotReadyPoll{200};
-constexpr std::chrono::milliseconds kApplyTimeout{30'000};  // the client's request timeout
-
-}  // namespace
 
 StatusWriter::StatusWriter(kube::Client& client, const kube::Store<ComponentRecord>& components,
                            const admission::SandboxView& sandbox, StatusWriterOptions options)
-    : client_(client), components_(components), sandbox_(sandbox), options_(std::move(options)) {}
-
-StatusWriter::~StatusWriter() { stop(); }
-
-void StatusWriter::start() {
-  std::lock_guard life(lifecycle_);
-  std::lock_guard lock(mu_);
-  if (!threads_.empty()) return;
-  stopping_ = false;
-  all_pending_ = true;  // a new term: every Component is checked once
-  written_.clear();
-  for (std::size_t i = 0; i < std::max<std::size_t>(options_.workers, 1); ++i)
-    threads_.emplace_back([this] { run(); });
-}
-
-void StatusWriter::stop() noexcept {
-  std::lock_guard life(lifecycle_);
-  {
+    : client_(client), components_(components), sandbox_(sandbox), options_(std::move(options)) {
+  if (!options_.clock) options_.clock = Clock::steady();
+  runtime::Controller<std::string>::Options c;
+  c.name = "component-status";
+  c.workers = std::max<std::size_t>(options_.workers, 1);
+  c.clock = options_.clock;
+  c.rate_limit.backoff = BackoffOptions{options_.retry_initial, options_.retry_max};
+  c.reconcile = [this](const std::string& key, const runtime::CancelToken& cancel) { return reconcile(key, cancel); };
+  c.initial_keys = [this] {  // a new term checks every key, against the cache only
     std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  std::vector<std::thread> threads;
-  {
-    std::lock_guard lock(mu_);
-    threads.swap(threads_);
-  }
-  for (auto& t : threads) {
-    if (t.get_id() == std::this_thread::get_id()) {
-      t.detach();  // (not reached: the workers never call stop())
-    } else if (t.joinable()) {
-      t.join();
-    }
-  }
-  std::lock_guard lock(mu_);
-  processing_.clear();
-  dirty_.clear();
-  queue_.clear();
-  queued_.clear();
-  sweep_keys_ = {};
-  sweep_ends_ = {};
-  sweep_next_ = 0;
-  retry_.clear();
-  backoff_.clear();
+    sent_.clear();
+    return std::vector<std::string>{std::string(kSweep)};
+  };
+  c.log = options_.log;
+  c.describe = [](const std::string& key) { return key.empty() ? std::string("sweep") : "Component " + key; };
+  controller_ = std::make_shared<runtime::Controller<std::string>>(std::move(c));
 }
 
 void StatusWriter::enqueue(std::string_view key) {
-  if (key.empty()) return enqueue_all();
-  {
-    std::lock_guard lock(mu_);
-    if (stopping_ || !push(std::string(key))) return;
-  }
-  cv_.notify_one();
+  if (key == kSweep) return enqueue_all();
+  controller_->enqueue(std::string(key));
 }
 
 void StatusWriter::enqueue_all() {
+  const Clock::time_point now = options_.clock->now();
+  Clock::duration wait{};
   {
     std::lock_guard lock(mu_);
-    if (stopping_) return;
-    all_pending_ = true;
+    if (last_sweep_) wait = std::max(Clock::duration::zero(), *last_sweep_ + options_.sweep_interval - now);
   }
-  cv_.notify_one();
+  controller_->enqueue_after(std::string(kSweep), wait);
 }
 
 StatusWriterStats StatusWriter::stats() const {
-  std::lock_guard lock(mu_);
-  StatusWriterStats s = stats_;
-  s.queued = queue_.size() + retry_.size() + (sweep_ends_.size() - sweep_next_);
+  StatusWriterStats s;
+  {
+    std::lock_guard lock(mu_);
+    s = stats_;
+  }
+  if (auto q = controller_->queue()) s.queued = q->len();
   return s;
 }
 
-bool StatusWriter::next(std::string& key) {
-  std::unique_lock lock(mu_);
-  for (;;) {
-    if (stopping_) return false;
-    if (options_.ready && !options_.ready()) {
-      cv_.wait_for(lock, kNotReadyPoll);
-      continue;
-    }
-    const auto now = Clock::now();
-    while (!retry_.empty() && retry_.begin()->first <= now) {
-      std::string due = std::move(retry_.begin()->second);
-      retry_.erase(retry_.begin());
-      push(std::move(due));
-    }
-    if (all_pending_) {
-      all_pending_ = false;
-      lock.unlock();
-      std::string keys;
-      std::vector<std::uint32_t> ends;
-      {
-        auto records = components_.snapshot();
-        ends.reserve(records.size());
-        for (const auto& r : records) {
-          keys += kube::object_key(r->component.namespace_, r->component.name);
-          ends.push_back(static_cast<std::uint32_t>(keys.size()));
-        }
-      }
-      keys.shrink_to_fit();
-      lock.lock();
-      // The new sweep replaces what is left of an older one: it holds every key.
-      sweep_keys_ = std::move(keys);
-      sweep_ends_ = std::move(ends);
-      sweep_next_ = 0;
-      // Every worker may take from it (the others may be asleep in wait()).
-      cv_.notify_all();
-      continue;
-    }
-    if (!queue_.empty()) {
-      key = std::move(queue_.front());
-      queue_.pop_front();
-      queued_.erase(key);
-      if (take(key)) return true;
-      continue;
-    }
-    if (sweep_next_ < sweep_ends_.size()) {
-      const std::uint32_t begin = sweep_next_ == 0 ? 0 : sweep_ends_[sweep_next_ - 1];
-      key.assign(sweep_keys_, begin, sweep_ends_[sweep_next_] - begin);
-      if (++sweep_next_ == sweep_ends_.size()) {
-        sweep_keys_ = {};
-        sweep_ends_ = {};
-        sweep_next_ = 0;
-      }
-      if (take(key)) return true;
-      continue;
-    }
-    if (retry_.empty()) {
-      cv_.wait(lock);
-    } else {
-      cv_.wait_until(lock, retry_.begin()->first);
-    }
-  }
-}
-
-bool StatusWriter::push(std::string key) {
-  if (!queued_.insert(key).second) return false;
-  queue_.push_back(std::move(key));
-  return true;
-}
-
-bool StatusWriter::take(std::string& key) {
-  if (processing_.count(key) != 0) {
-    dirty_.insert(std::move(key));  // done() queues it again
-    return false;
-  }
-  processing_.insert(key);
-  return true;
-}
-
-void StatusWriter::done(const std::string& key) {
+Result<runtime::Requeue> StatusWriter::sweep() {
   {
     std::lock_guard lock(mu_);
-    processing_.erase(key);
-    if (dirty_.erase(key) == 0 || stopping_ || !push(key)) return;
+    last_sweep_ = options_.clock->now();
+    ++stats_.sweeps;
   }
-  cv_.notify_one();
+  for (const auto& r : components_.snapshot())
+    controller_->enqueue(kube::object_key(r->component.namespace_, r->component.name));
+  return runtime::Requeue{};
 }
 
-void StatusWriter::run() {
-  std::string key;
-  while (next(key)) {
-    try {
-      process(key);
-    } catch (const std::exception& e) {
-      if (options_.log) options_.log("error", "component status " + key + ": " + e.what());
-    }
-    done(key);
+kube::ApiResult<json> StatusWriter::write_status(const ComponentRecord& record, const json& status,
+                                                 const runtime::CancelToken& cancel) {
+  const auto& c = record.component;
+  const std::string path = kube::object_path(kComponents, c.namespace_, c.name, "status");
+  auto applied = client_.apply(path, apply_configuration(record, status), kFieldManager, /*force=*/true,
+                               options_.write_timeout, cancel);
+  if (applied) {
+    // Fields still there though not applied (co-owned by an earlier version's
+    // merge patches): removed once; a failure is retried with the next write.
+    json leftover = leftover_fields_patch(status, applied->value("status", json::object()));
+    if (!leftover.is_null()) (void)client_.patch_cancellable(path, kube::PatchType::Merge, leftover, cancel);
   }
+  return applied;
 }
 
-void StatusWriter::process(const std::string& key) {
+Result<runtime::Requeue> StatusWriter::reconcile(const std::string& key, const runtime::CancelToken& cancel) {
+  // Not ready: nothing is read yet (a sweep of a Components cache not
+  // listed would miss keys).
+  if (options_.ready && !options_.ready()) return runtime::Requeue{false, options_.not_ready_poll};
+  if (key == kSweep) return sweep();
   auto record = components_.find(key);
   if (!record) {
     std::lock_guard lock(mu_);
-    written_.erase(key);
-    return;
+    sent_.erase(key);
+    return runtime::Requeue{};  // gone: its deletion needs no status
   }
   StatusInputs in;
   in.sandbox = sandbox_.availability();
@@ -200,64 +96,47 @@ void StatusWriter::process(const std::string& key) {
   in.runtime_class = options_.runtime_class;
   in.drifted_pods = options_.drifted_pods ? options_.drifted_pods(key) : 0;
   in.now = options_.now ? options_.now() : std::time(nullptr);
-  json status = desired_status(*record, in);
+  const json status = desired_status(*record, in);
   const std::uint64_t want = status_fingerprint(status);
+  const std::uint64_t cached = record->status_fingerprint;
   {
     std::lock_guard lock(mu_);
-    bool ours = false;  // what this writer last wrote for the key is `want`
-    if (auto written = written_.find(key); written != written_.end()) {
-      if (written->second == record->status_fingerprint) {
-        written_.erase(written);  // the cache shows our write now
-      } else {
-        ours = written->second == want;
-      }
-    }
-    if (holds_status(*record, status) || ours) {
+    auto sent = sent_.find(key);
+    if (want == cached) {
+      if (sent != sent_.end()) sent_.erase(sent);
       ++stats_.unchanged;
-      backoff_.erase(key);
-      return;
+      return runtime::Requeue{};
     }
-    if (stopping_) return;  // the fence: no write starts after stop()
-    if (options_.ready && !options_.ready()) {
-      // The inputs changed under it (a relist began): computed from what may
-      // be an interim state. Again once ready.
-      push(key);
-      return;
+    if (sent != sent_.end()) {
+      // Our write, not in the cache yet: the cache has not moved since.
+      const Clock::duration waited = options_.clock->now() - sent->second.at;
+      if (sent->second.before == cached && sent->second.sent == want && waited < options_.echo_wait) {
+        ++stats_.unchanged;
+        return runtime::Requeue{false, options_.echo_wait - waited};
+      }
+      sent_.erase(sent);
     }
   }
-  const auto& c = record->component;
-  const std::string path = kube::object_path(kComponents, c.namespace_, c.name, "status");
-  auto patched = client_.apply(path, apply_configuration(*record, status), kFieldManager, /*force=*/true,
-                               kApplyTimeout);
-  if (patched) {
-    // Fields still there though not applied (co-owned by an earlier version's
-    // merge patches): removed once; a failure is retried with the next write.
-    json leftover = leftover_fields_patch(status, patched->value("status", json::object()));
-    if (!leftover.is_null()) (void)client_.patch(path, kube::PatchType::Merge, leftover);
-  }
+  // The inputs may have changed under it (a relist began): computed from
+  // what may be an interim state. Again once ready.
+  if (options_.ready && !options_.ready()) return runtime::Requeue{false, options_.not_ready_poll};
+  if (cancel.stop_requested()) return runtime::Requeue{};  // the fence: no write after leadership is lost
+  auto written = write_status(*record, status, cancel);
   std::lock_guard lock(mu_);
-  if (patched) {
+  if (written) {
     ++stats_.writes;
-    backoff_.erase(key);
-    written_[key] = want;
-    return;
+    sent_[key] = Sent{cached, want, options_.clock->now()};
+    return runtime::Requeue{};
   }
+  const kube::ApiError& e = written.failure();
+  if (cancel.stop_requested()) return runtime::Requeue{};  // abandoned: the next leader checks it
   ++stats_.errors;
-  const kube::ApiError& e = patched.failure();
-  if (e.message != last_error_) {
-    last_error_ = e.message;
-    if (options_.log) options_.log("warn", "cannot write the status of Component " + key + ": " + e.message);
-  }
-  if (e.not_found()) {
-    backoff_.erase(key);
-    return;
-  }
-  auto& delay = backoff_[key];
-  delay = delay.count() == 0 ? options_.retry_initial : std::min(delay * 2, options_.retry_max);
+  if (e.not_found()) return runtime::Requeue{};
   if (e.retry_after.count() > 0) {
-    delay = std::max<std::chrono::milliseconds>(delay, e.retry_after);
+    if (options_.log) options_.log("warn", "cannot write the status of Component " + key + ": " + e.message);
+    return runtime::Requeue{false, std::max<Clock::duration>(e.retry_after, options_.retry_initial)};
   }
-  retry_.emplace(Clock::now() + delay, key);
+  return fail("cannot write its status: " + e.message);
 }
 
 }  // namespace ig::controller

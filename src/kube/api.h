@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -161,6 +162,16 @@ class Client {
   virtual ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body) = 0;
   virtual ApiResult<nlohmann::json> patch(std::string_view path, PatchType type,
                                           const nlohmann::json& body) = 0;
+  // patch() that `cancel` abandons (a reconcile cancelled when leadership is
+  // lost): nothing is sent once it is stopped, a wait for the client's rate
+  // limit or for the answer ends when it is, with an ApiError whose message
+  // says "cancelled" (code 0). The default (test doubles): patch(), unless
+  // already stopped.
+  virtual ApiResult<nlohmann::json> patch_cancellable(std::string_view path, PatchType type,
+                                                      const nlohmann::json& body, std::stop_token cancel) {
+    if (cancel.stop_requested()) return ApiError{"PATCH " + std::string(path) + ": cancelled", 0, "Cancelled", {}};
+    return patch(path, type, body);
+  }
   // PUT: replaces the object; a metadata.resourceVersion in `body` makes it
   // conditional (409 Conflict when the stored object has moved on), which is
   // how optimistic concurrency works (leader election's Lease). `timeout`
@@ -174,12 +185,13 @@ class Client {
   // instead of a 409 Conflict). The API server merges it (lists with
   // x-kubernetes-list-type map per key), removes what this manager applied
   // last time and no longer applies, and answers the object. `timeout` bounds
-  // the whole call, rate-limiter wait included. Clients that never apply
-  // keep this default, which answers a 405 without any request.
+  // the whole call, rate-limiter wait included; `cancel` abandons it as in
+  // patch_cancellable(). Clients that never apply keep this default, which
+  // answers a 405 without any request.
   virtual ApiResult<nlohmann::json> apply(std::string_view path, const nlohmann::json& body,
                                           std::string_view field_manager, bool force,
-                                          std::chrono::milliseconds timeout) {
-    (void)body, (void)field_manager, (void)force, (void)timeout;
+                                          std::chrono::milliseconds timeout, std::stop_token cancel = {}) {
+    (void)body, (void)field_manager, (void)force, (void)timeout, (void)cancel;
     return ApiError{"APPLY " + std::string(path) + ": this client does not apply", 405, "MethodNotAllowed", {}};
   }
   // DELETE (foreground-agnostic: the API server's default propagation); the

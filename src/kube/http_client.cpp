@@ -16,6 +16,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <utility>
 #include <vector>
 
@@ -94,11 +95,18 @@ std::shared_ptr<Completion<T>> track(pplx::task<T> task) {
   return c;
 }
 
-// True when done before the deadline.
+// True when done before the deadline (and before `cancel` was stopped).
 template <typename T>
-bool wait_until(Completion<T>& c, Deadline deadline) {
+bool wait_until(Completion<T>& c, Deadline deadline, const std::stop_token& cancel = {}) {
+  // Registered before the lock is taken: a token already stopped runs the
+  // callback here, at once, and the callback takes the lock.
+  std::stop_callback wake(cancel, [&c] {
+    std::lock_guard lock(c.mu);
+    c.cv.notify_all();
+  });
   std::unique_lock lock(c.mu);
-  return c.cv.wait_until(lock, deadline, [&] { return c.done; });
+  c.cv.wait_until(lock, deadline, [&] { return c.done || cancel.stop_requested(); });
+  return c.done;
 }
 
 // One line, printable, bounded: for text the server wrote.
@@ -427,8 +435,9 @@ struct HttpClient::Impl {
 
   // One send: the rate limiter, the token, the headers back by `deadline`.
   ApiResult<Sent> send_once(http::client::http_client& c, const Outgoing& out, Deadline deadline,
-                            const std::string* token) {
-    if (auto ok = limiter.acquire(deadline); !ok) return no_answer(out.verb, out.path, ok.error());
+                            const std::string* token, const std::stop_token& cancel = {}) {
+    if (auto ok = limiter.acquire(deadline, cancel); !ok) return no_answer(out.verb, out.path, ok.error());
+    if (cancel.stop_requested()) return no_answer(out.verb, out.path, "cancelled before it was sent");
     try {
       http::http_request req(out.method);
       req.set_request_uri(web::uri(out.path_and_query));
@@ -446,8 +455,9 @@ struct HttpClient::Impl {
       }
       auto cts = std::make_shared<pplx::cancellation_token_source>();
       auto done = track(c.request(req, cts->get_token()));
-      if (!wait_until(*done, deadline)) {
+      if (!wait_until(*done, deadline, cancel)) {
         cts->cancel();
+        if (cancel.stop_requested()) return no_answer(out.verb, out.path, "cancelled while waiting for an answer");
         return no_answer(out.verb, out.path, "timed out waiting for an answer from " + config.server);
       }
       if (!done->value) {
@@ -503,7 +513,7 @@ struct HttpClient::Impl {
   // renewed (the token file re-read, the exec plugin run again) and, when
   // they changed, the request is sent once more.
   ApiResult<Sent> send(const ClientFor& client_for, const Outgoing& out, Deadline deadline,
-                       std::shared_ptr<http::client::http_client>* used) {
+                       std::shared_ptr<http::client::http_client>* used, const std::stop_token& cancel = {}) {
     auto creds = tokens->credentials();
     if (!creds) return no_answer(out.verb, out.path, "credentials: " + creds.error());
     try {
@@ -511,7 +521,7 @@ struct HttpClient::Impl {
     } catch (const std::exception& e) {
       return no_answer(out.verb, out.path, e.what());
     }
-    auto sent = send_once(**used, out, deadline, &(*creds)->token);
+    auto sent = send_once(**used, out, deadline, &(*creds)->token, cancel);
     if (!sent || sent->response.status_code() != 401 || (!tokens->follows_file() && !tokens->runs_plugin()))
       return sent;
     auto fresh = tokens->renew_after_unauthorized(*creds);
@@ -528,7 +538,7 @@ struct HttpClient::Impl {
     } catch (const std::exception& e) {
       return no_answer(out.verb, out.path, e.what());
     }
-    return send_once(**used, out, deadline, &(*fresh)->token);
+    return send_once(**used, out, deadline, &(*fresh)->token, cancel);
   }
 
   ApiError error_from(Sent& sent, const Outgoing& out, Deadline deadline) {
@@ -549,17 +559,17 @@ struct HttpClient::Impl {
   }
 
   // A whole exchange whose answer is one JSON object.
-  ApiResult<nlohmann::json> call(const Outgoing& out, Deadline deadline) {
-    auto body = call_for_body(out, deadline);
+  ApiResult<nlohmann::json> call(const Outgoing& out, Deadline deadline, const std::stop_token& cancel = {}) {
+    auto body = call_for_body(out, deadline, cancel);
     if (!body) return body.failure();
     return parse_json(out, *body);
   }
 
   // A whole exchange; the answer's body, not yet parsed.
-  ApiResult<std::string> call_for_body(const Outgoing& out, Deadline deadline) {
+  ApiResult<std::string> call_for_body(const Outgoing& out, Deadline deadline, const std::stop_token& cancel = {}) {
     std::shared_ptr<http::client::http_client> c;
     auto sent = send([this](const std::shared_ptr<const Credentials>& creds) { return pooled_client(creds); }, out,
-                     deadline, &c);
+                     deadline, &c, cancel);
     if (!sent) {
       // (A refusal by our own rate limiter never reached the network.)
       if (sent.error().find(": client rate limit (") == std::string::npos) renew_client(c);
@@ -778,6 +788,14 @@ ApiResult<nlohmann::json> HttpClient::patch(std::string_view path, PatchType typ
   return impl_->call(out, Clock::now() + impl_->options.request_timeout);
 }
 
+ApiResult<nlohmann::json> HttpClient::patch_cancellable(std::string_view path, PatchType type,
+                                                        const nlohmann::json& body, std::stop_token cancel) {
+  Outgoing out{"PATCH", http::methods::PATCH, std::string(path), std::string(path),
+               body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+               type == PatchType::Json ? "application/json-patch+json" : "application/merge-patch+json"};
+  return impl_->call(out, Clock::now() + impl_->options.request_timeout, cancel);
+}
+
 ApiResult<nlohmann::json> HttpClient::update(std::string_view path, const nlohmann::json& body,
                                              std::chrono::milliseconds timeout) {
   Outgoing out{"UPDATE", http::methods::PUT, std::string(path), std::string(path),
@@ -787,14 +805,14 @@ ApiResult<nlohmann::json> HttpClient::update(std::string_view path, const nlohma
 
 ApiResult<nlohmann::json> HttpClient::apply(std::string_view path, const nlohmann::json& body,
                                             std::string_view field_manager, bool force,
-                                            std::chrono::milliseconds timeout) {
+                                            std::chrono::milliseconds timeout, std::stop_token cancel) {
   std::string query = std::string(path.find('?') == std::string_view::npos ? "?" : "&") +
                       "fieldManager=" + percent_encode(field_manager);
   if (force) query += "&force=true";
   Outgoing out{"APPLY", http::methods::PATCH, std::string(path), std::string(path) + query,
                body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                "application/apply-patch+yaml"};
-  return impl_->call(out, Clock::now() + timeout);
+  return impl_->call(out, Clock::now() + timeout, cancel);
 }
 
 ApiResult<nlohmann::json> HttpClient::remove(std::string_view path, std::chrono::milliseconds timeout) {

@@ -84,7 +84,7 @@ struct HttpClientOptions {
   std::size_t max_json_depth = 128;
   WatchDecoderLimits watch_limits;
   std::size_t pool_threads = 2;            // cpprestsdk's pool (first client only), 2..4
-  std::shared_ptr<RateClock> rate_clock;   // tests; default: the steady clock
+  std::shared_ptr<Clock> rate_clock;   // tests; default: the steady clock
   TokenSource::Clock token_clock;          // tests; default: the steady clock
   // Shared by the clients of one cluster (one exec plugin run serves them
   // all); default: the client's own, from its config.
@@ -111,12 +111,14 @@ class HttpClient final : public Client {
   ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body) override;
   ApiResult<nlohmann::json> patch(std::string_view path, PatchType type,
                                   const nlohmann::json& body) override;
+  ApiResult<nlohmann::json> patch_cancellable(std::string_view path, PatchType type, const nlohmann::json& body,
+                                              std::stop_token cancel) override;
   ApiResult<nlohmann::json> update(std::string_view path, const nlohmann::json& body,
                                    std::chrono::milliseconds timeout) override;
   // Content-Type application/apply-patch+yaml (the body as JSON, which is YAML).
   ApiResult<nlohmann::json> apply(std::string_view path, const nlohmann::json& body,
                                   std::string_view field_manager, bool force,
-                                  std::chrono::milliseconds timeout) override;
+                                  std::chrono::milliseconds timeout, std::stop_token cancel = {}) override;
   ApiResult<nlohmann::json> remove(std::string_view path, std::chrono::milliseconds timeout) override;
 
   const std::string& user_agent() const noexcept;

@@ -37,7 +37,7 @@ std::int64_t int_field(const json& spec, const char* name) {
 
 std::string ms_text(milliseconds d) { return std::to_string(d.count()) + " ms"; }
 
-milliseconds to_ms(RateClock::time_point::duration d) {
+milliseconds to_ms(Clock::time_point::duration d) {
   return std::chrono::duration_cast<milliseconds>(d);
 }
 
@@ -85,7 +85,7 @@ Result<std::unique_ptr<LeaderElector>> LeaderElector::make(Client& client, Leade
 
 LeaderElector::LeaderElector(Client& client, LeaderElectionConfig config, LeaderCallbacks callbacks)
     : client_(client), config_(std::move(config)), callbacks_(std::move(callbacks)) {
-  if (!config_.clock) config_.clock = RateClock::steady();
+  if (!config_.clock) config_.clock = Clock::steady();
   if (!config_.wall_clock) config_.wall_clock = [] { return std::chrono::system_clock::now(); };
   path_ = object_path(kLeases, config_.namespace_name, config_.lease_name);
 }

@@ -53,7 +53,7 @@
 //  - is_leader(), holder() and stats() are thread-safe and cheap.
 //  - API errors are logged once per distinct message (warn), and a recovery
 //    once (info); never every retry period.
-//  - Time: `clock` (a kube::RateClock; only now() is used) measures every
+//  - Time: `clock` (an ig::Clock; only now() is used) measures every
 //    interval; `wall_clock` stamps the Lease's MicroTimes
 //    ("2026-12-02T21:00:00.123456Z"); `wait` replaces the interruptible
 //    wait. Tests inject all three; defaults are steady_clock, system_clock
@@ -100,7 +100,7 @@ struct LeaderElectionConfig {
   // level, message; may be empty.
   std::function<void(std::string_view, std::string_view)> log;
   // Interval clock (now() only); empty: steady_clock.
-  std::shared_ptr<RateClock> clock;
+  std::shared_ptr<Clock> clock;
   // Timestamps written into the Lease; empty: system_clock::now.
   std::function<std::chrono::system_clock::time_point()> wall_clock;
   // How the loop waits: returns false when cut short by stop(); empty: a
@@ -153,7 +153,7 @@ class LeaderElector {
  private:
   LeaderElector(Client& client, LeaderElectionConfig config, LeaderCallbacks callbacks);
 
-  using time_point = RateClock::time_point;
+  using time_point = Clock::time_point;
   std::chrono::milliseconds candidate_step();
   std::chrono::milliseconds leader_step();
   // Records the Lease as read; reports a change of holder.

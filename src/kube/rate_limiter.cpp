@@ -1,19 +1,10 @@
 #include "kube/rate_limiter.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <string>
-#include <thread>
 
 namespace ig::kube {
 namespace {
-
-class SteadyClock final : public RateClock {
- public:
-  time_point now() override { return std::chrono::steady_clock::now(); }
-  void sleep_until(time_point t) override { std::this_thread::sleep_until(t); }
-};
 
 std::string number(double v) {
   char buf[32];
@@ -23,58 +14,51 @@ std::string number(double v) {
 
 }  // namespace
 
-std::shared_ptr<RateClock> RateClock::steady() {
-  static const std::shared_ptr<RateClock> kClock = std::make_shared<SteadyClock>();
-  return kClock;
-}
-
-RateLimiter::RateLimiter(double qps, int burst, std::shared_ptr<RateClock> clock)
-    : qps_(qps),
-      burst_(std::max(1, burst)),
-      clock_(clock ? std::move(clock) : RateClock::steady()),
-      tokens_(static_cast<double>(burst_)),
-      last_(clock_->now()) {}
-
-void RateLimiter::refill_locked(RateClock::time_point now) {
-  if (now <= last_) return;
-  const double elapsed = std::chrono::duration<double>(now - last_).count();
-  tokens_ = std::min(static_cast<double>(burst_), tokens_ + elapsed * qps_);
-  last_ = now;
-}
+RateLimiter::RateLimiter(double qps, int burst, std::shared_ptr<Clock> clock)
+    : clock_(clock ? std::move(clock) : Clock::steady()), bucket_(qps, burst, clock_->now()) {}
 
 bool RateLimiter::try_acquire() {
-  if (qps_ <= 0) return true;
+  if (bucket_.unlimited()) return true;
   std::lock_guard lock(mu_);
-  refill_locked(clock_->now());
-  if (tokens_ < 1.0) return false;
-  tokens_ -= 1.0;
-  return true;
+  return bucket_.try_take(clock_->now());
 }
 
-Result<void> RateLimiter::acquire(RateClock::time_point deadline) {
-  if (qps_ <= 0) return {};
-  RateClock::time_point ready;
+Result<void> RateLimiter::acquire(Clock::time_point deadline, std::stop_token cancel) {
+  if (bucket_.unlimited()) return {};
+  if (cancel.stop_requested()) return fail("cancelled before the client rate limit gave a slot");
+  Clock::time_point ready;
   {
     std::lock_guard lock(mu_);
-    const RateClock::time_point now = clock_->now();
-    refill_locked(now);
-    if (tokens_ >= 1.0) {
-      tokens_ -= 1.0;
+    const Clock::time_point now = clock_->now();
+    const Clock::duration wait = bucket_.delay(now);
+    if (wait == Clock::duration::zero()) {
+      bucket_.reserve(now);
       return {};
     }
-    const double wait_s = (1.0 - tokens_) / qps_;
-    const auto wait = std::chrono::duration_cast<RateClock::time_point::duration>(
-        std::chrono::duration<double>(wait_s));
     ready = now + wait;
     if (ready > deadline) {
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wait).count();
-      return fail("client rate limit (" + number(qps_) + " QPS, burst " +
-                  std::to_string(burst_) + "): the next slot is in " + std::to_string(ms) +
-                  " ms, after the deadline");
+      return fail("client rate limit (" + number(bucket_.qps()) + " QPS, burst " + std::to_string(bucket_.burst()) +
+                  "): the next slot is in " + std::to_string(ms) + " ms, after the deadline");
     }
-    tokens_ -= 1.0;  // reserved; paid for by the time we wait
+    bucket_.reserve(now);  // paid for by the time we wait
   }
-  clock_->sleep_until(ready);
+  if (!cancel.stop_possible()) {
+    clock_->sleep_until(ready);
+    return {};
+  }
+  std::stop_callback wake(cancel, [this] {
+    std::lock_guard lock(mu_);
+    cancelled_.notify_all();
+  });
+  std::unique_lock lock(mu_);
+  while (clock_->now() < ready) {
+    if (cancel.stop_requested()) {
+      bucket_.cancel_reservation();
+      return fail("cancelled while waiting for the client rate limit");
+    }
+    clock_->wait_until(lock, cancelled_, ready);
+  }
   return {};
 }
 

@@ -10,27 +10,23 @@
 //    (a reservation may take the bucket below zero, as golang.org/x/time/rate
 //    does), so no caller starves.
 //  - qps <= 0 means no limit; burst < 1 is taken as 1.
-//  - Thread-safe. The clock is injectable: tests pass a fake whose
-//    sleep_until() advances its time, so no test sleeps.
+//  - acquire(deadline, cancel): a wait that `cancel` interrupts returns an
+//    error ("cancelled") and gives the reserved token back.
+//  - Thread-safe. The clock is the injectable ig::Clock (base/clock.h): tests
+//    pass a fake, so no test sleeps. The bucket is base/token_bucket.h's.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 
+#include "base/clock.h"
 #include "base/result.h"
+#include "base/token_bucket.h"
 
 namespace ig::kube {
-
-class RateClock {
- public:
-  using time_point = std::chrono::steady_clock::time_point;
-  virtual ~RateClock() = default;
-  virtual time_point now() = 0;
-  virtual void sleep_until(time_point t) = 0;
-  // steady_clock and std::this_thread::sleep_until.
-  static std::shared_ptr<RateClock> steady();
-};
 
 class RateLimiter {
  public:
@@ -38,26 +34,23 @@ class RateLimiter {
   static constexpr int kDefaultBurst = 10;
 
   explicit RateLimiter(double qps = kDefaultQps, int burst = kDefaultBurst,
-                       std::shared_ptr<RateClock> clock = RateClock::steady());
+                       std::shared_ptr<Clock> clock = Clock::steady());
 
-  // Takes a token, waiting until at most `deadline`.
-  Result<void> acquire(RateClock::time_point deadline);
+  // Takes a token, waiting until at most `deadline` (and not once `cancel`
+  // is stopped).
+  Result<void> acquire(Clock::time_point deadline, std::stop_token cancel = {});
 
   // Takes a token only if one is there now.
   bool try_acquire();
 
-  double qps() const noexcept { return qps_; }
-  int burst() const noexcept { return burst_; }
+  double qps() const noexcept { return bucket_.qps(); }
+  int burst() const noexcept { return bucket_.burst(); }
 
  private:
-  void refill_locked(RateClock::time_point now);
-
-  const double qps_;
-  const int burst_;
-  std::shared_ptr<RateClock> clock_;
+  std::shared_ptr<Clock> clock_;
   std::mutex mu_;
-  double tokens_;                // may go below zero: reserved by waiters
-  RateClock::time_point last_;   // when tokens_ was last brought up to date
+  std::condition_variable cancelled_;  // woken by a cancel token's stop
+  TokenBucket bucket_;
 };
 
 }  // namespace ig::kube

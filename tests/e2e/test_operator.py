@@ -5,7 +5,8 @@ the repository's test API server (tests/apiserver/fake_apiserver.py):
   SIGTERM (the Lease released) and on SIGKILL (after the lease duration); a
   leader that cannot renew stops writing;
 - Component status: written once, not again when nothing changed, updated
-  after a trust change and an availability flip; nothing written (and no
+  after a trust change and an availability flip, written again when another
+  writer overwrote it; nothing written (and no
   drift reported) before the caches have synced, nor from the interim while
   a RuntimeClass scheduling edit has the Nodes listed again;
 - Events: a denial records one Event, repeats raise its series count, a dry
@@ -265,6 +266,23 @@ class ComponentStatus(OperatorCase):
         self.assertEqual(len(self.status_patches("report-parser")), 1)
         self.assertEqual(len(self.status_patches("docs-indexer")), 1)
         self.assertEqual(self.events("PodDrifted"), [], "a drift reported from caches that had not synced")
+
+    def test_a_status_another_writer_overwrites_is_written_again(self):
+        # The desired status is compared with the cached object's, never with
+        # what this replica last sent: another writer's status is corrected.
+        a = self.gate_with("gate-a")
+        self.wait_leader(a, "alone")
+        wait_until("both statuses", lambda: (self.status("report-parser") or {}).get("isolation") == "RequireSetec"
+                   and self.status("docs-indexer") is not None)
+        mark = self.api.request_mark()
+        self.api.patch("components", "report-parser",
+                       {"status": {"isolation": "AllowInProcess", "runtimeClassName": None}},
+                       namespace=NS, subresource="status")
+        wait_until("the overwritten status corrected",
+                   lambda: (self.status("report-parser") or {}).get("isolation") == "RequireSetec"
+                   and self.status("report-parser").get("runtimeClassName") == tc.RC)
+        self.assertGreaterEqual(len(self.status_patches("report-parser", since=mark)), 1)
+        self.assertEqual(self.status_patches("docs-indexer", since=mark), [], "an unchanged status rewritten")
 
     def test_a_scheduling_change_of_the_runtimeclass_does_not_rewrite_every_status(self):
         # A nodeSelector edit relists the Nodes under it; meanwhile the

@@ -1,6 +1,8 @@
-// The Component status loop (src/controller/status_writer.h) against an
-// in-memory API: one write per change, none when nothing changed, retries,
-// and no write while not ready or after stop().
+// The Component status loop (src/controller/status_writer.h), a reconciler on
+// the engine's manager, against an in-memory API: one write per change, none
+// when the cache already holds the status, a status overwritten elsewhere
+// corrected, retries, no write while not ready or after leadership is lost
+// (the write in flight cancelled), and sweeps debounced (on the fake clock).
 #include "controller/status_writer.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +18,8 @@
 
 #include "admission/context.h"
 #include "controller/cluster.h"
+#include "runtime/manager.h"
+#include "runtime_test_support.h"
 
 namespace ig::controller {
 namespace {
@@ -44,7 +48,7 @@ class PatchRecorder final : public kube::Client {
     return refused();
   }
   kube::ApiResult<json> apply(std::string_view path, const json& body, std::string_view field_manager, bool force,
-                              std::chrono::milliseconds) override {
+                              std::chrono::milliseconds, std::stop_token) override {
     std::unique_lock lock(mu_);
     EXPECT_EQ(field_manager, "isolation-gate");
     EXPECT_TRUE(force);
@@ -122,6 +126,7 @@ struct Fixture {
   kube::Store<ComponentRecord> store{decode_component_record};
   std::atomic<bool> ready{true};
   std::unique_ptr<StatusWriter> writer;
+  runtime::Manager manager;
 
   explicit Fixture(const std::vector<json>& components, std::size_t workers = 1) {
     store.begin_replace();
@@ -134,8 +139,15 @@ struct Fixture {
     o.retry_initial = 1ms;
     o.retry_max = 5ms;
     o.workers = workers;
+    o.sweep_interval = 0ms;  // not debounced here (see SweepsAreDebounced)
     writer = std::make_unique<StatusWriter>(api, store, sandbox, std::move(o));
+    manager.add(writer->runnable(), /*needs_leader=*/true);
+    EXPECT_TRUE(manager.start());
   }
+  ~Fixture() { manager.stop(); }
+  // A term of leadership, as the elector starts and ends it.
+  void start() { manager.start_leading(); }
+  void stop() { manager.stop_leading(); }
   // Waits (bounded) until the writer has looked at `n` keys in all.
   bool processed(std::uint64_t n) {
     for (int i = 0; i < 1000; ++i) {
@@ -149,11 +161,21 @@ struct Fixture {
   void echo_last_write(const std::string& name, const std::string& trust) {
     store.apply(kube::WatchEvent::Type::Modified, component(name, trust, api.last_status()));
   }
+  // The same for the last write of `name` (whatever was written after it).
+  void echo_write_of(const std::string& name, const std::string& trust) {
+    json status;
+    {
+      std::lock_guard lock(api.mu_);
+      for (const auto& [path, body] : api.patches)
+        if (path.find("/components/" + name + "/") != std::string::npos) status = body["status"];
+    }
+    store.apply(kube::WatchEvent::Type::Modified, component(name, trust, status));
+  }
 };
 
 TEST(StatusWriter, WritesEachComponentOnceThenNothingWhenNothingChanged) {
   Fixture f(std::vector<json>{component("a", "untrusted"), component("b", "trusted")});
-  f.writer->start();
+  f.start();
   ASSERT_TRUE(f.api.wait_for(2));
   ASSERT_TRUE(f.processed(2));
   EXPECT_EQ(f.api.patches[0].first.find("/apis/gibson.zeroroot.ai/v1alpha1/namespaces/team-a/components/"), 0u);
@@ -165,16 +187,77 @@ TEST(StatusWriter, WritesEachComponentOnceThenNothingWhenNothingChanged) {
   EXPECT_EQ(f.api.count(), 2u);
   // The watch shows it; still nothing.
   const auto s = f.writer->stats();
-  f.echo_last_write("b", "trusted");
+  f.echo_write_of("b", "trusted");  // (not necessarily the last write: the sweep's order is the store's)
   f.writer->enqueue("team-a/b");
   ASSERT_TRUE(f.processed(s.writes + s.unchanged + s.errors + 1));
   EXPECT_EQ(f.api.count(), 2u);
   EXPECT_EQ(f.writer->stats().writes, 2u);
 }
 
+// Issue 27, item 5a: compared with the cache, not with what was sent. A
+// status another writer overwrote, or one a relist shows without ours, is
+// written again; reconcile() is called directly (no thread).
+TEST(StatusWriter, AStatusOverwrittenElsewhereOrLostInARelistIsWrittenAgain) {
+  Fixture f(std::vector<json>{component("a", "untrusted")});
+  runtime::CancelToken none;
+  ASSERT_TRUE(f.writer->reconcile("team-a/a", none));
+  ASSERT_EQ(f.api.count(), 1u);
+  const json ours = f.api.last_status();
+  EXPECT_EQ(ours["isolation"], "RequireSetec");
+  f.echo_last_write("a", "untrusted");
+  ASSERT_TRUE(f.writer->reconcile("team-a/a", none));
+  EXPECT_EQ(f.api.count(), 1u);  // the cache holds it: nothing to write
+
+  json theirs = ours;
+  theirs["isolation"] = "AllowInProcess";
+  theirs.erase("runtimeClassName");
+  f.store.apply(kube::WatchEvent::Type::Modified, component("a", "untrusted", theirs));
+  ASSERT_TRUE(f.writer->reconcile("team-a/a", none));
+  ASSERT_EQ(f.api.count(), 2u);
+  EXPECT_EQ(f.api.last_status()["isolation"], "RequireSetec");
+  EXPECT_EQ(f.api.last_status()["runtimeClassName"], "kata-fc");
+
+  f.echo_last_write("a", "untrusted");
+  f.store.begin_replace();  // a relist: the object without a status
+  f.store.add_listed(component("a", "untrusted"));
+  f.store.end_replace("2");
+  ASSERT_TRUE(f.writer->reconcile("team-a/a", none));
+  EXPECT_EQ(f.api.count(), 3u);
+  EXPECT_EQ(f.api.last_status()["isolation"], "RequireSetec");
+}
+
+// The one use of what was sent, bounded: a write the cache never shows (the
+// watch lost it, a relist brought back the old object) is not repeated at
+// once, but is once echo_wait has passed on the clock.
+TEST(StatusWriter, AWriteTheCacheNeverShowsIsRepeatedAfterTheEchoWait) {
+  PatchRecorder api;
+  Sandbox sandbox;
+  kube::Store<ComponentRecord> store{decode_component_record};
+  store.begin_replace();
+  store.add_listed(component("a", "untrusted"));
+  store.end_replace("1");
+  auto clock = std::make_shared<FakeClock>();
+  StatusWriterOptions o;
+  o.runtime_class = "kata-fc";
+  o.now = [] { return std::time_t{1'790'000'000}; };
+  o.clock = clock;
+  o.echo_wait = 10s;
+  StatusWriter writer(api, store, sandbox, std::move(o));
+  runtime::CancelToken none;
+  ASSERT_TRUE(writer.reconcile("team-a/a", none));
+  ASSERT_EQ(api.count(), 1u);
+  auto again = writer.reconcile("team-a/a", none);  // the cache has not moved
+  ASSERT_TRUE(again);
+  EXPECT_EQ(api.count(), 1u);
+  EXPECT_EQ(again->after, std::chrono::duration_cast<Clock::duration>(10s));  // checked again then
+  clock->advance(10s);
+  ASSERT_TRUE(writer.reconcile("team-a/a", none));
+  EXPECT_EQ(api.count(), 2u);
+}
+
 TEST(StatusWriter, AFlipRewritesWhatChangedAndLeavesTheRuntimeClassOut) {
   Fixture f(std::vector<json>{component("a", "untrusted")});
-  f.writer->start();
+  f.start();
   ASSERT_TRUE(f.api.wait_for(1));
   EXPECT_EQ(f.api.last_status()["isolation"], "RequireSetec");
   f.echo_last_write("a", "untrusted");
@@ -186,22 +269,22 @@ TEST(StatusWriter, AFlipRewritesWhatChangedAndLeavesTheRuntimeClassOut) {
 }
 
 // Another manager's condition (and field) in the status: no write, neither
-// now nor in a new term (which forgets what this writer wrote).
+// now nor in a new term (which forgets what this writer sent).
 TEST(StatusWriter, AnotherManagersConditionCausesNoWrite) {
   Fixture f(std::vector<json>{component("a", "untrusted")});
-  f.writer->start();
-  ASSERT_TRUE(f.api.wait_for(1));
+  runtime::CancelToken none;
+  ASSERT_TRUE(f.writer->reconcile("team-a/a", none));
+  ASSERT_EQ(f.api.count(), 1u);
   json held = f.api.last_status();
   held["conditions"].insert(held["conditions"].begin(),
                             json{{"type", "Ready"}, {"status", "False"}, {"reason", "Theirs"}, {"message", "m"},
                                  {"lastTransitionTime", "2026-01-01T00:00:00Z"}});
   held["theirs"] = 1;
   f.store.apply(kube::WatchEvent::Type::Modified, component("a", "untrusted", held));
+  ASSERT_TRUE(f.writer->reconcile("team-a/a", none));
+  f.start();
   f.writer->enqueue("team-a/a");
-  ASSERT_TRUE(f.processed(2));
-  f.writer->stop();
-  f.writer->start();
-  ASSERT_TRUE(f.processed(3));
+  ASSERT_TRUE(runtime::test::eventually([&] { return f.writer->stats().unchanged >= 2; }));
   EXPECT_EQ(f.api.count(), 1u);
   EXPECT_EQ(f.writer->stats().writes, 1u);
 }
@@ -209,17 +292,17 @@ TEST(StatusWriter, AnotherManagersConditionCausesNoWrite) {
 TEST(StatusWriter, NothingIsWrittenBeforeReadyOrAfterStop) {
   Fixture f(std::vector<json>{component("a", "untrusted")});
   f.ready = false;
-  f.writer->start();
+  f.start();
   f.writer->enqueue("team-a/a");
   // Not ready: the writer waits; stop it and start again with ready.
-  f.writer->stop();
+  f.stop();
   EXPECT_EQ(f.api.count(), 0u);
   f.writer->enqueue("team-a/a");  // after stop: ignored
   EXPECT_EQ(f.writer->stats().queued, 0u);
   f.ready = true;
-  f.writer->start();
+  f.start();
   ASSERT_TRUE(f.api.wait_for(1));
-  f.writer->stop();
+  f.stop();
   EXPECT_EQ(f.api.count(), 1u);
 }
 
@@ -231,9 +314,9 @@ TEST(StatusWriter, NothingIsWrittenBeforeReadyOrAfterStop) {
 TEST(StatusWriter, AStartDuringAStopWaitsForTheLastTermsWorkers) {
   Fixture f(std::vector<json>{component("a", "untrusted")});
   f.api.hold = true;
-  f.writer->start();
+  f.start();
   ASSERT_TRUE(f.api.wait_in_flight(1));  // the only worker is in a (held) write
-  auto stopped = std::async(std::launch::async, [&] { f.writer->stop(); });
+  auto stopped = std::async(std::launch::async, [&] { f.stop(); });
   // stop() has begun once an enqueue is ignored (the busy worker takes none).
   bool stopping = false;
   for (int i = 0; i < 1000 && !stopping; ++i) {
@@ -243,20 +326,20 @@ TEST(StatusWriter, AStartDuringAStopWaitsForTheLastTermsWorkers) {
     if (!stopping) std::this_thread::sleep_for(5ms);
   }
   ASSERT_TRUE(stopping);
-  auto started = std::async(std::launch::async, [&] { f.writer->start(); });
+  auto started = std::async(std::launch::async, [&] { f.start(); });
   f.api.release();
   ASSERT_EQ(stopped.wait_for(10s), std::future_status::ready);
   ASSERT_EQ(started.wait_for(10s), std::future_status::ready);
   // The new term checks every Component once: "a" is written again.
   EXPECT_TRUE(f.api.wait_for(2));
-  f.writer->stop();
+  f.stop();
   EXPECT_FALSE(f.api.overlapped);
 }
 
 TEST(StatusWriter, FailuresAreRetriedAndAVanishedComponentIsDropped) {
   Fixture f(std::vector<json>{component("a", "untrusted"), component("gone", "trusted")});
   f.api.answers = {500, 503};  // "a" (or "gone") fails twice, then succeeds
-  f.writer->start();
+  f.start();
   ASSERT_TRUE(f.api.wait_for(4));
   ASSERT_TRUE(f.processed(4));
   EXPECT_EQ(f.writer->stats().errors, 2u);
@@ -281,7 +364,7 @@ TEST(StatusWriter, WorkersWriteInParallelButNeverOneComponentTwiceAtOnce) {
   for (int i = 0; i < 40; ++i) components.push_back(component("c" + std::to_string(i), "untrusted"));
   Fixture f(components, 4);
   f.api.hold = true;
-  f.writer->start();
+  f.start();
   // Four writes in flight at once: one per worker.
   ASSERT_TRUE(f.api.wait_in_flight(4));
   // A Component being written is enqueued again: it is not written by a
@@ -299,7 +382,8 @@ TEST(StatusWriter, WorkersWriteInParallelButNeverOneComponentTwiceAtOnce) {
   f.api.release();
   ASSERT_TRUE(f.api.wait_for(40));
   // 40 Components, each written once; the one enqueued twice was looked at
-  // again (unchanged: its write is remembered).
+  // again (unchanged: its write is not in the cache yet, which has not
+  // moved since).
   ASSERT_TRUE(f.processed(41));
   EXPECT_EQ(f.api.count(), 40u);
   EXPECT_FALSE(f.api.overlapped);
@@ -307,7 +391,147 @@ TEST(StatusWriter, WorkersWriteInParallelButNeverOneComponentTwiceAtOnce) {
   std::set<std::string> paths;
   for (const auto& [path, body] : f.api.patches) paths.insert(path);
   EXPECT_EQ(paths.size(), 40u);
-  f.writer->stop();
+  f.stop();
+}
+
+}  // namespace
+}  // namespace ig::controller
+
+namespace ig::controller {
+namespace {
+
+using runtime::test::eventually;
+
+// An API whose status PATCH blocks until the call is cancelled (an API
+// server that stopped answering as the Lease was lost), or, with `echo`,
+// answers at once and shows the write in the cache as the watch would.
+class StatusApi final : public kube::Client {
+ public:
+  explicit StatusApi(kube::Store<ComponentRecord>& store, bool echo) : store_(store), echo_(echo) {}
+  kube::ApiResult<json> get(std::string_view, std::chrono::milliseconds) override { return refused(); }
+  kube::ApiResult<kube::ListPage> list(std::string_view, const kube::ListOptions&) override { return refused(); }
+  kube::ApiResult<std::unique_ptr<kube::WatchStream>> watch(std::string_view, const kube::WatchOptions&) override {
+    return refused();
+  }
+  kube::ApiResult<json> create(std::string_view, const json&) override { return refused(); }
+  kube::ApiResult<json> update(std::string_view, const json&, std::chrono::milliseconds) override {
+    return refused();
+  }
+  kube::ApiResult<json> patch(std::string_view, kube::PatchType, const json&) override {
+    ADD_FAILURE() << "the status is written with server-side apply";
+    return refused();
+  }
+  kube::ApiResult<json> apply(std::string_view path, const json& body, std::string_view, bool,
+                              std::chrono::milliseconds, std::stop_token cancel) override {
+    if (cancel.stop_requested()) {
+      ++refused_after_cancel;
+      return kube::ApiError{"PATCH " + std::string(path) + ": cancelled", 0, "Cancelled", {}};
+    }
+    ++sent;
+    if (echo_) {
+      const std::string rest(path.substr(path.find("/components/") + 12));
+      store_.apply(kube::WatchEvent::Type::Modified,
+                   component(rest.substr(0, rest.find('/')), "untrusted", body["status"]));
+      std::lock_guard lock(mu_);
+      statuses.push_back(body["status"]);
+      return body;
+    }
+    eventually([&] { return cancel.stop_requested(); });  // bounded: 10 s
+    ++cancelled;
+    return kube::ApiError{"PATCH " + std::string(path) + ": cancelled while waiting for an answer", 0, {}, {}};
+  }
+  json last_status() {
+    std::lock_guard lock(mu_);
+    return statuses.back();
+  }
+
+  std::atomic<int> sent{0}, cancelled{0}, refused_after_cancel{0};
+  std::mutex mu_;
+  std::vector<json> statuses;
+
+ private:
+  kube::Store<ComponentRecord>& store_;
+  bool echo_;
+};
+
+// Issue 27, item 5c: once leadership is lost, no status write is sent by this
+// replica: the write in flight is cancelled (stop_leading() returns only
+// after it ended, instead of after the client's request timeout) and none
+// starts after.
+TEST(StatusWriter, LosingLeadershipCancelsTheWriteInFlightAndSendsNoneAfter) {
+  kube::Store<ComponentRecord> store{decode_component_record};
+  store.begin_replace();
+  for (const char* name : {"a", "b", "c"}) store.add_listed(component(name, "untrusted"));
+  store.end_replace("1");
+  StatusApi api(store, /*echo=*/false);
+  Sandbox sandbox;
+  StatusWriterOptions o;
+  o.runtime_class = "kata-fc";
+  o.now = [] { return std::time_t{1'790'000'000}; };
+  StatusWriter writer(api, store, sandbox, std::move(o));
+  runtime::Manager manager;
+  manager.add(writer.runnable(), true);
+  ASSERT_TRUE(manager.start());
+  auto elector = manager.leader_callbacks();
+  elector.on_started_leading();
+  ASSERT_TRUE(eventually([&] { return api.sent == 1; }));  // one worker, blocked in its write
+  elector.on_stopped_leading();
+  EXPECT_EQ(api.cancelled.load(), 1);
+  const int sent = api.sent;
+  writer.enqueue("team-a/b");  // not leading: dropped
+  writer.enqueue_all();
+  EXPECT_EQ(api.sent.load(), sent);
+  EXPECT_EQ(api.sent.load(), 1);  // "b" and "c", queued when leadership was lost, were never sent
+  EXPECT_EQ(writer.stats().errors, 0u);  // an abandoned write is not an error
+  manager.stop();
+}
+
+// Issue 27, item 5f: a sandbox flipping every 4 s for a minute (15 flips).
+// Sweeps run at most once per sweep_interval (10 s), the first at once, so a
+// Component is written at most 1 + ceil(60 / 10) = 7 times, not once per flip,
+// and the state it settles in is written within one interval. On the fake
+// clock: the test moves time only when the writer is idle.
+TEST(StatusWriter, SweepsAreDebounced) {
+  kube::Store<ComponentRecord> store{decode_component_record};
+  store.begin_replace();
+  store.add_listed(component("a", "untrusted"));
+  store.end_replace("1");
+  StatusApi api(store, /*echo=*/true);
+  Sandbox sandbox;
+  auto clock = std::make_shared<FakeClock>();
+  StatusWriterOptions o;
+  o.runtime_class = "kata-fc";
+  o.now = [] { return std::time_t{1'790'000'000}; };
+  o.clock = clock;
+  o.sweep_interval = 10s;
+  StatusWriter writer(api, store, sandbox, std::move(o));
+  runtime::Manager manager(runtime::ManagerOptions{clock, 60s, 100ms, {}});
+  manager.add(writer.runnable(), true);
+  ASSERT_TRUE(manager.start());
+  manager.start_leading();
+  auto idle = [&] {
+    auto q = std::static_pointer_cast<runtime::Controller<std::string>>(writer.runnable())->queue();
+    return q && q->len() == 0 && q->processing() == 0;
+  };
+  ASSERT_TRUE(eventually([&] { return api.sent == 1 && idle(); }));  // the term's first sweep
+  for (int flip = 0; flip < 15; ++flip) {
+    sandbox.a = flip % 2 == 0 ? policy::SandboxAvailability::Unavailable : policy::SandboxAvailability::Available;
+    writer.enqueue_all();
+    ASSERT_TRUE(eventually(idle));
+    clock->advance(4s);
+    ASSERT_TRUE(eventually(idle));
+  }
+  const int during = api.sent - 1;
+  EXPECT_LE(during, 7) << "writes during a minute of flips";
+  EXPECT_GE(during, 2);  // it does write while flapping
+  // The flipping stops on Available: written within one interval.
+  sandbox.a = policy::SandboxAvailability::Available;
+  writer.enqueue_all();
+  clock->advance(10s);
+  ASSERT_TRUE(eventually([&] { return idle() && writer.stats().queued == 0; }));
+  EXPECT_EQ(api.last_status()["isolation"], "RequireSetec");
+  EXPECT_GE(writer.stats().sweeps, 3u);
+  manager.stop();
 }
 
 }  // namespace

@@ -742,7 +742,7 @@ TEST_F(KubeHttpClientTest, ServerCertificateMustNameTheHost) {
 
 // --- the rate limiter ---------------------------------------------------------------------
 
-class CountingClock final : public RateClock {
+class CountingClock final : public Clock {
  public:
   time_point now() override {
     std::lock_guard lock(mu_);
@@ -753,6 +753,7 @@ class CountingClock final : public RateClock {
     ++sleeps_;
     if (t > now_) now_ = t;
   }
+  void wait_until(std::unique_lock<std::mutex>&, std::condition_variable&, time_point t) override { sleep_until(t); }
   int sleeps() {
     std::lock_guard lock(mu_);
     return sleeps_;

@@ -50,11 +50,12 @@ constexpr const char* kName = "isolation-gate-leader";
 
 const std::chrono::system_clock::time_point kWallStart{std::chrono::seconds(1796245200)};
 
-class FakeClock final : public RateClock {
+class FakeClock final : public Clock {
  public:
   explicit FakeClock(std::chrono::system_clock::duration wall_skew = {}) : wall_skew_(wall_skew) {}
   time_point now() override { return t_; }
   void sleep_until(time_point t) override { t_ = std::max(t_, t); }
+  void wait_until(std::unique_lock<std::mutex>&, std::condition_variable&, time_point t) override { sleep_until(t); }
   void set(time_point t) { t_ = t; }
   void advance(milliseconds d) { t_ += d; }
   // 2026-12-02T21:00:00Z at the start, plus the skew.
@@ -174,9 +175,9 @@ struct Node {
   std::string name;
   std::unique_ptr<FakeClock> clock;
   std::unique_ptr<FakeLeaseClient> client;
-  RateClock::time_point due;
+  Clock::time_point due;
   int started = 0, stopped = 0;
-  std::optional<RateClock::time_point> started_at, stopped_at;
+  std::optional<Clock::time_point> started_at, stopped_at;
   std::vector<std::string> new_leaders;
   std::vector<std::pair<std::string, std::string>> logs;
   std::unique_ptr<LeaderElector> elector;  // last: destroyed (stopped) first
@@ -206,7 +207,7 @@ class Cluster {
     node.client->events = &events;
     LeaderElectionConfig c = base_config(identity);
     FakeClock* clock = node.clock.get();
-    c.clock = std::shared_ptr<RateClock>(clock, [](RateClock*) {});
+    c.clock = std::shared_ptr<Clock>(clock, [](Clock*) {});
     c.wall_clock = [clock] { return clock->wall(); };
     c.wait = [](milliseconds) { return true; };
     c.log = [&node](std::string_view level, std::string_view m) { node.logs.emplace_back(level, m); };
@@ -272,11 +273,11 @@ class Cluster {
     EXPECT_LE(leading, 1) << "two leaders at once";
   }
 
-  RateClock::time_point now() const { return now_; }
+  Clock::time_point now() const { return now_; }
 
  private:
   std::vector<std::unique_ptr<Node>> nodes_;
-  RateClock::time_point now_ = FakeClock::start();
+  Clock::time_point now_ = FakeClock::start();
 };
 
 const LeaderElectionConfig kDefaults = base_config("x");

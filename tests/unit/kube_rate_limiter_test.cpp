@@ -6,6 +6,9 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <stop_token>
+#include <thread>
 #include <vector>
 
 namespace ig::kube {
@@ -13,7 +16,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class FakeClock final : public RateClock {
+class FakeClock final : public Clock {
  public:
   time_point now() override {
     std::lock_guard lock(mu_);
@@ -24,6 +27,8 @@ class FakeClock final : public RateClock {
     sleeps_.push_back(t - now_);
     if (t > now_) now_ = t;
   }
+  // Not used by the limiter without a cancel token; with one, waits as a sleep.
+  void wait_until(std::unique_lock<std::mutex>&, std::condition_variable&, time_point t) override { sleep_until(t); }
   void advance(std::chrono::nanoseconds d) {
     std::lock_guard lock(mu_);
     now_ += d;
@@ -108,6 +113,40 @@ TEST(KubeRateLimiter, ZeroQpsIsUnlimitedAndBurstAtLeastOne) {
   EXPECT_EQ(one.burst(), 1);
   EXPECT_TRUE(one.try_acquire());
   EXPECT_FALSE(one.try_acquire());
+}
+
+// A wait with a cancel token runs on the clock's wait_until (ig::FakeClock
+// here): stopping the token ends it with an error and gives the reserved
+// token back; otherwise it ends when the clock reaches the slot.
+TEST(KubeRateLimiter, CancelEndsTheWaitAndGivesTheTokenBack) {
+  auto clock = std::make_shared<ig::FakeClock>();
+  RateLimiter limiter(1, 1, clock);
+  ASSERT_TRUE(limiter.try_acquire());
+  auto wait_for_waiter = [&] {
+    for (int i = 0; i < 5000 && clock->waiters() == 0; ++i) std::this_thread::sleep_for(1ms);
+    ASSERT_GT(clock->waiters(), 0u);
+  };
+
+  std::stop_source stop;
+  std::optional<Result<void>> got;
+  std::thread waiter([&] { got.emplace(limiter.acquire(clock->now() + 1h, stop.get_token())); });
+  wait_for_waiter();
+  stop.request_stop();
+  waiter.join();
+  ASSERT_TRUE(got && !*got);
+  EXPECT_NE(got->error().find("cancelled"), std::string::npos) << got->error();
+  EXPECT_FALSE(limiter.acquire(clock->now(), std::stop_token{}));  // still empty now
+  clock->advance(1s);
+  EXPECT_TRUE(limiter.try_acquire());  // the cancelled reservation was given back
+
+  std::stop_source keep;
+  got.reset();
+  std::thread slot([&] { got.emplace(limiter.acquire(clock->now() + 1h, keep.get_token())); });
+  wait_for_waiter();
+  clock->advance(1s);
+  slot.join();
+  ASSERT_TRUE(got);
+  EXPECT_TRUE(*got);
 }
 
 TEST(KubeRateLimiter, RealClockShortWaitIsBounded) {

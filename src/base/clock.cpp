@@ -1,0 +1,115 @@
+#include "base/clock.h"
+
+#include <algorithm>
+#include <thread>
+#include <unordered_map>
+
+namespace ig {
+namespace {
+
+class SteadyClock final : public Clock {
+ public:
+  time_point now() override { return std::chrono::steady_clock::now(); }
+  void sleep_until(time_point t) override { std::this_thread::sleep_until(t); }
+  void wait_until(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, time_point deadline) override {
+    cv.wait_until(lock, deadline);
+  }
+};
+
+// FakeClock's wake() calls in progress, per clock: a waiter does not leave
+// wait_until() (after which its mutex and condition may be destroyed) while
+// a wake() holds a copy of it. Lock order: wake_mu(), then the clock's own.
+std::mutex& wake_mu() {
+  static std::mutex m;
+  return m;
+}
+std::condition_variable& wake_done() {
+  static std::condition_variable cv;
+  return cv;
+}
+std::unordered_map<const void*, int>& wakers() {
+  static std::unordered_map<const void*, int> w;
+  return w;
+}
+
+}  // namespace
+
+std::shared_ptr<Clock> Clock::steady() {
+  static const std::shared_ptr<Clock> kClock = std::make_shared<SteadyClock>();
+  return kClock;
+}
+
+Clock::time_point FakeClock::now() {
+  std::lock_guard lock(mu_);
+  return now_;
+}
+
+void FakeClock::wake(std::vector<Waiter> waiters) {
+  // Taking each waiter's own mutex orders this after its check of now(): it
+  // is either before the check (and sees the new time) or inside wait().
+  for (const Waiter& w : waiters) {
+    std::lock_guard lock(*w.mu);
+    w.cv->notify_all();
+  }
+  {
+    std::lock_guard lock(wake_mu());
+    if (--wakers()[this] == 0) wakers().erase(this);
+  }
+  wake_done().notify_all();
+}
+
+void FakeClock::sleep_until(time_point t) { set(t); }
+
+void FakeClock::set(time_point t) {
+  std::vector<Waiter> waiters;
+  {
+    std::lock_guard outer(wake_mu());
+    std::lock_guard lock(mu_);
+    if (t <= now_) return;
+    now_ = t;
+    waiters = waiters_;
+    ++wakers()[this];
+  }
+  wake(std::move(waiters));
+}
+
+void FakeClock::advance(duration d) {
+  std::vector<Waiter> waiters;
+  {
+    std::lock_guard outer(wake_mu());
+    std::lock_guard lock(mu_);
+    now_ += d;
+    waiters = waiters_;
+    ++wakers()[this];
+  }
+  wake(std::move(waiters));
+}
+
+std::size_t FakeClock::waiters() {
+  std::lock_guard lock(mu_);
+  return waiters_.size();
+}
+
+void FakeClock::wait_until(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, time_point deadline) {
+  const Waiter self{lock.mutex(), &cv};
+  {
+    std::lock_guard guard(mu_);
+    if (now_ >= deadline) return;
+    waiters_.push_back(self);
+  }
+  cv.wait_for(lock, kFakeRealWait);
+  // Unregistered without holding the caller's mutex (a wake() in progress
+  // takes it), once no wake() holds a copy of this waiter.
+  lock.unlock();
+  {
+    std::unique_lock outer(wake_mu());
+    wake_done().wait(outer, [this] { return wakers().count(this) == 0; });
+    std::lock_guard guard(mu_);
+    auto it = std::find_if(waiters_.begin(), waiters_.end(),
+                           [&](const Waiter& w) { return w.mu == self.mu && w.cv == self.cv; });
+    if (it != waiters_.end()) waiters_.erase(it);
+  }
+  lock.lock();
+}
+
+}  // namespace ig

@@ -1,0 +1,70 @@
+// The engine's metrics, named as controller-runtime and client-go name them
+// (so dashboards written for Go operators read ours):
+//   controller_runtime_reconcile_total{controller,result}   result: success, error, requeue, requeue_after
+//   controller_runtime_reconcile_errors_total{controller}
+//   controller_runtime_reconcile_time_seconds{controller}    histogram
+//   workqueue_depth{name}                                    gauge
+//   workqueue_adds_total{name}
+//   workqueue_retries_total{name}
+//   workqueue_queue_duration_seconds{name}                   histogram (time from add to get)
+// The queue's name is its controller's.
+//
+// Contract: counters and histograms are thread-safe and live as long as their
+// controller (across terms of leadership); write_controller_metrics() writes
+// each family once for any number of controllers (promtool-valid).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/prometheus.h"
+
+namespace ig::runtime {
+
+// A histogram with controller-runtime's and client-go's buckets
+// (prometheus.ExponentialBuckets(10e-9, 10, 10) for the queue; the reconcile
+// time's DefBuckets-like set).
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double seconds);
+  void write(prometheus::TextWriter& out, std::string_view name, std::initializer_list<prometheus::Label> labels) const;
+  std::uint64_t count() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<double> bounds_;
+  std::vector<std::uint64_t> counts_;
+  std::uint64_t count_ = 0;
+  double sum_ = 0;
+};
+
+enum class ReconcileOutcome : std::uint8_t { Success, Error, Requeue, RequeueAfter };
+inline constexpr std::array<const char*, 4> kOutcomeNames = {"success", "error", "requeue", "requeue_after"};
+
+struct QueueMetrics {
+  std::atomic<std::uint64_t> adds{0}, retries{0};
+  Histogram queue_duration;
+  QueueMetrics();
+};
+
+struct ControllerMetrics {
+  explicit ControllerMetrics(std::string controller_name);
+  const std::string name;
+  std::array<std::atomic<std::uint64_t>, 4> reconciles{};  // by ReconcileOutcome
+  std::atomic<std::uint64_t> errors{0};
+  Histogram reconcile_time;
+  QueueMetrics queue;
+  std::function<std::size_t()> depth;  // set by the controller
+
+  std::uint64_t reconciled(ReconcileOutcome o) const { return reconciles[static_cast<std::size_t>(o)].load(); }
+};
+
+void write_controller_metrics(prometheus::TextWriter& out, const std::vector<const ControllerMetrics*>& controllers);
+
+}  // namespace ig::runtime

@@ -1,0 +1,101 @@
+// Collapsed calls (golang.org/x/sync/singleflight's shape, plus a short
+// memory): concurrent calls of run() for one key make one call of `fn`,
+// whose answer every caller gets.
+//
+// Contract:
+//  - The first caller for a key runs `fn` on its own thread; callers of that
+//    key meanwhile wait for its answer at most `wait` (then nullopt: the
+//    caller decides what a missing answer means; admission fails closed).
+//  - An answer `keep(answer)` accepts is remembered for `remember` on the
+//    injected clock and served without a call until then; at most
+//    `max_remembered` answers (expired ones are dropped first; when none has
+//    expired a new answer is not remembered). remember == 0: nothing is.
+//  - An exception out of `fn` is not swallowed here: callers make `fn`
+//    noexcept in effect (a value for every failure), so no waiter is left
+//    without an answer.
+//  - Thread-safe; shared() counts calls answered without running `fn`.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ig::runtime {
+
+template <typename Value>
+class SingleFlight {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+  using NowFn = std::function<TimePoint()>;
+
+  SingleFlight(std::chrono::milliseconds remember, std::size_t max_remembered, NowFn now)
+      : remember_(remember), max_remembered_(max_remembered), now_(std::move(now)) {}
+
+  std::optional<Value> run(std::string_view key, std::chrono::milliseconds wait, const std::function<Value()>& fn,
+                           const std::function<bool(const Value&)>& keep) {
+    std::shared_ptr<Flight> flight;
+    {
+      std::unique_lock lock(mu_);
+      if (auto r = remembered_.find(key); r != remembered_.end()) {
+        if (now_() < r->second.until) {
+          shared_.fetch_add(1, std::memory_order_relaxed);
+          return r->second.value;
+        }
+        remembered_.erase(r);
+      }
+      if (auto f = in_flight_.find(key); f != in_flight_.end()) {
+        flight = f->second;
+        shared_.fetch_add(1, std::memory_order_relaxed);
+        if (!cv_.wait_for(lock, wait, [&] { return flight->value.has_value(); })) return std::nullopt;
+        return flight->value;
+      }
+      flight = std::make_shared<Flight>();
+      in_flight_.emplace(std::string(key), flight);
+    }
+    Value value = fn();
+    {
+      std::lock_guard lock(mu_);
+      flight->value = value;
+      in_flight_.erase(in_flight_.find(key));
+      if (remember_.count() > 0 && keep(value)) {
+        const TimePoint now = now_();
+        if (remembered_.size() >= max_remembered_) {
+          std::erase_if(remembered_, [&](const auto& e) { return e.second.until <= now; });
+        }
+        if (remembered_.size() < max_remembered_) remembered_[std::string(key)] = {value, now + remember_};
+      }
+    }
+    cv_.notify_all();
+    return value;
+  }
+
+  std::uint64_t shared() const noexcept { return shared_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Flight {
+    std::optional<Value> value;  // set once, when the call returns
+  };
+  struct Remembered {
+    Value value;
+    TimePoint until;
+  };
+
+  const std::chrono::milliseconds remember_;
+  const std::size_t max_remembered_;
+  const NowFn now_;
+  std::atomic<std::uint64_t> shared_{0};
+  std::mutex mu_;  // guards the three below
+  std::condition_variable cv_;
+  std::map<std::string, std::shared_ptr<Flight>, std::less<>> in_flight_;
+  std::map<std::string, Remembered, std::less<>> remembered_;
+};
+
+}  // namespace ig::runtime

@@ -1,0 +1,241 @@
+// runtime::WorkQueue<Key>: client-go's rate-limited delaying work queue
+// (util/workqueue: queue.go, delaying_queue.go, rate_limiting_queue.go,
+// default_rate_limiters.go), the queue every controller of the engine reads.
+//
+// Contract (client-go's semantics):
+//  - add(key): a key is queued at most once (the dirty set); a key being
+//    processed (handed out by get(), not yet done()) is not queued again but
+//    marked, and done() queues it once more: no key is handed to two workers
+//    at once, and an add during processing is never lost.
+//  - get() blocks until a key is there (it is then "processing") or the queue
+//    is shut down and empty: nullopt. Keys queued before shut_down() are still
+//    handed out; keys added after it, and delayed keys not yet due, are not.
+//  - add_after(key, d): queued once `d` has passed on the queue's clock; a key
+//    already waiting keeps the earlier of the two times; d <= 0 is add().
+//    Counts a retry (workqueue_retries_total), as client-go does.
+//  - add_rate_limited(key): add_after(key, max(per-key backoff, overall
+//    bucket)): the key's n-th consecutive retry waits base * 2^n (5 ms ..
+//    1000 s, base/backoff.h), and all retries together are paced by a token
+//    bucket (10 QPS, burst 100; base/token_bucket.h): client-go's
+//    DefaultControllerRateLimiter (MaxOfRateLimiter). forget(key) ends the
+//    key's backoff; num_requeues(key) is its count of failures.
+//  - shut_down() wakes every get(); shut_down_with_drain(bound) also waits
+//    (at most `bound` on the clock) until no key is being processed.
+//  - len() is the number of queued keys (not those waiting for their time).
+//  - Thread-safe; every wait is on the injected clock (base/clock.h).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "base/backoff.h"
+#include "base/clock.h"
+#include "base/token_bucket.h"
+#include "runtime/metrics.h"
+
+namespace ig::runtime {
+
+struct RateLimitOptions {
+  BackoffOptions backoff;  // per key: 5 ms .. 1000 s
+  double qps = 10;         // overall
+  int burst = 100;
+};
+
+template <typename Key, typename Hash = std::hash<Key>>
+class WorkQueue {
+ public:
+  using time_point = Clock::time_point;
+  using duration = Clock::duration;
+
+  struct Options {
+    std::shared_ptr<Clock> clock;     // empty: the steady clock
+    RateLimitOptions rate_limit;
+    QueueMetrics* metrics = nullptr;  // not owned; may be null
+  };
+
+  explicit WorkQueue(Options options = {})
+      : clock_(options.clock ? std::move(options.clock) : Clock::steady()),
+        metrics_(options.metrics),
+        backoff_(options.rate_limit.backoff),
+        bucket_(options.rate_limit.qps, options.rate_limit.burst, clock_->now()) {}
+  WorkQueue(const WorkQueue&) = delete;
+  WorkQueue& operator=(const WorkQueue&) = delete;
+
+  void add(const Key& key) {
+    std::lock_guard lock(mu_);
+    add_locked(key, clock_->now());
+  }
+
+  void add_after(const Key& key, duration d) {
+    std::lock_guard lock(mu_);
+    add_after_locked(key, d);
+  }
+
+  void add_rate_limited(const Key& key) {
+    std::lock_guard lock(mu_);
+    if (shutting_down_) return;
+    const duration d = std::max(backoff_.next(key), bucket_.reserve(clock_->now()));
+    add_after_locked(key, d);
+  }
+
+  void forget(const Key& key) {
+    std::lock_guard lock(mu_);
+    backoff_.forget(key);
+  }
+
+  std::uint32_t num_requeues(const Key& key) {
+    std::lock_guard lock(mu_);
+    return backoff_.failures(key);
+  }
+
+  std::optional<Key> get() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      const time_point now = clock_->now();
+      if (!shutting_down_) release_due_locked(now);
+      if (!queue_.empty()) break;
+      if (shutting_down_) return std::nullopt;
+      if (waiting_.empty()) {
+        cv_.wait(lock);  // an add or shut_down() wakes it
+      } else {
+        clock_->wait_until(lock, cv_, waiting_.begin()->first);
+      }
+    }
+    Key key = std::move(queue_.front());
+    queue_.pop_front();
+    processing_.insert(key);
+    dirty_.erase(key);
+    if (auto it = added_at_.find(key); it != added_at_.end()) {
+      if (metrics_)
+        metrics_->queue_duration.observe(std::chrono::duration<double>(clock_->now() - it->second).count());
+      added_at_.erase(it);
+    }
+    return key;
+  }
+
+  void done(const Key& key) {
+    std::lock_guard lock(mu_);
+    processing_.erase(key);
+    if (dirty_.count(key) != 0) {
+      queue_.push_back(key);
+      added_at_.emplace(key, clock_->now());
+      cv_.notify_one();
+    } else if (processing_.empty()) {
+      cv_.notify_all();  // a drain waits for this
+    }
+  }
+
+  std::size_t len() {
+    std::lock_guard lock(mu_);
+    if (!shutting_down_) release_due_locked(clock_->now());
+    return queue_.size();
+  }
+
+  // Keys handed out by get() and not done() yet.
+  std::size_t processing() {
+    std::lock_guard lock(mu_);
+    return processing_.size();
+  }
+
+  // Keys waiting for their time (add_after, add_rate_limited).
+  std::size_t waiting() {
+    std::lock_guard lock(mu_);
+    if (!shutting_down_) release_due_locked(clock_->now());
+    return waiting_.size();
+  }
+
+  void shut_down() {
+    std::lock_guard lock(mu_);
+    shutting_down_ = true;
+    waiting_.clear();
+    waiting_at_.clear();
+    cv_.notify_all();
+  }
+
+  // True when no key was being processed any more within `bound`.
+  bool shut_down_with_drain(duration bound) {
+    std::unique_lock lock(mu_);
+    shutting_down_ = true;
+    waiting_.clear();
+    waiting_at_.clear();
+    cv_.notify_all();
+    const time_point deadline = clock_->now() + bound;
+    while (!processing_.empty() && clock_->now() < deadline) clock_->wait_until(lock, cv_, deadline);
+    return processing_.empty();
+  }
+
+  bool shutting_down() {
+    std::lock_guard lock(mu_);
+    return shutting_down_;
+  }
+
+ private:
+  void add_locked(const Key& key, time_point now) {
+    if (shutting_down_ || dirty_.count(key) != 0) return;
+    if (metrics_) metrics_->adds.fetch_add(1, std::memory_order_relaxed);
+    dirty_.insert(key);
+    if (processing_.count(key) != 0) return;  // done() queues it
+    queue_.push_back(key);
+    added_at_.emplace(key, now);
+    cv_.notify_one();
+  }
+
+  void add_after_locked(const Key& key, duration d) {
+    if (shutting_down_) return;
+    if (metrics_) metrics_->retries.fetch_add(1, std::memory_order_relaxed);
+    const time_point now = clock_->now();
+    if (d <= duration::zero()) return add_locked(key, now);
+    const time_point ready = now + d;
+    if (auto it = waiting_at_.find(key); it != waiting_at_.end()) {
+      if (it->second <= ready) return;  // already due earlier
+      erase_waiting_locked(key, it->second);
+      it->second = ready;
+    } else {
+      waiting_at_.emplace(key, ready);
+    }
+    waiting_.emplace(ready, key);
+    cv_.notify_all();  // a get() may now have an earlier time to wake at
+  }
+
+  void erase_waiting_locked(const Key& key, time_point at) {
+    auto [b, e] = waiting_.equal_range(at);
+    for (auto it = b; it != e; ++it)
+      if (it->second == key) {
+        waiting_.erase(it);
+        return;
+      }
+  }
+
+  void release_due_locked(time_point now) {
+    while (!waiting_.empty() && waiting_.begin()->first <= now) {
+      Key key = std::move(waiting_.begin()->second);
+      waiting_.erase(waiting_.begin());
+      waiting_at_.erase(key);
+      add_locked(key, now);
+    }
+  }
+
+  std::shared_ptr<Clock> clock_;
+  QueueMetrics* metrics_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Key> queue_;
+  std::unordered_set<Key, Hash> dirty_, processing_;
+  std::unordered_map<Key, time_point, Hash> added_at_;
+  std::multimap<time_point, Key> waiting_;
+  std::unordered_map<Key, time_point, Hash> waiting_at_;
+  ItemBackoff<Key, Hash> backoff_;
+  TokenBucket bucket_;
+  bool shutting_down_ = false;
+};
+
+}  // namespace ig::runtime
