@@ -12,7 +12,7 @@ namespace ig::admission {
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 bool is_json_content_type(std::string_view ct) {
   auto semi = ct.find(';');
@@ -60,7 +60,7 @@ WebhookResponse Webhook::error(HttpError e, std::string_view message) {
 }
 
 WebhookResponse Webhook::serve_review(const Route& route, WebhookRequest& request) {
-  const auto start = Clock::now();
+  const auto start = SteadyClock::now();
   DecodedReview decoded = decode_review(request.body);
   std::string().swap(request.body);  // the review owns what it needs now
   if (decoded.kind == DecodedReview::Kind::NotAReview) {
@@ -73,7 +73,7 @@ WebhookResponse Webhook::serve_review(const Route& route, WebhookRequest& reques
     answer = audit_answer(std::move(answer));
   }
   std::string body = encode_response(decoded.request, answer);
-  metrics_.record(route.endpoint, answer.reason, decoded.request.dry_run, Clock::now() - start);
+  metrics_.record(route.endpoint, answer.reason, decoded.request.dry_run, SteadyClock::now() - start);
   const AdmissionRequest& r = decoded.request;
   // A guarded change, allowed or refused, goes to on_guarded_change alone
   // (one Event each).

@@ -55,7 +55,7 @@
 namespace ig::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 struct HostPort {
   std::string host;
@@ -494,7 +494,7 @@ void log_guarded_change(const admission::GuardedChangeNotice& n) {
 }
 
 int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& context, const ModeFacts& facts,
-                  tls::ReloadingTlsContext& serving, Clock::time_point started) {
+                  tls::ReloadingTlsContext& serving, SteadyClock::time_point started) {
   sigset_t signals = block_stop_signals();
   auto webhook_counters = std::make_shared<server::TransportCounters>();
   auto probe_counters = std::make_shared<server::TransportCounters>();
@@ -576,7 +576,7 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
   ready.store(true, std::memory_order_release);
   if (facts.on_serving) facts.on_serving();
   const auto startup_ms =
-      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count() / 1000.0;
+      std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started).count() / 1000.0;
   config::log_info("serving", {{"webhook", endpoint_text(*webhook_endpoint)},
                                {"metrics", endpoint_text(*probe_endpoint)},
                                {"mode", facts.mode},
@@ -614,9 +614,9 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
   if (facts.on_stopping) facts.on_stopping();
   // Keep answering while the endpoints controller and the API server notice
   // the replica is not ready; a second signal ends the delay.
-  const auto drain_until = Clock::now() + o.drain_delay;
+  const auto drain_until = SteadyClock::now() + o.drain_delay;
   for (auto left = o.drain_delay; left.count() > 0;
-       left = std::chrono::duration_cast<std::chrono::milliseconds>(drain_until - Clock::now())) {
+       left = std::chrono::duration_cast<std::chrono::milliseconds>(drain_until - SteadyClock::now())) {
     timespec delay{};
     delay.tv_sec = static_cast<time_t>(left.count() / 1000);
     delay.tv_nsec = static_cast<long>((left.count() % 1000) * 1'000'000);
@@ -637,7 +637,7 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
 }
 
 // Local mode: Components from files, the sandbox from --sandbox.
-int serve_local(const ServeOptions& o, Clock::time_point started) {
+int serve_local(const ServeOptions& o, SteadyClock::time_point started) {
   block_stop_signals();
   const auto shape = config::read_shape_from_env();
   if (shape.setting.fell_back) {
@@ -699,7 +699,7 @@ void write_election_metrics(prometheus::TextWriter& out, const kube::LeaderElect
 // certificate is loaded. The leader (a Lease) runs the writing loops: status,
 // drift and eviction (controller::Operator) and, self-managed, certificates.
 // Every replica records Events for its own denials.
-int serve_cluster(ServeOptions o, Clock::time_point started) {
+int serve_cluster(ServeOptions o, SteadyClock::time_point started) {
   block_stop_signals();
   const auto shape = config::read_shape_from_env();
   if (shape.setting.fell_back) {
@@ -924,7 +924,7 @@ void tune_malloc(unsigned io_threads) {
 }
 
 int run_serve(const std::vector<std::string>& args) {
-  const auto started = Clock::now();
+  const auto started = SteadyClock::now();
   ServeOptions options;
   if (auto exit_code = parse_serve_options(args, options)) return *exit_code;
   tune_malloc(options.threads);

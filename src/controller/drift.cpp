@@ -11,7 +11,7 @@
 namespace ig::controller {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 using nlohmann::json;
 using policy::Decision;
 
@@ -276,16 +276,16 @@ std::optional<DriftSettle::time_point> DriftSettle::evictable_at(std::string_vie
 }
 
 void DriftAudit::run() {
-  auto last_pass = Clock::now() - options_.resync;
+  auto last_pass = SteadyClock::now() - options_.resync;
   std::unique_lock lock(mu_);
   while (!stopping_) {
     if (!pods_.synced() || (options_.inputs_ready && !options_.inputs_ready())) {
       cv_.wait_for(lock, std::chrono::milliseconds(100));
       continue;
     }
-    const auto now = Clock::now();
+    const auto now = SteadyClock::now();
     const auto pass_due = last_pass + (dirty_ ? options_.min_interval : options_.resync);
-    auto evict_at = Clock::time_point::max();
+    auto evict_at = SteadyClock::time_point::max();
     if (options_.evict) {
       for (const auto& [key, after] : evict_after_) evict_at = std::min(evict_at, after);
       evict_at = std::max(evict_at, next_evict_try_);
@@ -294,7 +294,7 @@ void DriftAudit::run() {
       dirty_ = false;
       lock.unlock();
       pass();
-      last_pass = Clock::now();
+      last_pass = SteadyClock::now();
       lock.lock();
       continue;
     }
@@ -354,7 +354,7 @@ void DriftAudit::pass() {
       }
     }
     // The settle time runs per pod uid from the first pass that saw it drift.
-    const auto now = Clock::now();
+    const auto now = SteadyClock::now();
     const auto settle_key = [](const std::string& pod_key, const DriftedPod& d) { return d.uid.empty() ? pod_key : d.uid; };
     std::set<std::string, std::less<>> less_safe;
     for (const auto& [key, d] : drifted) {
@@ -474,7 +474,7 @@ void DriftAudit::evict_due() {
     {
       std::lock_guard lock(mu_);
       if (stopping_) return;
-      const auto now = Clock::now();
+      const auto now = SteadyClock::now();
       auto it = std::find_if(evict_after_.begin(), evict_after_.end(),
                              [now](const auto& e) { return e.second <= now; });
       if (it == evict_after_.end()) return;
@@ -523,7 +523,7 @@ void DriftAudit::evict_due() {
       evict_after_.erase(pod_key);
     } else if (e.code == 429) {
       ++stats_.eviction_blocked;
-      if (e.retry_after.count() > 0) evict_after_[pod_key] = Clock::now() + e.retry_after;
+      if (e.retry_after.count() > 0) evict_after_[pod_key] = SteadyClock::now() + e.retry_after;
       if (options_.log) options_.log("info", "eviction of " + pod_key + " refused for now (retried): " + e.message);
     } else {
       ++stats_.eviction_failed;

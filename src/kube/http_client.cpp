@@ -29,8 +29,8 @@ namespace ig::kube {
 namespace {
 
 namespace http = web::http;
-using Clock = std::chrono::steady_clock;
-using Deadline = Clock::time_point;
+using SteadyClock = std::chrono::steady_clock;
+using Deadline = SteadyClock::time_point;
 using namespace std::chrono_literals;
 
 constexpr std::size_t kMaxErrorBody = 1u << 20;
@@ -532,7 +532,7 @@ struct HttpClient::Impl {
     }
     if (!*fresh) return sent;
     // Drain the 401's body so its connection can be reused.
-    (void)read_body(*sent, out, std::min(deadline, Clock::now() + 2s), kMaxErrorBody);
+    (void)read_body(*sent, out, std::min(deadline, SteadyClock::now() + 2s), kMaxErrorBody);
     try {
       *used = client_for(*fresh);
     } catch (const std::exception& e) {
@@ -543,7 +543,7 @@ struct HttpClient::Impl {
 
   ApiError error_from(Sent& sent, const Outgoing& out, Deadline deadline) {
     const int code = sent.response.status_code();
-    auto body = read_body(sent, out, std::min(deadline, Clock::now() + 5s), kMaxErrorBody);
+    auto body = read_body(sent, out, std::min(deadline, SteadyClock::now() + 5s), kMaxErrorBody);
     return status_error(out.verb, out.path, code, sent.response.reason_phrase(), sent.response.headers(),
                         body ? std::string_view(*body) : std::string_view(), options.max_json_depth);
   }
@@ -613,7 +613,7 @@ class HttpWatchStream final : public WatchStream {
       if (ended_) return std::optional<WatchEvent>();
       chunk.clear();
       std::optional<Deadline> quiet_until;
-      if (silence_.count() > 0) quiet_until = Clock::now() + silence_;
+      if (silence_.count() > 0) quiet_until = SteadyClock::now() + silence_;
       switch (reader_.read(chunk, quiet_until)) {
         case BodyReader::Status::Data:
           decoder_.feed(chunk);
@@ -635,7 +635,7 @@ class HttpWatchStream final : public WatchStream {
           if (stopped_.load()) return std::optional<WatchEvent>();
           if (decoder_.has_partial_event())
             return fail_with("the stream ended inside event " + std::to_string(decoder_.events() + 1));
-          if (auto err = reader_.completion_error(Clock::now() + 2s))
+          if (auto err = reader_.completion_error(SteadyClock::now() + 2s))
             return fail_with("connection lost: " + *err);
           ended_ = true;
           return std::optional<WatchEvent>();
@@ -730,7 +730,7 @@ const std::string& HttpClient::user_agent() const noexcept { return impl_->user_
 
 ApiResult<nlohmann::json> HttpClient::get(std::string_view path, std::chrono::milliseconds timeout) {
   Outgoing out{"GET", http::methods::GET, std::string(path), std::string(path), std::nullopt, {}};
-  return impl_->call(out, Clock::now() + timeout);
+  return impl_->call(out, SteadyClock::now() + timeout);
 }
 
 ApiResult<ListPage> HttpClient::list(std::string_view path, const ListOptions& options) {
@@ -744,7 +744,7 @@ ApiResult<ListPage> HttpClient::list_each(std::string_view path, const ListOptio
                                           const std::function<void(nlohmann::json&&)>& each) {
   Outgoing out{"LIST", http::methods::GET, std::string(path), std::string(path) + list_query(options),
                std::nullopt, {}};
-  auto body = impl_->call_for_body(out, Clock::now() + impl_->options.request_timeout);
+  auto body = impl_->call_for_body(out, SteadyClock::now() + impl_->options.request_timeout);
   if (!body) return body.failure();
   auto page = decode_list(*body, impl_->options.max_json_depth, each);
   if (!page) return no_answer(out.verb, out.path, page.error());
@@ -761,7 +761,7 @@ ApiResult<std::unique_ptr<WatchStream>> HttpClient::watch(std::string_view path,
     return std::make_shared<http::client::http_client>(
         web::uri(impl->config.server), impl->client_config(server_side + kWatchInactivitySlack, creds));
   };
-  const Deadline deadline = Clock::now() + impl_->options.request_timeout;
+  const Deadline deadline = SteadyClock::now() + impl_->options.request_timeout;
   auto sent = impl_->send(own_client, out, deadline, &client);
   if (!sent) return sent.failure();
   if (sent->response.status_code() >= 400) return impl_->error_from(*sent, out, deadline);
@@ -778,14 +778,14 @@ ApiResult<std::unique_ptr<WatchStream>> HttpClient::watch(std::string_view path,
 ApiResult<nlohmann::json> HttpClient::create(std::string_view path, const nlohmann::json& body) {
   Outgoing out{"CREATE", http::methods::POST, std::string(path), std::string(path),
                body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json"};
-  return impl_->call(out, Clock::now() + impl_->options.request_timeout);
+  return impl_->call(out, SteadyClock::now() + impl_->options.request_timeout);
 }
 
 ApiResult<nlohmann::json> HttpClient::patch(std::string_view path, PatchType type, const nlohmann::json& body) {
   Outgoing out{"PATCH", http::methods::PATCH, std::string(path), std::string(path),
                body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                type == PatchType::Json ? "application/json-patch+json" : "application/merge-patch+json"};
-  return impl_->call(out, Clock::now() + impl_->options.request_timeout);
+  return impl_->call(out, SteadyClock::now() + impl_->options.request_timeout);
 }
 
 ApiResult<nlohmann::json> HttpClient::patch_cancellable(std::string_view path, PatchType type,
@@ -793,14 +793,14 @@ ApiResult<nlohmann::json> HttpClient::patch_cancellable(std::string_view path, P
   Outgoing out{"PATCH", http::methods::PATCH, std::string(path), std::string(path),
                body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                type == PatchType::Json ? "application/json-patch+json" : "application/merge-patch+json"};
-  return impl_->call(out, Clock::now() + impl_->options.request_timeout, cancel);
+  return impl_->call(out, SteadyClock::now() + impl_->options.request_timeout, cancel);
 }
 
 ApiResult<nlohmann::json> HttpClient::update(std::string_view path, const nlohmann::json& body,
                                              std::chrono::milliseconds timeout) {
   Outgoing out{"UPDATE", http::methods::PUT, std::string(path), std::string(path),
                body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json"};
-  return impl_->call(out, Clock::now() + timeout);
+  return impl_->call(out, SteadyClock::now() + timeout);
 }
 
 ApiResult<nlohmann::json> HttpClient::apply(std::string_view path, const nlohmann::json& body,
@@ -812,12 +812,12 @@ ApiResult<nlohmann::json> HttpClient::apply(std::string_view path, const nlohman
   Outgoing out{"APPLY", http::methods::PATCH, std::string(path), std::string(path) + query,
                body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                "application/apply-patch+yaml"};
-  return impl_->call(out, Clock::now() + timeout, cancel);
+  return impl_->call(out, SteadyClock::now() + timeout, cancel);
 }
 
 ApiResult<nlohmann::json> HttpClient::remove(std::string_view path, std::chrono::milliseconds timeout) {
   Outgoing out{"DELETE", http::methods::DEL, std::string(path), std::string(path), std::nullopt, ""};
-  return impl_->call(out, Clock::now() + timeout);
+  return impl_->call(out, SteadyClock::now() + timeout);
 }
 
 }  // namespace ig::kube

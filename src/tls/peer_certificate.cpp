@@ -19,7 +19,7 @@
 namespace ig::tls {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 struct Fd {
   int fd = -1;
@@ -29,9 +29,9 @@ struct Fd {
 };
 
 // Waits until `fd` is ready for `events` or the deadline passes.
-bool wait_ready(int fd, short events, Clock::time_point deadline) {
+bool wait_ready(int fd, short events, SteadyClock::time_point deadline) {
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now()).count();
     if (left <= 0) return false;
     pollfd p{fd, events, 0};
     const int n = ::poll(&p, 1, static_cast<int>(left));
@@ -61,7 +61,7 @@ int keep_leaf(int, X509_STORE_CTX* store) {
 
 Result<std::string> fetch_peer_certificate(const std::string& host, std::uint16_t port,
                                            const std::string& server_name, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = SteadyClock::now() + timeout;
   const std::string where = host + ":" + std::to_string(port);
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;

@@ -236,7 +236,7 @@ TEST(StatusWriter, AWriteTheCacheNeverShowsIsRepeatedAfterTheEchoWait) {
   store.begin_replace();
   store.add_listed(component("a", "untrusted"));
   store.end_replace("1");
-  auto clock = std::make_shared<FakeClock>();
+  auto clock = std::make_shared<ig::FakeClock>();
   StatusWriterOptions o;
   o.runtime_class = "kata-fc";
   o.now = [] { return std::time_t{1'790'000'000}; };
@@ -498,7 +498,7 @@ TEST(StatusWriter, SweepsAreDebounced) {
   store.end_replace("1");
   StatusApi api(store, /*echo=*/true);
   Sandbox sandbox;
-  auto clock = std::make_shared<FakeClock>();
+  auto clock = std::make_shared<ig::FakeClock>();
   StatusWriterOptions o;
   o.runtime_class = "kata-fc";
   o.now = [] { return std::time_t{1'790'000'000}; };
