@@ -65,7 +65,8 @@ Result<runtime::Requeue> StatusWriter::sweep() {
 }
 
 kube::ApiResult<json> StatusWriter::write_status(const ComponentRecord& record, const json& status,
-                                                 const runtime::CancelToken& cancel) {
+                                                 const runtime::CancelToken& cancel, std::uint64_t& interim) {
+  interim = 0;
   const auto& c = record.component;
   const std::string path = kube::object_path(kComponents, c.namespace_, c.name, "status");
   auto applied = client_.apply(path, apply_configuration(record, status), kFieldManager, /*force=*/true,
@@ -73,8 +74,12 @@ kube::ApiResult<json> StatusWriter::write_status(const ComponentRecord& record, 
   if (applied) {
     // Fields still there though not applied (co-owned by an earlier version's
     // merge patches): removed once; a failure is retried with the next write.
-    json leftover = leftover_fields_patch(status, applied->value("status", json::object()));
-    if (!leftover.is_null()) (void)client_.patch_cancellable(path, kube::PatchType::Merge, leftover, cancel);
+    const json held = applied->value("status", json::object());
+    json leftover = leftover_fields_patch(status, held);
+    if (!leftover.is_null()) {
+      interim = status_fingerprint(held);
+      (void)client_.patch_cancellable(path, kube::PatchType::Merge, leftover, cancel);
+    }
   }
   return applied;
 }
@@ -110,7 +115,8 @@ Result<runtime::Requeue> StatusWriter::reconcile(const std::string& key, const r
     if (sent != sent_.end()) {
       // Our write, not in the cache yet: the cache has not moved since.
       const Clock::duration waited = options_.clock->now() - sent->second.at;
-      if (sent->second.before == cached && sent->second.sent == want && waited < options_.echo_wait) {
+      const bool moved = cached != sent->second.before && (sent->second.interim == 0 || cached != sent->second.interim);
+      if (!moved && sent->second.sent == want && waited < options_.echo_wait) {
         ++stats_.unchanged;
         return runtime::Requeue{false, options_.echo_wait - waited};
       }
@@ -121,11 +127,12 @@ Result<runtime::Requeue> StatusWriter::reconcile(const std::string& key, const r
   // what may be an interim state. Again once ready.
   if (options_.ready && !options_.ready()) return runtime::Requeue{false, options_.not_ready_poll};
   if (cancel.stop_requested()) return runtime::Requeue{};  // the fence: no write after leadership is lost
-  auto written = write_status(*record, status, cancel);
+  std::uint64_t interim = 0;
+  auto written = write_status(*record, status, cancel, interim);
   std::lock_guard lock(mu_);
   if (written) {
     ++stats_.writes;
-    sent_[key] = Sent{cached, want, options_.clock->now()};
+    sent_[key] = Sent{cached, interim, want, options_.clock->now()};
     return runtime::Requeue{};
   }
   const kube::ApiError& e = written.failure();

@@ -17,7 +17,8 @@
 //    exception, bounded: a key reconciled again before the watch shows our
 //    write (the cache still holds what it held when we wrote, and we want
 //    what we wrote) is not written twice for up to echo_wait; it is checked
-//    again when echo_wait has passed, so a write the cache never shows (lost
+//    again when echo_wait has passed (the interim state of a write followed
+//    by its leftover merge patch counts as not moved), so a write the cache never shows (lost
 //    in a relist, say) is repeated. A new term of leadership forgets what
 //    the last one sent.
 //  - Nothing is written while ready() is false (the operator's: caches
@@ -113,8 +114,10 @@ class StatusWriter {
  private:
   Result<runtime::Requeue> sweep();
   // The one write of a status (to become a server-side apply).
+  // `interim`: the fingerprint of the apply's answer when a merge patch
+  // followed it (a state of our own the cache may show first), else 0.
   kube::ApiResult<nlohmann::json> write_status(const ComponentRecord& record, const nlohmann::json& status,
-                                               const runtime::CancelToken& cancel);
+                                               const runtime::CancelToken& cancel, std::uint64_t& interim);
 
   kube::Client& client_;
   const kube::Store<ComponentRecord>& components_;
@@ -123,9 +126,10 @@ class StatusWriter {
   std::shared_ptr<runtime::Controller<std::string>> controller_;
 
   // A write the cache does not show yet: the fingerprint the cache held when
-  // it was sent, the one sent, and when.
+  // it was sent, the interim one our own two-step write passes through (0:
+  // none), the one sent, and when.
   struct Sent {
-    std::uint64_t before = 0, sent = 0;
+    std::uint64_t before = 0, interim = 0, sent = 0;
     Clock::time_point at;
   };
 

@@ -43,9 +43,14 @@ class PatchRecorder final : public kube::Client {
   kube::ApiResult<json> update(std::string_view, const json&, std::chrono::milliseconds) override {
     return refused();
   }
-  kube::ApiResult<json> patch(std::string_view path, kube::PatchType, const json&) override {
-    ADD_FAILURE() << "status is written with server-side apply, not a patch: " << path;
-    return refused();
+  kube::ApiResult<json> patch(std::string_view path, kube::PatchType type, const json& body) override {
+    std::lock_guard lock(mu_);
+    if (co_owned.empty() || type != kube::PatchType::Merge) {
+      ADD_FAILURE() << "status is written with server-side apply, not a patch: " << path;
+      return refused();
+    }
+    merges.push_back(body);
+    return body;
   }
   kube::ApiResult<json> apply(std::string_view path, const json& body, std::string_view field_manager, bool force,
                               std::chrono::milliseconds, std::stop_token) override {
@@ -69,7 +74,10 @@ class PatchRecorder final : public kube::Client {
       answers.pop_front();
       if (code != 200) return kube::ApiError{"PATCH " + std::string(path) + ": " + std::to_string(code), code, {}, {}};
     }
-    return body;
+    json answer = body;
+    for (const auto& [k, v] : co_owned.items())  // an earlier version's merge patches co-own these
+      if (!answer["status"].contains(k)) answer["status"][k] = v;
+    return answer;
   }
   std::size_t count() {
     std::lock_guard lock(mu_);
@@ -102,6 +110,8 @@ class PatchRecorder final : public kube::Client {
   std::map<std::string, int> in_flight;  // by path
   int in_flight_total = 0, max_in_flight = 0;
   bool overlapped = false;  // two writes of one Component at once
+  json co_owned = json::object();  // status fields the apply's answer keeps
+  std::vector<json> merges;        // the leftover merge patches
 };
 
 class Sandbox final : public admission::SandboxView {
@@ -266,6 +276,31 @@ TEST(StatusWriter, AFlipRewritesWhatChangedAndLeavesTheRuntimeClassOut) {
   ASSERT_TRUE(f.api.wait_for(2));
   EXPECT_EQ(f.api.last_status()["isolation"], "Deny");
   EXPECT_FALSE(f.api.last_status().contains("runtimeClassName"));  // server-side apply removes it
+}
+
+// An upgraded cluster: the apply's answer still holds runtimeClassName (an
+// earlier version's merge patches co-own it), so a merge patch removes it.
+// The watch may show the apply's answer before the merge patch's: that
+// interim state is ours, not a change, and causes no second write.
+TEST(StatusWriter, TheInterimStateOfAWriteAndItsLeftoverPatchCausesNoWrite) {
+  Fixture f(std::vector<json>{component("a", "untrusted")});
+  f.api.co_owned = {{"runtimeClassName", "kata-fc"}};
+  f.sandbox.a = policy::SandboxAvailability::Unavailable;
+  runtime::CancelToken none;
+  ASSERT_TRUE(f.writer->reconcile("team-a/a", none));
+  ASSERT_EQ(f.api.count(), 1u);
+  ASSERT_EQ(f.api.merges.size(), 1u);
+  EXPECT_EQ(f.api.merges[0], (json{{"status", {{"runtimeClassName", nullptr}}}}));
+  json interim = f.api.last_status();
+  EXPECT_EQ(interim["isolation"], "Deny");
+  interim["runtimeClassName"] = "kata-fc";
+  f.store.apply(kube::WatchEvent::Type::Modified, component("a", "untrusted", interim));
+  ASSERT_TRUE(f.writer->reconcile("team-a/a", none));
+  EXPECT_EQ(f.api.count(), 1u);  // our own interim state: not written again
+  f.echo_last_write("a", "untrusted");  // the merge patch's answer
+  ASSERT_TRUE(f.writer->reconcile("team-a/a", none));
+  EXPECT_EQ(f.api.count(), 1u);
+  EXPECT_EQ(f.api.merges.size(), 1u);
 }
 
 // Another manager's condition (and field) in the status: no write, neither
