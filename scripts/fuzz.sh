@@ -8,7 +8,7 @@
 # crash, a sanitizer report, a broken invariant, a hang (-timeout), a leak or
 # an out-of-memory; the input is saved as build-fuzz/artifacts/<target>-*.
 #   scripts/fuzz.sh              # the longer run: every target 300 s
-#   scripts/fuzz.sh 30           # what scripts/test.sh runs
+#   scripts/fuzz.sh 15           # what scripts/test.sh runs
 #   scripts/fuzz.sh 600 component_fuzz kubeconfig_fuzz
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
