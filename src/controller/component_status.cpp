@@ -5,6 +5,7 @@
 
 #include "base/quote.h"
 #include "base/rfc3339.h"
+#include "kube/object_meta.h"
 
 namespace ig::controller {
 namespace {
@@ -215,14 +216,9 @@ Result<ComponentRecord> decode_component_record(const json& object) {
   if (!component) return component.failure();
   ComponentRecord r;
   r.component = std::move(component).value();
-  if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) {
-    if (auto uid = meta->find("uid"); uid != meta->end() && uid->is_string()) {
-      r.uid = ObjectUid(uid->get_ref<const std::string&>());
-    }
-    if (auto g = meta->find("generation"); g != meta->end() && g->is_number_integer()) {
-      r.generation = g->get<std::int64_t>();
-    }
-  }
+  const kube::ObjectMeta meta = kube::object_meta(object);
+  if (!meta.uid.empty()) r.uid = ObjectUid(meta.uid);
+  r.generation = meta.generation;
   auto status = object.find("status");
   if (status == object.end() || !status->is_object() || status->empty()) return r;
   r.status_fingerprint = status_fingerprint(*status);

@@ -159,15 +159,11 @@ milliseconds LeaderElector::jittered_retry() {
 
 void LeaderElector::api_error(const std::string& what, const ApiError& e) {
   std::string message = what + ": " + e.message;
-  if (message == last_error_) return;
-  log("warn", message);
-  last_error_ = std::move(message);
+  if (errors_logged_.first(message)) log("warn", message);
 }
 
 void LeaderElector::api_ok() {
-  if (last_error_.empty()) return;
-  log("info", "the API answers again (after: " + last_error_ + ")");
-  last_error_.clear();
+  if (auto last = errors_logged_.cleared()) log("info", "the API answers again (after: " + *last + ")");
 }
 
 json LeaderElector::spec_for_us(const json& old_spec, bool keep_acquire) const {

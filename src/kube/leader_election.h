@@ -76,6 +76,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/log_once.h"
 #include "base/result.h"
 #include "kube/api.h"
 #include "kube/rate_limiter.h"
@@ -194,7 +195,7 @@ class LeaderElector {
   bool observed_any_ = false;
   time_point observed_time_{};       // our clock when observed_spec_ was first seen
   time_point last_renew_{};          // our clock at the start of the last successful renew
-  std::string last_error_;           // the last API error logged
+  LogOnce errors_logged_;            // the last API error logged
   std::mt19937_64 rng_{std::random_device{}()};
 };
 

@@ -4,15 +4,13 @@
 
 #include <algorithm>
 
+#include "kube/object_meta.h"
+
 namespace ig::kube {
 namespace {
 
 std::string metadata_resource_version(const nlohmann::json& object) {
-  if (!object.is_object()) return {};
-  auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return {};
-  auto rv = meta->find("resourceVersion");
-  return rv != meta->end() && rv->is_string() ? rv->get<std::string>() : std::string();
+  return std::string(object_meta(object).resource_version);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "kube/store.h"
 
+#include "kube/object_meta.h"
+
 namespace ig::kube {
 
 std::string object_key(std::string_view ns, std::string_view name) {
@@ -12,18 +14,8 @@ std::string object_key(std::string_view ns, std::string_view name) {
 }
 
 std::string object_key(const nlohmann::json& object) {
-  if (!object.is_object()) return {};
-  auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return {};
-  auto name = meta->find("name");
-  if (name == meta->end() || !name->is_string() || name->get_ref<const std::string&>().empty()) {
-    return {};
-  }
-  auto ns = meta->find("namespace");
-  const std::string empty;
-  const std::string& ns_text =
-      ns != meta->end() && ns->is_string() ? ns->get_ref<const std::string&>() : empty;
-  return object_key(ns_text, name->get_ref<const std::string&>());
+  const ObjectMeta m = object_meta(object);
+  return m.name.empty() ? std::string() : object_key(m.namespace_, m.name);
 }
 
 }  // namespace ig::kube

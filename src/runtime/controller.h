@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/log_once.h"
 #include "base/result.h"
 #include "runtime/runnable.h"
 #include "runtime/work_queue.h"
@@ -134,8 +135,7 @@ class Controller final : public Runnable {
       bool fresh = false;  // logged once per distinct message, not every retry
       {
         std::lock_guard lock(mu_);
-        fresh = r->error() != last_error_;
-        if (fresh) last_error_ = r->error();
+        fresh = errors_logged_.first(r->error());
       }
       if (fresh && options_.log)
         options_.log("warn", options_.name + (options_.describe ? " " + options_.describe(key) : std::string()) +
@@ -157,7 +157,7 @@ class Controller final : public Runnable {
   ControllerMetrics metrics_;
   mutable std::mutex mu_;
   std::shared_ptr<Queue> queue_;
-  std::string last_error_;
+  LogOnce errors_logged_;
 };
 
 }  // namespace ig::runtime

@@ -1,0 +1,28 @@
+// "Log an error once until it changes", the one helper: remembers the last
+// message logged. first(m) is true when m differs from it (log m now);
+// cleared() hands back the outstanding message, if any, and forgets it (log
+// the recovery). Not thread-safe: the owner's lock guards it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace ig {
+
+class LogOnce {
+ public:
+  bool first(std::string_view message) {
+    if (outstanding_ && *outstanding_ == message) return false;
+    outstanding_.emplace(message);
+    return true;
+  }
+  std::optional<std::string> cleared() { return std::exchange(outstanding_, std::nullopt); }
+  bool outstanding() const noexcept { return outstanding_.has_value(); }
+
+ private:
+  std::optional<std::string> outstanding_;
+};
+
+}  // namespace ig
