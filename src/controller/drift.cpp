@@ -248,7 +248,11 @@ void DriftAudit::mark_dirty() noexcept {
       std::lock_guard lock(mu_);
       if (last_pass_) wait = std::max(Clock::duration::zero(), *last_pass_ + options_.min_interval - options_.clock->now());
     }
-    controller_->enqueue_after(std::string(kPass), wait);
+    if (wait > Clock::duration::zero()) {
+      controller_->enqueue_after(std::string(kPass), wait);
+    } else {
+      controller_->enqueue(std::string(kPass));
+    }
   } catch (...) {
     // Out of memory: the next change or resync runs the pass.
   }
