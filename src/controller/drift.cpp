@@ -11,7 +11,6 @@
 namespace ig::controller {
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
 using nlohmann::json;
 using policy::Decision;
 
@@ -28,6 +27,11 @@ std::string_view drift_phrase(Drift d, policy::Decision decision) {
     case Decision::AllowInProcess: break;
   }
   return "runs outside the sandbox";
+}
+
+DriftOptions with_clock(DriftOptions o) {
+  if (!o.clock) o.clock = Clock::steady();
+  return o;
 }
 
 }  // namespace
@@ -141,23 +145,37 @@ DriftAudit::DriftAudit(kube::Client& client, const kube::Store<ComponentRecord>&
       components_(components),
       sandbox_(sandbox),
       events_(events),
-      options_(std::move(options)),
-      evict_limiter_(options_.evict_per_minute / 60.0, 1),
+      options_(with_clock(std::move(options))),
+      evict_limiter_(options_.evict_per_minute / 60.0, 1, options_.clock),
       pods_(decode_pod_placement, [this](std::string_view) { mark_dirty(); }),
       cached_components_(components),
       audit_context_{options_.gate, cached_components_, sandbox},
       audit_namespaces_(decode_audit_namespace, [this](std::string_view) { mark_dirty(); }),
       audit_pods_(decode_audit_pod, [this](std::string_view) { mark_dirty(); },
                   [this](const json& pod) { return keep_audit_pod(pod); }),
-      audit_set_(std::make_shared<const std::set<std::string, std::less<>>>()) {}
+      audit_set_(std::make_shared<const std::set<std::string, std::less<>>>()) {
+  runtime::Controller<std::string>::Options c;
+  c.name = "drift";
+  c.workers = 1;  // one pass at a time, and evictions in between, as one loop
+  c.clock = options_.clock;
+  c.rate_limit.backoff = BackoffOptions{options_.evict_retry, std::max(options_.evict_retry, options_.evict_retry_max)};
+  c.reconcile = [this](const std::string& key, const runtime::CancelToken& cancel) { return reconcile(key, cancel); };
+  c.initial_keys = [this] {  // a term starts with a pass, which queues the evictions due
+    std::lock_guard lock(mu_);
+    evict_queued_.clear();
+    return std::vector<std::string>{std::string(kPass)};
+  };
+  c.log = options_.log;
+  c.describe = [](const std::string& key) { return key.empty() ? std::string("pass") : "eviction of pod " + key; };
+  controller_ = std::make_shared<runtime::Controller<std::string>>(std::move(c));
+}
 
 DriftAudit::~DriftAudit() { stop(); }
 
 void DriftAudit::start() {
   std::lock_guard lock(mu_);
-  if (thread_.joinable()) return;
+  if (!stopping_) return;
   stopping_ = false;
-  dirty_ = true;
   audited_.store(false, std::memory_order_release);
   kube::ReflectorOptions o;
   o.name = "pods";
@@ -179,7 +197,6 @@ void DriftAudit::start() {
   a.name = "audit_pods";
   a.label_selector.clear();  // unlabelled pods too; kept only in audit namespaces (keep_audit_pod)
   audit_pod_reflector_ = std::make_unique<kube::Reflector>(client_, audit_pods_, std::move(a));
-  thread_ = std::thread([this] { run(); });
 }
 
 void DriftAudit::stop() noexcept {
@@ -187,10 +204,8 @@ void DriftAudit::stop() noexcept {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
   if (reflector_) reflector_->stop();
   if (namespace_reflector_) namespace_reflector_->stop();
-  if (thread_.joinable()) thread_.join();
   stop_audit_pods();
   audit_listed_for_.clear();
   {
@@ -227,11 +242,20 @@ void DriftAudit::stop_audit_pods() noexcept {
 }
 
 void DriftAudit::mark_dirty() noexcept {
-  {
-    std::lock_guard lock(mu_);
-    dirty_ = true;
+  try {
+    Clock::duration wait{};
+    {
+      std::lock_guard lock(mu_);
+      if (last_pass_) wait = std::max(Clock::duration::zero(), *last_pass_ + options_.min_interval - options_.clock->now());
+    }
+    if (wait > Clock::duration::zero()) {
+      controller_->enqueue_after(std::string(kPass), wait);
+    } else {
+      controller_->enqueue(std::string(kPass));
+    }
+  } catch (...) {
+    // Out of memory: the next change or resync runs the pass.
   }
-  cv_.notify_one();
 }
 
 std::size_t DriftAudit::drifted(std::string_view component_key) const {
@@ -275,40 +299,28 @@ std::optional<DriftSettle::time_point> DriftSettle::evictable_at(std::string_vie
   return it->second + settle_;
 }
 
-void DriftAudit::run() {
-  auto last_pass = SteadyClock::now() - options_.resync;
-  std::unique_lock lock(mu_);
-  while (!stopping_) {
-    if (!pods_.synced() || (options_.inputs_ready && !options_.inputs_ready())) {
-      cv_.wait_for(lock, std::chrono::milliseconds(100));
-      continue;
-    }
-    const auto now = SteadyClock::now();
-    const auto pass_due = last_pass + (dirty_ ? options_.min_interval : options_.resync);
-    auto evict_at = SteadyClock::time_point::max();
-    if (options_.evict) {
-      for (const auto& [key, after] : evict_after_) evict_at = std::min(evict_at, after);
-      evict_at = std::max(evict_at, next_evict_try_);
-    }
-    if (now >= pass_due) {
-      dirty_ = false;
-      lock.unlock();
-      pass();
-      last_pass = SteadyClock::now();
-      lock.lock();
-      continue;
-    }
-    if (now >= evict_at) {
-      lock.unlock();
-      evict_due();
-      lock.lock();
-      continue;
-    }
-    cv_.wait_until(lock, std::min(pass_due, evict_at));
+Result<runtime::Requeue> DriftAudit::reconcile(const std::string& key, const runtime::CancelToken& cancel) {
+  if (key == kPass) return audit(cancel);
+  return evict(key, cancel);
+}
+
+Result<runtime::Requeue> DriftAudit::audit(const runtime::CancelToken& cancel) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return runtime::Requeue{};  // between terms: the next one starts with a pass
   }
+  if (cancel.stop_requested()) return runtime::Requeue{};
+  if (!pods_.synced() || (options_.inputs_ready && !options_.inputs_ready()))
+    return runtime::Requeue{false, options_.not_ready_poll};
+  pass();
+  return runtime::Requeue{false, options_.resync};
 }
 
 void DriftAudit::pass() {
+  {
+    std::lock_guard lock(mu_);
+    last_pass_ = options_.clock->now();  // a change from now on is a pass min_interval after this one
+  }
   const auto sandbox = sandbox_.availability();
   std::map<std::string, std::size_t, std::less<>> counts;
   std::map<std::string, DriftedPod> drifted;
@@ -337,6 +349,7 @@ void DriftAudit::pass() {
   }
   std::vector<std::string> changed;
   std::vector<Fresh> newly;
+  std::vector<std::pair<std::string, Clock::duration>> to_evict;  // pod key, time left
   {
     std::lock_guard lock(mu_);
     for (const auto& [key, n] : counts) {
@@ -354,7 +367,7 @@ void DriftAudit::pass() {
       }
     }
     // The settle time runs per pod uid from the first pass that saw it drift.
-    const auto now = SteadyClock::now();
+    const auto now = options_.clock->now();
     const auto settle_key = [](const std::string& pod_key, const DriftedPod& d) { return d.uid.empty() ? pod_key : d.uid; };
     std::set<std::string, std::less<>> less_safe;
     for (const auto& [key, d] : drifted) {
@@ -373,10 +386,18 @@ void DriftAudit::pass() {
         evict_after_[key] = settle_.evictable_at(settle_key(key, d)).value_or(now);
       }
     }
+    if (options_.evict && !stopping_) {
+      // Each pod to evict is a key of its own, queued once per term; it
+      // leaves evict_queued_ when its reconcile is done with it.
+      for (const auto& [key, at] : evict_after_) {
+        if (evict_queued_.insert(key).second) to_evict.emplace_back(key, std::max(Clock::duration::zero(), at - now));
+      }
+    }
     counts_ = std::move(counts);
     drifted_pods_ = std::move(drifted);
     ++stats_.passes;
   }
+  for (const auto& [key, wait] : to_evict) controller_->enqueue_after(key, wait);
   audited_.store(true, std::memory_order_release);
   for (const auto& f : newly) {
     const std::string note = "pod " + quote(f.pod.name) + " " + std::string(drift_phrase(f.drift, f.decision)) +
@@ -468,68 +489,69 @@ void DriftAudit::audit_pass() {
   }
 }
 
-void DriftAudit::evict_due() {
-  for (;;) {
-    std::string pod_key, uid, component_key;
+Result<runtime::Requeue> DriftAudit::evict(const std::string& pod_key, const runtime::CancelToken& cancel) {
+  std::string uid, component_key;
+  {
+    std::lock_guard lock(mu_);
+    auto after = evict_after_.find(pod_key);
+    auto d = drifted_pods_.find(pod_key);
+    if (stopping_ || !options_.evict || after == evict_after_.end() || d == drifted_pods_.end() ||
+        d->second.drift != Drift::LessSafe) {
+      // Not drifted (less safe) any more, or gone: nothing to evict. A pass
+      // that sees it drift again queues it again.
+      if (after != evict_after_.end() && (d == drifted_pods_.end() || d->second.drift != Drift::LessSafe))
+        evict_after_.erase(after);
+      evict_queued_.erase(pod_key);
+      return runtime::Requeue{};
+    }
+    const Clock::time_point now = options_.clock->now();
+    if (now < after->second) return runtime::Requeue{false, after->second - now};  // settling
+    if (cancel.stop_requested()) return runtime::Requeue{};  // the fence: no eviction after leadership is lost
+    if (!evict_limiter_.try_acquire()) {  // --evict-rate: again at the next token
+      return runtime::Requeue{false, std::chrono::milliseconds(static_cast<long>(
+                                         60'000.0 / std::max(options_.evict_per_minute, 0.001)))};
+    }
+    uid = d->second.uid;
+    component_key = d->second.component_key;
+  }
+  const auto slash = pod_key.find('/');
+  const std::string ns = pod_key.substr(0, slash), name = pod_key.substr(slash + 1);
+  json eviction = {{"apiVersion", "policy/v1"},
+                   {"kind", "Eviction"},
+                   {"metadata", {{"name", name}, {"namespace", ns}}}};
+  if (!uid.empty()) eviction["deleteOptions"] = {{"preconditions", {{"uid", uid}}}};
+  auto result = client_.create_cancellable(kube::object_path(kPods, ns, name, "eviction"), eviction, cancel);
+  if (result) {
     {
       std::lock_guard lock(mu_);
-      if (stopping_) return;
-      const auto now = SteadyClock::now();
-      auto it = std::find_if(evict_after_.begin(), evict_after_.end(),
-                             [now](const auto& e) { return e.second <= now; });
-      if (it == evict_after_.end()) return;
-      if (!evict_limiter_.try_acquire()) {  // --evict-rate: wait for the next token
-        next_evict_try_ = now + std::chrono::milliseconds(
-                                    static_cast<long>(60'000.0 / std::max(options_.evict_per_minute, 0.001)));
-        return;
-      }
-      pod_key = it->first;
-      auto d = drifted_pods_.find(pod_key);
-      if (d == drifted_pods_.end() || d->second.drift != Drift::LessSafe) {
-        evict_after_.erase(it);
-        continue;
-      }
-      uid = d->second.uid;
-      component_key = d->second.component_key;
-      it->second = now + options_.evict_retry;  // a failure retries after this
-    }
-    const auto slash = pod_key.find('/');
-    PodPlacement pod;
-    pod.namespace_ = pod_key.substr(0, slash);
-    pod.name = pod_key.substr(slash + 1);
-    pod.uid = uid;
-    json eviction = {{"apiVersion", "policy/v1"},
-                     {"kind", "Eviction"},
-                     {"metadata", {{"name", pod.name}, {"namespace", pod.namespace_}}}};
-    if (!uid.empty()) eviction["deleteOptions"] = {{"preconditions", {{"uid", uid}}}};
-    auto result = client_.create(kube::object_path(kPods, pod.namespace_, pod.name, "eviction"), eviction);
-    if (result) {
-      {
-        std::lock_guard lock(mu_);
-        ++stats_.evicted;
-        evict_after_.erase(pod_key);
-      }
-      if (auto record = components_.find(component_key)) {
-        record_event(*record, "Evicted", "Evict",
-                     "evicted pod " + quote(pod.name) +
-                         ": its placement was less safe than the gate decides now (--evict-drifted)");
-      }
-      if (options_.log) options_.log("warn", "evicted drifted pod " + pod_key);
-      continue;
-    }
-    const kube::ApiError& e = result.failure();
-    std::lock_guard lock(mu_);
-    if (e.not_found()) {
+      ++stats_.evicted;
       evict_after_.erase(pod_key);
-    } else if (e.code == 429) {
-      ++stats_.eviction_blocked;
-      if (e.retry_after.count() > 0) evict_after_[pod_key] = SteadyClock::now() + e.retry_after;
-      if (options_.log) options_.log("info", "eviction of " + pod_key + " refused for now (retried): " + e.message);
-    } else {
-      ++stats_.eviction_failed;
-      if (options_.log) options_.log("warn", "cannot evict " + pod_key + " (retried): " + e.message);
+      evict_queued_.erase(pod_key);
     }
+    if (auto record = components_.find(component_key)) {
+      record_event(*record, "Evicted", "Evict",
+                   "evicted pod " + quote(name) +
+                       ": its placement was less safe than the gate decides now (--evict-drifted)");
+    }
+    if (options_.log) options_.log("warn", "evicted drifted pod " + pod_key);
+    return runtime::Requeue{};
   }
+  if (cancel.stop_requested()) return runtime::Requeue{};  // abandoned: the next leader's pass sees it
+  const kube::ApiError& e = result.failure();
+  std::lock_guard lock(mu_);
+  if (e.not_found()) {
+    evict_after_.erase(pod_key);
+    evict_queued_.erase(pod_key);
+    return runtime::Requeue{};
+  }
+  if (e.code == 429) {
+    ++stats_.eviction_blocked;
+    if (options_.log) options_.log("info", "eviction of " + pod_key + " refused for now (retried): " + e.message);
+    const Clock::duration wait = e.retry_after.count() > 0 ? Clock::duration(e.retry_after) : Clock::duration(options_.evict_retry);
+    return runtime::Requeue{false, wait};
+  }
+  ++stats_.eviction_failed;
+  return fail("cannot evict it (retried): " + e.message);
 }
 
 void DriftAudit::record_event(const ComponentRecord& record, std::string reason,

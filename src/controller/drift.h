@@ -16,26 +16,38 @@
 //    namespace, uid, the label, runtimeClassName, and whether it is still
 //    running: not Succeeded/Failed and no deletionTimestamp), started by
 //    start() and stopped by stop() (each term of leadership).
+//  - A reconciler on the engine (runtime/controller.h; the controller,
+//    runnable(), runs while leading): the key kPass is the audit pass,
+//    requeued after `resync`; each drifted pod to evict is its own key
+//    (namespace/name). The queue, worker, retries and cancellation are the
+//    engine's; this class owns no thread.
 //  - No pass runs until the pod cache has listed, nor while `inputs_ready`
-//    is false: from the sandbox's initial (or a relist's interim)
-//    "unavailable" a pass would report drift that is not there (and miss
-//    pods of Components not listed yet). Then a pass runs after any change
-//    (pods, Components, sandbox: mark_dirty()), at most every
-//    `min_interval`, and every `resync`. A pass reads whole snapshots and
+//    is false (kPass is requeued after `not_ready_poll`): from the sandbox's
+//    initial (or a relist's interim) "unavailable" a pass would report drift
+//    that is not there (and miss pods of Components not listed yet). Then a
+//    pass runs after any change (pods, Components, sandbox: mark_dirty()),
+//    at most every `min_interval`, and every `resync`. A pass reads whole snapshots and
 //    replaces the per-Component drift counts at once; a Component whose
 //    count changed is reported to `on_count_change` (the status loop). A
 //    pod that newly drifted records one Warning Event (reason PodDrifted)
 //    on its Component.
 //  - Eviction only with `evict`: LessSafe pods, through the Eviction API
 //    (so PodDisruptionBudgets hold), at most `evict_per_minute` (a token
-//    bucket, burst 1); 429 (a PDB) retries that pod after Retry-After (else
-//    `evict_retry`); 404 forgets it. Each eviction is an Event (reason
-//    Evicted) and a counter. Elsewhere pods are never evicted.
+//    bucket, burst 1: a pod key without a token is requeued until the next
+//    one); 429 (a PDB) retries that pod after Retry-After (else
+//    `evict_retry`); 404 forgets it; any other failure is an error the
+//    engine retries with per-key backoff (`evict_retry` doubling to
+//    `evict_retry_max`). Each eviction is an Event (reason Evicted) and a
+//    counter. Elsewhere pods are never evicted.
+//  - The fence: no eviction is sent once the reconcile's CancelToken is
+//    stopped (leadership lost), and one in flight is abandoned
+//    (kube::Client::create_cancellable).
 //  - Settle time: a pod is evicted only once it has stayed LessSafe for
 //    `evict_settle` (--drift-eviction-settle, default 60 s) since the pass
 //    that first saw it so (DriftSettle, per pod uid: a pod that stops
 //    drifting, or goes, is forgotten and starts again), so a transient state
-//    (a Node flapping, an edit undone) evicts nothing.
+//    (a Node flapping, an edit undone) evicts nothing. Its key is requeued
+//    after the time left (Requeue{after}); every time is on `clock`.
 //  - Audit namespaces (gibson.zeroroot.ai/isolation=audit; docs/operations.md,
 //    "Audit before enforcing"): each pass also judges every running pod of
 //    every audit namespace, labelled or not, with admission's own rules
@@ -59,7 +71,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -70,13 +81,13 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "admission/answer.h"
 #include "admission/context.h"
+#include "base/clock.h"
 #include "base/prometheus.h"
 #include "controller/cluster.h"
 #include "controller/component_status.h"
@@ -87,6 +98,7 @@
 #include "kube/store.h"
 #include "model/pod.h"
 #include "policy/gate.h"
+#include "runtime/controller.h"
 
 namespace ig::controller {
 
@@ -170,10 +182,13 @@ struct DriftOptions {
   std::chrono::milliseconds min_interval{200};
   std::chrono::milliseconds resync{30'000};
   std::chrono::milliseconds evict_retry{10'000};
+  std::chrono::milliseconds evict_retry_max{300'000};  // a failed eviction's backoff: evict_retry doubling to this
+  std::chrono::milliseconds not_ready_poll{100};
   std::chrono::milliseconds evict_settle{60'000};  // --drift-eviction-settle
   std::size_t page_size = 500;
   std::chrono::seconds watch_timeout{300};
   kube::BackoffPolicy backoff;
+  std::shared_ptr<Clock> clock;  // the engine's: passes, settle time, rate limit; empty: steady
   // The Component and sandbox caches have synced and the sandbox is settled
   // (Cluster::settled()); no pass runs otherwise. Empty: always.
   std::function<bool()> inputs_ready;
@@ -193,6 +208,9 @@ struct DriftStats {
 
 class DriftAudit {
  public:
+  // The key of the audit pass (no pod key is empty).
+  static constexpr std::string_view kPass = "";
+
   // `events` may be null (no Events). Not owned; outlive this.
   DriftAudit(kube::Client& client, const kube::Store<ComponentRecord>& components,
              const admission::SandboxView& sandbox, kube::EventRecorder* events, DriftOptions options);
@@ -200,9 +218,17 @@ class DriftAudit {
   DriftAudit(const DriftAudit&) = delete;
   DriftAudit& operator=(const DriftAudit&) = delete;
 
+  // The controller to run while leading (runtime::Manager::add(..., true)),
+  // between start() and stop().
+  std::shared_ptr<runtime::Runnable> runnable() const { return controller_; }
+  // The caches of a term of leadership: start() before the controller runs,
+  // stop() once it has stopped.
   void start();
   void stop() noexcept;
+  // A pass soon (at most every min_interval); dropped while not leading.
   void mark_dirty() noexcept;
+  // The whole loop body: kPass, or a pod key (its eviction).
+  Result<runtime::Requeue> reconcile(const std::string& key, const runtime::CancelToken& cancel);
   // The pod cache has listed and a pass has run since start().
   bool synced() const noexcept { return audited_.load(std::memory_order_acquire); }
   std::size_t drifted(std::string_view component_key) const;
@@ -222,9 +248,9 @@ class DriftAudit {
     std::string uid;
     Drift drift;
   };
-  void run();
+  Result<runtime::Requeue> audit(const runtime::CancelToken& cancel);
   void pass();
-  void evict_due();
+  Result<runtime::Requeue> evict(const std::string& pod_key, const runtime::CancelToken& cancel);
   void record_event(const ComponentRecord& record, std::string reason,
                     std::string action, std::string note);
   void audit_pass();
@@ -264,17 +290,17 @@ class DriftAudit {
   mutable std::mutex audit_set_mu_;
   std::shared_ptr<const std::set<std::string, std::less<>>> audit_set_;  // published for keep
 
+  std::shared_ptr<runtime::Controller<std::string>> controller_;
+
   mutable std::mutex mu_;
-  std::condition_variable cv_;
   bool stopping_ = true;
-  bool dirty_ = false;
-  std::thread thread_;
+  std::optional<Clock::time_point> last_pass_;  // when the last pass began
+  std::set<std::string, std::less<>> evict_queued_;  // pod keys queued for eviction this term
   std::atomic<bool> audited_{false};
   std::map<std::string, std::size_t, std::less<>> counts_;   // component key -> drifted pods
   std::map<std::string, DriftedPod> drifted_pods_;            // pod key -> why
-  std::map<std::string, std::chrono::steady_clock::time_point> evict_after_;  // pod key -> not before
-  DriftSettle settle_{options_.evict_settle};                                // under mu_
-  std::chrono::steady_clock::time_point next_evict_try_{};  // when the rate limit has a token again
+  std::map<std::string, Clock::time_point> evict_after_;  // pod key -> not before
+  DriftSettle settle_{options_.evict_settle};             // under mu_
   struct AuditDenied {
     std::string uid;
     admission::Reason reason;

@@ -21,6 +21,7 @@ StatusWriterOptions Operator::status_options(OperatorOptions& o) {
 
 DriftOptions Operator::drift_options(OperatorOptions& o) {
   DriftOptions d = std::move(o.drift);
+  if (!d.clock) d.clock = status_clock_;  // the engine's (status_options() ran first)
   d.runtime_class = cluster_.options().runtime_class;
   d.shape = cluster_.options().shape;
   d.evict = o.evict;
@@ -43,6 +44,7 @@ Operator::Operator(kube::Client& client, Cluster& cluster, kube::EventRecorder* 
       drift_(client, cluster.component_records(), cluster.sandbox(), events, drift_options(options)),
       manager_(runtime::ManagerOptions{status_clock_, {}, {}, log_}) {
   manager_.add(status_.runnable(), /*needs_leader=*/true);
+  manager_.add(drift_.runnable(), /*needs_leader=*/true);
   // Nothing to sync here (the Cluster's caches are started by its owner).
   if (auto started = manager_.start(); !started && log_) log_("error", "operator: " + started.error());
   cluster_.set_listener(this);

@@ -6,15 +6,16 @@
 //     leader: StatusWriter (Component status, a controller on the engine's
 //                           runtime::Manager) <- Component/sandbox changes, drift counts
 //             DriftAudit   (pods cache, drift, opt-in eviction; audit namespaces'
-//                           running pods enforcement would deny) <- the same
+//                           running pods enforcement would deny; a controller on
+//                           the same manager) <- the same
 //   Webhook denial (every replica) --record_denial--> kube::EventRecorder
 //
 // Contract:
 //  - start_leading()/stop_leading() are the leader-election callbacks:
 //    start_leading() returns at once (the loops run on their threads);
-//    stop_leading() returns when no loop can start a write any more (a write
-//    in flight ends within the client's request timeout). Both may be
-//    called for term after term.
+//    stop_leading() returns when no loop can start a write any more (the
+//    status writes and evictions in flight are cancelled: their reconciles'
+//    CancelTokens). Both may be called for term after term.
 //  - The ClusterListener methods only enqueue work (reflector threads).
 //  - record_denial() never blocks and never does I/O (the webhook's request
 //    thread): it builds one Warning Event regarding the Component the denial
@@ -86,7 +87,7 @@ class Operator final : public ClusterListener {
   std::shared_ptr<Clock> status_clock_;  // the engine's clock (set while status_ is built)
   StatusWriter status_;  // its drift counts come from drift_, built next (read only once started)
   DriftAudit drift_;
-  runtime::Manager manager_;  // runs status_'s controller while leading; declared last: stopped first
+  runtime::Manager manager_;  // runs status_'s and drift_'s controllers while leading; declared last: stopped first
 };
 
 }  // namespace ig::controller

@@ -160,6 +160,14 @@ class Client {
   virtual ApiResult<std::unique_ptr<WatchStream>> watch(std::string_view path,
                                                         const WatchOptions& options) = 0;
   virtual ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body) = 0;
+  // create() that `cancel` abandons, as patch_cancellable() (an eviction of a
+  // reconcile cancelled when leadership is lost). The default (test
+  // doubles): create(), unless already stopped.
+  virtual ApiResult<nlohmann::json> create_cancellable(std::string_view path, const nlohmann::json& body,
+                                                       std::stop_token cancel) {
+    if (cancel.stop_requested()) return ApiError{"CREATE " + std::string(path) + ": cancelled", 0, "Cancelled", {}};
+    return create(path, body);
+  }
   virtual ApiResult<nlohmann::json> patch(std::string_view path, PatchType type,
                                           const nlohmann::json& body) = 0;
   // patch() that `cancel` abandons (a reconcile cancelled when leadership is

@@ -781,6 +781,13 @@ ApiResult<nlohmann::json> HttpClient::create(std::string_view path, const nlohma
   return impl_->call(out, SteadyClock::now() + impl_->options.request_timeout);
 }
 
+ApiResult<nlohmann::json> HttpClient::create_cancellable(std::string_view path, const nlohmann::json& body,
+                                                         std::stop_token cancel) {
+  Outgoing out{"CREATE", http::methods::POST, std::string(path), std::string(path),
+               body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json"};
+  return impl_->call(out, SteadyClock::now() + impl_->options.request_timeout, cancel);
+}
+
 ApiResult<nlohmann::json> HttpClient::patch(std::string_view path, PatchType type, const nlohmann::json& body) {
   Outgoing out{"PATCH", http::methods::PATCH, std::string(path), std::string(path),
                body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),

@@ -109,6 +109,8 @@ class HttpClient final : public Client {
   ApiResult<std::unique_ptr<WatchStream>> watch(std::string_view path,
                                                 const WatchOptions& options) override;
   ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body) override;
+  ApiResult<nlohmann::json> create_cancellable(std::string_view path, const nlohmann::json& body,
+                                               std::stop_token cancel) override;
   ApiResult<nlohmann::json> patch(std::string_view path, PatchType type,
                                   const nlohmann::json& body) override;
   ApiResult<nlohmann::json> patch_cancellable(std::string_view path, PatchType type, const nlohmann::json& body,

@@ -567,7 +567,6 @@ TEST(Layering, EveryIncludeUnderSrcFollowsTheTable) {
 // no longer includes them fails too (take it off), and so does any other.
 constexpr std::string_view kControllerFilesWithThreadsStill[] = {
     "controller/certificates.h",  // SelfManagedCertificates' loop
-    "controller/drift.h",         // DriftAudit's timer loop
 };
 
 TEST(Layering, ControllerOwnsNoThreadsExceptTheShrinkingAllowList) {

@@ -1,0 +1,330 @@
+// The drift audit (src/controller/drift.h), a reconciler on the engine,
+// driven through reconcile() on a FakeClock against an in-memory API: a
+// drifted pod is not evicted before the settle time and is after it, a pod
+// that stops drifting is not evicted, a failed eviction is retried with the
+// engine's per-key backoff, and a stopped CancelToken sends no eviction (and
+// abandons one in flight).
+#include "controller/drift.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "admission/context.h"
+#include "base/clock.h"
+#include "runtime/manager.h"
+
+namespace ig::controller {
+namespace {
+
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+
+constexpr std::string_view kPodsPath = "/api/v1/pods";
+constexpr std::string_view kEvictionPath = "/api/v1/namespaces/team-a/pods/p0/eviction";
+
+// A watch that delivers pushed events until stopped.
+class DriftPodStream final : public kube::WatchStream {
+ public:
+  kube::ApiResult<std::optional<kube::WatchEvent>> next() override {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return stopped_ || !events_.empty(); });
+    if (stopped_) return std::optional<kube::WatchEvent>{};
+    auto e = events_.front();
+    events_.pop_front();
+    return std::optional<kube::WatchEvent>(std::move(e));
+  }
+  void stop() noexcept override {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    cv_.notify_all();
+  }
+  void push(kube::WatchEvent e) {
+    std::lock_guard lock(mu_);
+    events_.push_back(std::move(e));
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<kube::WatchEvent> events_;
+  bool stopped_ = false;
+};
+
+// Lists and watches pods (other collections: empty); records evictions and
+// answers them from a script (default: 201), each stamped with the fake time.
+class DriftApi final : public kube::Client {
+ public:
+  explicit DriftApi(std::shared_ptr<FakeClock> clock) : clock_(std::move(clock)) {}
+
+  kube::ApiResult<json> get(std::string_view path, std::chrono::milliseconds) override {
+    return kube::ApiError{"GET " + std::string(path) + ": 404", 404, "NotFound", {}};
+  }
+  kube::ApiResult<kube::ListPage> list(std::string_view path, const kube::ListOptions&) override {
+    std::lock_guard lock(mu_);
+    kube::ListPage page;
+    if (path == kPodsPath)
+      for (const auto& p : pods) page.items.push_back(p);
+    page.resource_version = "1";
+    return page;
+  }
+  kube::ApiResult<std::unique_ptr<kube::WatchStream>> watch(std::string_view path,
+                                                            const kube::WatchOptions&) override {
+    auto stream = std::make_unique<DriftPodStream>();
+    std::lock_guard lock(mu_);
+    if (path == kPodsPath) pod_stream_ = stream.get();
+    cv_.notify_all();
+    return std::unique_ptr<kube::WatchStream>(std::move(stream));
+  }
+  kube::ApiResult<json> create(std::string_view path, const json& body) override {
+    return create_cancellable(path, body, {});
+  }
+  kube::ApiResult<json> create_cancellable(std::string_view path, const json& body,
+                                           std::stop_token cancel) override {
+    std::unique_lock lock(mu_);
+    if (cancel.stop_requested()) return kube::ApiError{"CREATE: cancelled", 0, "Cancelled", {}};
+    evictions.push_back({std::string(path), body});
+    at.push_back(clock_->now());
+    cv_.notify_all();
+    if (hold) {  // in flight until cancelled (bounded)
+      std::condition_variable_any any;
+      any.wait_for(lock, cancel, 10s, [] { return false; });
+      if (cancel.stop_requested()) return kube::ApiError{"CREATE: cancelled", 0, "Cancelled", {}};
+    }
+    int code = 201;
+    if (!answers.empty()) {
+      code = answers.front();
+      answers.pop_front();
+    }
+    if (code != 201) return kube::ApiError{"CREATE " + std::string(path) + ": " + std::to_string(code), code, {}, {}};
+    return json{{"kind", "Status"}, {"status", "Success"}};
+  }
+  kube::ApiResult<json> patch(std::string_view, kube::PatchType, const json&) override {
+    return kube::ApiError{"not in this test", 501, {}, {}};
+  }
+  kube::ApiResult<json> update(std::string_view, const json&, std::chrono::milliseconds) override {
+    return kube::ApiError{"not in this test", 501, {}, {}};
+  }
+
+  // Waits (bounded) for the pods watch, then pushes an event into it.
+  bool push(kube::WatchEvent::Type type, json pod) {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, 10s, [&] { return pod_stream_ != nullptr; })) return false;
+    pod_stream_->push(kube::WatchEvent{type, std::move(pod)});
+    return true;
+  }
+  std::size_t count() {
+    std::lock_guard lock(mu_);
+    return evictions.size();
+  }
+  bool wait_in_flight(std::size_t n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, 10s, [&] { return evictions.size() >= n; });
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<json> pods;                                   // listed
+  std::vector<std::pair<std::string, json>> evictions;      // sent: path, body
+  std::vector<Clock::time_point> at;                        // when, on the fake clock
+  std::deque<int> answers;
+  bool hold = false;
+
+ private:
+  std::shared_ptr<FakeClock> clock_;
+  DriftPodStream* pod_stream_ = nullptr;
+};
+
+class DriftSandbox final : public admission::SandboxView {
+ public:
+  policy::SandboxAvailability availability() const noexcept override { return policy::SandboxAvailability::Available; }
+  std::string describe() const override { return "test"; }
+};
+
+// An untrusted Component: with the sandbox there, RequireSetec.
+json untrusted_component() {
+  return {{"apiVersion", "gibson.zeroroot.ai/v1alpha1"},
+          {"kind", "Component"},
+          {"metadata", {{"name", "report-parser"}, {"namespace", "team-a"}, {"uid", "u-c"}, {"generation", 1}}},
+          {"spec", {{"kind", "tool"}, {"policy", {{"content_trust", "untrusted"}}}}}};
+}
+
+json component_pod(const std::string& name, const std::string& runtime_class = "") {
+  json pod = {{"metadata",
+               {{"name", name},
+                {"namespace", "team-a"},
+                {"uid", "uid-" + name},
+                {"labels", {{std::string(model::kComponentLabel), "report-parser"}}}}},
+              {"spec", {{"containers", {{{"name", "main"}, {"image", "registry.example/x:1"}}}}}},
+              {"status", {{"phase", "Running"}}}};
+  if (!runtime_class.empty()) pod["spec"]["runtimeClassName"] = runtime_class;
+  return pod;
+}
+
+struct DriftFixture {
+  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
+  DriftApi api{clock};
+  DriftSandbox sandbox;
+  kube::Store<ComponentRecord> components{decode_component_record};
+  std::unique_ptr<DriftAudit> audit;
+  runtime::CancelToken live;  // never stopped
+
+  explicit DriftFixture(std::chrono::milliseconds settle, std::vector<json> pods = {component_pod("p0")}) {
+    components.begin_replace();
+    components.add_listed(untrusted_component());
+    components.end_replace("1");
+    api.pods = std::move(pods);
+    DriftOptions o;
+    o.runtime_class = "kata-fc";
+    o.evict = true;
+    o.evict_per_minute = 6000;
+    o.evict_settle = settle;
+    o.evict_retry = 1s;
+    o.evict_retry_max = 4s;
+    o.clock = clock;
+    audit = std::make_unique<DriftAudit>(api, components, sandbox, nullptr, std::move(o));
+    audit->start();
+  }
+  ~DriftFixture() { audit->stop(); }
+
+  // Passes (bounded, real time: the pod cache is a reflector) until the
+  // Component has `n` drifted pods.
+  bool pass_until_drifted(std::size_t n) {
+    for (int i = 0; i < 1000; ++i) {
+      auto r = audit->reconcile(std::string(DriftAudit::kPass), live);
+      if (!r) return false;
+      if (audit->synced() && audit->drifted("team-a/report-parser") == n) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+  Result<runtime::Requeue> evict_p0(const runtime::CancelToken& cancel) {
+    return audit->reconcile("team-a/p0", cancel);
+  }
+};
+
+TEST(DriftAudit, ADriftedPodIsEvictedOnlyOnceTheSettleTimeHasPassed) {
+  DriftFixture f(60s);
+  ASSERT_TRUE(f.pass_until_drifted(1));
+  auto r = f.evict_p0(f.live);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->after, Clock::duration(60s));  // requeued after the settle time
+  EXPECT_EQ(f.api.count(), 0u);
+  f.clock->advance(59s);
+  ASSERT_TRUE(f.pass_until_drifted(1));  // still drifted: the settle time runs on
+  r = f.evict_p0(f.live);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->after, Clock::duration(1s));
+  EXPECT_EQ(f.api.count(), 0u);
+  f.clock->advance(1s);
+  r = f.evict_p0(f.live);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_FALSE(r->requeue);
+  EXPECT_EQ(r->after, Clock::duration::zero());
+  ASSERT_EQ(f.api.count(), 1u);
+  EXPECT_EQ(f.api.evictions[0].first, kEvictionPath);
+  const json& body = f.api.evictions[0].second;
+  EXPECT_EQ(body["apiVersion"], "policy/v1");
+  EXPECT_EQ(body["kind"], "Eviction");
+  EXPECT_EQ(body["metadata"]["name"], "p0");
+  EXPECT_EQ(body["deleteOptions"]["preconditions"]["uid"], "uid-p0");
+  EXPECT_EQ(f.audit->stats().evicted, 1u);
+  // Done with it: reconciled again, nothing more is sent.
+  r = f.evict_p0(f.live);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(f.api.count(), 1u);
+}
+
+TEST(DriftAudit, APodThatStopsDriftingIsNotEvicted) {
+  DriftFixture f(60s);
+  ASSERT_TRUE(f.pass_until_drifted(1));
+  // Recreated on the sandbox (same name, same uid here: only its placement changed).
+  ASSERT_TRUE(f.api.push(kube::WatchEvent::Type::Modified, component_pod("p0", "kata-fc")));
+  ASSERT_TRUE(f.pass_until_drifted(0));
+  f.clock->advance(61s);
+  auto r = f.evict_p0(f.live);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->after, Clock::duration::zero());  // forgotten, not requeued
+  EXPECT_EQ(f.api.count(), 0u);
+  // Drifted again: the settle time starts over.
+  ASSERT_TRUE(f.api.push(kube::WatchEvent::Type::Modified, component_pod("p0")));
+  ASSERT_TRUE(f.pass_until_drifted(1));
+  r = f.evict_p0(f.live);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->after, Clock::duration(60s));
+  EXPECT_EQ(f.api.count(), 0u);
+}
+
+TEST(DriftAudit, AStoppedCancelTokenSendsNoEvictionAndAbandonsOneInFlight) {
+  DriftFixture f(0s);
+  ASSERT_TRUE(f.pass_until_drifted(1));
+  std::stop_source lost;
+  lost.request_stop();
+  auto r = f.evict_p0(lost.get_token());
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(f.api.count(), 0u);
+  // One in flight when leadership is lost: abandoned, neither evicted nor failed.
+  f.api.hold = true;
+  std::stop_source term;
+  auto pending = std::async(std::launch::async, [&] { return f.evict_p0(term.get_token()); });
+  ASSERT_TRUE(f.api.wait_in_flight(1));
+  term.request_stop();
+  ASSERT_EQ(pending.wait_for(10s), std::future_status::ready);
+  r = pending.get();
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->after, Clock::duration::zero());
+  EXPECT_EQ(f.audit->stats().evicted, 0u);
+  EXPECT_EQ(f.audit->stats().eviction_failed, 0u);
+  EXPECT_EQ(f.api.count(), 1u);
+}
+
+TEST(DriftAudit, APdbRefusalIsRetriedAfterRetryAfterAndANotFoundForgetsThePod) {
+  DriftFixture f(0s);
+  ASSERT_TRUE(f.pass_until_drifted(1));
+  f.api.answers = {429, 404};
+  auto r = f.evict_p0(f.live);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->after, Clock::duration(1s));  // no Retry-After: evict_retry
+  EXPECT_EQ(f.audit->stats().eviction_blocked, 1u);
+  f.clock->advance(1s);  // the requeue's wait (the rate limit has a token again too)
+  r = f.evict_p0(f.live);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->after, Clock::duration::zero());
+  r = f.evict_p0(f.live);  // forgotten: nothing sent
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(f.api.count(), 2u);
+}
+
+// Through the engine (a manager on the fake clock): an eviction that fails is
+// an error, retried after evict_retry, then twice that (per-key backoff).
+TEST(DriftAudit, AFailedEvictionIsRetriedWithTheEnginesBackoff) {
+  DriftFixture f(0s);
+  f.api.answers = {500, 500, 201};
+  runtime::Manager manager(runtime::ManagerOptions{f.clock, {}, {}, {}});
+  manager.add(f.audit->runnable(), /*needs_leader=*/true);
+  ASSERT_TRUE(manager.start());
+  manager.start_leading();
+  // The fake time moves in steps until the third attempt (bounded).
+  for (int i = 0; i < 2000 && f.audit->stats().evicted == 0; ++i) {
+    f.clock->advance(100ms);
+    std::this_thread::sleep_for(2ms);
+  }
+  manager.stop();
+  ASSERT_EQ(f.audit->stats().evicted, 1u);
+  EXPECT_EQ(f.audit->stats().eviction_failed, 2u);
+  std::lock_guard lock(f.api.mu_);
+  ASSERT_EQ(f.api.at.size(), 3u);
+  EXPECT_GE(f.api.at[1] - f.api.at[0], Clock::duration(1s));
+  EXPECT_GE(f.api.at[2] - f.api.at[1], Clock::duration(2s));
+}
+
+}  // namespace
+}  // namespace ig::controller
