@@ -566,8 +566,7 @@ TEST(Layering, EveryIncludeUnderSrcFollowsTheTable) {
 // <thread> or <condition_variable>; the list only shrinks: a file on it that
 // no longer includes them fails too (take it off), and so does any other.
 constexpr std::string_view kControllerFilesWithThreadsStill[] = {
-    "controller/certificates.h",  // SelfManagedCertificates' loop
-    "controller/drift.h",         // DriftAudit's timer loop
+    "controller/drift.h",  // DriftAudit's timer loop
 };
 
 TEST(Layering, ControllerOwnsNoThreadsExceptTheShrinkingAllowList) {
