@@ -13,7 +13,7 @@ CaInjector::CaInjector(kube::Client& client, const kube::Resource& kind, std::st
 
 std::string CaInjector::what() const { return std::string(watch_.resource().kind) + " " + watch_.name(); }
 
-Result<Injected> CaInjector::reconcile(const std::string& b64) {
+Result<Injected> CaInjector::reconcile(const std::string& b64, std::stop_token cancel) {
   Injected out;
   if (!watch_.synced()) return out;
   const auto object = watch_.get();
@@ -54,7 +54,8 @@ Result<Injected> CaInjector::reconcile(const std::string& b64) {
     out.settled = true;
     return out;
   }
-  auto patched = client_.patch(kube::object_path(watch_.resource(), "", watch_.name()), kube::PatchType::Json, ops);
+  auto patched = client_.patch_cancellable(kube::object_path(watch_.resource(), "", watch_.name()),
+                                          kube::PatchType::Json, ops, cancel);
   if (!patched) {
     if (patched.failure().not_found()) return out;  // deleted meanwhile: the watch says so next
     return fail("certificates: patching the caBundle of the " + what() + ": " + patched.error());

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <stop_token>
 #include <string>
 
 #include "base/result.h"
@@ -45,7 +46,8 @@ class CaInjector {
   // "MutatingWebhookConfiguration NAME"
   std::string what() const;
 
-  Result<Injected> reconcile(const std::string& bundle_b64);
+  // `cancel` abandons the patch (patch_cancellable).
+  Result<Injected> reconcile(const std::string& bundle_b64, std::stop_token cancel = {});
 
  private:
   kube::Client& client_;

@@ -20,19 +20,48 @@ json secret_data(const SecretMaterial& m) {
 
 }  // namespace
 
+class SelfManagedCertificates::Term final : public runtime::Runnable {
+ public:
+  explicit Term(SelfManagedCertificates& owner) : owner_(owner) {}
+  std::string_view name() const override { return owner_.controller_->name(); }
+  void run(runtime::CancelToken stop) override {
+    owner_.begin_term();
+    owner_.controller_->run(stop);
+    owner_.end_term();
+  }
+
+ private:
+  SelfManagedCertificates& owner_;
+};
+
 SelfManagedCertificates::SelfManagedCertificates(kube::Client& client, tls::ReloadingTlsContext& serving,
                                                  CertificateOptions options)
-    : client_(client), options_(std::move(options)) {
+    : client_(client),
+      options_(std::move(options)),
+      manager_(runtime::ManagerOptions{options_.engine_clock, {}, {}, options_.log}) {
   plan_settings_.cert_validity = options_.cert_validity;
   plan_settings_.ca_validity = options_.ca_validity;
   plan_settings_.grace = std::min(options_.rotation_grace, options_.cert_validity / 10);
   plan_settings_.names = config::service_dns_names(options_.service_name, options_.ns);
+  runtime::Controller<std::string>::Options c;
+  c.name = "certificates";
+  c.clock = options_.engine_clock;
+  c.rate_limit.backoff = BackoffOptions{std::min(options_.retry_initial, options_.recheck_interval),
+                                        options_.recheck_interval};
+  c.reconcile = [this](const std::string& key, const runtime::CancelToken& cancel) { return reconcile(key, cancel); };
+  c.initial_keys = [] { return std::vector<std::string>{std::string(kKey)}; };
+  controller_ = std::make_shared<runtime::Controller<std::string>>(std::move(c));  // errors: logged by note_error
   source_ = std::make_unique<SecretSource>(
-      client_, serving, options_.ns, options_.secret_name, watch_settings(), [this] { wake_leader(); },
+      client_, serving, options_.ns, options_.secret_name, watch_settings(), [this] { enqueue(); },
       [this](const std::string& message) { note_error(message); });
+  manager_.add(std::make_shared<Term>(*this), /*needs_leader=*/true);
+  (void)manager_.start();  // no cache to sync: cannot fail
 }
 
-SelfManagedCertificates::~SelfManagedCertificates() { stop(); }
+SelfManagedCertificates::~SelfManagedCertificates() {
+  stop();
+  manager_.stop();
+}
 
 WatchSettings SelfManagedCertificates::watch_settings() const {
   WatchSettings s;
@@ -84,10 +113,7 @@ void SelfManagedCertificates::stop() noexcept {
   started_ = false;
 }
 
-bool SelfManagedCertificates::leading() const noexcept {
-  std::lock_guard lock(leader_mu_);
-  return leading_;
-}
+bool SelfManagedCertificates::leading() const noexcept { return manager_.leading(); }
 
 CertificateStats SelfManagedCertificates::stats() const {
   std::lock_guard lock(state_mu_);
@@ -106,42 +132,25 @@ std::optional<json> SelfManagedCertificates::observed_secret() const {
   return s ? std::optional<json>(*s) : std::nullopt;
 }
 
-void SelfManagedCertificates::wake_leader() {
-  {
-    std::lock_guard lock(leader_mu_);
-    leader_wake_ = true;
-  }
-  leader_cv_.notify_all();
-}
+void SelfManagedCertificates::start_leading() { manager_.start_leading(); }
 
-bool SelfManagedCertificates::leader_stopping() const {
-  std::lock_guard lock(leader_mu_);
-  return leader_stop_;
-}
+void SelfManagedCertificates::stop_leading() noexcept { manager_.stop_leading(); }
 
-void SelfManagedCertificates::start_leading() {
-  std::lock_guard lifecycle(lifecycle_mu_);
-  {
-    std::lock_guard lock(leader_mu_);
-    if (leading_) return;
-    leading_ = true;
-    leader_stop_ = false;
-    leader_wake_ = true;
-  }
+void SelfManagedCertificates::begin_term() {
   const WatchSettings ws = watch_settings();
   injectors_.clear();
   for (const kube::Resource* r : {&kMutatingWebhookConfigurations, &kValidatingWebhookConfigurations})
     injectors_.push_back(
-        std::make_unique<CaInjector>(client_, *r, options_.webhook_config_name, ws, [this] { wake_leader(); }));
+        std::make_unique<CaInjector>(client_, *r, options_.webhook_config_name, ws, [this] { enqueue(); }));
   applier_.reset();
   if (!options_.webhook_template_configmap.empty()) {
     applier_ = std::make_unique<ConfigurationApplier>(client_, options_.ns, options_.webhook_template_configmap, ws,
-                                                      [this] { wake_leader(); }, options_.replica_ready,
+                                                      [this] { enqueue(); }, options_.replica_ready,
                                                       options_.request_timeout);
   }
   observer_ = std::make_unique<ServedObserver>(
       client_, options_.ns, options_.service_name, options_.service_port_name,
-      options_.service_name + "." + options_.ns + ".svc", ws, [this] { wake_leader(); }, options_.probe_timeout);
+      options_.service_name + "." + options_.ns + ".svc", ws, [this] { enqueue(); }, options_.probe_timeout);
   reported_.clear();
   served_logged_.clear();
   seen_secret_.reset();
@@ -151,57 +160,41 @@ void SelfManagedCertificates::start_leading() {
   for (auto& i : injectors_) i->start();
   if (applier_) applier_->start();
   observer_->start();
-  leader_thread_ = std::thread([this] { leader_loop(); });
   log("info", "certificates: leading (Secret " + options_.ns + "/" + options_.secret_name + ")");
 }
 
-void SelfManagedCertificates::stop_leading() noexcept {
-  std::lock_guard lifecycle(lifecycle_mu_);
-  {
-    std::lock_guard lock(leader_mu_);
-    if (!leading_) return;
-    leader_stop_ = true;
-  }
-  leader_cv_.notify_all();
+void SelfManagedCertificates::end_term() noexcept {
   for (auto& i : injectors_) i->stop();
   if (applier_) applier_->stop();
   if (observer_) observer_->stop();
-  if (leader_thread_.joinable()) leader_thread_.join();
   injectors_.clear();
   applier_.reset();
   observer_.reset();
-  {
-    std::lock_guard lock(leader_mu_);
-    leading_ = false;
-  }
   log("info", "certificates: no longer leading");
 }
 
-void SelfManagedCertificates::leader_loop() {
-  while (!leader_stopping()) {
-    CertTime next;
-    try {
-      next = leader_pass();
-    } catch (const std::exception& e) {  // allocation failure, a malformed object
-      note_error(std::string("certificates: leader pass failed: ") + e.what());
-      next = now() + options_.recheck_interval;
-    }
-    {
-      std::lock_guard lock(state_mu_);
-      ++stats_.leader_passes;
-    }
-    auto delay = std::chrono::duration_cast<std::chrono::milliseconds>(next - now());
-    delay = std::clamp(delay, std::chrono::milliseconds(0), options_.recheck_interval);
-    std::unique_lock lock(leader_mu_);
-    leader_cv_.wait_for(lock, delay, [this] { return leader_stop_ || leader_wake_; });
-    leader_wake_ = false;
+Result<runtime::Requeue> SelfManagedCertificates::reconcile(const std::string&, const runtime::CancelToken& cancel) {
+  Result<CertTime> next = fail("certificates: no pass");
+  try {
+    next = leader_pass(cancel);
+  } catch (const std::exception& e) {  // allocation failure, a malformed object
+    note_error(std::string("certificates: leader pass failed: ") + e.what());
+    next = fail(std::string("certificates: leader pass failed: ") + e.what());
   }
+  {
+    std::lock_guard lock(state_mu_);
+    ++stats_.leader_passes;
+  }
+  if (!next) return fail(next.error());
+  const auto delay = std::chrono::duration_cast<std::chrono::milliseconds>(*next - now());
+  // At least 1 ms: "at once" is a requeue, not a backoff.
+  return runtime::Requeue{false, std::clamp(delay, std::chrono::milliseconds(1), options_.recheck_interval)};
 }
 
-void SelfManagedCertificates::reconcile_configurations(const std::string& b64) {
+void SelfManagedCertificates::reconcile_configurations(const std::string& b64, const runtime::CancelToken& cancel) {
   bool all = true;
   for (auto& injector : injectors_) {
-    if (leader_stopping()) return;
+    if (cancel.stop_requested()) return;
     const std::string kind(injector->target().resource().plural);
     if (applier_) {
       auto applied = applier_->reconcile(*injector, b64);
@@ -220,9 +213,9 @@ void SelfManagedCertificates::reconcile_configurations(const std::string& b64) {
         continue;
       }
     }
-    auto injected = injector->reconcile(b64);
+    auto injected = injector->reconcile(b64, cancel);
     if (!injected) {
-      note_error(injected.error());
+      if (!cancel.stop_requested()) note_error(injected.error());
       all = false;
       continue;
     }
@@ -241,7 +234,7 @@ void SelfManagedCertificates::reconcile_configurations(const std::string& b64) {
   }
 }
 
-CertTime SelfManagedCertificates::leader_pass() {
+Result<CertTime> SelfManagedCertificates::leader_pass(const runtime::CancelToken& cancel) {
   const CertTime recheck = now() + options_.recheck_interval;
   if (!source_->synced()) return recheck;
   if (auto seen = source_->secret(); seen != seen_secret_) {
@@ -250,16 +243,16 @@ CertTime SelfManagedCertificates::leader_pass() {
   }
   const std::string secret_path = kube::object_path(kSecrets, options_.ns, options_.secret_name);
   std::optional<CertTime> wake;
-  for (int attempt = 0; attempt < 4 && !leader_stopping(); ++attempt) {
+  for (int attempt = 0; attempt < 4 && !cancel.stop_requested(); ++attempt) {
     const SecretMaterial material = working_secret_ ? secret_material(*working_secret_) : SecretMaterial{};
     const std::string bundle = admission::base64_encode(material.ca_crt);
     // An unconfirmed caBundle holds a CA switch back (the plan sees no
     // confirmation); an empty ca.crt is never published.
-    if (material.exists && !material.ca_crt.empty()) reconcile_configurations(bundle);
+    if (material.exists && !material.ca_crt.empty()) reconcile_configurations(bundle, cancel);
     PlanFacts facts;
     if (material.exists && confirmed_bundle_ == bundle) facts.bundle_confirmed_since = confirmed_since_;
     auto plan = plan_secret(material, now(), facts, plan_settings_);
-    if (plan && plan->wants_served && !plan->write && !leader_stopping()) {
+    if (plan && plan->wants_served && !plan->write && !cancel.stop_requested()) {
       // The old CA could leave: only if every ready replica serves the new one.
       const std::optional<ServedObservation> seen = observer_->observe();
       if (seen) facts.served = seen->leaves;
@@ -268,13 +261,13 @@ CertTime SelfManagedCertificates::leader_pass() {
     }
     if (!plan) {
       note_error("certificates: " + plan.error());
-      return recheck;
+      return fail("certificates: " + plan.error());
     }
     if (!plan->write) {
       wake = plan->wake;
       break;
     }
-    if (leader_stopping()) break;
+    if (cancel.stop_requested()) break;  // the fence: no write once leadership is lost
     kube::ApiResult<json> written = kube::ApiError{};
     if (!working_secret_) {
       json body = {{"apiVersion", "v1"},
@@ -307,14 +300,16 @@ CertTime SelfManagedCertificates::leader_pass() {
           continue;
         }
         note_error("certificates: reading the Secret: " + fresh.error());
-        return recheck;
+        return fail("certificates: reading the Secret: " + fresh.error());
       }
       if (e.not_found()) {
         working_secret_.reset();
         continue;
       }
-      note_error("certificates: writing the Secret " + options_.ns + "/" + options_.secret_name + ": " + e.message);
-      return recheck;
+      const std::string message =
+          "certificates: writing the Secret " + options_.ns + "/" + options_.secret_name + ": " + e.message;
+      note_error(message);
+      return fail(message);
     }
     working_secret_ = std::move(*written);
     {
@@ -325,7 +320,7 @@ CertTime SelfManagedCertificates::leader_pass() {
       last_error_.clear();
     }
     log("info", "certificates: " + plan->why);
-    reconcile_configurations(admission::base64_encode(plan->next.ca_crt));
+    reconcile_configurations(admission::base64_encode(plan->next.ca_crt), cancel);
     return now();  // the next step at once (usually: nothing to do)
   }
   CertTime next = recheck;

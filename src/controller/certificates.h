@@ -13,27 +13,30 @@
 // Contract:
 //  - Every replica (start()/stop()): the SecretSource. loaded() is its.
 //  - The leader (start_leading()/stop_leading(), from the leader-election
-//    callbacks) runs passes on a thread of its own, scheduled with the
-//    injected clock (the plan's wake) and re-checking at least every
-//    `recheck_interval`, and at once on every watch event of the Secret, a
-//    webhook configuration, the template or the Service's EndpointSlices. A pass: the applier and the
-//    injector of each kind towards base64(ca.crt), then the plan; a plan that
-//    writes is an update() with the resourceVersion read (a create when there
-//    is no Secret; the chart pre-creates it); a conflict re-reads (GET) and
-//    plans again. A plan that wants_served gets the ServedObserver's
-//    observation and is made again with it: the old CA leaves the bundle
-//    only once every ready replica serves a leaf of the new one, re-checked
-//    every pass (at least every `recheck_interval`) until then; what keeps
-//    it is logged once per distinct observation. `bundle_confirmed_since`
-//    is the moment every configuration was first seen settled on this
-//    ca.crt; `grace` is rotation_grace capped at a tenth of the serving
-//    certificate's validity. A valid existing
-//    Secret is kept: leaders change, material does not.
-//    stop_leading() ends the loop and joins it: no write starts after it
-//    returns (one in flight is bounded by `request_timeout`, a dial of a
-//    replica by `probe_timeout`).
-//  - Nothing throws out of the threads; failures are logged, kept as
-//    last_error() and retried at the next pass (a template error is logged
+//    callbacks): a controller on the engine (runtime/controller.h, one key
+//    kKey) run by a runtime::Manager as a needs_leader runnable; each term
+//    starts the leader's watches (begin_term()), runs the controller, then
+//    stops them (end_term()). Every watch event of the Secret, a webhook
+//    configuration, the template or the Service's EndpointSlices enqueues the
+//    key. reconcile() is one pass: the applier and the injector of each kind
+//    towards base64(ca.crt), then the plan; a plan that writes is an
+//    update() with the resourceVersion read (a create when there is no
+//    Secret; the chart pre-creates it); a conflict re-reads (GET) and plans
+//    again. A plan that wants_served gets the ServedObserver's observation
+//    and is made again with it: the old CA leaves the bundle only once every
+//    ready replica serves a leaf of the new one; what keeps it is logged
+//    once per distinct observation. `bundle_confirmed_since` is the moment
+//    every configuration was first seen settled on this ca.crt; `grace` is
+//    rotation_grace capped at a tenth of the serving certificate's validity.
+//    A valid existing Secret is kept: leaders change, material does not.
+//  - Timed steps are Requeue{after}: the plan's wake, at most
+//    `recheck_interval`. A failed Secret read or write is an error for the
+//    engine's per-key backoff (retry_initial doubling to recheck_interval).
+//  - Nothing is written once the reconcile's CancelToken is stopped
+//    (stop_leading() returns when no pass runs; a caBundle patch in flight
+//    is abandoned, a Secret write is bounded by `request_timeout`, a dial of
+//    a replica by `probe_timeout`).
+//  - Failures are logged, kept as last_error() (a template error is logged
 //    once per distinct message, counted each pass).
 //  - write_metrics(): isolation_gate_certificate_expiry_seconds
 //    {certificate="serving"|"ca"} (notAfter as Unix time: the served leaf;
@@ -44,9 +47,7 @@
 //    isolation_gate_certificate_errors_total.
 #pragma once
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -55,7 +56,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -69,6 +69,8 @@
 #include "controller/webhook_applier.h"
 #include "kube/api.h"
 #include "kube/reflector.h"
+#include "runtime/controller.h"
+#include "runtime/manager.h"
 #include "tls/server_context.h"
 
 namespace ig::controller {
@@ -89,6 +91,7 @@ struct CertificateOptions {
   // observed, not timed.
   std::chrono::seconds rotation_grace{std::chrono::minutes(2)};
   std::chrono::milliseconds recheck_interval{std::chrono::seconds(5)};
+  std::chrono::milliseconds retry_initial{std::chrono::milliseconds(200)};  // capped at recheck_interval
   std::chrono::milliseconds request_timeout{std::chrono::seconds(10)};
   // The ready replicas: the Service's (service_name) EndpointSlices, this
   // port of them (or their only one); each dial bounded by probe_timeout.
@@ -104,6 +107,7 @@ struct CertificateOptions {
   kube::BackoffPolicy backoff;
   tls::LogFn log;          // may be empty
   CertificateClock clock;  // empty: std::chrono::system_clock::now
+  std::shared_ptr<Clock> engine_clock;  // the engine's queue (requeues, backoff); empty: steady
 };
 
 struct CertificateStats {
@@ -114,7 +118,7 @@ struct CertificateStats {
   std::uint64_t secret_writes = 0;   // Secret creates and updates that succeeded
   std::uint64_t reloads = 0;         // serving certificates taken from the Secret
   std::uint64_t errors = 0;
-  std::uint64_t leader_passes = 0;   // leader passes completed (tests wait on it)
+  std::uint64_t leader_passes = 0;   // reconciles completed (tests wait on it)
 };
 
 class SelfManagedCertificates {
@@ -136,6 +140,14 @@ class SelfManagedCertificates {
   void start_leading();
   void stop_leading() noexcept;
 
+  // The controller's one key, and its pass. The engine calls reconcile()
+  // within a term; tests call it between begin_term() and end_term()
+  // without leading (never both at once).
+  static constexpr std::string_view kKey = "certificates";
+  Result<runtime::Requeue> reconcile(const std::string& key, const runtime::CancelToken& cancel);
+  void begin_term();
+  void end_term() noexcept;
+
   bool loaded() const noexcept { return source_->loaded(); }
   bool leading() const noexcept;
   CertificateStats stats() const;
@@ -146,40 +158,35 @@ class SelfManagedCertificates {
   std::optional<nlohmann::json> observed_secret() const;
 
  private:
+  class Term;  // the needs_leader runnable: begin_term(), the controller, end_term()
+
   CertTime now() const;
   WatchSettings watch_settings() const;
   void log(std::string_view level, const std::string& message) const;
   void note_error(const std::string& message);
   // note_error, but a message equal to the last one from `source` is only counted.
   void report(const std::string& source, const std::string& message);
-  void wake_leader();
-  void leader_loop();
-  // One pass; returns when the next one is due.
-  CertTime leader_pass();
+  void enqueue() { controller_->enqueue(std::string(kKey)); }
+  // One pass; when the next one is due (an error: the Secret was not read or written).
+  Result<CertTime> leader_pass(const runtime::CancelToken& cancel);
   // The applier and the injector of each kind towards `bundle_b64`; tracks
   // since when every configuration has been settled on it.
-  void reconcile_configurations(const std::string& bundle_b64);
-  bool leader_stopping() const;
+  void reconcile_configurations(const std::string& bundle_b64, const runtime::CancelToken& cancel);
   void log_kept_ca(const std::optional<ServedObservation>& seen);
 
   kube::Client& client_;
   const CertificateOptions options_;
   PlanSettings plan_settings_;
+  std::shared_ptr<runtime::Controller<std::string>> controller_;
   std::unique_ptr<SecretSource> source_;
-  bool started_ = false;  // guarded by lifecycle_mu_
+  std::mutex lifecycle_mu_;  // serialises start/stop
+  bool started_ = false;     // guarded by lifecycle_mu_
 
   mutable std::mutex state_mu_;  // guards stats_, last_error_
   CertificateStats stats_;
   std::string last_error_;
 
-  std::mutex lifecycle_mu_;  // serialises start/stop/start_leading/stop_leading
-  mutable std::mutex leader_mu_;  // guards leader_stop_, leader_wake_, leading_
-  std::condition_variable leader_cv_;
-  bool leader_stop_ = true;
-  bool leader_wake_ = false;
-  bool leading_ = false;
-  std::thread leader_thread_;
-  // Leader thread + lifecycle only.
+  // A term's: made by begin_term(), used by reconcile(), dropped by end_term().
   std::vector<std::unique_ptr<CaInjector>> injectors_;  // mutating, validating
   std::unique_ptr<ConfigurationApplier> applier_;        // with a template ConfigMap
   std::unique_ptr<ServedObserver> observer_;
@@ -189,6 +196,8 @@ class SelfManagedCertificates {
   std::optional<nlohmann::json> working_secret_;
   std::string confirmed_bundle_;
   std::optional<CertTime> confirmed_since_;
+
+  runtime::Manager manager_;  // runs the Term while leading; declared last: stopped first
 };
 
 }  // namespace ig::controller

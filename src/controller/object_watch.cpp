@@ -1,22 +1,21 @@
 #include "controller/object_watch.h"
 
 namespace ig::controller {
-namespace {
 
-kube::ReflectorOptions one_object(const kube::Resource& r, const std::string& ns, const std::string& name,
-                                  const WatchSettings& s) {
+kube::ReflectorOptions reflector_options(const kube::Resource& r, const std::string& ns, std::string_view what,
+                                         const WatchSettings& settings, std::string field_selector,
+                                         std::string label_selector) {
   kube::ReflectorOptions o;
-  o.name = std::string(r.plural) + "/" + name;
+  o.name = std::string(r.plural) + "/" + std::string(what);
   o.path = kube::collection_path(r, ns);
-  o.field_selector = "metadata.name=" + name;
-  o.page_size = 10;
-  o.watch_timeout = s.watch_timeout;
-  o.backoff = s.backoff;
-  o.log = s.log;
+  o.field_selector = std::move(field_selector);
+  o.label_selector = std::move(label_selector);
+  o.page_size = 100;
+  o.watch_timeout = settings.watch_timeout;
+  o.backoff = settings.backoff;
+  o.log = settings.log;
   return o;
 }
-
-}  // namespace
 
 std::string resource_version_of(const nlohmann::json& object) {
   const auto md = object.find("metadata");
@@ -35,6 +34,6 @@ ObjectWatch::ObjectWatch(kube::Client& client, const kube::Resource& resource, s
                changes_.fetch_add(1, std::memory_order_acq_rel);
                if (cb) cb();
              }),
-      reflector_(client, store_, one_object(resource, ns, name, settings)) {}
+      reflector_(client, store_, reflector_options(resource, ns, name, settings, "metadata.name=" + name)) {}
 
 }  // namespace ig::controller

@@ -26,6 +26,13 @@ struct WatchSettings {
   std::function<void(std::string_view, std::string_view)> log;  // may be empty
 };
 
+// The one way controller/ configures a reflector: of `r` in `ns` (empty:
+// cluster-scoped) with `settings`, named "<plural>/<what>", listing 100 a
+// page, narrowed by `field_selector` and/or `label_selector`.
+kube::ReflectorOptions reflector_options(const kube::Resource& r, const std::string& ns, std::string_view what,
+                                         const WatchSettings& settings, std::string field_selector,
+                                         std::string label_selector = {});
+
 // metadata.resourceVersion, "" when absent.
 std::string resource_version_of(const nlohmann::json& object);
 

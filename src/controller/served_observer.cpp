@@ -5,22 +5,6 @@
 #include "tls/peer_certificate.h"
 
 namespace ig::controller {
-namespace {
-
-kube::ReflectorOptions slices_of(const std::string& ns, const std::string& service, const WatchSettings& s) {
-  kube::ReflectorOptions o;
-  o.name = "endpointslices/" + service;
-  o.path = kube::collection_path(kEndpointSlices, ns);
-  o.label_selector = "kubernetes.io/service-name=" + service;
-  o.page_size = 100;
-  o.watch_timeout = s.watch_timeout;
-  o.backoff = s.backoff;
-  o.log = s.log;
-  return o;
-}
-
-}  // namespace
-
 Result<SliceEndpoints> decode_endpoint_slice(const nlohmann::json& slice, std::string_view port_name) {
   SliceEndpoints out;
   const auto ports = slice.find("ports");
@@ -57,7 +41,8 @@ ServedObserver::ServedObserver(kube::Client& client, std::string ns, std::string
              [cb = std::move(on_change)](std::string_view) {
                if (cb) cb();
              }),
-      reflector_(client, store_, slices_of(ns, service, settings)) {}
+      reflector_(client, store_,
+                 reflector_options(kEndpointSlices, ns, service, settings, {}, "kubernetes.io/service-name=" + service)) {}
 
 std::optional<ServedObservation> ServedObserver::observe() const {
   if (!store_.synced()) return std::nullopt;

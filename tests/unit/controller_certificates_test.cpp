@@ -105,6 +105,7 @@ class FakeApi final : public kube::Client {
   // Runs under the API's lock after every change (the invariant checks).
   std::function<void(FakeApi&)> on_change;
   int conflicts_to_inject = 0;  // the next N Secret updates: someone else wrote first
+  int failures_to_inject = 0;   // the next N Secret creates and updates: 500
   std::map<std::string, int> writes;  // "create secrets", "update secrets", "patch ..." -> count
 
   static std::string split_collection(std::string_view path, std::string* name) {
@@ -145,6 +146,10 @@ class FakeApi final : public kube::Client {
   kube::ApiResult<json> create(std::string_view path, const json& body) override {
     std::lock_guard lock(mu_);
     ++writes["create " + last_segment(path)];
+    if (failures_to_inject > 0 && last_segment(path) == "secrets") {
+      --failures_to_inject;
+      return error(500, "POST", path);
+    }
     const std::string name = body["metadata"]["name"];
     if (objects_[std::string(path)].count(name)) return error(409, "POST", path);
     return store(std::string(path), body, kube::WatchEvent::Type::Added);
@@ -156,6 +161,10 @@ class FakeApi final : public kube::Client {
     ++writes["update " + last_segment(coll)];
     auto it = objects_[coll].find(name);
     if (it == objects_[coll].end()) return error(404, "PUT", path);
+    if (failures_to_inject > 0 && last_segment(coll) == "secrets") {
+      --failures_to_inject;
+      return error(500, "PUT", path);
+    }
     if (conflicts_to_inject > 0) {
       --conflicts_to_inject;
       json other = it->second;
@@ -370,6 +379,16 @@ struct SelfManagedCertificatesTest : ::testing::Test {
   static bool passes(SelfManagedCertificates& c, std::uint64_t n) {
     const auto start = c.stats().leader_passes;
     return eventually([&] { return c.stats().leader_passes >= start + n; });
+  }
+  // Reconciles (no term of leadership: begin_term() before) until `pred`
+  // holds after one; the last result in `last`.
+  static bool reconcile_until(SelfManagedCertificates& c, const std::function<bool()>& pred,
+                              Result<runtime::Requeue>* last = nullptr, runtime::CancelToken cancel = {}) {
+    return eventually([&] {
+      auto r = c.reconcile(std::string(SelfManagedCertificates::kKey), cancel);
+      if (last) *last = r;
+      return pred();
+    });
   }
   void expect_verifies_for_all_names(const std::string& leaf, const std::string& bundle, TimePoint at) {
     for (const auto& n : names) {
@@ -748,6 +767,141 @@ TEST_F(SelfManagedCertificatesTest, StopLeadingJoinsAndLeadingAgainResumes) {
   ASSERT_TRUE(passes(*certs, 2));
   EXPECT_GT(certs->stats().leader_passes, passes_after_stop);
   EXPECT_EQ(api.write_count("create secrets"), 1);
+}
+
+// Through reconcile(): the engine's view of the pass (what it returns is the
+// requeue, the error and the fence the engine acts on).
+
+TEST_F(SelfManagedCertificatesTest, ReconcileRenewsBeforeExpiryAndRequeuesForIt) {
+  add_configs();
+  auto o = options();
+  o.cert_validity = 30s;
+  o.recheck_interval = 1h;
+  auto certs = make(o);
+  certs->start();
+  certs->begin_term();
+  Result<runtime::Requeue> r = runtime::Requeue{};
+  ASSERT_TRUE(reconcile_until(*certs, [&] { return published_locked(); }, &r));
+  const std::string first = field(secret(), "tls.crt");
+  // The timed step: due by two thirds of the lifetime (20 s), long before the re-check.
+  r = certs->reconcile(std::string(SelfManagedCertificates::kKey), {});
+  ASSERT_TRUE(r);
+  EXPECT_LE(r->after, 20s);
+  EXPECT_GT(r->after, 0s);
+  clock.advance(19s);
+  ASSERT_TRUE(certs->reconcile(std::string(SelfManagedCertificates::kKey), {}));
+  EXPECT_EQ(field(secret(), "tls.crt"), first);
+  clock.advance(2s);
+  ASSERT_TRUE(certs->reconcile(std::string(SelfManagedCertificates::kKey), {}));
+  const std::string renewed = field(secret(), "tls.crt");
+  EXPECT_NE(renewed, first);
+  expect_verifies_for_all_names(renewed, field(secret(), "ca.crt"), clock.now());
+  EXPECT_EQ(certs->stats().leaf_rotations, 1u);
+  certs->end_term();
+  certs->stop();
+}
+
+TEST_F(SelfManagedCertificatesTest, ReconcileKeepsTheOldCaWhileAReplicaServesItsLeaf) {
+  add_configs();
+  auto lagging_chain = tls::make_serving_chain({"localhost"}, {}, 1h);
+  ASSERT_TRUE(lagging_chain);
+  auto lagging = tls::ReloadingTlsContext::from_pem(lagging_chain->cert_pem, lagging_chain->key_pem, {});
+  ASSERT_TRUE(lagging);
+  const Replica self = listen_with(*serving);
+  const Replica behind = listen_with(**lagging);
+  api.put(kSlicesPath, endpoint_slice("gate-svc-a", self.port));
+  api.put(kSlicesPath, endpoint_slice("gate-svc-b", behind.port));
+  auto o = options();
+  o.ca_validity = 90s;
+  o.cert_validity = 60s;
+  o.rotation_grace = 3s;
+  auto certs = make(o);
+  certs->start();
+  certs->begin_term();
+  ASSERT_TRUE(reconcile_until(*certs, [&] { return published_locked(); }));
+  auto ca_count = [&] {
+    auto cas = tls::read_certificate_bundle(field(secret(), "ca.crt"));
+    return cas ? cas->size() : 0u;
+  };
+  auto pass = [&] { return certs->reconcile(std::string(SelfManagedCertificates::kKey), {}); };
+  bool switched = false;
+  std::string old_ca;
+  for (int step = 0; step < 200 && !switched; ++step) {
+    clock.advance(1s);
+    ASSERT_TRUE(pass());
+    ASSERT_TRUE(eventually([&] { return serving->certificate_pem() == field(secret(), "tls.crt"); }));
+    if (ca_count() == 1) {
+      ASSERT_TRUE((*lagging)->replace_pem(field(secret(), "tls.crt"), field(secret(), "tls.key")));
+      continue;
+    }
+    auto cas = tls::read_certificate_bundle(field(secret(), "ca.crt"));
+    ASSERT_TRUE(cas);
+    old_ca = cas->front().pem;
+    switched = !tls::verifies(field(secret(), "tls.crt"), old_ca, names.front(), clock.now());
+  }
+  ASSERT_TRUE(switched);
+  ASSERT_TRUE(tls::verifies((*lagging)->certificate_pem(), old_ca, names.front(), clock.now()));
+  for (int i = 0; i < 3; ++i) {
+    clock.advance(1s);
+    auto r = pass();
+    ASSERT_TRUE(r);
+    EXPECT_LE(r->after, o.recheck_interval);  // the observe step comes again
+    EXPECT_EQ(ca_count(), 2u);
+  }
+  ASSERT_TRUE((*lagging)->replace_pem(field(secret(), "tls.crt"), field(secret(), "tls.key")));
+  ASSERT_TRUE(reconcile_until(*certs, [&] { return ca_count() == 1 && published_locked(); }));
+  EXPECT_FALSE(tls::verifies(field(secret(), "tls.crt"), old_ca, names.front(), clock.now()));
+  certs->end_term();
+  certs->stop();
+}
+
+TEST_F(SelfManagedCertificatesTest, AFailedWriteIsAnErrorForTheEnginesBackoffThenWritten) {
+  add_configs();
+  api.failures_to_inject = 1;
+  auto certs = make(options());
+  certs->start();
+  certs->begin_term();
+  Result<runtime::Requeue> r = runtime::Requeue{};
+  ASSERT_TRUE(reconcile_until(*certs, [&] { return api.write_count("create secrets") >= 1; }, &r));
+  ASSERT_FALSE(r);  // the engine retries it with the key's backoff
+  EXPECT_NE(r.error().find("writing the Secret"), std::string::npos) << r.error();
+  EXPECT_FALSE(secret());
+  EXPECT_GE(certs->stats().errors, 1u);
+  EXPECT_NE(certs->last_error().find("500"), std::string::npos);
+  r = certs->reconcile(std::string(SelfManagedCertificates::kKey), {});
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_TRUE(secret());
+  EXPECT_EQ(certs->stats().secret_writes, 1u);
+  certs->end_term();
+  certs->stop();
+}
+
+TEST_F(SelfManagedCertificatesTest, NothingIsWrittenOnceTheCancelTokenIsStopped) {
+  add_configs();
+  // The chart's pre-created Secret, empty: seeing it means the watch has listed.
+  api.put(kSecretsPath, {{"apiVersion", "v1"},
+                         {"kind", "Secret"},
+                         {"metadata", {{"name", kSecret}, {"namespace", kNs}}},
+                         {"type", "kubernetes.io/tls"}});
+  auto certs = make(options());
+  certs->start();
+  ASSERT_TRUE(eventually([&] { return certs->observed_secret().has_value(); }));
+  certs->begin_term();
+  std::stop_source lost;
+  lost.request_stop();
+  for (int i = 0; i < 5; ++i) {
+    auto r = certs->reconcile(std::string(SelfManagedCertificates::kKey), lost.get_token());
+    EXPECT_TRUE(r);
+  }
+  EXPECT_EQ(api.write_count("update secrets") + api.write_count("create secrets"), 0);
+  EXPECT_EQ(api.write_count("patch mutatingwebhookconfigurations") +
+                api.write_count("patch validatingwebhookconfigurations"),
+            0);
+  // Not cancelled: the same pass writes.
+  ASSERT_TRUE(reconcile_until(*certs, [&] { return published_locked(); }));
+  EXPECT_GE(api.write_count("update secrets"), 1);
+  certs->end_term();
+  certs->stop();
 }
 
 }  // namespace

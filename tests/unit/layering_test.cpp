@@ -562,14 +562,8 @@ TEST(Layering, EveryIncludeUnderSrcFollowsTheTable) {
 
 // controller/ has no threads of its own: its loops are reconcilers on the
 // engine (src/runtime/, docs/architecture.md, "The engine"), which owns the
-// threads. Until every loop is ported, the files below still include
-// <thread> or <condition_variable>; the list only shrinks: a file on it that
-// no longer includes them fails too (take it off), and so does any other.
-constexpr std::string_view kControllerFilesWithThreadsStill[] = {
-    "controller/certificates.h",  // SelfManagedCertificates' loop
-};
-
-TEST(Layering, ControllerOwnsNoThreadsExceptTheShrinkingAllowList) {
+// threads. No file of controller/ includes <thread> or <condition_variable>.
+TEST(Layering, ControllerOwnsNoThreads) {
   namespace fs = std::filesystem;
   const fs::path src = fs::path(IG_SOURCE_DIR) / "src";
   const fs::path dir = src / "controller";
@@ -592,15 +586,10 @@ TEST(Layering, ControllerOwnsNoThreadsExceptTheShrinkingAllowList) {
     }
     if (threads) with_threads.push_back(fs::relative(entry.path(), src).generic_string());
   }
-  for (const auto& f : with_threads)
-    EXPECT_NE(std::find(std::begin(kControllerFilesWithThreadsStill), std::end(kControllerFilesWithThreadsStill), f),
-              std::end(kControllerFilesWithThreadsStill))
-        << "src/" << f << " includes <thread> or <condition_variable>: controller/ runs its loops on the engine "
-        << "(runtime/), which owns the threads";
-  for (std::string_view f : kControllerFilesWithThreadsStill)
-    EXPECT_NE(std::find(with_threads.begin(), with_threads.end(), f), with_threads.end())
-        << "src/" << f << " no longer includes <thread> or <condition_variable>: take it off "
-        << "kControllerFilesWithThreadsStill";
+  EXPECT_TRUE(with_threads.empty())
+      << "src/" << (with_threads.empty() ? std::string() : with_threads.front())
+      << " includes <thread> or <condition_variable>: controller/ runs its loops on the engine (runtime/), "
+      << "which owns the threads";
 }
 
 }  // namespace
