@@ -47,7 +47,6 @@
 #include "kube/event_recorder.h"
 #include "kube/http_client.h"
 #include "kube/leader_election.h"
-#include "server/http_exchange.h"
 #include "server/https_server.h"
 #include "tls/certificates.h"
 #include "tls/server_context.h"
@@ -402,19 +401,6 @@ struct ModeFacts {
   std::function<void()> on_serving;   // once both listeners accept
 };
 
-admission::WebhookRequest to_webhook(server::Request&& r) {
-  return admission::WebhookRequest{std::move(r.method), std::move(r.target), std::move(r.content_type),
-                                   std::move(r.body)};
-}
-
-server::Response to_server(admission::WebhookResponse&& r) {
-  server::Response out;
-  out.status = r.status;
-  out.content_type = std::move(r.content_type);
-  out.body = std::move(r.body);
-  return out;
-}
-
 // Descriptors beyond the webhook's connections: the probe listener's, the API
 // clients', files, the log.
 constexpr std::size_t probe_headroom = 256;
@@ -505,7 +491,8 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
   options.ready = [&ready, &facts] {
     return ready.load(std::memory_order_acquire) && (!facts.ready || facts.ready());
   };
-  options.extra_metrics = [&](prometheus::TextWriter& out) {
+  prometheus::Registry metrics;
+  metrics.add([&](prometheus::TextWriter& out) {
     using prometheus::Type;
     server::write_transport_metrics(
         out, {{"webhook", webhook_counters->snapshot()}, {"probes", probe_counters->snapshot()}});
@@ -531,7 +518,8 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
                                        tls_context->not_after().time_since_epoch())
                                        .count()));
     if (facts.extra_metrics) facts.extra_metrics(out);
-  };
+  });
+  options.metrics = &metrics;
   options.on_denial = facts.on_denial;
   options.on_guarded_change = [&facts](const admission::GuardedChangeNotice& n) {
     log_guarded_change(n);
@@ -541,10 +529,10 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
 
   // The webhook routes only over TLS; probes and metrics over both.
   server::HttpServer https(
-      [&webhook](server::Request&& r) { return to_server(webhook.serve(to_webhook(std::move(r)))); },
+      [&webhook](http::Request&& r) { return webhook.serve(std::move(r)); },
       *tls_context, log_adapter, webhook_counters);
   server::HttpServer probes(
-      [&webhook](server::Request&& r) { return to_server(webhook.serve_probes(to_webhook(std::move(r)))); },
+      [&webhook](http::Request&& r) { return webhook.serve_probes(std::move(r)); },
       log_adapter, probe_counters);
 
   server::ListenerOptions webhook_listener;
