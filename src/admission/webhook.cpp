@@ -50,7 +50,7 @@ Answer Webhook::review(const Route& route, AdmissionRequest& r) const noexcept {
   }
 }
 
-WebhookResponse Webhook::error(HttpError e, std::string_view message) {
+http::Response Webhook::error(HttpError e, std::string_view message) {
   metrics_.record(e);
   const unsigned status = status_code(e);
   json body = {{"apiVersion", "v1"},           {"kind", "Status"},
@@ -59,7 +59,7 @@ WebhookResponse Webhook::error(HttpError e, std::string_view message) {
   return {status, "application/json", model::dump_json(body)};
 }
 
-WebhookResponse Webhook::serve_review(const Route& route, WebhookRequest& request) {
+http::Response Webhook::serve_review(const Route& route, http::Request& request) {
   const auto start = SteadyClock::now();
   DecodedReview decoded = decode_review(request.body);
   std::string().swap(request.body);  // the review owns what it needs now
@@ -108,13 +108,13 @@ WebhookResponse Webhook::serve_review(const Route& route, WebhookRequest& reques
   return {200, "application/json", std::move(body)};
 }
 
-WebhookResponse Webhook::serve(WebhookRequest&& request) noexcept { return route(request, true); }
+http::Response Webhook::serve(http::Request&& request) noexcept { return route(request, true); }
 
-WebhookResponse Webhook::serve_probes(WebhookRequest&& request) noexcept {
+http::Response Webhook::serve_probes(http::Request&& request) noexcept {
   return route(request, false);
 }
 
-WebhookResponse Webhook::route(WebhookRequest& request, bool admission_routes) noexcept {
+http::Response Webhook::route(http::Request& request, bool admission_routes) noexcept {
   try {
     std::string_view target = request.target;
     const std::string_view path = target.substr(0, target.find('?'));
@@ -136,7 +136,7 @@ WebhookResponse Webhook::route(WebhookRequest& request, bool admission_routes) n
       text.reserve(8192);
       prometheus::TextWriter out(text);
       metrics_.write(out);
-      if (options_.extra_metrics) options_.extra_metrics(out);
+      if (options_.metrics) options_.metrics->write(out);
       return {200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)};
     }
     const Route* found = admission_routes ? find_route(path) : nullptr;

@@ -16,7 +16,7 @@
 // unknown path, 405 wrong method, 415 content type other than
 // application/json, 400 invalid JSON or not a review. serve() never throws.
 //
-// Built whole: the context, readiness and extra metrics are given at
+// Built whole: the context, readiness and the metrics registry are given at
 // construction and never change; serve() may be called from many threads.
 #pragma once
 
@@ -30,22 +30,10 @@
 #include "admission/review.h"
 #include "admission/routes.h"
 #include "admission/trust_guard.h"
+#include "base/http_exchange.h"
 #include "base/prometheus.h"
 
 namespace ig::admission {
-
-struct WebhookRequest {
-  std::string method;
-  std::string target;
-  std::string content_type;
-  std::string body;
-};
-
-struct WebhookResponse {
-  unsigned status = 500;
-  std::string content_type = "application/json";
-  std::string body;
-};
 
 // A review the webhook denied, for the denial observer (Events). Only for
 // decided requests with a namespace that were not dry runs, and not for
@@ -74,9 +62,9 @@ struct WebhookOptions {
   // Readiness beyond "the handler exists" (caches synced, certificate
   // loaded); empty: always ready.
   std::function<bool()> ready;
-  // Further metrics written after the admission ones (transport counters,
-  // process facts); empty: none.
-  std::function<void(prometheus::TextWriter&)> extra_metrics;
+  // /metrics: the admission families, then these (transport counters,
+  // process facts, caches); null: none. Outlives the Webhook.
+  const prometheus::Registry* metrics = nullptr;
   // Called on the request thread after a denial is encoded, before the
   // answer is sent: it must not block (queue and return). Exceptions are
   // swallowed; the answer is never changed by it. Empty: none.
@@ -90,10 +78,10 @@ class Webhook {
   explicit Webhook(AdmissionContext context, WebhookOptions options = {});
 
   // Every route: the HTTPS webhook listener.
-  WebhookResponse serve(WebhookRequest&& request) noexcept;
+  http::Response serve(http::Request&& request) noexcept;
   // Only /healthz, /readyz and /metrics (404 otherwise): the plain-HTTP
   // probe listener, so admission is never served without TLS.
-  WebhookResponse serve_probes(WebhookRequest&& request) noexcept;
+  http::Response serve_probes(http::Request&& request) noexcept;
 
   // Decides one already-decoded review for a route, counting nothing;
   // exposed for benchmarks and tests that skip HTTP. For an audit route this
@@ -104,9 +92,9 @@ class Webhook {
   const AdmissionContext& context() const noexcept { return context_; }
 
  private:
-  WebhookResponse serve_review(const Route& route, WebhookRequest& request);
-  WebhookResponse route(WebhookRequest& request, bool admission_routes) noexcept;
-  WebhookResponse error(HttpError error, std::string_view message);
+  http::Response serve_review(const Route& route, http::Request& request);
+  http::Response route(http::Request& request, bool admission_routes) noexcept;
+  http::Response error(HttpError error, std::string_view message);
 
   const AdmissionContext context_;
   const WebhookOptions options_;

@@ -9,12 +9,20 @@
 // compile error, not a scrape error). Names are the caller's constants and are
 // not checked. Integers print exactly; doubles in the shortest form that reads
 // back as the same value ("%.17g" trimmed).
+//
+// Registry: what /metrics writes. A collector writes its own families (no
+// family is shared by two collectors); write() calls every collector in the
+// order added. add() before the first write(); write() is as thread-safe as
+// the collectors.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace ig::prometheus {
 
@@ -61,6 +69,19 @@ class TextWriter {
  private:
   void labels(std::initializer_list<Label> labels, const Label* extra = nullptr);
   std::string& out_;
+};
+
+using Collector = std::function<void(TextWriter&)>;
+
+class Registry {
+ public:
+  void add(Collector collector) { collectors_.push_back(std::move(collector)); }
+  void write(TextWriter& out) const {
+    for (const auto& c : collectors_) c(out);
+  }
+
+ private:
+  std::vector<Collector> collectors_;
 };
 
 // "%g"-style shortest text for a bucket bound ("5e-05", "0.25", "1").

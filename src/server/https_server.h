@@ -13,7 +13,7 @@
 //   descriptor (tls::DirectStream, tls/direct_stream.h), Asio only waiting for
 //   readiness; Beast reads and writes through it.
 // - Each request is read with the listener's limits and timeouts, then passed
-//   to the Handler on an I/O thread (see http_exchange.h). HTTP/1.0 and 1.1,
+//   to the Handler on an I/O thread (see base/http_exchange.h). HTTP/1.0 and 1.1,
 //   keep-alive, pipelining (sequentially), Expect: 100-continue. A response
 //   to HEAD carries GET's headers (Content-Length included) and no content;
 //   204 and 304 responses carry neither content nor Content-Length.
@@ -74,15 +74,19 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include "base/http_exchange.h"
 #include "base/prometheus.h"
 #include "base/result.h"
-#include "server/http_exchange.h"
 
 namespace ig::tls {
 class ReloadingTlsContext;
 }
 
 namespace ig::server {
+
+using http::Handler;
+using http::Request;
+using http::Response;
 
 struct ListenerOptions {
   // IP literal or a resolvable name ("localhost"). "::" is dual-stack

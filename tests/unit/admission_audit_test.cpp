@@ -53,7 +53,7 @@ struct Audit {
     webhook = std::make_unique<Webhook>(AdmissionContext{s, catalog, sandbox});
   }
   json answer(const json& body, const std::string& path = "/audit/pods") {
-    WebhookResponse r = webhook->serve({"POST", path, "application/json", body.dump()});
+    http::Response r = webhook->serve({"POST", path, "application/json", body.dump()});
     EXPECT_EQ(r.status, 200u) << r.body;
     return json::parse(r.body).at("response");
   }

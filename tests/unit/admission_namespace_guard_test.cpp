@@ -67,7 +67,7 @@ class NamespaceGuardTest : public ::testing::Test {
   }
 
   json answer(const json& body) {
-    WebhookResponse r = webhook_.serve({"POST", "/validate/namespaces", "application/json", body.dump()});
+    http::Response r = webhook_.serve({"POST", "/validate/namespaces", "application/json", body.dump()});
     EXPECT_EQ(r.status, 200u) << r.body;
     return json::parse(r.body).at("response");
   }
@@ -223,7 +223,7 @@ TEST_F(NamespaceGuardTest, WithoutAdminGroupsNobodyMaySwitchItOff) {
   GateSettings s = settings();
   s.enforcement_admins.clear();
   Webhook webhook(AdmissionContext{s, none, sandbox});
-  WebhookResponse r = webhook.serve(
+  http::Response r = webhook.serve(
       {"POST", "/validate/namespaces", "application/json", review(kEnforced, kUnlabelled, {"system:masters"}).dump()});
   const json resp = json::parse(r.body).at("response");
   EXPECT_FALSE(resp.at("allowed").get<bool>());

@@ -120,12 +120,12 @@ json review_json(const std::string& uid, const Gvk& kind, const std::string& ope
   return {{"apiVersion", api_version}, {"kind", "AdmissionReview"}, {"request", request}};
 }
 
-WebhookRequest post(const std::string& target, const std::string& body,
+http::Request post(const std::string& target, const std::string& body,
                     const std::string& content_type = "application/json") {
   return {"POST", target, content_type, body};
 }
 
-WebhookRequest get(const std::string& target) { return {"GET", target, "", ""}; }
+http::Request get(const std::string& target) { return {"GET", target, "", ""}; }
 
 // The parsed body of a 200 answer, and its response member.
 struct Reply {
@@ -144,12 +144,13 @@ class WebhookTest : public ::testing::Test {
       : catalog_(load_catalog()),
         sandbox_(SandboxAvailability::Unavailable),
         webhook_(AdmissionContext{settings_for(DeploymentShape::SetecOnly), catalog_, sandbox_},
-                 WebhookOptions{[this] { return ready_.load(); },
-                                [](prometheus::TextWriter& out) {
-                                  out.sample("isolation_gate_extra_total", {}, std::uint64_t{7});
-                                },
-                                {},
-                                {}}) {}
+                 WebhookOptions{[this] { return ready_.load(); }, &extra_, {}, {}}) {}
+
+  static prometheus::Registry extra_metrics() {
+    prometheus::Registry r;
+    r.add([](prometheus::TextWriter& out) { out.sample("isolation_gate_extra_total", {}, std::uint64_t{7}); });
+    return r;
+  }
 
   static StaticCatalog load_catalog() {
     auto c = StaticCatalog::load_directory(std::string(IG_SOURCE_DIR) + "/examples/components",
@@ -167,8 +168,8 @@ class WebhookTest : public ::testing::Test {
     return s;
   }
 
-  Reply send(WebhookRequest request) {
-    WebhookResponse r = webhook_.serve(std::move(request));
+  Reply send(http::Request request) {
+    http::Response r = webhook_.serve(std::move(request));
     Reply a;
     a.status = r.status;
     EXPECT_EQ(r.content_type, "application/json");
@@ -187,6 +188,7 @@ class WebhookTest : public ::testing::Test {
   }
 
   std::atomic<bool> ready_{true};
+  const prometheus::Registry extra_ = extra_metrics();
   StaticCatalog catalog_;
   SwitchableSandbox sandbox_;
   Webhook webhook_;
@@ -214,7 +216,7 @@ TEST_F(WebhookTest, WrongMethodIs405) {
     EXPECT_EQ(a.body["reason"], "MethodNotAllowed") << path;
   }
   for (const char* path : {"/healthz", "/readyz", "/metrics"}) {
-    WebhookResponse r = webhook_.serve(post(path, ""));
+    http::Response r = webhook_.serve(post(path, ""));
     EXPECT_EQ(r.status, 405u) << path;
   }
 }
@@ -508,18 +510,18 @@ TEST_F(WebhookTest, DeniedPodsGet403ForbiddenWithAnActionableMessage) {
 TEST_F(WebhookTest, DryRunGetsTheSameAnswer) {
   sandbox_.set(SandboxAvailability::Available);
   const json pod = load_example("pods/report-parser-pod.yaml");
-  WebhookResponse normal =
+  http::Response normal =
       webhook_.serve(post("/mutate/pods", review_json("u", kPodKind, "CREATE", pod).dump()));
-  WebhookResponse dry = webhook_.serve(
+  http::Response dry = webhook_.serve(
       post("/mutate/pods", review_json("u", kPodKind, "CREATE", pod, true).dump()));
   EXPECT_EQ(normal.status, 200u);
   EXPECT_EQ(dry.status, normal.status);
   EXPECT_EQ(dry.body, normal.body);
 
   sandbox_.set(SandboxAvailability::Unavailable);
-  WebhookResponse denied =
+  http::Response denied =
       webhook_.serve(post("/mutate/pods", review_json("d", kPodKind, "CREATE", pod).dump()));
-  WebhookResponse dry_denied = webhook_.serve(
+  http::Response dry_denied = webhook_.serve(
       post("/mutate/pods", review_json("d", kPodKind, "CREATE", pod, true).dump()));
   EXPECT_EQ(dry_denied.body, denied.body);
   EXPECT_THAT(webhook_.metrics().render(),
@@ -872,7 +874,7 @@ TEST_F(WebhookTest, MetricsCountReviewsByEndpointOutcomeAndAllowed) {
   send(get("/nowhere"));
   send(post("/mutate/pods", "{"));
 
-  WebhookResponse r = webhook_.serve(get("/metrics"));
+  http::Response r = webhook_.serve(get("/metrics"));
   ASSERT_EQ(r.status, 200u);
   EXPECT_EQ(r.content_type, "text/plain; version=0.0.4; charset=utf-8");
   const std::string& text = r.body;
@@ -1249,7 +1251,7 @@ TEST(WebhookFailures, ALookupErrorDeniesAndIsCountedAsItsOwnOutcome) {
   const FixedSandbox sandbox(SandboxAvailability::Available);
   Webhook hook(AdmissionContext{default_settings(), lookup, sandbox});
   const json r = review_json("u-l", kPodKind, "CREATE", load_example("pods/docs-indexer-pod.yaml"));
-  WebhookResponse resp = hook.serve(post("/mutate/pods", r.dump()));
+  http::Response resp = hook.serve(post("/mutate/pods", r.dump()));
   ASSERT_EQ(resp.status, 200u);
   const json body = json::parse(resp.body);
   EXPECT_FALSE(body["response"]["allowed"]);
@@ -1266,7 +1268,7 @@ TEST(WebhookFailures, AnExceptionInAHandlerIsAnErroredDenialWithTheUid) {
   const FixedSandbox sandbox(SandboxAvailability::Available);
   Webhook hook(AdmissionContext{default_settings(), lookup, sandbox});
   const json r = review_json("u-x", kPodKind, "CREATE", load_example("pods/docs-indexer-pod.yaml"));
-  WebhookResponse resp = hook.serve(post("/mutate/pods", r.dump()));
+  http::Response resp = hook.serve(post("/mutate/pods", r.dump()));
   ASSERT_EQ(resp.status, 200u);
   const json body = json::parse(resp.body);
   EXPECT_EQ(body["response"]["uid"], "u-x");

@@ -1,6 +1,7 @@
 // The Prometheus text writer (src/base/prometheus.h): HELP and label values
 // escaped as text format 0.0.4 requires. The real parser (promtool) reads the
-// binary's live output in tests/e2e/test_metrics.py.
+// binary's live output in tests/e2e/test_metrics.py. The registry writes its
+// collectors in order.
 #include "base/prometheus.h"
 
 #include <gtest/gtest.h>
@@ -40,6 +41,16 @@ TEST(PrometheusWriter, HelpFromAConstantTable) {
   TextWriter out(text);
   out.family(kRows[0].name, Type::Counter, kRows[0].help);
   EXPECT_EQ(text, "# HELP a_total A.\n# TYPE a_total counter\n");
+}
+
+TEST(PrometheusRegistry, WritesEveryCollectorInTheOrderAdded) {
+  Registry registry;
+  registry.add([](TextWriter& out) { out.sample("first", {}, std::uint64_t{1}); });
+  registry.add([](TextWriter& out) { out.sample("second", {}, std::uint64_t{2}); });
+  std::string text;
+  TextWriter out(text);
+  registry.write(out);
+  EXPECT_EQ(text, "first 1\nsecond 2\n");
 }
 
 }  // namespace

@@ -5,7 +5,7 @@ and `helm upgrade` stop here with a message naming the value and the rule,
 instead of installing a Deployment whose pods crash-loop on the same rule.
 
 The rules are the ones `isolation-gate serve --check-config` applies to the
-flags this chart passes (src/cli/serve.cpp, parse_serve_options), plus a few
+flags this chart passes (src/cli/serve_options.cpp, parse_serve_options), plus a few
 the binary can only find out at run time (ports, the placeholder image).
 tests/packaging/test_chart_guards.py renders each refused combination and runs
 the binary's --check-config on the same values: the chart refuses exactly

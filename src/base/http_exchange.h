@@ -1,5 +1,6 @@
-// The transport's whole interface to the rest of isolation-gate: request bytes
-// in, status/headers/body out. The admission code never sees Beast or Asio.
+// One HTTP exchange as the transport (server/) and the webhook (admission/)
+// both see it: request bytes in, status/headers/body out. Neither Beast nor
+// Asio shows through.
 #pragma once
 
 #include <functional>
@@ -7,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace ig::server {
+namespace ig::http {
 
 struct Request {
   std::string method;        // "POST", "GET", ...
@@ -20,11 +21,11 @@ struct Response {
   unsigned status = 500;
   std::string content_type = "application/json";
   std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;  // extra headers
+  std::vector<std::pair<std::string, std::string>> headers = {};  // extra headers
 };
 
 // Called concurrently from the server's I/O threads; must not throw and must
 // not block for long (decisions are microseconds; lookups have deadlines).
 using Handler = std::function<Response(Request&&)>;
 
-}  // namespace ig::server
+}  // namespace ig::http

@@ -1,0 +1,57 @@
+// `isolation-gate serve`'s two modes and what they share. A mode builds its
+// Component lookup, sandbox view and metrics and hands them to
+// serve_webhook(), which serves them until SIGTERM/SIGINT: serve_local()
+// reads Components from files and the sandbox from a flag; serve_cluster()
+// builds both from the API server's caches (docs/architecture.md, "Where
+// cluster mode plugs in").
+//
+// Contract: every mode calls block_stop_signals() (cli/serve_process.h)
+// before it starts a thread; each returns the process's exit code.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <variant>
+
+#include "admission/context.h"
+#include "admission/webhook.h"
+#include "base/prometheus.h"
+#include "cli/serve_options.h"
+#include "config/environment.h"
+#include "tls/server_context.h"
+
+namespace ig::cli {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// What a mode gives serve_webhook() beyond the admission context.
+struct ModeFacts {
+  std::string_view mode;  // the `mode` label and log field
+  std::function<std::size_t()> component_count;
+  std::function<bool()> ready;  // beyond serving (cluster mode: caches synced); empty: none
+  prometheus::Registry metrics;  // the mode's collectors, written after the process's
+  std::function<void(const admission::DenialNotice&)> on_denial;  // empty: none (Events)
+  // After the log line serve_webhook writes for every guarded change; empty: none (Events).
+  std::function<void(const admission::GuardedChangeNotice&)> on_guarded_change;
+  std::function<void()> on_stopping;  // at SIGTERM/SIGINT, before the listeners drain
+  std::function<void()> on_serving;   // once both listeners accept
+};
+
+void log_adapter(std::string_view level, std::string_view msg);
+// GIBSON_UNTRUSTED_EXEC's shape, logged (a warning when it fell back).
+config::ShapeFromEnv read_shape();
+
+// The serving TLS context: the --tls-cert/--tls-key files (watched), or a
+// fresh chain for localhost and the Service, its CA written to --ca-out. On
+// failure: logged, and the exit code.
+std::variant<std::unique_ptr<tls::ReloadingTlsContext>, int> serving_tls(const ServeOptions& o);
+
+int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& context, const ModeFacts& facts,
+                  tls::ReloadingTlsContext& serving, SteadyClock::time_point started);
+
+int serve_local(const ServeOptions& o, SteadyClock::time_point started);
+int serve_cluster(ServeOptions o, SteadyClock::time_point started);
+
+}  // namespace ig::cli

@@ -1,0 +1,220 @@
+// Cluster mode: Components, RuntimeClasses and Nodes from the API server's
+// caches on every replica; ready once they have synced and the serving
+// certificate is loaded. The leader (a Lease) runs the writing loops: status,
+// drift and eviction (controller::Operator) and, self-managed, certificates.
+// Every replica records Events for its own denials.
+#include <atomic>
+#include <cstdlib>
+
+#ifndef IG_VERSION
+#error "IG_VERSION must be defined by the build (CMake's project version)"
+#endif
+
+#include "cli/commands.h"
+#include "cli/serve.h"
+#include "cli/serve_process.h"
+#include "config/log.h"
+#include "controller/certificates.h"
+#include "controller/cluster.h"
+#include "controller/operator.h"
+#include "kube/config.h"
+#include "kube/event_recorder.h"
+#include "kube/http_client.h"
+#include "kube/leader_election.h"
+
+namespace ig::cli {
+namespace {
+
+void write_event_metrics(prometheus::TextWriter& out, const kube::EventRecorderStats& s) {
+  using prometheus::Type;
+  out.family("isolation_gate_events_total", Type::Counter,
+             "Event occurrences by what became of them: created (a new Event), series (a repeat "
+             "written into its Event's series), dropped_queue_full, dropped_rate_limited, failed.");
+  const std::pair<std::string_view, std::uint64_t> rows[] = {
+      {"recorded", s.recorded},
+      {"created", s.created},
+      {"series", s.series_updates},
+      {"dropped_queue_full", s.dropped_queue_full},
+      {"dropped_rate_limited", s.dropped_rate_limited},
+      {"dropped_invalid", s.dropped_invalid},
+      {"failed", s.send_errors},
+  };
+  for (const auto& [result, n] : rows) out.sample("isolation_gate_events_total", {{"result", result}}, n);
+  out.family("isolation_gate_events_pending", Type::Gauge,
+             "Repeats waiting for a rate-limit token (they are written into the series later).");
+  out.sample("isolation_gate_events_pending", {}, s.pending);
+}
+
+void write_election_metrics(prometheus::TextWriter& out, const kube::LeaderElectionStats& s) {
+  using prometheus::Type;
+  out.family("isolation_gate_leader_transitions_total", Type::Counter,
+             "Changes of the Lease's holder this replica observed.");
+  out.sample("isolation_gate_leader_transitions_total", {}, s.transitions_observed);
+  out.family("isolation_gate_leader_acquisitions_total", Type::Counter, "Times this replica became leader.");
+  out.sample("isolation_gate_leader_acquisitions_total", {}, s.acquisitions);
+  out.family("isolation_gate_leader_lost_total", Type::Counter,
+             "Times this replica stopped leading because it could not renew in time.");
+  out.sample("isolation_gate_leader_lost_total", {}, s.lost);
+  out.family("isolation_gate_leader_renew_failures_total", Type::Counter, "Lease renewals that failed.");
+  out.sample("isolation_gate_leader_renew_failures_total", {}, s.renew_failures);
+}
+
+}  // namespace
+
+int serve_cluster(ServeOptions o, SteadyClock::time_point started) {
+  block_stop_signals();
+  const auto shape = read_shape();
+  auto cluster_config = kube::load_cluster_config(o.kubeconfig, o.context, kube::process_env());
+  if (!cluster_config) {
+    config::log_error("cannot configure the Kubernetes API client", {{"error", cluster_config.error()}});
+    return kExitBadInput;
+  }
+  if (!o.namespace_given && !cluster_config->namespace_name.empty()) {
+    o.gate.own_namespace = cluster_config->namespace_name;
+  }
+  // Two clients, two rate limits: the caches and the loops that write much
+  // (status, Events, evictions) never starve the Lease renewals and the
+  // certificate loop.
+  // One credential source for both: a token file is followed once, an exec
+  // plugin runs once per rotation.
+  auto tokens = std::make_shared<kube::TokenSource>(*cluster_config);
+  kube::HttpClientOptions client_options;
+  client_options.tokens = tokens;
+  client_options.qps = o.kube_api_qps;
+  client_options.burst = o.kube_api_burst;
+  client_options.request_timeout = o.kube_request_timeout;
+  auto client = kube::HttpClient::make(*cluster_config, IG_VERSION, client_options);
+  // Admission's live GETs: their own rate limit, so a storm of status
+  // writes or Events never makes a review wait past its deadline.
+  kube::HttpClientOptions lookup_options;
+  lookup_options.tokens = tokens;
+  lookup_options.qps = o.kube_lookup_qps;
+  lookup_options.burst = o.kube_lookup_burst;
+  auto lookup = kube::HttpClient::make(*cluster_config, IG_VERSION, lookup_options);
+  kube::HttpClientOptions control_options;
+  control_options.tokens = tokens;
+  control_options.request_timeout = o.renew_deadline;
+  auto control = kube::HttpClient::make(*cluster_config, IG_VERSION, control_options);
+  if (!client || !control || !lookup) {
+    config::log_error("cannot make the Kubernetes API client",
+                      {{"error", !client ? client.error() : !control ? control.error() : lookup.error()}});
+    return kExitBadInput;
+  }
+  const admission::GateSettings settings = gate_settings(o.gate, shape);
+  const char* pod_name = std::getenv("POD_NAME");
+  const std::string identity = kube::make_holder_identity(pod_name ? pod_name : "");
+
+  controller::ClusterOptions cluster_options;
+  cluster_options.runtime_class = settings.runtime_class;
+  cluster_options.shape = settings.shape.shape;
+  cluster_options.log = log_adapter;
+  cluster_options.page_size = o.kube_list_page_size;
+  cluster_options.watch_silence = o.kube_watch_silence;
+  cluster_options.sandbox_stale_after = o.sandbox_stale_after;
+  controller::Cluster cluster(**client, cluster_options, lookup->get());
+
+  kube::EventRecorderOptions event_options;
+  event_options.reporting_controller = "isolation-gate";
+  event_options.reporting_instance = identity;
+  event_options.log = log_adapter;
+  kube::EventRecorder events(**client, event_options);
+
+  controller::OperatorOptions operator_options;
+  operator_options.evict = o.evict_drifted;
+  operator_options.evict_per_minute = o.evict_rate;
+  operator_options.drift.evict_settle = o.drift_eviction_settle;
+  operator_options.status.workers = o.status_workers;
+  operator_options.log = log_adapter;
+  operator_options.gate = settings;
+  controller::Operator op(**client, cluster, &events, std::move(operator_options));
+
+  // The serving certificate: the files (cert-manager), or self-managed: a
+  // throwaway one until the Secret's is loaded (not ready until then).
+  auto tls_or_exit = serving_tls(o);
+  if (auto* exit_code = std::get_if<int>(&tls_or_exit)) return *exit_code;
+  auto& serving = *std::get<std::unique_ptr<tls::ReloadingTlsContext>>(tls_or_exit);
+  std::unique_ptr<controller::SelfManagedCertificates> certs;
+  // Set once the listeners accept and never unset: with the caches synced
+  // and the Secret's certificate served, this replica can answer.
+  std::atomic<bool> serving_started{false};
+  if (o.cert_mode == ServeOptions::CertMode::SelfManaged) {
+    controller::CertificateOptions c;
+    c.ns = settings.own_namespace;
+    c.secret_name = o.tls_secret;
+    c.webhook_config_name = o.webhook_config_name;
+    c.service_name = o.service;
+    c.cert_validity = std::chrono::duration_cast<std::chrono::seconds>(o.cert_validity);
+    c.ca_validity = std::chrono::duration_cast<std::chrono::seconds>(o.ca_validity);
+    c.request_timeout = o.renew_deadline;
+    c.webhook_template_configmap = o.webhook_template_configmap;
+    c.replica_ready = [&serving_started, &cluster, &certs] {
+      return serving_started.load(std::memory_order_acquire) && cluster.synced() && certs->loaded();
+    };
+    c.log = log_adapter;
+    certs = std::make_unique<controller::SelfManagedCertificates>(**control, serving, std::move(c));
+  }
+
+  kube::LeaderElectionConfig election;
+  election.namespace_name = settings.own_namespace;
+  election.lease_name = o.lease_name;
+  election.identity = identity;
+  election.lease_duration = o.lease_duration;
+  election.renew_deadline = o.renew_deadline;
+  election.retry_period = o.retry_period;
+  election.log = log_adapter;
+  kube::LeaderCallbacks callbacks;
+  callbacks.on_started_leading = [&op, &certs] {
+    op.start_leading();
+    if (certs) certs->start_leading();
+  };
+  callbacks.on_stopped_leading = [&op, &certs] {
+    if (certs) certs->stop_leading();
+    op.stop_leading();
+  };
+  callbacks.on_new_leader = [](std::string_view holder) {
+    config::log_info("the Lease has a new holder", {{"holder", std::string(holder)}});
+  };
+  auto elector = kube::LeaderElector::make(**control, std::move(election), std::move(callbacks));
+  if (!elector) {
+    config::log_error("cannot run leader election", {{"error", elector.error()}});
+    return kExitBadInput;
+  }
+
+  config::log_info("watching the Kubernetes API",
+                   {{"server", cluster_config->server},
+                    {"namespace", settings.own_namespace},
+                    {"runtime_class", settings.runtime_class},
+                    {"identity", identity},
+                    {"cert_mode", o.cert_mode == ServeOptions::CertMode::SelfManaged ? "self-managed" : "files"}});
+  cluster.start();
+  events.start();
+  if (certs) certs->start();
+  (*elector)->start();
+  const admission::AdmissionContext context{settings, cluster.components(), cluster.admission_sandbox()};
+  ModeFacts facts;
+  facts.mode = "cluster";
+  facts.component_count = [&cluster] { return cluster.component_count(); };
+  facts.ready = [&cluster, &certs] { return cluster.synced() && (!certs || certs->loaded()); };
+  facts.metrics.add([&](prometheus::TextWriter& out) { cluster.write_metrics(out, op.caches()); });
+  facts.metrics.add([&op](prometheus::TextWriter& out) { op.write_metrics(out); });
+  facts.metrics.add([&](prometheus::TextWriter& out) { write_election_metrics(out, (*elector)->stats()); });
+  facts.metrics.add([&events](prometheus::TextWriter& out) { write_event_metrics(out, events.stats()); });
+  facts.metrics.add([&certs](prometheus::TextWriter& out) {
+    if (certs) certs->write_metrics(out);
+  });
+  facts.on_denial = [&op](const admission::DenialNotice& d) { op.record_denial(d); };
+  facts.on_guarded_change = [&op](const admission::GuardedChangeNotice& n) { op.record_guarded_change(n); };
+  // SIGTERM: stop leading and release the Lease first, so a successor takes
+  // over within a retry period while this replica drains.
+  facts.on_stopping = [&elector] { (*elector)->stop(); };
+  facts.on_serving = [&serving_started] { serving_started.store(true, std::memory_order_release); };
+  const int code = serve_webhook(o, context, facts, serving, started);
+  (*elector)->stop();
+  events.stop();
+  if (certs) certs->stop();
+  op.stop_leading();
+  cluster.stop();
+  return code;
+}
+
+}  // namespace ig::cli
