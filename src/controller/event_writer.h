@@ -14,10 +14,11 @@
 //  - reconcile(key, cancel): one write of the key (a 404 on its series PATCH:
 //    the new Event's create too). No token yet: requeued after the wait.
 //    Retriable failures (ApiError::retriable()): requeued with the engine's
-//    per-key backoff (retry_initial .. retry_max; Retry-After when longer),
-//    max_attempts in all, keeping the Event's name, so a create answered 409
-//    AlreadyExists after a lost answer is a success. Other failures and spent
-//    retries: dropped, counted in send_errors, logged once per distinct error.
+//    per-key backoff (retry_initial .. retry_max; an answer's Retry-After
+//    instead, at most retry_max), max_attempts in all, keeping the Event's
+//    name, so a create answered 409 AlreadyExists after a lost answer is a
+//    success. Other failures and spent retries: dropped, counted in
+//    send_errors, logged once per distinct error.
 //    Cancelled: nothing is sent (a PATCH in flight is abandoned).
 //  - The key kSweep enqueues every pending key (a new run, wake(), flush()).
 //  - flush(timeout): writes what is pending ignoring the per-object buckets
