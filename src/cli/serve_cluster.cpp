@@ -18,6 +18,7 @@
 #include "controller/cluster.h"
 #include "controller/operator.h"
 #include "kube/config.h"
+#include "controller/event_writer.h"
 #include "kube/event_recorder.h"
 #include "kube/http_client.h"
 #include "kube/leader_election.h"
@@ -117,7 +118,7 @@ int serve_cluster(ServeOptions o, SteadyClock::time_point started) {
   event_options.reporting_controller = "isolation-gate";
   event_options.reporting_instance = identity;
   event_options.log = log_adapter;
-  kube::EventRecorder events(**client, event_options);
+  controller::EventWriter events(**client, event_options);
 
   controller::OperatorOptions operator_options;
   operator_options.evict = o.evict_drifted;

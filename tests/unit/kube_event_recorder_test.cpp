@@ -1,4 +1,6 @@
-// The Event recorder (kube/event_recorder.h): against an in-memory
+// The Event recorder (kube/event_recorder.h's correlator, controller/event_writer.h's
+// writer): pure tests of the correlator; the writer through reconcile(); and
+// the whole recorder against an in-memory
 // kube::Client (events stored by path, merge patches applied, failures
 // scripted, calls counted) with a fake clock, and against the test API server
 // (tests/apiserver/fake_apiserver.py) over HTTPS through kube::HttpClient.
@@ -41,6 +43,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
+#include "controller/event_writer.h"
 #include "kube/http_client.h"
 #include "tls/certificates.h"
 
@@ -49,33 +53,21 @@ namespace ig::kube {
 namespace {
 
 using namespace std::chrono_literals;
+using controller::EventWriter;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-// --- a fake clock ------------------------------------------------------------------
+// --- a fake clock: steady time and the wall time moving with it ---------------------
 
-class FakeClock final : public EventClock {
- public:
-  std::chrono::steady_clock::time_point now() override {
-    std::lock_guard lock(mu_);
-    return steady_;
-  }
-  std::chrono::system_clock::time_point wall() override {
-    std::lock_guard lock(mu_);
-    return wall_;
-  }
-  void advance(std::chrono::microseconds d) {
-    std::lock_guard lock(mu_);
-    steady_ += d;
-    wall_ += d;
-  }
+// 2024-05-01T12:03:04.123456Z
+const std::chrono::system_clock::time_point kWall0{std::chrono::seconds(1714564984) +
+                                                   std::chrono::microseconds(123456)};
 
- private:
-  std::mutex mu_;
-  std::chrono::steady_clock::time_point steady_{std::chrono::hours(1000)};
-  // 2024-05-01T12:03:04.123456Z
-  std::chrono::system_clock::time_point wall_{std::chrono::seconds(1714564984) + std::chrono::microseconds(123456)};
-};
+std::function<std::chrono::system_clock::time_point()> wall_of(const std::shared_ptr<ig::FakeClock>& clock) {
+  return [clock, start = clock->now()] {
+    return kWall0 + std::chrono::duration_cast<std::chrono::system_clock::duration>(clock->now() - start);
+  };
+}
 
 // --- an in-memory API for events -----------------------------------------------------
 
@@ -217,7 +209,7 @@ EventSpec spec(std::string name, std::string reason = "PodDenied", std::string n
 
 struct Fixture {
   MemoryEvents api;
-  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
+  std::shared_ptr<ig::FakeClock> clock = std::make_shared<ig::FakeClock>();
   std::mutex log_mu;
   std::vector<std::string> logs;
 
@@ -229,6 +221,7 @@ struct Fixture {
     o.retry_initial = 1ms;
     o.retry_max = 4ms;
     o.clock = clock;
+    o.wall = wall_of(clock);
     o.log = [this](std::string_view level, std::string_view message) {
       std::lock_guard lock(log_mu);
       logs.push_back(std::string(level) + ": " + std::string(message));
@@ -243,7 +236,7 @@ struct Fixture {
 
 // A bounded wait for a condition on the recorder's stats.
 template <typename Pred>
-bool wait_stats(EventRecorder& r, Pred pred, std::chrono::milliseconds bound = 10s) {
+bool wait_stats(EventWriter& r, Pred pred, std::chrono::milliseconds bound = 10s) {
   const auto deadline = std::chrono::steady_clock::now() + bound;
   while (!pred(r.stats())) {
     if (std::chrono::steady_clock::now() > deadline) return false;
@@ -270,7 +263,7 @@ TEST(KubeEventRecorder, MicroTimeIsRfc3339WithMicroseconds) {
 
 TEST(KubeEventRecorder, OneOccurrenceCreatesOneEventWithEveryField) {
   Fixture f;
-  EventRecorder r(f.api, f.options());
+  EventWriter r(f.api, f.options());
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
   ASSERT_TRUE(r.flush(10s));
@@ -307,7 +300,7 @@ TEST(KubeEventRecorder, OneOccurrenceCreatesOneEventWithEveryField) {
 
 TEST(KubeEventRecorder, RepeatsUpdateThatEventsSeries) {
   Fixture f;
-  EventRecorder r(f.api, f.options());
+  EventWriter r(f.api, f.options());
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
   ASSERT_TRUE(r.flush(10s));
@@ -343,7 +336,7 @@ TEST(KubeEventRecorder, RepeatsUpdateThatEventsSeries) {
 
 TEST(KubeEventRecorder, FirstRepeatCountsTwo) {
   Fixture f;
-  EventRecorder r(f.api, f.options());
+  EventWriter r(f.api, f.options());
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
   ASSERT_TRUE(r.flush(10s));
@@ -357,7 +350,7 @@ TEST(KubeEventRecorder, FirstRepeatCountsTwo) {
 
 TEST(KubeEventRecorder, DistinctKeysMakeDistinctEvents) {
   Fixture f;
-  EventRecorder r(f.api, f.options());
+  EventWriter r(f.api, f.options());
   r.start();
   ASSERT_TRUE(r.record(spec("web", "PodDenied")));
   ASSERT_TRUE(r.record(spec("web", "SandboxRequired")));
@@ -377,7 +370,7 @@ TEST(KubeEventRecorder, DistinctKeysMakeDistinctEvents) {
 
 TEST(KubeEventRecorder, ClusterScopedObjectsGoToTheDefaultNamespace) {
   Fixture f;
-  EventRecorder r(f.api, f.options());
+  EventWriter r(f.api, f.options());
   r.start();
   EventSpec s = spec("team-a", "NamespaceNotEnforced", "");
   s.regarding.kind = "Namespace";
@@ -394,7 +387,7 @@ TEST(KubeEventRecorder, ClusterScopedObjectsGoToTheDefaultNamespace) {
 
 TEST(KubeEventRecorder, TheRelatedObjectIsWrittenAndPartOfTheKey) {
   Fixture f;
-  EventRecorder r(f.api, f.options());
+  EventWriter r(f.api, f.options());
   r.start();
   auto about = [](std::string pod) {
     EventSpec s = spec("team-c", "WouldDenyWhenEnforced", "", "Audit");
@@ -422,7 +415,7 @@ TEST(KubeEventRecorder, TheRelatedObjectIsWrittenAndPartOfTheKey) {
 
 TEST(KubeEventRecorder, NamesThatCannotPrefixAnEventNameGetARandomOne) {
   Fixture f;
-  EventRecorder r(f.api, f.options());
+  EventWriter r(f.api, f.options());
   r.start();
   EventSpec s = spec("system:controller:thing");  // valid for RBAC objects, not for an Event name
   ASSERT_TRUE(r.record(s));
@@ -435,7 +428,7 @@ TEST(KubeEventRecorder, NamesThatCannotPrefixAnEventNameGetARandomOne) {
 
 TEST(KubeEventRecorder, NoteIsCutAtOneKibOnAUtf8Boundary) {
   Fixture f;
-  EventRecorder r(f.api, f.options());
+  EventWriter r(f.api, f.options());
   r.start();
   EventSpec s = spec("web");
   s.note.clear();
@@ -456,7 +449,7 @@ TEST(KubeEventRecorder, NoteIsCutAtOneKibOnAUtf8Boundary) {
 
 TEST(KubeEventRecorder, InvalidSpecsAreRefusedAndCounted) {
   Fixture f;
-  EventRecorder r(f.api, f.options());
+  EventWriter r(f.api, f.options());
   EventSpec no_name = spec("");
   EventSpec no_reason = spec("web", "");
   EventSpec no_action = spec("web", "PodDenied", "team-a", "");
@@ -476,7 +469,7 @@ TEST(KubeEventRecorder, PerObjectBucketHoldsBackWritesAndATokenLaterWritesThePen
   EventRecorderOptions o = f.options();
   o.object_burst = 3;
   o.object_refill = 5min;
-  EventRecorder r(f.api, o);
+  EventWriter r(f.api, o);
   r.start();
   for (std::size_t i = 1; i <= 3; ++i) {
     ASSERT_TRUE(r.record(spec("web")));
@@ -505,7 +498,7 @@ TEST(KubeEventRecorder, PerObjectBucketHoldsBackWritesAndATokenLaterWritesThePen
 
 TEST(KubeEventRecorder, ABurstOfAThousandMakesAFewWritesAndTheRightCount) {
   Fixture f;
-  EventRecorder r(f.api, f.options());  // burst 25, one token per 5 minutes
+  EventWriter r(f.api, f.options());  // burst 25, one token per 5 minutes
   r.start();
   for (int i = 0; i < 1000; ++i) ASSERT_TRUE(r.record(spec("crashloop")));
   ASSERT_TRUE(r.flush(10s));
@@ -526,7 +519,7 @@ TEST(KubeEventRecorder, GlobalBucketBoundsAllWrites) {
   EventRecorderOptions o = f.options();
   o.global_qps = 1;
   o.global_burst = 3;
-  EventRecorder r(f.api, o);
+  EventWriter r(f.api, o);
   r.start();
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(r.record(spec("obj-" + std::to_string(i))));
   ASSERT_TRUE(wait_stats(r, [](const EventRecorderStats& s) { return s.created == 3 && s.pending == 7; }));
@@ -548,7 +541,7 @@ TEST(KubeEventRecorder, FullQueueRefusesAndCounts) {
   Fixture f;
   EventRecorderOptions o = f.options();
   o.queue_capacity = 100;
-  EventRecorder r(f.api, o);  // not started: nothing drains the queue
+  EventWriter r(f.api, o);  // not started: nothing drains the queue
   int accepted = 0, refused = 0;
   for (int i = 0; i < 150; ++i) (r.record(spec("web")) ? accepted : refused)++;
   EXPECT_EQ(accepted, 100);
@@ -570,7 +563,7 @@ TEST(KubeEventRecorder, RecordNeverBlocksFromFourThreadsWhileTheApiHangs) {
   EventRecorderOptions o = f.options();
   o.queue_capacity = 1000;
   o.stop_flush = 100ms;
-  EventRecorder r(f.api, o);
+  EventWriter r(f.api, o);
   r.start();
   f.api.close_gate();
   ASSERT_TRUE(r.record(spec("first")));
@@ -601,7 +594,7 @@ TEST(KubeEventRecorder, RecordNeverBlocksFromFourThreadsWhileTheApiHangs) {
 
 TEST(KubeEventRecorder, SeriesPatchNotFoundCreatesANewEvent) {
   Fixture f;
-  EventRecorder r(f.api, f.options());
+  EventWriter r(f.api, f.options());
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
   ASSERT_TRUE(r.flush(10s));
@@ -635,7 +628,7 @@ TEST(KubeEventRecorder, StopFlushesPendingCounts) {
   Fixture f;
   EventRecorderOptions o = f.options();
   o.object_burst = 1;
-  EventRecorder r(f.api, o);
+  EventWriter r(f.api, o);
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
   ASSERT_TRUE(f.api.wait_calls(1));
@@ -657,7 +650,7 @@ TEST(KubeEventRecorder, StopCountsWhatItCouldNotWrite) {
   o.global_qps = 1;
   o.global_burst = 1;  // the fake clock never refills it
   o.stop_flush = 50ms;
-  EventRecorder r(f.api, o);
+  EventWriter r(f.api, o);
   r.start();
   ASSERT_TRUE(r.record(spec("a")));
   ASSERT_TRUE(f.api.wait_calls(1));
@@ -671,7 +664,7 @@ TEST(KubeEventRecorder, StopCountsWhatItCouldNotWrite) {
 
 TEST(KubeEventRecorder, RetriableErrorsAreRetried) {
   Fixture f;
-  EventRecorder r(f.api, f.options());
+  EventWriter r(f.api, f.options());
   f.api.fail_next("POST", 503, "ServiceUnavailable");
   f.api.fail_next("POST", 0, "");  // no answer
   r.start();
@@ -687,7 +680,7 @@ TEST(KubeEventRecorder, RetriableErrorsAreRetried) {
 
 TEST(KubeEventRecorder, ACreateThatTimedOutButLandedIsWrittenOnceWhenItsRetryMeetsIt) {
   Fixture f;
-  EventRecorder r(f.api, f.options());
+  EventWriter r(f.api, f.options());
   f.api.lose_next_answer();
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
@@ -717,7 +710,7 @@ TEST(KubeEventRecorder, RetriesSpentDropTheWriteAndCountIt) {
   Fixture f;
   EventRecorderOptions o = f.options();
   o.max_attempts = 3;
-  EventRecorder r(f.api, o);
+  EventWriter r(f.api, o);
   for (int i = 0; i < 3; ++i) f.api.fail_next("PATCH", 500, "InternalError");
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
@@ -737,7 +730,7 @@ TEST(KubeEventRecorder, RetriesSpentDropTheWriteAndCountIt) {
 
 TEST(KubeEventRecorder, OtherErrorsAreDroppedAndLoggedOnce) {
   Fixture f;
-  EventRecorder r(f.api, f.options());
+  EventWriter r(f.api, f.options());
   f.api.fail_next("POST", 403, "Forbidden");
   f.api.fail_next("POST", 403, "Forbidden");
   r.start();
@@ -760,7 +753,7 @@ TEST(KubeEventRecorder, OtherErrorsAreDroppedAndLoggedOnce) {
 
 TEST(KubeEventRecorder, IdleKeysExpireAndANewOccurrenceStartsANewEvent) {
   Fixture f;
-  EventRecorder r(f.api, f.options());  // window: 30 minutes
+  EventWriter r(f.api, f.options());  // window: 30 minutes
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
   ASSERT_TRUE(r.flush(10s));
@@ -782,7 +775,7 @@ TEST(KubeEventRecorder, TheCacheIsBoundedLeastRecentlyUsedFirst) {
   Fixture f;
   EventRecorderOptions o = f.options();
   o.max_series = 2;
-  EventRecorder r(f.api, o);
+  EventWriter r(f.api, o);
   r.start();
   for (const char* name : {"a", "b", "c"}) {
     ASSERT_TRUE(r.record(spec(name)));
@@ -795,6 +788,239 @@ TEST(KubeEventRecorder, TheCacheIsBoundedLeastRecentlyUsedFirst) {
   const auto calls = f.api.calls();
   EXPECT_EQ(count_verb(calls, "POST"), 4u);
   EXPECT_EQ(count_verb(calls, "PATCH"), 1u);
+}
+
+// --- the correlator, pure: time passed in ---------------------------------------------------
+
+using Verb = EventWrite::Verb;
+using Outcome = EventCorrelator::Outcome;
+
+struct Pure {
+  EventRecorderOptions options;
+  ig::FakeClock clock;
+  std::unique_ptr<EventCorrelator> c;
+
+  explicit Pure(std::function<void(EventRecorderOptions&)> tweak = {}) {
+    options.reporting_controller = "isolation-gate";
+    options.reporting_instance = "isolation-gate-0";
+    options.global_qps = 0;
+    if (tweak) tweak(options);
+    c = std::make_unique<EventCorrelator>(options, clock.now());
+  }
+  std::string observe(const EventSpec& s) { return c->observe(s, clock.now(), kWall0 + (clock.now() - kStart)); }
+  EventWrite next(const std::string& key, bool flushing = false) { return c->next(key, clock.now(), flushing); }
+  EventWrite write(const std::string& key) {  // the next write, done as written
+    EventWrite w = next(key);
+    if (w.verb == Verb::Create || w.verb == Verb::Patch) c->done(key, w, Outcome::Written);
+    return w;
+  }
+  const ig::FakeClock::time_point kStart = clock.now();
+};
+
+TEST(KubeEventCorrelator, RepeatsAggregateIntoOneCreateThenOneSeriesPatch) {
+  Pure p;
+  std::string key;
+  for (int i = 0; i < 3; ++i) key = p.observe(spec("web"));
+  EXPECT_EQ(key, event_key(spec("web")));
+  EXPECT_EQ(p.c->queued(), 3u);
+  EventWrite w = p.write(key);
+  ASSERT_EQ(w.verb, Verb::Create);
+  EXPECT_EQ(w.path, "/apis/events.k8s.io/v1/namespaces/team-a/events");
+  EXPECT_EQ(w.count, 3u);
+  EXPECT_EQ(w.body["series"]["count"], 3);
+  const std::string name = w.body["metadata"]["name"];
+  EXPECT_EQ(p.c->queued(), 0u);
+  EXPECT_EQ(p.c->pending(), 0u);
+  EXPECT_EQ(p.next(key).verb, Verb::None);  // the Event shows every occurrence
+  p.clock.advance(1s);
+  p.observe(spec("web"));
+  w = p.write(key);
+  ASSERT_EQ(w.verb, Verb::Patch);
+  EXPECT_EQ(w.path, "/apis/events.k8s.io/v1/namespaces/team-a/events/" + name);
+  EXPECT_EQ(w.body, (json{{"series", {{"count", 4}, {"lastObservedTime", "2024-05-01T12:03:05.123456Z"}}}}));
+  EventRecorderStats st;
+  p.c->add_stats(st);
+  EXPECT_EQ(st.created, 1u);
+  EXPECT_EQ(st.series_updates, 1u);
+  EXPECT_EQ(st.series, 1u);
+}
+
+TEST(KubeEventCorrelator, TheSpamFilterHoldsAnObjectBackUntilItsBucketRefills) {
+  Pure p([](EventRecorderOptions& o) {
+    o.object_burst = 2;
+    o.object_refill = 5min;
+  });
+  const std::string web = p.observe(spec("web"));
+  EXPECT_EQ(p.write(web).verb, Verb::Create);
+  p.observe(spec("web"));
+  EXPECT_EQ(p.write(web).verb, Verb::Patch);
+  p.observe(spec("web"));
+  p.observe(spec("web"));
+  EventWrite w = p.next(web);
+  ASSERT_EQ(w.verb, Verb::Wait);  // held back, not dropped
+  EXPECT_EQ(w.wait, std::chrono::duration_cast<Clock::duration>(5min));
+  EXPECT_EQ(p.c->pending(), 2u);
+  const std::string api = p.observe(spec("api"));  // another object has its own bucket
+  EXPECT_EQ(p.write(api).verb, Verb::Create);
+  EXPECT_EQ(p.next(web, /*flushing=*/true).verb, Verb::Patch);  // a flush ignores the object's bucket
+  p.clock.advance(5min);
+  w = p.write(web);
+  ASSERT_EQ(w.verb, Verb::Patch);
+  EXPECT_EQ(w.count, 4u);
+}
+
+TEST(KubeEventCorrelator, TheGlobalBucketBoundsEveryKey) {
+  Pure p([](EventRecorderOptions& o) {
+    o.global_qps = 1;
+    o.global_burst = 1;
+  });
+  EXPECT_EQ(p.write(p.observe(spec("a"))).verb, Verb::Create);
+  const std::string b = p.observe(spec("b"));
+  EXPECT_EQ(p.next(b).verb, Verb::Wait);
+  EXPECT_EQ(p.next(b, /*flushing=*/true).verb, Verb::Wait);  // a flush still pays the global bucket
+  p.clock.advance(1s);
+  EXPECT_EQ(p.write(b).verb, Verb::Create);
+}
+
+TEST(KubeEventCorrelator, PatchGoneCreatesANewEventWithTheSeriesAndNoNewToken) {
+  Pure p([](EventRecorderOptions& o) { o.object_burst = 2; });
+  const std::string key = p.observe(spec("web"));
+  const EventWrite first = p.write(key);
+  p.observe(spec("web"));
+  EventWrite w = p.next(key);
+  ASSERT_EQ(w.verb, Verb::Patch);
+  p.c->done(key, w, Outcome::Gone);  // the bucket is empty now; the re-create needs no token
+  w = p.next(key);
+  ASSERT_EQ(w.verb, Verb::Create);
+  EXPECT_NE(w.body["metadata"]["name"], first.body["metadata"]["name"]);
+  EXPECT_EQ(w.body["series"]["count"], 2);
+  p.c->done(key, w, Outcome::Written);
+  EventRecorderStats st;
+  p.c->add_stats(st);
+  EXPECT_EQ(st.created, 2u);
+  EXPECT_EQ(st.recreated, 1u);
+}
+
+TEST(KubeEventCorrelator, ARetryKeepsTheEventsNameAndAFailedCreateForgetsTheKey) {
+  Pure p;
+  const std::string key = p.observe(spec("web"));
+  const EventWrite w = p.next(key);
+  p.c->done(key, w, Outcome::Retry);
+  EXPECT_EQ(p.c->failed_attempts(key), 1);
+  const EventWrite again = p.next(key);
+  ASSERT_EQ(again.verb, Verb::Create);
+  EXPECT_EQ(again.body["metadata"]["name"], w.body["metadata"]["name"]);
+  p.c->done(key, again, Outcome::Failed);
+  EXPECT_EQ(p.c->pending(), 0u);
+  EventRecorderStats st;
+  p.c->add_stats(st);
+  EXPECT_EQ(st.series, 0u);
+  EXPECT_EQ(st.created, 0u);
+}
+
+TEST(KubeEventCorrelator, TheLeastRecentlyUsedKeyIsEvictedAndItsUnwrittenCountDropped) {
+  Pure p([](EventRecorderOptions& o) { o.max_series = 2; });
+  const std::string a = p.observe(spec("a"));
+  p.write(a);
+  p.observe(spec("a"));  // unwritten when evicted
+  p.observe(spec("b"));
+  p.observe(spec("a"));  // a is the most recent again
+  p.observe(spec("c"));  // evicts b (never written)
+  EventRecorderStats st;
+  p.c->add_stats(st);
+  EXPECT_EQ(st.series, 2u);
+  EXPECT_EQ(st.dropped_rate_limited, 1u);
+  EXPECT_EQ(p.c->queued(), 3u);  // a's two repeats, c
+  EXPECT_EQ(p.next(event_key(spec("b"))).verb, Verb::None);
+  p.observe(spec("d"));  // evicts a: its two unwritten occurrences
+  p.c->add_stats(st = {});
+  EXPECT_EQ(st.dropped_rate_limited, 3u);
+  EXPECT_EQ(p.write(p.observe(spec("a"))).verb, Verb::Create);  // a new Event
+}
+
+TEST(KubeEventCorrelator, AKeyIdlePastTheWindowStartsANewEvent) {
+  Pure p;
+  const std::string key = p.observe(spec("web"));
+  p.write(key);
+  p.clock.advance(29min);
+  p.observe(spec("web"));
+  EXPECT_EQ(p.write(key).verb, Verb::Patch);
+  p.clock.advance(31min);
+  p.observe(spec("web"));
+  const EventWrite w = p.write(key);
+  ASSERT_EQ(w.verb, Verb::Create);
+  EXPECT_FALSE(w.body.contains("series"));
+}
+
+// --- the writer through reconcile() (not started: no worker) ----------------------------------
+
+TEST(EventWriterReconcile, ARetriableFailureIsRequeuedWithBackoffThenWritten) {
+  Fixture f;
+  EventWriter w(f.api, f.options());
+  f.api.fail_next("POST", 503, "ServiceUnavailable");
+  ASSERT_TRUE(w.record(spec("web")));
+  const std::string key = event_key(spec("web"));
+  auto r = w.reconcile(key, {});
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->requeue);  // the engine's per-key backoff
+  EXPECT_EQ(r->after, Clock::duration::zero());
+  EXPECT_EQ(w.stats().retries, 1u);
+  EXPECT_EQ(w.stats().pending, 1u);
+  r = w.reconcile(key, {});
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->requeue);
+  EXPECT_EQ(w.stats().created, 1u);
+  EXPECT_EQ(w.stats().pending, 0u);
+  EXPECT_EQ(f.api.calls().size(), 2u);
+}
+
+TEST(EventWriterReconcile, AlreadyExistsAfterALostAnswerIsASuccess) {
+  Fixture f;
+  EventWriter w(f.api, f.options());
+  f.api.lose_next_answer();
+  ASSERT_TRUE(w.record(spec("web")));
+  const std::string key = event_key(spec("web"));
+  ASSERT_TRUE(w.reconcile(key, {}));
+  const auto r = w.reconcile(key, {});
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->requeue);
+  const auto calls = f.api.calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].body["metadata"]["name"], calls[1].body["metadata"]["name"]);
+  const auto st = w.stats();
+  EXPECT_EQ(st.created, 1u);
+  EXPECT_EQ(st.send_errors, 0u);
+  EXPECT_EQ(st.pending, 0u);
+}
+
+TEST(EventWriterReconcile, NoTokenIsARequeueAfterTheWait) {
+  Fixture f;
+  EventRecorderOptions o = f.options();
+  o.object_burst = 1;
+  EventWriter w(f.api, o);
+  ASSERT_TRUE(w.record(spec("web")));
+  const std::string key = event_key(spec("web"));
+  ASSERT_TRUE(w.reconcile(key, {}));
+  ASSERT_TRUE(w.record(spec("web")));
+  const auto r = w.reconcile(key, {});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->after, std::chrono::duration_cast<Clock::duration>(5min));
+  EXPECT_EQ(f.api.calls().size(), 1u);
+}
+
+TEST(EventWriterReconcile, ACancelledReconcileSendsNothing) {
+  Fixture f;
+  EventWriter w(f.api, f.options());
+  ASSERT_TRUE(w.record(spec("web")));
+  std::stop_source stop;
+  stop.request_stop();
+  const auto r = w.reconcile(event_key(spec("web")), stop.get_token());
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->requeue);
+  EXPECT_TRUE(f.api.calls().empty());
+  EXPECT_EQ(w.stats().pending, 1u);
+  w.stop();  // never started: what was queued is counted as dropped at stop
+  EXPECT_EQ(w.stats().dropped_stopped, 1u);
 }
 
 // --- against the test API server over HTTPS ----------------------------------------------
@@ -851,7 +1077,7 @@ TEST_F(KubeEventRecorderHttps, CreatesPatchesAndRecreatesOverHttps) {
   o.reporting_controller = "isolation-gate";
   o.reporting_instance = "isolation-gate-0";
   o.retry_initial = 1ms;
-  EventRecorder r(*client_, o);
+  EventWriter r(*client_, o);
   r.start();
   ASSERT_TRUE(r.record(spec("web", "PodDenied", "https-a")));
   ASSERT_TRUE(r.flush(20s));

@@ -1,0 +1,224 @@
+#include "controller/event_writer.h"
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+
+namespace ig::controller {
+
+using nlohmann::json;
+
+EventWriter::EventWriter(kube::Client& client, kube::EventRecorderOptions options)
+    : client_(client),
+      options_(std::move(options)),
+      correlator_(options_, (options_.clock ? options_.clock : options_.clock = Clock::steady())->now()),
+      manager_([this] {
+        runtime::ManagerOptions m;
+        m.log = options_.log;
+        return m;
+      }()) {
+  if (!options_.wall) options_.wall = [] { return std::chrono::system_clock::now(); };
+  options_.queue_capacity = std::max<std::size_t>(1, options_.queue_capacity);
+  options_.max_attempts = std::max(1, options_.max_attempts);
+  runtime::Controller<std::string>::Options c;
+  c.name = "events";
+  c.rate_limit.backoff = BackoffOptions{options_.retry_initial, options_.retry_max};
+  c.reconcile = [this](const std::string& key, const runtime::CancelToken& cancel) { return reconcile(key, cancel); };
+  c.initial_keys = [] { return std::vector<std::string>{std::string(kSweep)}; };
+  c.log = options_.log;
+  controller_ = std::make_shared<runtime::Controller<std::string>>(std::move(c));
+  manager_.add(controller_, /*needs_leader=*/false);
+}
+
+EventWriter::~EventWriter() { stop(); }
+
+bool EventWriter::record(kube::EventSpec spec) noexcept {
+  try {
+    std::string key;
+    {
+      std::lock_guard lock(mu_);
+      if (!kube::valid_event(spec)) {
+        ++stats_.dropped_invalid;
+        return false;
+      }
+      if (stopped_) {
+        ++stats_.dropped_stopped;
+        return false;
+      }
+      if (correlator_.queued() >= options_.queue_capacity) {
+        ++stats_.dropped_queue_full;
+        return false;
+      }
+      key = correlator_.observe(std::move(spec), options_.clock->now(), options_.wall());
+      ++stats_.recorded;
+    }
+    controller_->enqueue(key);
+    return true;
+  } catch (...) {
+    try {
+      std::lock_guard lock(mu_);
+      ++stats_.dropped_queue_full;
+    } catch (...) {
+    }
+    return false;
+  }
+}
+
+void EventWriter::start() {
+  {
+    std::lock_guard lock(mu_);
+    if (started_ || stopped_) return;
+    started_ = true;
+  }
+  if (auto r = manager_.start(); !r) log("error", "event recorder: " + r.error());
+}
+
+void EventWriter::stop() noexcept {
+  bool started = false;
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    started = started_;
+  }
+  if (started) {
+    try {
+      drain(options_.stop_flush);
+    } catch (...) {
+    }
+    manager_.stop();
+  }
+  std::lock_guard lock(mu_);
+  (started ? stats_.dropped_rate_limited : stats_.dropped_stopped) += correlator_.drop_pending();
+}
+
+bool EventWriter::flush(std::chrono::milliseconds timeout) {
+  {
+    std::lock_guard lock(mu_);
+    if (!started_ || stopped_) return false;
+  }
+  return drain(timeout);
+}
+
+bool EventWriter::drain(std::chrono::milliseconds timeout) {
+  const auto real = Clock::steady();
+  const auto deadline = real->now() + timeout;
+  std::unique_lock lock(mu_);
+  ++flushing_;
+  lock.unlock();
+  wake();
+  for (;;) {
+    lock.lock();
+    const bool idle = correlator_.pending() == 0;
+    if (idle || real->now() >= deadline) {
+      --flushing_;
+      return idle;
+    }
+    lock.unlock();
+    real->sleep_until(real->now() + std::chrono::milliseconds(1));
+  }
+}
+
+void EventWriter::wake() noexcept {
+  try {
+    controller_->enqueue(std::string(kSweep));
+  } catch (...) {
+  }
+}
+
+kube::EventRecorderStats EventWriter::stats() const {
+  std::lock_guard lock(mu_);
+  kube::EventRecorderStats s = stats_;
+  correlator_.add_stats(s);
+  return s;
+}
+
+void EventWriter::log(std::string_view level, const std::string& message) {
+  if (!options_.log) return;
+  try {
+    options_.log(level, message);
+  } catch (...) {
+  }
+}
+
+kube::ApiResult<json> EventWriter::send(const kube::EventWrite& w, const runtime::CancelToken& cancel) {
+  const std::string verb = w.verb == Verb::Create ? "POST" : "PATCH";
+  try {
+    if (w.verb == Verb::Patch) return client_.patch_cancellable(w.path, kube::PatchType::Merge, w.body, cancel);
+    if (cancel.stop_requested()) return kube::ApiError{"POST " + w.path + ": cancelled", 0, "Cancelled", {}};
+    return client_.create(w.path, w.body);
+  } catch (const std::exception& e) {
+    return kube::ApiError{verb + " " + w.path + ": " + e.what(), 400, "ClientError", {}};
+  }
+}
+
+Result<runtime::Requeue> EventWriter::reconcile(const std::string& key, const runtime::CancelToken& cancel) {
+  if (key == kSweep) {
+    std::string full;
+    std::vector<std::string> keys;
+    {
+      std::lock_guard lock(mu_);
+      const auto now = Clock::steady()->now();
+      if (stats_.dropped_queue_full > queue_full_logged_ &&
+          (queue_full_logged_ == 0 || now - queue_full_logged_at_ > std::chrono::minutes(1))) {
+        full = "event recorder: the queue is full (" + std::to_string(options_.queue_capacity) +
+               "): " + std::to_string(stats_.dropped_queue_full) + " occurrences dropped so far";
+        queue_full_logged_ = stats_.dropped_queue_full;
+        queue_full_logged_at_ = now;
+      }
+      keys = correlator_.pending_keys();
+    }
+    if (!full.empty()) log("warn", full);
+    for (const auto& k : keys) controller_->enqueue(k);
+    return runtime::Requeue{};
+  }
+  for (;;) {
+    kube::EventWrite w;
+    {
+      std::lock_guard lock(mu_);
+      if (cancel.stop_requested()) return runtime::Requeue{};
+      w = correlator_.next(key, options_.clock->now(), flushing_ > 0);
+    }
+    if (w.verb == Verb::None) return runtime::Requeue{};
+    if (w.verb == Verb::Wait) return runtime::Requeue{false, w.wait};
+    const kube::ApiResult<json> r = send(w, cancel);
+    if (!r && cancel.stop_requested()) return runtime::Requeue{};  // counted at stop()
+    std::string warning;
+    runtime::Requeue requeue;
+    {
+      std::lock_guard lock(mu_);
+      const bool create = w.verb == Verb::Create;
+      if (r || (create && r.failure().conflict() && r.failure().reason == "AlreadyExists")) {
+        // AlreadyExists: our Event by its name, from an attempt whose answer was lost.
+        correlator_.done(key, w, Outcome::Written);
+        return requeue;
+      }
+      const kube::ApiError& e = r.failure();
+      if (!create && e.not_found()) {  // garbage collected: a new Event carries the series
+        correlator_.done(key, w, Outcome::Gone);
+        continue;
+      }
+      const int attempt = correlator_.failed_attempts(key) + 1;
+      if (e.retriable() && attempt < options_.max_attempts) {
+        ++stats_.retries;
+        correlator_.done(key, w, Outcome::Retry);
+        if (e.retry_after > std::chrono::seconds::zero())
+          return runtime::Requeue{false, std::min<Clock::duration>(e.retry_after, options_.retry_max)};
+        return runtime::Requeue{true, {}};
+      }
+      ++stats_.send_errors;
+      correlator_.done(key, w, Outcome::Failed);
+      const std::string verb = create ? "POST" : "PATCH";
+      const std::string kind = verb + " " + std::to_string(e.code) + " " + e.reason + (e.retriable() ? " retried" : "");
+      if (logged_.size() >= 256) logged_.clear();
+      if (logged_.insert(kind).second)
+        warning = "event recorder: " + e.message +
+                  (e.retriable() ? " (after " + std::to_string(attempt) + " attempts)" : "") +
+                  " (dropped; further errors like this one are not logged)";
+    }
+    if (!warning.empty()) log("warn", warning);
+    return requeue;
+  }
+}
+
+}  // namespace ig::controller
