@@ -5,6 +5,7 @@
 
 #include "base/quote.h"
 #include "model/document.h"
+#include "model/pod_text.h"
 
 namespace ig::model {
 namespace {
@@ -447,6 +448,15 @@ std::string_view to_string(ObjectKind k) noexcept {
   for (const auto& info : kKinds)
     if (info.value == k) return info.kind;
   return "Pod";
+}
+
+std::optional<PodLocation> location_for(std::string_view kind, std::string_view api_version) {
+  for (const auto& info : kKinds) {
+    if (kind == info.kind && api_version == info.api_version) {
+      return PodLocation{info.value, nullptr, std::string(info.pointer), std::string(info.field_path)};
+    }
+  }
+  return std::nullopt;
 }
 
 Result<PodLocation> locate_pod(const json& object, std::string_view source) {
