@@ -418,6 +418,12 @@ std::vector<std::string> loader_env_names() { return {std::begin(kLoaderEnv), st
 }  // namespace
 
 bool is_loader_env(std::string_view name) noexcept {
+  // Most names start with none of the list's first letters: one switch says so.
+  if (name.empty()) return false;
+  switch (name[0]) {
+    case 'L': case 'B': case 'E': case 'P': case 'N': case 'J': case '_': case 'R': case 'G': break;
+    default: return false;
+  }
   for (std::string_view n : kLoaderEnv)
     if (n == name) return true;
   return false;
