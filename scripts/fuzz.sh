@@ -16,7 +16,7 @@ cd "$root"
 scripts/install-deps.sh
 seconds="${1:-300}"
 shift || true
-all=(admission_review_fuzz component_fuzz kubeconfig_fuzz list_decoder_fuzz watch_decoder_fuzz)
+all=(admission_review_fuzz component_fuzz kubeconfig_fuzz list_decoder_fuzz pod_text_fuzz watch_decoder_fuzz)
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=("${all[@]}")
 jobs="${IG_FUZZ_JOBS:-2}"

@@ -8,6 +8,7 @@
 #include "model/component.h"
 #include "model/document.h"
 #include "model/pod.h"
+#include "model/pod_text.h"
 
 namespace ig::admission {
 namespace {
@@ -55,17 +56,44 @@ std::string ensure_type_meta(AdmissionRequest& r) { return ensure_type_meta(r, r
 
 constexpr std::string_view kOldSource = "request.oldObject";
 
+// A pod's (template's) facts and where it sits, read from request.object
+// (`object` / `text`) or oldObject: from the text when it has the usual
+// shape (model/pod_text.h), otherwise from the DOM (parsed from the text
+// first), which gives the same facts or words the error.
+struct LocatedFacts {
+  model::PodLocation where;
+  model::PodFacts facts;
+};
+
+Result<LocatedFacts> read_located(AdmissionRequest& r, nlohmann::json& object, std::string_view text,
+                                  std::string_view source, std::string_view missing) {
+  if (!text.empty()) {
+    std::string joined;
+    if (!r.kind_group.empty()) joined.append(r.kind_group).append("/").append(r.kind_version);
+    if (auto read = model::read_pod_text(text, r.kind, r.kind_group.empty() ? r.kind_version : joined)) {
+      return LocatedFacts{std::move(read->where), std::move(read->facts)};
+    }
+    auto dom = model::parse_projected(text, admission_object_projection(), source);
+    if (!dom) return fail(dom.error());
+    object = std::move(*dom);
+  }
+  if (!object.is_object()) return fail(std::string(missing));
+  if (auto mismatch = ensure_type_meta(r, object, source); !mismatch.empty()) return fail(mismatch);
+  auto where = model::locate_pod(object, source);
+  if (!where) return fail(where.error());
+  // The review is dropped after this answer: the facts take their strings
+  // out of the object rather than copy them (nothing reads them there again).
+  auto facts = model::take_pod_facts(object, *where, source);
+  if (!facts) return fail(facts.error());
+  return LocatedFacts{std::move(*where), std::move(*facts)};
+}
+
 // What the three pod endpoints share: read the pod (template) and run the
 // pod rules at `stage`.
 Answer admit_object(AdmissionRequest& r, const AdmissionContext& context, Stage stage) {
-  if (!r.object.is_object()) return undecidable("request.object is missing or not an object");
-  if (auto mismatch = ensure_type_meta(r); !mismatch.empty()) return undecidable(mismatch);
-  auto where = model::locate_pod(r.object, kSource);
-  if (!where) return undecidable(where.error());
-  // The review is dropped after this answer: the facts take their strings
-  // out of the object rather than copy them (nothing reads them there again).
-  auto facts = model::take_pod_facts(r.object, *where, kSource);
-  if (!facts) return undecidable(facts.error());
+  auto read = read_located(r, r.object, r.object_text, kSource, "request.object is missing or not an object");
+  if (!read) return undecidable(read.error());
+  model::PodFacts* facts = &read->facts;
   // Every kind these endpoints admit is namespaced, and the API server always
   // sends request.namespace for them: without it (or with an object claiming
   // another namespace, say a never-enforced one) the request is undecidable.
@@ -79,23 +107,16 @@ Answer admit_object(AdmissionRequest& r, const AdmissionContext& context, Stage 
   // An UPDATE is judged against the pod it replaces: read it as strictly.
   std::optional<model::PodFacts> old_facts;
   if (stage == Stage::Update) {
-    if (!r.old_object.is_object()) {
-      return undecidable("request.oldObject is missing or not an object on UPDATE");
-    }
-    if (auto mismatch = ensure_type_meta(r, r.old_object, kOldSource); !mismatch.empty()) {
-      return undecidable(mismatch);
-    }
-    auto old_where = model::locate_pod(r.old_object, kOldSource);
-    if (!old_where) return undecidable(old_where.error());
-    auto old = model::take_pod_facts(r.old_object, *old_where, kOldSource);
+    auto old = read_located(r, r.old_object, r.old_object_text, kOldSource,
+                            "request.oldObject is missing or not an object on UPDATE");
     if (!old) return undecidable(old.error());
-    if (!old->namespace_.empty() && old->namespace_ != r.namespace_) {
-      return undecidable("request.oldObject.metadata.namespace " + quote(old->namespace_) +
+    if (!old->facts.namespace_.empty() && old->facts.namespace_ != r.namespace_) {
+      return undecidable("request.oldObject.metadata.namespace " + quote(old->facts.namespace_) +
                          " is not request.namespace " + quote(r.namespace_));
     }
-    old_facts = std::move(old).value();
+    old_facts = std::move(old->facts);
   }
-  PodVerdict v = admit_pod(*facts, *where, ns, context, stage,
+  PodVerdict v = admit_pod(*facts, read->where, ns, context, stage,
                            old_facts ? &*old_facts : nullptr, Requester{r.username, r.groups});
   if (stage == Stage::Mutate) v.answer.patch = std::move(v.patch);
   return std::move(v.answer);
@@ -132,6 +153,7 @@ class PodHandler final : public Handler {
     const bool update = (stage_ == Stage::Validate || audit_) && r.operation == Operation::Update;
     return admit_object(r, context, update ? Stage::Update : stage_);
   }
+  ObjectRead object_read() const override { return ObjectRead::Text; }
 
  private:
   Stage stage_;
@@ -151,6 +173,7 @@ class WorkloadHandler final : public Handler {
   Answer handle(AdmissionRequest& r, const AdmissionContext& context) const override {
     return admit_object(r, context, Stage::Workload);
   }
+  ObjectRead object_read() const override { return ObjectRead::Text; }
 };
 
 class ComponentHandler final : public Handler {

@@ -30,6 +30,10 @@ class Handler {
   virtual std::string refuses(const AdmissionRequest& request) const = 0;
   // Called only for an enforced operation on an admitted kind.
   virtual Answer handle(AdmissionRequest& request, const AdmissionContext& context) const = 0;
+  // How the webhook decodes request.object for this handler (review.h):
+  // the pod handlers read it as text (model::read_pod_text), falling back
+  // to the DOM; handle() accepts either form.
+  virtual ObjectRead object_read() const { return ObjectRead::Projected; }
 };
 
 const Handler& mutate_pods_handler() noexcept;

@@ -53,9 +53,20 @@ std::string_view to_string(Operation op) noexcept {
   return i < std::size(kOperations) ? kOperations[i] : "UNKNOWN";
 }
 
-const Projection& admission_review_projection() {
+const Projection& admission_object_projection() {
   using P = Projection;
-  static const Projection projection = P::capture(kReview, P::object({
+  static const Projection projection =
+      P::merge(P::merge(model::pod_object_projection(), model::component_projection()),
+               namespace_object_projection());
+  return projection;
+}
+
+namespace {
+
+// The review's projection; `object`: request.object's and oldObject's.
+Projection review_projection(const Projection& object) {
+  using P = Projection;
+  return P::capture(kReview, P::object({
       {"apiVersion", P::capture(kApiVersion, P::whole())},
       {"kind", P::capture(kKind, P::whole())},
       {"request", P::capture(kRequest, P::object({
@@ -70,25 +81,35 @@ const Projection& admission_review_projection() {
           {"dryRun", P::capture(kDryRun, P::whole())},
           {"userInfo", P::capture(kUserInfo, P::object({{"username", P::capture(kUsername, P::whole())},
                                                         {"groups", P::capture(kGroups, P::whole())}}))},
-          {"object", P::capture(kObject, P::merge(P::merge(model::pod_object_projection(),
-                                                           model::component_projection()),
-                                                  namespace_object_projection()))},
-          {"oldObject", P::capture(kOldObject, P::merge(P::merge(model::pod_object_projection(),
-                                                                 model::component_projection()),
-                                                        namespace_object_projection()))},
+          {"object", P::capture(kObject, object)},
+          {"oldObject", P::capture(kOldObject, object)},
       }))},
   }));
+}
+
+// request.object and oldObject as text (ObjectRead::Text).
+const Projection& admission_review_text_projection() {
+  static const Projection projection = review_projection(Projection::raw());
+  return projection;
+}
+
+}  // namespace
+
+const Projection& admission_review_projection() {
+  static const Projection projection = review_projection(admission_object_projection());
   return projection;
 }
 
 std::size_t admission_review_slot_count() noexcept { return kSlotCount; }
 
-DecodedReview decode_review(std::string_view body) {
+DecodedReview decode_review(std::string_view body, ObjectRead read) {
   DecodedReview out;
   // Validates the whole body; hands over only what the rules read, the
   // envelope's fields without a DOM (see json_projection.h, capture slots).
   std::array<model::Captured, kSlotCount> slots;
-  auto parsed = model::parse_captured(body, admission_review_projection(), slots, "request body");
+  const bool text = read == ObjectRead::Text;
+  auto parsed = model::parse_captured(
+      body, text ? admission_review_text_projection() : admission_review_projection(), slots, "request body");
   if (!parsed) {
     out.error = parsed.error();
     return out;
@@ -179,8 +200,30 @@ DecodedReview decode_review(std::string_view body) {
       r.groups = std::move(g.list);
     }
   }
-  if (slots[kObject].present()) r.object = std::move(slots[kObject].value);
-  if (slots[kOldObject].present()) r.old_object = std::move(slots[kOldObject].value);
+  // As text: an object stays text; any other value (validated already) is
+  // what the projected parse gives, so the handlers' type checks word it.
+  const auto take = [&](model::Captured& c, nlohmann::json& dom, std::string_view& text_out) {
+    if (!c.present()) return true;
+    if (!text) {
+      dom = std::move(c.value);
+    } else if (c.type == json::value_t::object) {
+      text_out = c.raw;
+    } else if (!c.raw.empty()) {
+      auto v = model::parse_projected(c.raw, admission_object_projection(), "request body");
+      if (!v) {
+        out.error = v.error();
+        return false;
+      }
+      dom = std::move(*v);
+    } else {
+      dom = std::move(c.value);
+    }
+    return true;
+  };
+  if (!take(slots[kObject], r.object, r.object_text) ||
+      !take(slots[kOldObject], r.old_object, r.old_object_text)) {
+    return out;
+  }
   out.kind = DecodedReview::Kind::Ok;
   return out;
 }

@@ -69,6 +69,11 @@ struct AdmissionRequest {
   // compare with, projected like request.object; null when absent (CREATE,
   // CONNECT).
   nlohmann::json old_object;
+  // decode_review(body, ObjectRead::Text): request.object and oldObject,
+  // when each is a JSON object, as their text (views into the body: valid
+  // while it lives), `object` / `old_object` then left null; read with
+  // model::read_pod_text, or parsed with admission_object_projection().
+  std::string_view object_text, old_object_text;
   // request.userInfo: who asked. The API server always sends it; absent
   // fields read as empty.
   std::string username;
@@ -91,7 +96,14 @@ const model::Projection& admission_review_projection();
 // The number of capture slots in admission_review_projection().
 std::size_t admission_review_slot_count() noexcept;
 
-DecodedReview decode_review(std::string_view body);
+// What request.object and request.oldObject are read as: projected DOMs,
+// or (for the pod endpoints' handlers) their text.
+enum class ObjectRead { Projected, Text };
+
+// The projection of request.object and oldObject (what every handler reads).
+const model::Projection& admission_object_projection();
+
+DecodedReview decode_review(std::string_view body, ObjectRead read = ObjectRead::Projected);
 
 std::string encode_response(const AdmissionRequest& request, const Answer& answer);
 

@@ -61,13 +61,16 @@ http::Response Webhook::error(HttpError e, std::string_view message) {
 
 http::Response Webhook::serve_review(const Route& route, http::Request& request) {
   const auto start = SteadyClock::now();
-  DecodedReview decoded = decode_review(request.body);
-  std::string().swap(request.body);  // the review owns what it needs now
+  // The request's object text (ObjectRead::Text) is a view into the body:
+  // the body lives until the answer is made.
+  DecodedReview decoded = decode_review(request.body, route.handler.object_read());
   if (decoded.kind == DecodedReview::Kind::NotAReview) {
     return error(HttpError::BadRequest, decoded.error);
   }
   Answer answer = decoded.kind == DecodedReview::Kind::Ok ? review(route, decoded.request)
                                                           : undecidable(decoded.error);
+  decoded.request.object_text = decoded.request.old_object_text = {};
+  std::string().swap(request.body);  // the answer owns what it needs now
   if (route.audit) {  // what enforcement would say, as warnings (admission/audit.h)
     metrics_.record_audit(route.endpoint, answer);
     answer = audit_answer(std::move(answer));

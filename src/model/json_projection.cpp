@@ -76,6 +76,14 @@ class Scanner {
   bool capture_value(const Projection& projection) {
     if (p_ == end_) return fail("unexpected end of input");
     Captured& c = slots_[static_cast<std::size_t>(projection.slot())];
+    if (projection.is_raw() && (*p_ == '{' || *p_ == '[' || *p_ == '"')) {
+      // Validated and skipped: the caller reads the text (Projection::raw).
+      const char* start = p_;
+      c.type = *p_ == '{' ? json::value_t::object : *p_ == '[' ? json::value_t::array : json::value_t::string;
+      if (!skip_value()) return false;
+      c.raw = std::string_view(start, static_cast<std::size_t>(p_ - start));
+      return true;
+    }
     const bool whole = projection.shape() == Projection::Shape::Whole;
     switch (*p_) {
       case '"':
@@ -1153,6 +1161,12 @@ bool Projection::keeps_string(std::string_view s) const noexcept {
   return false;
 }
 
+Projection Projection::raw() {
+  Projection p;
+  p.raw_ = true;
+  return p;
+}
+
 Projection Projection::capture(std::size_t slot, Projection p) {
   p.slot_ = static_cast<std::ptrdiff_t>(slot);
   return p;
@@ -1242,6 +1256,9 @@ void capture_into(const json& v, const Projection& p, std::vector<Captured>& slo
   Captured& c = slots[static_cast<std::size_t>(p.slot())];
   c.type = v.type();
   const bool whole = p.shape() == Projection::Shape::Whole;
+  if (p.is_raw() && (v.is_object() || v.is_array() || v.is_string())) {
+    return;  // parse_captured() hands over its text (raw), not compared
+  }
   if (whole && v.is_string()) {
     c.text = v.get<std::string>();
   } else if (whole && v.is_array()) {

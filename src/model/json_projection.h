@@ -87,6 +87,10 @@ class Projection {
   static Projection merge(const Projection& a, const Projection& b);
   // `p` delivered to capture slot `slot` by parse_captured().
   static Projection capture(std::size_t slot, Projection p);
+  // The entire value as its text: in a capture slot, parse_captured()
+  // validates and skips it (no DOM) and hands over Captured::raw, a view
+  // into the parsed text. Everywhere else it is whole().
+  static Projection raw();
 
   Shape shape() const noexcept { return shape_; }
   const std::vector<Field>& fields() const noexcept { return fields_; }
@@ -114,6 +118,7 @@ class Projection {
   // what an element keeps depends only on its members' string values, so a
   // list of them can be filtered while it is validated, in one pass.
   bool filters_values() const noexcept { return filters_values_; }
+  bool is_raw() const noexcept { return raw_; }
   // The capture slot, or -1 for none.
   std::ptrdiff_t slot() const noexcept { return slot_; }
   // An object-shaped projection with a slotted field: parse_captured()
@@ -126,6 +131,7 @@ class Projection {
   std::shared_ptr<const Projection> element_;
   std::ptrdiff_t slot_ = -1;
   bool transparent_ = false;
+  bool raw_ = false;
   bool has_prefix_fields_ = false;
   bool sparse_ = false;
   bool filters_values_ = false;
@@ -164,6 +170,11 @@ struct Captured {
   // Every other value, as parse_projected() would keep it (an object at a
   // transparent projection: not built, only `type` is set).
   nlohmann::json value;
+  // A raw() slot holding an object, array or string: the value's text, a
+  // view into parse_captured()'s `text` (`value` and `text` stay empty; a
+  // number or literal is in `value`). capture() leaves it empty and ==
+  // ignores it.
+  std::string_view raw;
 
   bool present() const noexcept { return type != nlohmann::json::value_t::discarded; }
   bool operator==(const Captured& other) const {

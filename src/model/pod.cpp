@@ -5,6 +5,7 @@
 
 #include "base/quote.h"
 #include "model/document.h"
+#include "model/pod_text.h"
 
 namespace ig::model {
 namespace {
@@ -417,6 +418,12 @@ std::vector<std::string> loader_env_names() { return {std::begin(kLoaderEnv), st
 }  // namespace
 
 bool is_loader_env(std::string_view name) noexcept {
+  // Most names start with none of the list's first letters: one switch says so.
+  if (name.empty()) return false;
+  switch (name[0]) {
+    case 'L': case 'B': case 'E': case 'P': case 'N': case 'J': case '_': case 'R': case 'G': break;
+    default: return false;
+  }
   for (std::string_view n : kLoaderEnv)
     if (n == name) return true;
   return false;
@@ -447,6 +454,15 @@ std::string_view to_string(ObjectKind k) noexcept {
   for (const auto& info : kKinds)
     if (info.value == k) return info.kind;
   return "Pod";
+}
+
+std::optional<PodLocation> location_for(std::string_view kind, std::string_view api_version) {
+  for (const auto& info : kKinds) {
+    if (kind == info.kind && api_version == info.api_version) {
+      return PodLocation{info.value, nullptr, std::string(info.pointer), std::string(info.field_path)};
+    }
+  }
+  return std::nullopt;
 }
 
 Result<PodLocation> locate_pod(const json& object, std::string_view source) {

@@ -150,3 +150,37 @@ write(ld, "scalars", b'{"items":[1,"two",null,true,-3.5e2,[],{}],"metadata":{"co
 write(ld, "twice", b'{"items":[],"items":[{}]}')
 write(ld, "not-a-list", b'{"metadata":{"resourceVersion":7},"items":{}}')
 print("corpora written under", out)
+
+# pod_text_fuzz: byte 0 = the request's kind (0 Pod, 1 Deployment, ... 6 CronJob), then request.object.
+pt = "pod_text_fuzz"
+rich = {"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "rich", "namespace": "team-a",
+                     "labels": {"gibson.zeroroot.ai/component": "report-parser", "app": "x"},
+                     "annotations": {"io.katacontainers.config.hypervisor.path": "/x", "a": "b",
+                                     "gibson.zeroroot.ai/isolation": "setec", "io.katacontainers.b": "1"}},
+        "spec": {"runtimeClassName": "kata-fc", "hostNetwork": False, "hostPID": None,
+                 "containers": [{"name": "c", "image": "registry.example.com/x:1", "command": ["/bin/x"],
+                                 "args": [], "env": [{"name": "LD_PRELOAD", "value": "/a.so"}, {"name": "A"}],
+                                 "envFrom": [{"configMapRef": {"name": "m"}}],
+                                 "lifecycle": {"postStart": {"exec": {"command": ["sh", "-c", "true"]}},
+                                               "preStop": {"httpGet": {"port": 80}}},
+                                 "livenessProbe": {"exec": {}}, "readinessProbe": {"tcpSocket": {"port": 1}},
+                                 "securityContext": {"privileged": True,
+                                                     "capabilities": {"add": ["NET_ADMIN", "CHOWN"]}}},
+                                {"image": "b:1"}],
+                 "initContainers": [{"name": "i", "image": "registry.example.com/x:1", "command": ["migrate"]}],
+                 "ephemeralContainers": [{"name": "dbg", "image": "busybox"}],
+                 "volumes": [{"name": "h", "hostPath": {"path": "/"}}, {"name": "img", "image": {"reference": "r:1"}},
+                             {"name": "cm", "configMap": {"name": "m"}}, {"image": {}}]}}
+write(pt, "rich-pod", b"\x00" + json.dumps(rich).encode())
+write(pt, "rich-pod-indented", b"\x00" + json.dumps(rich, indent=2).encode())
+write(pt, "report-parser-pod", b"\x00" + json.dumps(p).encode())
+write(pt, "docs-indexer-pod", b"\x00" + json.dumps(trusted["request"]["object"]).encode())
+tmpl = {"metadata": rich["metadata"], "spec": rich["spec"]}
+write(pt, "deployment", b"\x01" + json.dumps({"apiVersion": "apps/v1", "kind": "Deployment",
+                                              "metadata": {"name": "d"}, "spec": {"replicas": 1, "template": tmpl}}).encode())
+write(pt, "cronjob", b"\x06" + json.dumps({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"generateName": "c-"},
+                                           "spec": {"jobTemplate": {"spec": {"template": tmpl}}}}).encode())
+write(pt, "no-type-meta", b"\x05" + json.dumps({"spec": {"template": tmpl}}).encode())
+write(pt, "escaped", b"\x00" + json.dumps({"kind": "Pod", "spec": {"containers": [{"name": "a\"b", "command": ["\u00e9\n"]}]}}).encode())
+write(pt, "wrong-types", b"\x00" + b'{"kind":"Pod","spec":{"containers":[{"name":1,"env":[{"name":2},"x"]}],"volumes":[{"name":3}]}}')

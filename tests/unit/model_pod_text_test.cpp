@@ -1,0 +1,207 @@
+// The DOM-free pod reader (src/model/pod_text.h) against the DOM path it
+// stands in for (tests/fuzz/pod_text_check.h), on the examples, the fuzz
+// seeds and generated variations of a pod with every field the facts read:
+// the same facts and location wherever it reads, never facts where the DOM
+// path fails, and the usual shapes read (not declined).
+#include "model/pod_text.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "../fuzz/pod_text_check.h"
+#include "model/document.h"
+
+#ifndef IG_SOURCE_DIR
+#error "IG_SOURCE_DIR must name the repository root"
+#endif
+
+namespace ig::model {
+namespace {
+
+using json = nlohmann::json;
+using pod_text_check::Outcome;
+
+struct PodTextKind {
+  std::string kind, api_version;
+};
+
+const std::vector<PodTextKind>& pod_text_kinds() {
+  static const std::vector<PodTextKind> kinds = {
+      {"Pod", "v1"},        {"Deployment", "apps/v1"}, {"StatefulSet", "apps/v1"}, {"DaemonSet", "apps/v1"},
+      {"ReplicaSet", "apps/v1"}, {"Job", "batch/v1"},  {"CronJob", "batch/v1"},    {"Pod", "apps/v1"}};
+  return kinds;
+}
+
+std::string file_text(const std::filesystem::path& path) {
+  auto text = read_text_file(path.string());
+  return text ? *text : std::string();
+}
+
+// Compares; returns the outcome and fails the test on a disagreement.
+Outcome check_text(const std::string& text, const PodTextKind& k) {
+  std::string disagreement;
+  const Outcome o = pod_text_check::compare(text, k.kind, k.api_version, disagreement);
+  EXPECT_EQ(disagreement, "") << k.kind << " " << k.api_version << "\n" << text;
+  return o;
+}
+
+json rich_pod() {
+  return json::parse(R"({"apiVersion":"v1","kind":"Pod",
+    "metadata":{"name":"rich","namespace":"team-a",
+      "labels":{"gibson.zeroroot.ai/component":"report-parser","app":"x"},
+      "annotations":{"io.katacontainers.z":"1","a":"b","gibson.zeroroot.ai/isolation":"setec","io.katacontainers.b":"2"}},
+    "spec":{"runtimeClassName":"kata-fc","hostNetwork":false,"hostPID":null,"hostIPC":true,
+      "containers":[{"name":"c","image":"registry.example.com/x:1","command":["/bin/x"],"args":[],
+        "env":[{"name":"LD_PRELOAD","value":"/a.so"},{"name":"A"},{"name":"PYTHONPATH","valueFrom":{}}],
+        "envFrom":[{"configMapRef":{"name":"m"}}],
+        "lifecycle":{"postStart":{"exec":{"command":["sh","-c","true"]}},"preStop":{"httpGet":{"port":80}}},
+        "livenessProbe":{"exec":{}},"readinessProbe":{"tcpSocket":{"port":1}},"startupProbe":{"exec":{"command":null}},
+        "securityContext":{"privileged":true,"capabilities":{"add":["NET_ADMIN","CHOWN","cap_sys_admin"]}},
+        "ports":[{"containerPort":80}],"resources":{"limits":{"cpu":"1"}}},
+       {"image":"b:1","securityContext":{"runAsUser":1000}}],
+      "initContainers":[{"name":"i","image":"registry.example.com/x:1","command":["migrate"],"args":["--up"]},{}],
+      "ephemeralContainers":[{"name":"dbg","image":"busybox","securityContext":{"privileged":false}}],
+      "volumes":[{"name":"h","hostPath":{"path":"/"}},{"name":"img","image":{"reference":"r:1"}},
+                 {"name":"cm","configMap":{"name":"m"}},{"image":{}},{"name":7,"emptyDir":{}}]}})");
+}
+
+TEST(PodText, ReadsTheUsualShapesAsTheDomPathDoes) {
+  const json pod = rich_pod();
+  EXPECT_EQ(check_text(pod.dump(), pod_text_kinds()[0]), Outcome::Same);
+  EXPECT_EQ(check_text(pod.dump(2), pod_text_kinds()[0]), Outcome::Same);
+  EXPECT_EQ(check_text("\xEF\xBB\xBF \n" + pod.dump(), pod_text_kinds()[0]), Outcome::Same);
+  json bare = pod;
+  bare.erase("kind");
+  bare["apiVersion"] = nullptr;
+  EXPECT_EQ(check_text(bare.dump(), pod_text_kinds()[0]), Outcome::Same);
+  const json tmpl = {{"metadata", pod["metadata"]}, {"spec", pod["spec"]}};
+  for (std::size_t i = 1; i < 6; ++i) {
+    const auto& k = pod_text_kinds()[i];
+    const json w = {{"apiVersion", k.api_version}, {"kind", k.kind},
+                    {"metadata", {{"generateName", "w-"}, {"namespace", "team-a"}}},
+                    {"spec", {{"replicas", 2}, {"template", tmpl}}}};
+    EXPECT_EQ(check_text(w.dump(), k), Outcome::Same) << k.kind;
+  }
+  const json cron = {{"apiVersion", "batch/v1"}, {"kind", "CronJob"}, {"metadata", {{"name", "c"}}},
+                     {"spec", {{"schedule", "* * * * *"}, {"jobTemplate", {{"spec", {{"template", tmpl}}}}}}}};
+  EXPECT_EQ(check_text(cron.dump(), pod_text_kinds()[6]), Outcome::Same);
+  // The facts themselves, spot-checked (the DOM path's reading is model_pod_test's).
+  auto read = read_pod_text(pod.dump(), "Pod", "v1");
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->facts.kata_annotations, (std::vector<std::string>{"io.katacontainers.b", "io.katacontainers.z"}));
+  ASSERT_EQ(read->facts.containers.size(), 5u);
+  EXPECT_EQ(read->facts.containers[0].exec.size(), 3u);
+  EXPECT_EQ(read->facts.containers[0].loader_env, (std::vector<std::string>{"LD_PRELOAD", "PYTHONPATH"}));
+  EXPECT_EQ(read->facts.containers[3].name, "init:#1");
+  EXPECT_EQ(read->facts.containers[4].name, "ephemeral:dbg");
+  EXPECT_EQ(read->facts.privileged_containers, (std::vector<std::string>{"c"}));
+  EXPECT_EQ(read->facts.volumes.size(), 3u);
+}
+
+TEST(PodText, ExamplesAndFuzzSeedsAgree) {
+  const std::filesystem::path root(IG_SOURCE_DIR);
+  std::size_t same = 0, checked = 0;
+  // Admission reviews: request.object with request.kind.
+  std::vector<std::string> reviews;
+  for (const auto& e : std::filesystem::directory_iterator(root / "examples/reviews")) reviews.push_back(file_text(e.path()));
+  for (const auto& e : std::filesystem::directory_iterator(root / "tests/fuzz/corpus/admission_review_fuzz")) {
+    const std::string t = file_text(e.path());
+    if (!t.empty()) reviews.push_back(t.substr(1));
+  }
+  for (const auto& body : reviews) {
+    const json r = json::parse(body, nullptr, false);
+    if (!r.is_object() || !r.contains("request") || !r["request"].is_object()) continue;
+    const json& req = r["request"];
+    if (!req.contains("object") || !req.contains("kind") || !req["kind"].is_object()) continue;
+    const std::string group = req["kind"].value("group", ""), version = req["kind"].value("version", "");
+    const PodTextKind k{req["kind"].value("kind", ""), group.empty() ? version : group + "/" + version};
+    ++checked;
+    if (check_text(req["object"].dump(), k) == Outcome::Same) ++same;
+  }
+  // The example manifests, each with its own kind.
+  for (const auto& e : std::filesystem::directory_iterator(root / "examples/pods")) {
+    auto docs = parse_yaml_documents(file_text(e.path()), e.path().string());
+    ASSERT_TRUE(docs) << docs.error();
+    for (const auto& d : *docs) {
+      ++checked;
+      EXPECT_EQ(check_text(d.dump(), {d.value("kind", ""), d.value("apiVersion", "")}), Outcome::Same) << e.path();
+      ++same;
+    }
+  }
+  // The fuzzer's own seeds (byte 0: the kind).
+  for (const auto& e : std::filesystem::directory_iterator(root / "tests/fuzz/corpus/pod_text_fuzz")) {
+    const std::string t = file_text(e.path());
+    ASSERT_FALSE(t.empty());
+    ++checked;
+    check_text(t.substr(1), pod_text_kinds()[static_cast<unsigned char>(t[0]) % pod_text_kinds().size()]);
+  }
+  EXPECT_GT(checked, 30u);
+  EXPECT_GT(same, 10u);
+}
+
+// Every field the facts read, given every JSON type (and a few values that
+// matter): where the DOM path fails, the text never gives facts.
+TEST(PodText, VariationsOfEveryFieldAgree) {
+  const json values[] = {nullptr, true, false, 0, -1.5, "", "x", "LD_PRELOAD", "a\"b", "\u00e9",
+                         json::array(), json::array({"a"}), json::array({1}), json::array({json::object()}),
+                         json::object(), json::object({{"exec", json::object()}}),
+                         json::object({{"command", json::array({"a"})}}), json::object({{"add", json::array({"SYS_ADMIN"})}}),
+                         json::object({{"reference", 1}}), json::object({{"name", "LD_AUDIT"}})};
+  const char* pointers[] = {
+      "/kind", "/apiVersion", "/metadata", "/metadata/name", "/metadata/generateName", "/metadata/namespace",
+      "/metadata/labels", "/metadata/labels/gibson.zeroroot.ai~1component", "/metadata/annotations",
+      "/metadata/annotations/gibson.zeroroot.ai~1isolation", "/metadata/annotations/io.katacontainers.q",
+      "/spec", "/spec/runtimeClassName", "/spec/hostNetwork", "/spec/hostPID", "/spec/hostIPC",
+      "/spec/containers", "/spec/containers/0", "/spec/containers/0/name", "/spec/containers/0/image",
+      "/spec/containers/0/command", "/spec/containers/0/args", "/spec/containers/0/command/0",
+      "/spec/containers/0/lifecycle", "/spec/containers/0/lifecycle/postStart",
+      "/spec/containers/0/lifecycle/postStart/exec", "/spec/containers/0/lifecycle/postStart/exec/command",
+      "/spec/containers/0/livenessProbe", "/spec/containers/0/livenessProbe/exec",
+      "/spec/containers/0/readinessProbe", "/spec/containers/0/startupProbe/exec/command",
+      "/spec/containers/0/env", "/spec/containers/0/env/0", "/spec/containers/0/env/0/name", "/spec/containers/0/env/1",
+      "/spec/containers/0/envFrom", "/spec/containers/0/securityContext",
+      "/spec/containers/0/securityContext/privileged", "/spec/containers/0/securityContext/capabilities",
+      "/spec/containers/0/securityContext/capabilities/add", "/spec/containers/0/securityContext/capabilities/add/0",
+      "/spec/initContainers", "/spec/initContainers/1", "/spec/ephemeralContainers", "/spec/ephemeralContainers/0/name",
+      "/spec/volumes", "/spec/volumes/0", "/spec/volumes/0/hostPath", "/spec/volumes/0/name", "/spec/volumes/1/image",
+      "/spec/volumes/1/image/reference", "/spec/volumes/2/name", "/spec/volumes/4/name", "/spec/volumes/4/hostPath",
+      "/spec/template", "/spec/jobTemplate"};
+  std::size_t counts[4] = {};
+  for (const char* pointer : pointers) {
+    for (const json& v : values) {
+      for (int form = 0; form < 2; ++form) {
+        json pod = rich_pod();
+        try {
+          pod[json::json_pointer(pointer)] = v;
+        } catch (const json::exception&) {
+          continue;  // a parent that is not a container
+        }
+        if (form == 1) {
+          // As a workload's template, the same change.
+          pod = {{"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"metadata", {{"name", "d"}}},
+                 {"spec", {{"template", {{"metadata", pod.value("metadata", json())}, {"spec", pod.value("spec", json())}}}}}};
+        }
+        const auto& k = pod_text_kinds()[form == 0 ? 0 : 1];
+        ++counts[static_cast<int>(check_text(pod.dump(), k))];
+      }
+    }
+    json removed = rich_pod();
+    try {
+      json::json_pointer ptr(pointer);
+      removed[ptr.parent_pointer()].erase(ptr.back());
+    } catch (const json::exception&) {
+      continue;
+    }
+    ++counts[static_cast<int>(check_text(removed.dump(), pod_text_kinds()[0]))];
+  }
+  // Every kind of outcome is reached: the variations exercise both paths.
+  EXPECT_GT(counts[static_cast<int>(Outcome::DomFails)], 100u);
+  EXPECT_GT(counts[static_cast<int>(Outcome::TextDeclines)], 20u);
+  EXPECT_GT(counts[static_cast<int>(Outcome::Same)], 300u);
+}
+
+}  // namespace
+}  // namespace ig::model
