@@ -112,6 +112,7 @@ int serve_cluster(ServeOptions o, SteadyClock::time_point started) {
   cluster_options.page_size = o.kube_list_page_size;
   cluster_options.watch_silence = o.kube_watch_silence;
   cluster_options.sandbox_stale_after = o.sandbox_stale_after;
+  cluster_options.lookup_timeout = o.kube_lookup_timeout;
   controller::Cluster cluster(**client, cluster_options, lookup->get());
 
   kube::EventRecorderOptions event_options;

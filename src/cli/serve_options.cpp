@@ -174,6 +174,10 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
   app->add_option("--kube-lookup-burst", o.kube_lookup_burst, "cluster mode: burst of those live GETs")
       ->check(CLI::Range(1, 10000).description(""))
       ->type_name("N");
+  add_duration_option(*app, "--kube-lookup-timeout", o.kube_lookup_timeout,
+                      "cluster mode: the longest a review waits for that live GET (then\n"
+                      "it is denied as a lookup error); keep it well inside the webhooks'\n"
+                      "timeoutSeconds; 100ms..29s");
   app->add_option("--status-workers", o.status_workers,
                   "cluster mode, leader: Component status writes in flight at once\n"
                   "(all under the --kube-api-qps limit; more help only when the API\n"
@@ -242,6 +246,8 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
   if (o.drain_delay > std::chrono::seconds(60)) return usage_error("--drain-delay must be at most 60s");
   if (o.kube_request_timeout < std::chrono::seconds(1) || o.kube_request_timeout > std::chrono::minutes(10))
     return usage_error("--kube-request-timeout must be between 1s and 10m");
+  if (o.kube_lookup_timeout < std::chrono::milliseconds(100) || o.kube_lookup_timeout > std::chrono::seconds(29))
+    return usage_error("--kube-lookup-timeout must be between 100ms and 29s");
   if (o.sandbox_stale_after.count() > 0 && o.kube_watch_silence.count() > 0 &&
       o.sandbox_stale_after <= o.kube_watch_silence)
     return usage_error("--sandbox-stale-after must be longer than --kube-watch-silence (or 0s)");

@@ -69,6 +69,7 @@ struct ServeOptions {
   // Component, so a few distinct new Components at once at most).
   double kube_lookup_qps = 10;
   int kube_lookup_burst = 20;
+  std::chrono::milliseconds kube_lookup_timeout{2'000};  // well inside the webhook's timeoutSeconds
   std::size_t kube_list_page_size = 5000;
   std::chrono::milliseconds kube_watch_silence{150'000};
   std::chrono::milliseconds kube_request_timeout{30'000};

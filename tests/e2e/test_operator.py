@@ -367,11 +367,13 @@ class Events(OperatorCase):
 class EventCreateTimeout(OperatorCase):
     def test_an_event_create_answered_after_the_client_gave_up_is_written_once(self):
         # The first Event create is stored at once, its answer held past the
-        # client's 2 s request timeout: the retry (same name) meets it, 409.
+        # client's request timeout (2 s; longer for a sanitized binary, whose
+        # retry's own answer must come inside it): the retry (same name) meets
+        # it, 409.
         path = r"^/apis/events\.k8s\.io/v1/namespaces/%s/events$" % NS
         rule = self.api.add_delay(60, method="POST", path=path, count=1, answer=True)
         self.addCleanup(self.api.clear_delays)
-        self.gate = self.gate_with("gate-a", extra=["--kube-request-timeout", "2s"])
+        self.gate = self.gate_with("gate-a", extra=["--kube-request-timeout", "%ds" % (2 * h.SLOWDOWN)])
         self.api.delete("nodes", "node-1")
         self.wait_decision("Deny", "the sandbox gone")
         wait_until("the retried create answered 409 AlreadyExists",
@@ -596,7 +598,8 @@ class SelfManagedCertificates(OperatorCase):
                        ("", "secrets", "watch", SECRET, GATE_NS),
                        ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "patch", WEBHOOKS, None),
                        ("gibson.zeroroot.ai", "components/status", "patch", "report-parser", NS)):
-            self.assertIn(needed, seen)
+            self.assertIn(needed, seen, "%r not among the requests made: %r" % (
+                needed, sorted(p for p in seen if p[1] in ("configmaps", "secrets") or p[0].startswith("admission"))))
 
 
 TEMPLATE = "isolation-gate-webhooks"
@@ -678,7 +681,8 @@ class WebhookTemplate(OperatorCase):
                        ("", "secrets", "update", SECRET, GATE_NS),
                        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "create", None, None),
                        ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "update", WEBHOOKS, None)):
-            self.assertIn(needed, seen)
+            self.assertIn(needed, seen, "%r not among the requests made: %r" % (
+                needed, sorted(p for p in seen if p[1] in ("configmaps", "secrets") or p[0].startswith("admission"))))
 
         # The pre-delete hook: the template goes, then the configurations, and they stay gone.
         p = h.run_binary(["cleanup", "--kubeconfig", self.kubeconfig, "--namespace", GATE_NS,
