@@ -54,6 +54,14 @@ SHAPE_ENV = "GIBSON_UNTRUSTED_EXEC"
 # bounds stay bounds; nothing asserts how long anything took.
 SLOWDOWN = 3.0 if (os.environ.get("ASAN_OPTIONS") or os.environ.get("TSAN_OPTIONS")) else 1.0
 START_TIMEOUT = 15.0
+# Leader election as the operator tests run it: a short Lease, so handovers
+# take seconds. The renew deadline also bounds the Lease-and-certificates
+# client's requests (its lists and watches too), so under a sanitizer every
+# figure gets SLOWDOWN: at 2 s a loaded machine lost the Lease and timed out
+# the certificate watches over and over (CI's ASan stage).
+LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 3.0 * SLOWDOWN, 2.0 * SLOWDOWN, 0.5 * SLOWDOWN
+ELECTION = ["--lease-duration", "%dms" % (LEASE_DURATION * 1000), "--renew-deadline", "%dms" % (RENEW_DEADLINE * 1000),
+            "--retry-period", "%dms" % (RETRY_PERIOD * 1000)]
 REQUEST_TIMEOUT = 15.0
 STOP_TIMEOUT = 10.0
 

@@ -26,9 +26,8 @@ import test_cluster as tc
 import test_operator as to
 
 NS = to.NS
-# to.ELECTION: --renew-deadline 2s, --retry-period 500ms.
-RENEW_DEADLINE = 2.0
-RETRY_PERIOD = 0.5
+RENEW_DEADLINE = h.RENEW_DEADLINE  # to.ELECTION's
+RETRY_PERIOD = h.RETRY_PERIOD
 wait_until = tc.wait_until
 
 STATUS_PATH = r"/components/[^/]+/status$"

@@ -45,7 +45,7 @@ from test_alerts import exported_families  # noqa: E402
 PROMTOOL = find_tool("IG_PROMTOOL", "promtool")
 PROMETHEUS = find_tool("IG_PROMETHEUS", "prometheus")
 NO_PROMETHEUS = "prometheus/promtool not installed: run scripts/install-deps.sh (Debian package prometheus)"
-ELECTION = ["--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "500ms"]
+ELECTION = h.ELECTION
 WAIT = 30.0
 
 # promtool lint findings that are choices, not mistakes: (metric, message

@@ -47,7 +47,7 @@ GATE_NS = "isolation-gate-system"
 LEASE = "isolation-gate-leader"
 WEBHOOKS = "isolation-gate"
 SECRET = "isolation-gate-tls"
-ELECTION = ["--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "500ms"]
+ELECTION = h.ELECTION
 WAIT = 20.0 * h.SLOWDOWN
 
 wait_until = tc.wait_until
