@@ -111,38 +111,11 @@ http::Response Webhook::serve_review(const Route& route, http::Request& request)
   return {200, "application/json", std::move(body)};
 }
 
-http::Response Webhook::serve(http::Request&& request) noexcept { return route(request, true); }
-
-http::Response Webhook::serve_probes(http::Request&& request) noexcept {
-  return route(request, false);
-}
-
-http::Response Webhook::route(http::Request& request, bool admission_routes) noexcept {
+http::Response Webhook::serve(http::Request&& request) noexcept {
   try {
     std::string_view target = request.target;
     const std::string_view path = target.substr(0, target.find('?'));
-    const bool get = request.method == "GET" || request.method == "HEAD";
-    if (path == "/healthz") {
-      if (!get) return error(HttpError::MethodNotAllowed, "use GET");
-      return {200, "application/json", R"({"status":"ok"})"};
-    }
-    if (path == "/readyz") {
-      if (!get) return error(HttpError::MethodNotAllowed, "use GET");
-      if (options_.ready && !options_.ready()) {
-        return error(HttpError::ServiceUnavailable, "not ready");
-      }
-      return {200, "application/json", R"({"status":"ready"})"};
-    }
-    if (path == "/metrics") {
-      if (!get) return error(HttpError::MethodNotAllowed, "use GET");
-      std::string text;
-      text.reserve(8192);
-      prometheus::TextWriter out(text);
-      metrics_.write(out);
-      if (options_.metrics) options_.metrics->write(out);
-      return {200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)};
-    }
-    const Route* found = admission_routes ? find_route(path) : nullptr;
+    const Route* found = find_route(path);
     if (found == nullptr) return error(HttpError::NotFound, "no such endpoint");
     if (request.method != "POST") {
       return error(HttpError::MethodNotAllowed, "admission endpoints accept POST only");

@@ -6,8 +6,9 @@
 //
 // Routes: POST /mutate/pods, /validate/pods, /validate/workloads,
 // /validate/components, /validate/namespaces, /audit/pods, /audit/workloads
-// (AdmissionReview JSON); GET /healthz, /readyz,
-// /metrics. A query string (the API server sends ?timeout=10s) is ignored.
+// (AdmissionReview JSON). A query string (the API server sends ?timeout=10s)
+// is ignored. /healthz, /readyz and /metrics are the manager's
+// (runtime/probes.h); the admission families are written by metrics().
 //
 // Contract (fail-closed): every AdmissionReview with a uid is answered 200
 // with a review; anything that cannot be decided is allowed: false, and an
@@ -16,8 +17,8 @@
 // unknown path, 405 wrong method, 415 content type other than
 // application/json, 400 invalid JSON or not a review. serve() never throws.
 //
-// Built whole: the context, readiness and the metrics registry are given at
-// construction and never change; serve() may be called from many threads.
+// Built whole: the context and the observers are given at construction and
+// never change; serve() may be called from many threads.
 #pragma once
 
 #include <functional>
@@ -59,12 +60,6 @@ struct GuardedChangeNotice {
 };
 
 struct WebhookOptions {
-  // Readiness beyond "the handler exists" (caches synced, certificate
-  // loaded); empty: always ready.
-  std::function<bool()> ready;
-  // /metrics: the admission families, then these (transport counters,
-  // process facts, caches); null: none. Outlives the Webhook.
-  const prometheus::Registry* metrics = nullptr;
   // Called on the request thread after a denial is encoded, before the
   // answer is sent: it must not block (queue and return). Exceptions are
   // swallowed; the answer is never changed by it. Empty: none.
@@ -77,11 +72,8 @@ class Webhook {
  public:
   explicit Webhook(AdmissionContext context, WebhookOptions options = {});
 
-  // Every route: the HTTPS webhook listener.
+  // Every admission route (the HTTPS listener; 404 for any other path).
   http::Response serve(http::Request&& request) noexcept;
-  // Only /healthz, /readyz and /metrics (404 otherwise): the plain-HTTP
-  // probe listener, so admission is never served without TLS.
-  http::Response serve_probes(http::Request&& request) noexcept;
 
   // Decides one already-decoded review for a route, counting nothing;
   // exposed for benchmarks and tests that skip HTTP. For an audit route this
@@ -93,7 +85,6 @@ class Webhook {
 
  private:
   http::Response serve_review(const Route& route, http::Request& request);
-  http::Response route(http::Request& request, bool admission_routes) noexcept;
   http::Response error(HttpError error, std::string_view message);
 
   const AdmissionContext context_;

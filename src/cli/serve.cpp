@@ -123,37 +123,38 @@ std::variant<std::unique_ptr<tls::ReloadingTlsContext>, int> serving_tls(const S
 }
 
 // Builds, in this order, so that nothing is set after construction: the
-// transport counters and the metrics, the Webhook, the two servers (their
-// handlers call the Webhook).
+// transport counters, the Webhook, the manager's checks and collectors, the
+// two servers (their handlers call the manager's probes and the Webhook).
 int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& context, const ModeFacts& facts,
-                  tls::ReloadingTlsContext& serving, SteadyClock::time_point started) {
+                  runtime::Manager& manager, tls::ReloadingTlsContext& serving, SteadyClock::time_point started) {
   const sigset_t signals = block_stop_signals();
   auto webhook_counters = std::make_shared<server::TransportCounters>();
   auto probe_counters = std::make_shared<server::TransportCounters>();
   std::atomic<bool> ready{false};
 
-  prometheus::Registry metrics;
-  metrics.add([&](prometheus::TextWriter& out) {
-    write_process_metrics(out, *webhook_counters, *probe_counters, context, facts, serving);
-  });
-  metrics.add([&facts](prometheus::TextWriter& out) { facts.metrics.write(out); });
   admission::WebhookOptions options;
-  options.ready = [&ready, &facts] {
-    return ready.load(std::memory_order_acquire) && (!facts.ready || facts.ready());
-  };
-  options.metrics = &metrics;
   options.on_denial = facts.on_denial;
   options.on_guarded_change = [&facts](const admission::GuardedChangeNotice& n) {
     log_guarded_change(n);
     if (facts.on_guarded_change) facts.on_guarded_change(n);
   };
   admission::Webhook webhook(context, std::move(options));
+  runtime::Probes& probe = manager.probes();
+  probe.add_readyz_check("serving", [&ready] { return ready.load(std::memory_order_acquire); });
+  probe.metrics().add([&webhook](prometheus::TextWriter& out) { webhook.metrics().write(out); });
+  probe.metrics().add([&](prometheus::TextWriter& out) {
+    write_process_metrics(out, *webhook_counters, *probe_counters, context, facts, serving);
+  });
 
   // The webhook routes only over TLS; probes and metrics over both.
-  server::HttpServer https([&webhook](http::Request&& r) { return webhook.serve(std::move(r)); }, serving,
-                           log_adapter, webhook_counters);
-  server::HttpServer probes([&webhook](http::Request&& r) { return webhook.serve_probes(std::move(r)); },
-                            log_adapter, probe_counters);
+  server::HttpServer https(
+      [&webhook, &probe](http::Request&& r) {
+        if (auto answer = probe.serve(r)) return std::move(*answer);
+        return webhook.serve(std::move(r));
+      },
+      serving, log_adapter, webhook_counters);
+  server::HttpServer probes([&probe](http::Request&& r) { return probe.serve_only(r); }, log_adapter,
+                            probe_counters);
 
   server::ListenerOptions webhook_listener;
   webhook_listener.host = o.listen.host;

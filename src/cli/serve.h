@@ -20,18 +20,19 @@
 #include "base/prometheus.h"
 #include "cli/serve_options.h"
 #include "config/environment.h"
+#include "runtime/manager.h"
 #include "tls/server_context.h"
 
 namespace ig::cli {
 
 using SteadyClock = std::chrono::steady_clock;
 
-// What a mode gives serve_webhook() beyond the admission context.
+// What a mode gives serve_webhook() beyond the admission context and the
+// process's runtime::Manager (whose probes the listeners serve: the mode adds
+// its readiness checks and metric collectors to it first).
 struct ModeFacts {
   std::string_view mode;  // the `mode` label and log field
   std::function<std::size_t()> component_count;
-  std::function<bool()> ready;  // beyond serving (cluster mode: caches synced); empty: none
-  prometheus::Registry metrics;  // the mode's collectors, written after the process's
   std::function<void(const admission::DenialNotice&)> on_denial;  // empty: none (Events)
   // After the log line serve_webhook writes for every guarded change; empty: none (Events).
   std::function<void(const admission::GuardedChangeNotice&)> on_guarded_change;
@@ -49,7 +50,7 @@ config::ShapeFromEnv read_shape();
 std::variant<std::unique_ptr<tls::ReloadingTlsContext>, int> serving_tls(const ServeOptions& o);
 
 int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& context, const ModeFacts& facts,
-                  tls::ReloadingTlsContext& serving, SteadyClock::time_point started);
+                  runtime::Manager& manager, tls::ReloadingTlsContext& serving, SteadyClock::time_point started);
 
 int serve_local(const ServeOptions& o, SteadyClock::time_point started);
 int serve_cluster(ServeOptions o, SteadyClock::time_point started);

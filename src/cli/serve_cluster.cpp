@@ -22,6 +22,8 @@
 #include "kube/event_recorder.h"
 #include "kube/http_client.h"
 #include "kube/leader_election.h"
+#include "runtime/manager.h"
+#include "runtime/service.h"
 
 namespace ig::cli {
 namespace {
@@ -156,6 +158,20 @@ int serve_cluster(ServeOptions o, SteadyClock::time_point started) {
     certs = std::make_unique<controller::SelfManagedCertificates>(**control, serving, std::move(c));
   }
 
+  // The manager runs every piece (declared after them: stopped before they go).
+  runtime::ManagerOptions manager_options;
+  manager_options.log = log_adapter;
+  runtime::Manager manager(std::move(manager_options));
+  manager.add(std::make_shared<runtime::Service>("caches", [&cluster] { cluster.start(); },
+                                                 [&cluster] { cluster.stop(); }),
+              /*needs_leader=*/false);
+  manager.add(events.runnable(), /*needs_leader=*/false);
+  op.add_to(manager);
+  if (certs) certs->add_to(manager);
+  runtime::Probes& probes = manager.probes();
+  probes.add_readyz_check("caches", [&cluster] { return cluster.synced(); });
+  if (certs) probes.add_readyz_check("certificate", [&certs] { return certs->loaded(); });
+
   kube::LeaderElectionConfig election;
   election.namespace_name = settings.own_namespace;
   election.lease_name = o.lease_name;
@@ -164,15 +180,7 @@ int serve_cluster(ServeOptions o, SteadyClock::time_point started) {
   election.renew_deadline = o.renew_deadline;
   election.retry_period = o.retry_period;
   election.log = log_adapter;
-  kube::LeaderCallbacks callbacks;
-  callbacks.on_started_leading = [&op, &certs] {
-    op.start_leading();
-    if (certs) certs->start_leading();
-  };
-  callbacks.on_stopped_leading = [&op, &certs] {
-    if (certs) certs->stop_leading();
-    op.stop_leading();
-  };
+  kube::LeaderCallbacks callbacks = manager.leader_callbacks();
   callbacks.on_new_leader = [](std::string_view holder) {
     config::log_info("the Lease has a new holder", {{"holder", std::string(holder)}});
   };
@@ -182,40 +190,38 @@ int serve_cluster(ServeOptions o, SteadyClock::time_point started) {
     return kExitBadInput;
   }
 
+  auto& metrics = probes.metrics();
+  metrics.add([&](prometheus::TextWriter& out) { cluster.write_metrics(out, op.caches()); });
+  metrics.add([&op](prometheus::TextWriter& out) { op.write_metrics(out); });
+  metrics.add([&](prometheus::TextWriter& out) { write_election_metrics(out, (*elector)->stats()); });
+  metrics.add([&events](prometheus::TextWriter& out) { write_event_metrics(out, events.stats()); });
+  if (certs) metrics.add([&certs](prometheus::TextWriter& out) { certs->write_metrics(out); });
+
   config::log_info("watching the Kubernetes API",
                    {{"server", cluster_config->server},
                     {"namespace", settings.own_namespace},
                     {"runtime_class", settings.runtime_class},
                     {"identity", identity},
                     {"cert_mode", o.cert_mode == ServeOptions::CertMode::SelfManaged ? "self-managed" : "files"}});
-  cluster.start();
-  events.start();
-  if (certs) certs->start();
+  if (auto started_runnables = manager.start(); !started_runnables) {
+    config::log_error("cannot start", {{"error", started_runnables.error()}});
+    return kExitFailure;
+  }
   (*elector)->start();
   const admission::AdmissionContext context{settings, cluster.components(), cluster.admission_sandbox()};
   ModeFacts facts;
   facts.mode = "cluster";
   facts.component_count = [&cluster] { return cluster.component_count(); };
-  facts.ready = [&cluster, &certs] { return cluster.synced() && (!certs || certs->loaded()); };
-  facts.metrics.add([&](prometheus::TextWriter& out) { cluster.write_metrics(out, op.caches()); });
-  facts.metrics.add([&op](prometheus::TextWriter& out) { op.write_metrics(out); });
-  facts.metrics.add([&](prometheus::TextWriter& out) { write_election_metrics(out, (*elector)->stats()); });
-  facts.metrics.add([&events](prometheus::TextWriter& out) { write_event_metrics(out, events.stats()); });
-  facts.metrics.add([&certs](prometheus::TextWriter& out) {
-    if (certs) certs->write_metrics(out);
-  });
   facts.on_denial = [&op](const admission::DenialNotice& d) { op.record_denial(d); };
   facts.on_guarded_change = [&op](const admission::GuardedChangeNotice& n) { op.record_guarded_change(n); };
   // SIGTERM: stop leading and release the Lease first, so a successor takes
   // over within a retry period while this replica drains.
   facts.on_stopping = [&elector] { (*elector)->stop(); };
   facts.on_serving = [&serving_started] { serving_started.store(true, std::memory_order_release); };
-  const int code = serve_webhook(o, context, facts, serving, started);
+  const int code = serve_webhook(o, context, facts, manager, serving, started);
   (*elector)->stop();
-  events.stop();
-  if (certs) certs->stop();
-  op.stop_leading();
-  cluster.stop();
+  events.stop();  // a last flush while the writer still runs
+  manager.stop();
   return code;
 }
 

@@ -23,13 +23,14 @@ int serve_local(const ServeOptions& o, SteadyClock::time_point started) {
   ModeFacts facts;
   facts.mode = "local";
   facts.component_count = [&catalog] { return catalog->size(); };
-  facts.metrics.add([&sandbox](prometheus::TextWriter& out) {
+  runtime::Manager manager;  // nothing runs: its probes and metrics
+  manager.probes().metrics().add([&sandbox](prometheus::TextWriter& out) {
     out.family("isolation_gate_sandbox_available", prometheus::Type::Gauge,
                "1 when the setec sandbox is available.");
     out.sample("isolation_gate_sandbox_available", {},
                std::uint64_t{policy::is_available(sandbox.availability()) ? 1u : 0u});
   });
-  return serve_webhook(o, context, facts, serving, started);
+  return serve_webhook(o, context, facts, manager, serving, started);
 }
 
 }  // namespace ig::cli

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "admission/review.h"
+#include "runtime/service.h"
 #include "tls/certificates.h"
 
 namespace ig::controller {
@@ -37,8 +38,7 @@ class SelfManagedCertificates::Term final : public runtime::Runnable {
 SelfManagedCertificates::SelfManagedCertificates(kube::Client& client, tls::ReloadingTlsContext& serving,
                                                  CertificateOptions options)
     : client_(client),
-      options_(std::move(options)),
-      manager_(runtime::ManagerOptions{options_.engine_clock, {}, {}, options_.log}) {
+      options_(std::move(options)) {
   plan_settings_.cert_validity = options_.cert_validity;
   plan_settings_.ca_validity = options_.ca_validity;
   plan_settings_.grace = std::min(options_.rotation_grace, options_.cert_validity / 10);
@@ -54,14 +54,9 @@ SelfManagedCertificates::SelfManagedCertificates(kube::Client& client, tls::Relo
   source_ = std::make_unique<SecretSource>(
       client_, serving, options_.ns, options_.secret_name, watch_settings(), [this] { enqueue(); },
       [this](const std::string& message) { note_error(message); });
-  manager_.add(std::make_shared<Term>(*this), /*needs_leader=*/true);
-  (void)manager_.start();  // no cache to sync: cannot fail
 }
 
-SelfManagedCertificates::~SelfManagedCertificates() {
-  stop();
-  manager_.stop();
-}
+SelfManagedCertificates::~SelfManagedCertificates() = default;
 
 WatchSettings SelfManagedCertificates::watch_settings() const {
   WatchSettings s;
@@ -99,21 +94,12 @@ void SelfManagedCertificates::report(const std::string& source, const std::strin
   note_error(message);
 }
 
-void SelfManagedCertificates::start() {
-  std::lock_guard lock(lifecycle_mu_);
-  if (started_) return;
-  started_ = true;
-  source_->start();
+void SelfManagedCertificates::add_to(runtime::Manager& manager) {
+  manager.add(std::make_shared<runtime::Service>("certificate-secret", [this] { source_->start(); },
+                                                 [this] { source_->stop(); }),
+              /*needs_leader=*/false);
+  manager.add(std::make_shared<Term>(*this), /*needs_leader=*/true);
 }
-
-void SelfManagedCertificates::stop() noexcept {
-  stop_leading();
-  std::lock_guard lock(lifecycle_mu_);
-  source_->stop();
-  started_ = false;
-}
-
-bool SelfManagedCertificates::leading() const noexcept { return manager_.leading(); }
 
 CertificateStats SelfManagedCertificates::stats() const {
   std::lock_guard lock(state_mu_);
@@ -131,10 +117,6 @@ std::optional<json> SelfManagedCertificates::observed_secret() const {
   auto s = source_->secret();
   return s ? std::optional<json>(*s) : std::nullopt;
 }
-
-void SelfManagedCertificates::start_leading() { manager_.start_leading(); }
-
-void SelfManagedCertificates::stop_leading() noexcept { manager_.stop_leading(); }
 
 void SelfManagedCertificates::begin_term() {
   const WatchSettings ws = watch_settings();

@@ -11,10 +11,11 @@
 //   served_observer.h   leader: the leaf each ready replica serves (dialled)
 //
 // Contract:
-//  - Every replica (start()/stop()): the SecretSource. loaded() is its.
-//  - The leader (start_leading()/stop_leading(), from the leader-election
-//    callbacks): a controller on the engine (runtime/controller.h, one key
-//    kKey) run by a runtime::Manager as a needs_leader runnable; each term
+//  - add_to(manager) adds two runnables to the process's runtime::Manager
+//    (this object outlives the manager's run of them):
+//  - Every replica: the SecretSource (a runtime::Service). loaded() is its.
+//  - The leader: a controller on the engine (runtime/controller.h, one key
+//    kKey), a needs_leader runnable; each term
 //    starts the leader's watches (begin_term()), runs the controller, then
 //    stops them (end_term()). Every watch event of the Secret, a webhook
 //    configuration, the template or the Service's EndpointSlices enqueues the
@@ -33,7 +34,7 @@
 //    `recheck_interval`. A failed Secret read or write is an error for the
 //    engine's per-key backoff (retry_initial doubling to recheck_interval).
 //  - Nothing is written once the reconcile's CancelToken is stopped
-//    (stop_leading() returns when no pass runs; a caBundle patch in flight
+//    (the manager's stop_leading() returns when no pass runs; a caBundle patch in flight
 //    is abandoned, a Secret write is bounded by `request_timeout`, a dial of
 //    a replica by `probe_timeout`).
 //  - Failures are logged, kept as last_error() (a template error is logged
@@ -131,14 +132,8 @@ class SelfManagedCertificates {
   SelfManagedCertificates(const SelfManagedCertificates&) = delete;
   SelfManagedCertificates& operator=(const SelfManagedCertificates&) = delete;
 
-  // Every replica: the Secret watch and hot reload. Idempotent.
-  void start();
-  // Stops leading too; joins every thread.
-  void stop() noexcept;
-
-  // Leader-election callbacks. Idempotent; stop_leading() joins.
-  void start_leading();
-  void stop_leading() noexcept;
+  // The Secret watch and hot reload (every replica) and the leader's term.
+  void add_to(runtime::Manager& manager);
 
   // The controller's one key, and its pass. The engine calls reconcile()
   // within a term; tests call it between begin_term() and end_term()
@@ -149,7 +144,6 @@ class SelfManagedCertificates {
   void end_term() noexcept;
 
   bool loaded() const noexcept { return source_->loaded(); }
-  bool leading() const noexcept;
   CertificateStats stats() const;
   std::string last_error() const;
   void write_metrics(prometheus::TextWriter& out) const;
@@ -179,8 +173,6 @@ class SelfManagedCertificates {
   PlanSettings plan_settings_;
   std::shared_ptr<runtime::Controller<std::string>> controller_;
   std::unique_ptr<SecretSource> source_;
-  std::mutex lifecycle_mu_;  // serialises start/stop
-  bool started_ = false;     // guarded by lifecycle_mu_
 
   mutable std::mutex state_mu_;  // guards stats_, last_error_
   CertificateStats stats_;
@@ -196,8 +188,6 @@ class SelfManagedCertificates {
   std::optional<nlohmann::json> working_secret_;
   std::string confirmed_bundle_;
   std::optional<CertTime> confirmed_since_;
-
-  runtime::Manager manager_;  // runs the Term while leading; declared last: stopped first
 };
 
 }  // namespace ig::controller

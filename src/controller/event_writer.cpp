@@ -11,12 +11,7 @@ using nlohmann::json;
 EventWriter::EventWriter(kube::Client& client, kube::EventRecorderOptions options)
     : client_(client),
       options_(std::move(options)),
-      correlator_(options_, (options_.clock ? options_.clock : options_.clock = Clock::steady())->now()),
-      manager_([this] {
-        runtime::ManagerOptions m;
-        m.log = options_.log;
-        return m;
-      }()) {
+      correlator_(options_, (options_.clock ? options_.clock : options_.clock = Clock::steady())->now()) {
   if (!options_.wall) options_.wall = [] { return std::chrono::system_clock::now(); };
   options_.queue_capacity = std::max<std::size_t>(1, options_.queue_capacity);
   options_.max_attempts = std::max(1, options_.max_attempts);
@@ -27,10 +22,14 @@ EventWriter::EventWriter(kube::Client& client, kube::EventRecorderOptions option
   c.initial_keys = [] { return std::vector<std::string>{std::string(kSweep)}; };
   c.log = options_.log;
   controller_ = std::make_shared<runtime::Controller<std::string>>(std::move(c));
-  manager_.add(controller_, /*needs_leader=*/false);
 }
 
-EventWriter::~EventWriter() { stop(); }
+EventWriter::~EventWriter() {
+  std::lock_guard lock(mu_);
+  if (stopped_) return;
+  stopped_ = true;
+  stats_.dropped_stopped += correlator_.drop_pending();
+}
 
 bool EventWriter::record(kube::EventSpec spec) noexcept {
   try {
@@ -64,39 +63,29 @@ bool EventWriter::record(kube::EventSpec spec) noexcept {
   }
 }
 
-void EventWriter::start() {
-  {
-    std::lock_guard lock(mu_);
-    if (started_ || stopped_) return;
-    started_ = true;
-  }
-  if (auto r = manager_.start(); !r) log("error", "event recorder: " + r.error());
-}
-
 void EventWriter::stop() noexcept {
-  bool started = false;
   {
     std::lock_guard lock(mu_);
     if (stopped_) return;
     stopped_ = true;
-    started = started_;
   }
-  if (started) {
+  const bool running = controller_->queue() != nullptr;  // the manager runs runnable()
+  if (running) {
     try {
       drain(options_.stop_flush);
     } catch (...) {
     }
-    manager_.stop();
   }
   std::lock_guard lock(mu_);
-  (started ? stats_.dropped_rate_limited : stats_.dropped_stopped) += correlator_.drop_pending();
+  (running ? stats_.dropped_rate_limited : stats_.dropped_stopped) += correlator_.drop_pending();
 }
 
 bool EventWriter::flush(std::chrono::milliseconds timeout) {
   {
     std::lock_guard lock(mu_);
-    if (!started_ || stopped_) return false;
+    if (stopped_) return false;
   }
+  if (controller_->queue() == nullptr) return false;  // runnable() is not running
   return drain(timeout);
 }
 

@@ -1,7 +1,7 @@
 // The Event writer: a kube::EventRecorder whose writes are reconciles on the
 // engine (runtime/controller.h). Events are written on every replica (the
-// webhook's denials), so the controller runs on the writer's own
-// runtime::Manager as a runnable that needs no leadership. What to write is
+// webhook's denials), so runnable() is added to the process's
+// runtime::Manager as one that needs no leadership. What to write is
 // kube::EventCorrelator's (kube/event_recorder.h); this file sends it.
 //
 // Contract:
@@ -10,7 +10,8 @@
 //    enqueues its key; never blocks on I/O. Refused and counted: an invalid
 //    spec (dropped_invalid), a full queue (dropped_queue_full: queue_capacity
 //    occurrences not yet looked at by a reconcile), after stop()
-//    (dropped_stopped). Records made before start() are written once it runs.
+//    (dropped_stopped). Records made before the manager runs runnable() are
+//    written once it does.
 //  - reconcile(key, cancel): one write of the key (a 404 on its series PATCH:
 //    the new Event's create too). No token yet: requeued after the wait.
 //    Retriable failures (ApiError::retriable()): requeued with the engine's
@@ -22,10 +23,14 @@
 //    Cancelled: nothing is sent (a PATCH in flight is abandoned).
 //  - The key kSweep enqueues every pending key (a new run, wake(), flush()).
 //  - flush(timeout): writes what is pending ignoring the per-object buckets
-//    (the global one still applies); true once nothing is pending. stop():
-//    record() refuses, a flush of at most stop_flush, then the controller
-//    stops; occurrences still unwritten are counted in dropped_rate_limited.
-//  - Thread-safe; stop() is noexcept and called by the destructor.
+//    (the global one still applies); true once nothing is pending. stop()
+//    (before the manager stops runnable()): record() refuses, a flush of at
+//    most stop_flush; occurrences still unwritten are counted in
+//    dropped_rate_limited (dropped_stopped when runnable() is not running:
+//    no flush then). The destructor (after the manager stopped) is such a
+//    stop() without a flush.
+//  - Thread-safe; stop() is noexcept. The writer outlives the manager's run
+//    of runnable().
 #pragma once
 
 #include <chrono>
@@ -40,11 +45,10 @@
 #include "kube/api.h"
 #include "kube/event_recorder.h"
 #include "runtime/controller.h"
-#include "runtime/manager.h"
 
 namespace ig::controller {
 
-class EventWriter final : public kube::EventRecorder {
+class EventWriter : public kube::EventRecorder {
  public:
   static constexpr std::string_view kSweep = "";
 
@@ -54,7 +58,7 @@ class EventWriter final : public kube::EventRecorder {
   EventWriter& operator=(const EventWriter&) = delete;
 
   bool record(kube::EventSpec spec) noexcept override;
-  void start();
+  std::shared_ptr<runtime::Runnable> runnable() const { return controller_; }
   void stop() noexcept;
   bool flush(std::chrono::milliseconds timeout);
   void wake() noexcept;  // looks again at what is due (after a fake clock moved)
@@ -81,9 +85,7 @@ class EventWriter final : public kube::EventRecorder {
   std::uint64_t queue_full_logged_ = 0;
   Clock::time_point queue_full_logged_at_{};
   int flushing_ = 0;
-  bool started_ = false, stopped_ = false;
-
-  runtime::Manager manager_;  // declared last: stopped first
+  bool stopped_ = false;
 };
 
 }  // namespace ig::controller

@@ -1,5 +1,7 @@
 #include "controller/operator.h"
 
+#include "runtime/service.h"
+
 #include "base/quote.h"
 
 namespace ig::controller {
@@ -41,33 +43,29 @@ Operator::Operator(kube::Client& client, Cluster& cluster, kube::EventRecorder* 
       events_(events),
       log_(options.log),
       status_(client, cluster.component_records(), cluster.sandbox(), status_options(options)),
-      drift_(client, cluster.component_records(), cluster.sandbox(), events, drift_options(options)),
-      manager_(runtime::ManagerOptions{status_clock_, {}, {}, log_}) {
-  manager_.add(status_.runnable(), /*needs_leader=*/true);
-  manager_.add(drift_.runnable(), /*needs_leader=*/true);
-  // Nothing to sync here (the Cluster's caches are started by its owner).
-  if (auto started = manager_.start(); !started && log_) log_("error", "operator: " + started.error());
+      drift_(client, cluster.component_records(), cluster.sandbox(), events, drift_options(options)) {
   cluster_.set_listener(this);
 }
 
-Operator::~Operator() {
-  stop_leading();
-  manager_.stop();
-  cluster_.set_listener(nullptr);
-}
+Operator::~Operator() { cluster_.set_listener(nullptr); }
 
-void Operator::start_leading() {
-  if (leading_.exchange(true, std::memory_order_acq_rel)) return;
-  if (log_) log_("info", "leading: starting the status, drift and eviction loops");
-  drift_.start();
-  manager_.start_leading();
-}
-
-void Operator::stop_leading() noexcept {
-  if (!leading_.exchange(false, std::memory_order_acq_rel)) return;
-  manager_.stop_leading();
-  drift_.stop();
-  if (log_) log_("info", "not leading: the status, drift and eviction loops stopped");
+void Operator::add_to(runtime::Manager& manager) {
+  // A term: the drift caches first (joined last), then the two controllers.
+  manager.add(std::make_shared<runtime::Service>(
+                  "leader-caches",
+                  [this] {
+                    leading_.store(true, std::memory_order_release);
+                    if (log_) log_("info", "leading: starting the status, drift and eviction loops");
+                    drift_.start();
+                  },
+                  [this] {
+                    drift_.stop();
+                    leading_.store(false, std::memory_order_release);
+                    if (log_) log_("info", "not leading: the status, drift and eviction loops stopped");
+                  }),
+              /*needs_leader=*/true);
+  manager.add(status_.runnable(), /*needs_leader=*/true);
+  manager.add(drift_.runnable(), /*needs_leader=*/true);
 }
 
 void Operator::component_changed(std::string_view key) {
@@ -142,7 +140,6 @@ void Operator::write_metrics(prometheus::TextWriter& out) const {
   out.sample("isolation_gate_status_writes_total", {{"result", "error"}}, s.errors);
   out.family("isolation_gate_status_queue", Type::Gauge, "Components waiting for a status check.");
   out.sample("isolation_gate_status_queue", {}, std::uint64_t{s.queued});
-  manager_.write_metrics(out);
   drift_.write_metrics(out);
 }
 

@@ -3,19 +3,20 @@
 // replica records for its own denials.
 //
 //   Cluster (every replica: caches) --listener--> Operator
-//     leader: StatusWriter (Component status, a controller on the engine's
-//                           runtime::Manager) <- Component/sandbox changes, drift counts
+//     leader: StatusWriter (Component status, a controller on the engine)
+//                           <- Component/sandbox changes, drift counts
 //             DriftAudit   (pods cache, drift, opt-in eviction; audit namespaces'
-//                           running pods enforcement would deny; a controller on
-//                           the same manager) <- the same
+//                           running pods enforcement would deny; a controller)
+//                           <- the same
 //   Webhook denial (every replica) --record_denial--> kube::EventRecorder
 //
 // Contract:
-//  - start_leading()/stop_leading() are the leader-election callbacks:
-//    start_leading() returns at once (the loops run on their threads);
-//    stop_leading() returns when no loop can start a write any more (the
-//    status writes and evictions in flight are cancelled: their reconciles'
-//    CancelTokens). Both may be called for term after term.
+//  - add_to(manager): three needs_leader runnables on the process's
+//    runtime::Manager (this object outlives the manager's run of them): the
+//    drift caches (a runtime::Service), the status and the drift
+//    controllers. The manager's stop_leading() returns when no loop can start
+//    a write any more (the status writes and evictions in flight are
+//    cancelled: their reconciles' CancelTokens). Term after term.
 //  - The ClusterListener methods only enqueue work (reflector threads).
 //  - record_denial() never blocks and never does I/O (the webhook's request
 //    thread): it builds one Warning Event regarding the Component the denial
@@ -57,8 +58,7 @@ class Operator final : public ClusterListener {
   Operator(kube::Client& client, Cluster& cluster, kube::EventRecorder* events, OperatorOptions options);
   ~Operator() override;
 
-  void start_leading();
-  void stop_leading() noexcept;
+  void add_to(runtime::Manager& manager);
   bool leading() const noexcept { return leading_.load(std::memory_order_acquire); }
 
   void component_changed(std::string_view key) override;
@@ -87,7 +87,6 @@ class Operator final : public ClusterListener {
   std::shared_ptr<Clock> status_clock_;  // the engine's clock (set while status_ is built)
   StatusWriter status_;  // its drift counts come from drift_, built next (read only once started)
   DriftAudit drift_;
-  runtime::Manager manager_;  // runs status_'s and drift_'s controllers while leading; declared last: stopped first
 };
 
 }  // namespace ig::controller

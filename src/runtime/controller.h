@@ -73,6 +73,9 @@ class Controller final : public Runnable {
   ~Controller() override { metrics_.depth = nullptr; }
 
   std::string_view name() const override { return options_.name; }
+  // Synced once run() has made its queue: it takes work (the manager's
+  // start() waits for that for a controller that needs no leadership).
+  bool synced() const override { return queue() != nullptr; }
   const ControllerMetrics* metrics() const override { return &metrics_; }
   const ControllerMetrics& stats() const { return metrics_; }
 

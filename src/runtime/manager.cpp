@@ -6,6 +6,7 @@ namespace ig::runtime {
 
 Manager::Manager(ManagerOptions options) : options_(std::move(options)) {
   if (!options_.clock) options_.clock = Clock::steady();
+  probes_.metrics().add([this](prometheus::TextWriter& out) { write_metrics(out); });
 }
 
 Manager::~Manager() { stop(); }
@@ -134,7 +135,7 @@ void Manager::write_metrics(prometheus::TextWriter& out) const {
       for (const auto& r : *group)
         if (const ControllerMetrics* m = r->metrics()) metrics.push_back(m);
   }
-  write_controller_metrics(out, metrics);
+  if (!metrics.empty()) write_controller_metrics(out, metrics);
 }
 
 }  // namespace ig::runtime

@@ -14,6 +14,11 @@
 //                     reverse order; returns when none of them runs.
 //   stop():           stop_leading(), then each other runnable in reverse
 //                     order (stop requested, joined), the caches last.
+//   probes():         /healthz, /readyz and /metrics (runtime/probes.h); the
+//                     manager's registry holds the engine's families for
+//                     every controller added, and collectors add theirs.
+//
+// One manager per process: everything that runs adds itself to it.
 //
 // Contract: start_leading() before start(), after a start() that failed, or
 // after stop(), does nothing; one called while start() waits for the caches
@@ -37,6 +42,7 @@
 #include "base/prometheus.h"
 #include "base/result.h"
 #include "kube/leader_election.h"
+#include "runtime/probes.h"
 #include "runtime/runnable.h"
 
 namespace ig::runtime {
@@ -67,8 +73,11 @@ class Manager {
   bool started() const;
   kube::LeaderCallbacks leader_callbacks();
 
-  // controller-runtime's and client-go's families for every controller added.
+  // controller-runtime's and client-go's families for every controller added
+  // (in probes().metrics() from construction).
   void write_metrics(prometheus::TextWriter& out) const;
+  Probes& probes() noexcept { return probes_; }
+  const Probes& probes() const noexcept { return probes_; }
 
  private:
   struct Running {
@@ -85,6 +94,7 @@ class Manager {
   std::vector<std::shared_ptr<Runnable>> always_, leader_;
   std::vector<Running> running_always_, running_leader_;
   bool started_ = false, stopped_ = false, leading_ = false;
+  Probes probes_;
 };
 
 }  // namespace ig::runtime

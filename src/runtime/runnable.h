@@ -7,8 +7,9 @@
 // Contract: run(stop) does the work on the calling thread (the manager gives
 // each runnable a thread of its own) and returns promptly once `stop` is
 // requested; it is called once per start (a leader-only runnable once per
-// term of leadership). synced() says whether a cache has listed (others: always
-// true); metrics() gives a controller's metrics for /metrics.
+// term of leadership). synced() says whether a cache has listed, or a
+// controller runs (others: always true); metrics() gives a controller's
+// metrics for /metrics.
 #pragma once
 
 #include <stop_token>

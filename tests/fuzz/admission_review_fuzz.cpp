@@ -74,7 +74,7 @@ ig::admission::Webhook& webhook() {
   }();
   static ig::admission::Webhook hook(
       ig::admission::AdmissionContext{settings, catalog, sandbox},
-      ig::admission::WebhookOptions{{}, {}, [](const ig::admission::DenialNotice& n) {
+      ig::admission::WebhookOptions{[](const ig::admission::DenialNotice& n) {
                                       denial_seen = true;
                                       if (n.namespace_.empty())
                                         ig::fuzz::fail("denial notice without a namespace");

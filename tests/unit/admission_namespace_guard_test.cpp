@@ -52,7 +52,7 @@ class NamespaceGuardTest : public ::testing::Test {
   NamespaceGuardTest()
       : sandbox_(policy::SandboxAvailability::Available),
         webhook_(AdmissionContext{settings(), components_, sandbox_},
-                 WebhookOptions{{}, {}, [this](const DenialNotice&) { ++denials_; },
+                 WebhookOptions{[this](const DenialNotice&) { ++denials_; },
                                 [this](const GuardedChangeNotice& n) {
                                   notices_.push_back(n.change);
                                   reasons_.push_back(n.reason);

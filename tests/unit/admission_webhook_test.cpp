@@ -144,13 +144,7 @@ class WebhookTest : public ::testing::Test {
       : catalog_(load_catalog()),
         sandbox_(SandboxAvailability::Unavailable),
         webhook_(AdmissionContext{settings_for(DeploymentShape::SetecOnly), catalog_, sandbox_},
-                 WebhookOptions{[this] { return ready_.load(); }, &extra_, {}, {}}) {}
-
-  static prometheus::Registry extra_metrics() {
-    prometheus::Registry r;
-    r.add([](prometheus::TextWriter& out) { out.sample("isolation_gate_extra_total", {}, std::uint64_t{7}); });
-    return r;
-  }
+                 WebhookOptions{}) {}
 
   static StaticCatalog load_catalog() {
     auto c = StaticCatalog::load_directory(std::string(IG_SOURCE_DIR) + "/examples/components",
@@ -187,8 +181,6 @@ class WebhookTest : public ::testing::Test {
     return a;
   }
 
-  std::atomic<bool> ready_{true};
-  const prometheus::Registry extra_ = extra_metrics();
   StaticCatalog catalog_;
   SwitchableSandbox sandbox_;
   Webhook webhook_;
@@ -214,10 +206,6 @@ TEST_F(WebhookTest, WrongMethodIs405) {
     Reply a = send(get(path));
     EXPECT_EQ(a.status, 405u) << path;
     EXPECT_EQ(a.body["reason"], "MethodNotAllowed") << path;
-  }
-  for (const char* path : {"/healthz", "/readyz", "/metrics"}) {
-    http::Response r = webhook_.serve(post(path, ""));
-    EXPECT_EQ(r.status, 405u) << path;
   }
 }
 
@@ -248,40 +236,11 @@ TEST_F(WebhookTest, QueryStringIsIgnored) {
   Reply a = review("/mutate/pods?timeout=10s", r);
   EXPECT_EQ(a.response()["uid"], "u-timeout");
   EXPECT_TRUE(a.allowed());
-  EXPECT_EQ(send(get("/healthz?verbose")).status, 200u);
 }
 
-TEST_F(WebhookTest, HealthzAndReadyz) {
-  Reply h = send(get("/healthz"));
-  EXPECT_EQ(h.status, 200u);
-  EXPECT_EQ(h.body, (json{{"status", "ok"}}));
-  Reply r = send(get("/readyz"));
-  EXPECT_EQ(r.status, 200u);
-  EXPECT_EQ(r.body, (json{{"status", "ready"}}));
-}
-
-TEST_F(WebhookTest, ReadyzIs503WhenTheReadinessFunctionSaysNo) {
-  std::atomic<bool>& ready = ready_;
-  ready = false;
-  Reply a = send(get("/readyz"));
-  EXPECT_EQ(a.status, 503u);
-  EXPECT_EQ(a.body["reason"], "ServiceUnavailable");
-  EXPECT_EQ(a.body["code"], 503);
-  ready = true;
-  EXPECT_EQ(send(get("/readyz")).status, 200u);
-  // Liveness does not depend on readiness.
-  ready = false;
-  EXPECT_EQ(send(get("/healthz")).status, 200u);
-}
-
-TEST_F(WebhookTest, ProbeListenerServesOnlyProbes) {
-  EXPECT_EQ(webhook_.serve_probes(get("/healthz")).status, 200u);
-  EXPECT_EQ(webhook_.serve_probes(get("/readyz")).status, 200u);
-  EXPECT_EQ(webhook_.serve_probes(get("/metrics")).status, 200u);
-  const std::string body =
-      review_json("u1", kPodKind, "CREATE", load_example("pods/docs-indexer-pod.yaml")).dump();
-  EXPECT_EQ(webhook_.serve_probes(post("/mutate/pods", body)).status, 404u);
-  EXPECT_EQ(webhook_.serve_probes(post("/validate/components", body)).status, 404u);
+// /healthz, /readyz and /metrics are the manager's: runtime_probes_test.cpp.
+TEST_F(WebhookTest, ProbePathsAreNotTheWebhooks) {
+  for (const char* path : {"/healthz", "/readyz", "/metrics"}) EXPECT_EQ(send(get(path)).status, 404u) << path;
 }
 
 // ---- requests that are not AdmissionReviews ------------------------------
@@ -874,10 +833,9 @@ TEST_F(WebhookTest, MetricsCountReviewsByEndpointOutcomeAndAllowed) {
   send(get("/nowhere"));
   send(post("/mutate/pods", "{"));
 
-  http::Response r = webhook_.serve(get("/metrics"));
-  ASSERT_EQ(r.status, 200u);
-  EXPECT_EQ(r.content_type, "text/plain; version=0.0.4; charset=utf-8");
-  const std::string& text = r.body;
+  std::string text;
+  prometheus::TextWriter out(text);
+  webhook_.metrics().write(out);
   EXPECT_THAT(text, HasSubstr("# TYPE isolation_gate_admission_reviews_total counter\n"));
   EXPECT_THAT(text, HasSubstr("isolation_gate_admission_reviews_total{endpoint=\"/mutate/pods\","
                               "outcome=\"RequireSetec\",reason=\"SandboxAvailable\","
@@ -899,7 +857,6 @@ TEST_F(WebhookTest, MetricsCountReviewsByEndpointOutcomeAndAllowed) {
   EXPECT_THAT(text, HasSubstr("isolation_gate_http_errors_total{code=\"404\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("isolation_gate_http_errors_total{code=\"400\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("isolation_gate_admission_dry_run_total{endpoint=\"/mutate/pods\"} 0\n"));
-  EXPECT_THAT(text, testing::EndsWith("isolation_gate_extra_total 7\n"));
 }
 
 TEST(AdmissionMetrics, HistogramBucketsAreCumulative) {

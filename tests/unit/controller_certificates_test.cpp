@@ -6,6 +6,7 @@
 // leader observes are real TLS listeners (server::HttpServer) named by
 // EndpointSlices in that API.
 #include "controller/certificates.h"
+#include "runtime/manager.h"
 
 #include <gtest/gtest.h>
 
@@ -312,6 +313,27 @@ std::vector<std::string> ca_bundles(const std::optional<json>& config) {
   return out;
 }
 
+
+// The certificates as serve_cluster runs them: their runnables on a manager,
+// which stops before they go. start()/stop() and the leader callbacks are the
+// manager's.
+class ManagedCertificates : public SelfManagedCertificates {
+ public:
+  ManagedCertificates(kube::Client& client, tls::ReloadingTlsContext& serving, CertificateOptions options)
+      : SelfManagedCertificates(client, serving, std::move(options)) {
+    add_to(manager_);
+  }
+  ~ManagedCertificates() { manager_.stop(); }
+  void start() { ASSERT_TRUE(manager_.start()); }
+  void stop() noexcept { manager_.stop(); }
+  void start_leading() { manager_.start_leading(); }
+  void stop_leading() noexcept { manager_.stop_leading(); }
+  bool leading() const { return manager_.leading(); }
+
+ private:
+  runtime::Manager manager_;
+};
+
 struct SelfManagedCertificatesTest : ::testing::Test {
   FakeApi api;
   FakeClock clock;
@@ -344,8 +366,8 @@ struct SelfManagedCertificatesTest : ::testing::Test {
     o.clock = [this] { return clock.now(); };
     return o;
   }
-  std::unique_ptr<SelfManagedCertificates> make(CertificateOptions o) {
-    return std::make_unique<SelfManagedCertificates>(api, *serving, std::move(o));
+  std::unique_ptr<ManagedCertificates> make(CertificateOptions o) {
+    return std::make_unique<ManagedCertificates>(api, *serving, std::move(o));
   }
   std::optional<json> secret() { return api.find(kSecretsPath, kSecret); }
   static std::string field(const std::optional<json>& s, const char* key) {

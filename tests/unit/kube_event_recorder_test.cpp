@@ -45,6 +45,7 @@
 
 #include "base/clock.h"
 #include "controller/event_writer.h"
+#include "runtime/manager.h"
 #include "kube/http_client.h"
 #include "tls/certificates.h"
 
@@ -56,6 +57,21 @@ using namespace std::chrono_literals;
 using controller::EventWriter;
 using nlohmann::json;
 namespace fs = std::filesystem;
+
+// The writer as serve_cluster runs it: its runnable on a manager, which stops
+// before the writer goes. start() is the manager's.
+class RunningWriter : public EventWriter {
+ public:
+  using EventWriter::EventWriter;
+  ~RunningWriter() override { manager_.stop(); }
+  void start() {
+    manager_.add(runnable(), /*needs_leader=*/false);
+    ASSERT_TRUE(manager_.start());
+  }
+
+ private:
+  runtime::Manager manager_;
+};
 
 // --- a fake clock: steady time and the wall time moving with it ---------------------
 
@@ -263,7 +279,7 @@ TEST(KubeEventRecorder, MicroTimeIsRfc3339WithMicroseconds) {
 
 TEST(KubeEventRecorder, OneOccurrenceCreatesOneEventWithEveryField) {
   Fixture f;
-  EventWriter r(f.api, f.options());
+  RunningWriter r(f.api, f.options());
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
   ASSERT_TRUE(r.flush(10s));
@@ -300,7 +316,7 @@ TEST(KubeEventRecorder, OneOccurrenceCreatesOneEventWithEveryField) {
 
 TEST(KubeEventRecorder, RepeatsUpdateThatEventsSeries) {
   Fixture f;
-  EventWriter r(f.api, f.options());
+  RunningWriter r(f.api, f.options());
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
   ASSERT_TRUE(r.flush(10s));
@@ -336,7 +352,7 @@ TEST(KubeEventRecorder, RepeatsUpdateThatEventsSeries) {
 
 TEST(KubeEventRecorder, FirstRepeatCountsTwo) {
   Fixture f;
-  EventWriter r(f.api, f.options());
+  RunningWriter r(f.api, f.options());
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
   ASSERT_TRUE(r.flush(10s));
@@ -350,7 +366,7 @@ TEST(KubeEventRecorder, FirstRepeatCountsTwo) {
 
 TEST(KubeEventRecorder, DistinctKeysMakeDistinctEvents) {
   Fixture f;
-  EventWriter r(f.api, f.options());
+  RunningWriter r(f.api, f.options());
   r.start();
   ASSERT_TRUE(r.record(spec("web", "PodDenied")));
   ASSERT_TRUE(r.record(spec("web", "SandboxRequired")));
@@ -370,7 +386,7 @@ TEST(KubeEventRecorder, DistinctKeysMakeDistinctEvents) {
 
 TEST(KubeEventRecorder, ClusterScopedObjectsGoToTheDefaultNamespace) {
   Fixture f;
-  EventWriter r(f.api, f.options());
+  RunningWriter r(f.api, f.options());
   r.start();
   EventSpec s = spec("team-a", "NamespaceNotEnforced", "");
   s.regarding.kind = "Namespace";
@@ -387,7 +403,7 @@ TEST(KubeEventRecorder, ClusterScopedObjectsGoToTheDefaultNamespace) {
 
 TEST(KubeEventRecorder, TheRelatedObjectIsWrittenAndPartOfTheKey) {
   Fixture f;
-  EventWriter r(f.api, f.options());
+  RunningWriter r(f.api, f.options());
   r.start();
   auto about = [](std::string pod) {
     EventSpec s = spec("team-c", "WouldDenyWhenEnforced", "", "Audit");
@@ -415,7 +431,7 @@ TEST(KubeEventRecorder, TheRelatedObjectIsWrittenAndPartOfTheKey) {
 
 TEST(KubeEventRecorder, NamesThatCannotPrefixAnEventNameGetARandomOne) {
   Fixture f;
-  EventWriter r(f.api, f.options());
+  RunningWriter r(f.api, f.options());
   r.start();
   EventSpec s = spec("system:controller:thing");  // valid for RBAC objects, not for an Event name
   ASSERT_TRUE(r.record(s));
@@ -428,7 +444,7 @@ TEST(KubeEventRecorder, NamesThatCannotPrefixAnEventNameGetARandomOne) {
 
 TEST(KubeEventRecorder, NoteIsCutAtOneKibOnAUtf8Boundary) {
   Fixture f;
-  EventWriter r(f.api, f.options());
+  RunningWriter r(f.api, f.options());
   r.start();
   EventSpec s = spec("web");
   s.note.clear();
@@ -449,7 +465,7 @@ TEST(KubeEventRecorder, NoteIsCutAtOneKibOnAUtf8Boundary) {
 
 TEST(KubeEventRecorder, InvalidSpecsAreRefusedAndCounted) {
   Fixture f;
-  EventWriter r(f.api, f.options());
+  RunningWriter r(f.api, f.options());
   EventSpec no_name = spec("");
   EventSpec no_reason = spec("web", "");
   EventSpec no_action = spec("web", "PodDenied", "team-a", "");
@@ -469,7 +485,7 @@ TEST(KubeEventRecorder, PerObjectBucketHoldsBackWritesAndATokenLaterWritesThePen
   EventRecorderOptions o = f.options();
   o.object_burst = 3;
   o.object_refill = 5min;
-  EventWriter r(f.api, o);
+  RunningWriter r(f.api, o);
   r.start();
   for (std::size_t i = 1; i <= 3; ++i) {
     ASSERT_TRUE(r.record(spec("web")));
@@ -498,7 +514,7 @@ TEST(KubeEventRecorder, PerObjectBucketHoldsBackWritesAndATokenLaterWritesThePen
 
 TEST(KubeEventRecorder, ABurstOfAThousandMakesAFewWritesAndTheRightCount) {
   Fixture f;
-  EventWriter r(f.api, f.options());  // burst 25, one token per 5 minutes
+  RunningWriter r(f.api, f.options());  // burst 25, one token per 5 minutes
   r.start();
   for (int i = 0; i < 1000; ++i) ASSERT_TRUE(r.record(spec("crashloop")));
   ASSERT_TRUE(r.flush(10s));
@@ -519,7 +535,7 @@ TEST(KubeEventRecorder, GlobalBucketBoundsAllWrites) {
   EventRecorderOptions o = f.options();
   o.global_qps = 1;
   o.global_burst = 3;
-  EventWriter r(f.api, o);
+  RunningWriter r(f.api, o);
   r.start();
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(r.record(spec("obj-" + std::to_string(i))));
   ASSERT_TRUE(wait_stats(r, [](const EventRecorderStats& s) { return s.created == 3 && s.pending == 7; }));
@@ -541,7 +557,7 @@ TEST(KubeEventRecorder, FullQueueRefusesAndCounts) {
   Fixture f;
   EventRecorderOptions o = f.options();
   o.queue_capacity = 100;
-  EventWriter r(f.api, o);  // not started: nothing drains the queue
+  RunningWriter r(f.api, o);  // not started: nothing drains the queue
   int accepted = 0, refused = 0;
   for (int i = 0; i < 150; ++i) (r.record(spec("web")) ? accepted : refused)++;
   EXPECT_EQ(accepted, 100);
@@ -563,7 +579,7 @@ TEST(KubeEventRecorder, RecordNeverBlocksFromFourThreadsWhileTheApiHangs) {
   EventRecorderOptions o = f.options();
   o.queue_capacity = 1000;
   o.stop_flush = 100ms;
-  EventWriter r(f.api, o);
+  RunningWriter r(f.api, o);
   r.start();
   f.api.close_gate();
   ASSERT_TRUE(r.record(spec("first")));
@@ -594,7 +610,7 @@ TEST(KubeEventRecorder, RecordNeverBlocksFromFourThreadsWhileTheApiHangs) {
 
 TEST(KubeEventRecorder, SeriesPatchNotFoundCreatesANewEvent) {
   Fixture f;
-  EventWriter r(f.api, f.options());
+  RunningWriter r(f.api, f.options());
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
   ASSERT_TRUE(r.flush(10s));
@@ -628,7 +644,7 @@ TEST(KubeEventRecorder, StopFlushesPendingCounts) {
   Fixture f;
   EventRecorderOptions o = f.options();
   o.object_burst = 1;
-  EventWriter r(f.api, o);
+  RunningWriter r(f.api, o);
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
   ASSERT_TRUE(f.api.wait_calls(1));
@@ -650,7 +666,7 @@ TEST(KubeEventRecorder, StopCountsWhatItCouldNotWrite) {
   o.global_qps = 1;
   o.global_burst = 1;  // the fake clock never refills it
   o.stop_flush = 50ms;
-  EventWriter r(f.api, o);
+  RunningWriter r(f.api, o);
   r.start();
   ASSERT_TRUE(r.record(spec("a")));
   ASSERT_TRUE(f.api.wait_calls(1));
@@ -664,7 +680,7 @@ TEST(KubeEventRecorder, StopCountsWhatItCouldNotWrite) {
 
 TEST(KubeEventRecorder, RetriableErrorsAreRetried) {
   Fixture f;
-  EventWriter r(f.api, f.options());
+  RunningWriter r(f.api, f.options());
   f.api.fail_next("POST", 503, "ServiceUnavailable");
   f.api.fail_next("POST", 0, "");  // no answer
   r.start();
@@ -680,7 +696,7 @@ TEST(KubeEventRecorder, RetriableErrorsAreRetried) {
 
 TEST(KubeEventRecorder, ACreateThatTimedOutButLandedIsWrittenOnceWhenItsRetryMeetsIt) {
   Fixture f;
-  EventWriter r(f.api, f.options());
+  RunningWriter r(f.api, f.options());
   f.api.lose_next_answer();
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
@@ -710,7 +726,7 @@ TEST(KubeEventRecorder, RetriesSpentDropTheWriteAndCountIt) {
   Fixture f;
   EventRecorderOptions o = f.options();
   o.max_attempts = 3;
-  EventWriter r(f.api, o);
+  RunningWriter r(f.api, o);
   for (int i = 0; i < 3; ++i) f.api.fail_next("PATCH", 500, "InternalError");
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
@@ -730,7 +746,7 @@ TEST(KubeEventRecorder, RetriesSpentDropTheWriteAndCountIt) {
 
 TEST(KubeEventRecorder, OtherErrorsAreDroppedAndLoggedOnce) {
   Fixture f;
-  EventWriter r(f.api, f.options());
+  RunningWriter r(f.api, f.options());
   f.api.fail_next("POST", 403, "Forbidden");
   f.api.fail_next("POST", 403, "Forbidden");
   r.start();
@@ -753,7 +769,7 @@ TEST(KubeEventRecorder, OtherErrorsAreDroppedAndLoggedOnce) {
 
 TEST(KubeEventRecorder, IdleKeysExpireAndANewOccurrenceStartsANewEvent) {
   Fixture f;
-  EventWriter r(f.api, f.options());  // window: 30 minutes
+  RunningWriter r(f.api, f.options());  // window: 30 minutes
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
   ASSERT_TRUE(r.flush(10s));
@@ -775,7 +791,7 @@ TEST(KubeEventRecorder, TheCacheIsBoundedLeastRecentlyUsedFirst) {
   Fixture f;
   EventRecorderOptions o = f.options();
   o.max_series = 2;
-  EventWriter r(f.api, o);
+  RunningWriter r(f.api, o);
   r.start();
   for (const char* name : {"a", "b", "c"}) {
     ASSERT_TRUE(r.record(spec(name)));
@@ -1077,7 +1093,7 @@ TEST_F(KubeEventRecorderHttps, CreatesPatchesAndRecreatesOverHttps) {
   o.reporting_controller = "isolation-gate";
   o.reporting_instance = "isolation-gate-0";
   o.retry_initial = 1ms;
-  EventWriter r(*client_, o);
+  RunningWriter r(*client_, o);
   r.start();
   ASSERT_TRUE(r.record(spec("web", "PodDenied", "https-a")));
   ASSERT_TRUE(r.flush(20s));
