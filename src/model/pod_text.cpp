@@ -74,12 +74,12 @@ class Reader {
 
  private:
   // ---- Text primitives (the text is valid JSON; bounds are still kept). ----
-  void ws() {
+  [[gnu::always_inline]] void ws() {
     if (p_ < end_ && static_cast<unsigned char>(*p_) > ' ') return;  // the usual case: none
     while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
   }
   // The next '"' or '\\' at or after p (end when none).
-  const char* quote_or_backslash(const char* p) const {
+  [[gnu::always_inline]] const char* quote_or_backslash(const char* p) const {
 #if defined(__SSE2__)
     const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
     while (end_ - p >= 16) {
@@ -107,7 +107,7 @@ class Reader {
   }
   // p_ on a string's opening quote: its bytes; false when it has an escape
   // (its decoded text is not its bytes: the caller does not read it).
-  bool string(std::string_view& out) {
+  [[gnu::always_inline]] bool string(std::string_view& out) {
     const char* first = p_ + 1;
     const char* q = quote_or_backslash(first);
     if (q >= end_ || *q != '"') return false;
