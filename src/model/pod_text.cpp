@@ -74,11 +74,12 @@ class Reader {
 
  private:
   // ---- Text primitives (the text is valid JSON; bounds are still kept). ----
-  void ws() {
+  [[gnu::always_inline]] void ws() {
+    if (p_ < end_ && static_cast<unsigned char>(*p_) > ' ') return;  // the usual case: none
     while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
   }
   // The next '"' or '\\' at or after p (end when none).
-  const char* quote_or_backslash(const char* p) const {
+  [[gnu::always_inline]] const char* quote_or_backslash(const char* p) const {
 #if defined(__SSE2__)
     const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
     while (end_ - p >= 16) {
@@ -106,7 +107,7 @@ class Reader {
   }
   // p_ on a string's opening quote: its bytes; false when it has an escape
   // (its decoded text is not its bytes: the caller does not read it).
-  bool string(std::string_view& out) {
+  [[gnu::always_inline]] bool string(std::string_view& out) {
     const char* first = p_ + 1;
     const char* q = quote_or_backslash(first);
     if (q >= end_ || *q != '"') return false;
@@ -125,44 +126,74 @@ class Reader {
         ++p_;
       return true;
     }
+    // An object or list: to the bracket that closes it. `depth` counts the
+    // brackets open outside strings, `in_string` says whether p is inside
+    // one (after its opening quote).
     std::size_t depth = 0;
+    bool in_string = false;
     const char* p = p_;
-    while (p < end_) {
-#if defined(__SSE2__)
-      // To the next '"', '{', '[', '}' or ']' (0x20 folds '[' into '{', ']' into '}').
-      const __m128i quote = _mm_set1_epi8('"'), open = _mm_set1_epi8('{'), close = _mm_set1_epi8('}'),
-                    fold = _mm_set1_epi8(0x20);
-      while (end_ - p >= 16) {
-        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-        const __m128i f = _mm_or_si128(v, fold);
-        const int m = _mm_movemask_epi8(_mm_or_si128(
-            _mm_cmpeq_epi8(v, quote), _mm_or_si128(_mm_cmpeq_epi8(f, open), _mm_cmpeq_epi8(f, close))));
-        if (m != 0) {
-          p += __builtin_ctz(static_cast<unsigned>(m));
-          break;
+    // Bytes [p, limit) one at a time; true when the value ends there (p_ past it).
+    const auto bytes = [&](const char* limit) {
+      while (p < limit) {
+        const char b = *p;
+        if (in_string) {
+          if (b == '\\') {
+            p += 2;  // the escaped byte too (\u's digits are plain)
+            continue;
+          }
+          if (b == '"') in_string = false;
+        } else if (b == '"') {
+          in_string = true;
+        } else if (b == '{' || b == '[') {
+          ++depth;
+        } else if (b == '}' || b == ']') {
+          if (--depth == 0) {
+            p_ = p + 1;
+            return true;
+          }
         }
-        p += 16;
+        ++p;
       }
-      if (p >= end_) return false;
-#endif
-      const char b = *p;
-      if (b == '"') {
-        p_ = p;
-        if (!skip_string()) return false;
-        p = p_;
+      return false;
+    };
+#if defined(__SSE2__)
+    // 16 bytes at a time: the quotes' running parity (a prefix XOR) marks
+    // the bytes inside strings, so the brackets outside them are found
+    // without stopping at each string. A block with a backslash is read
+    // byte by byte (an escaped quote does not end its string).
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), open = _mm_set1_epi8('{'),
+                  close = _mm_set1_epi8('}'), fold = _mm_set1_epi8(0x20);
+    while (end_ - p >= 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      if (_mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash)) != 0) {
+        if (bytes(p + 16)) return true;
         continue;
       }
-      if (b == '{' || b == '[') {
-        ++depth;
-      } else if (b == '}' || b == ']') {
-        if (--depth == 0) {
-          p_ = p + 1;
+      // 0x20 folds '[' into '{' and ']' into '}'.
+      const __m128i f = _mm_or_si128(v, fold);
+      unsigned inside = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)));
+      inside ^= inside << 1;
+      inside ^= inside << 2;
+      inside ^= inside << 4;
+      inside ^= inside << 8;
+      if (in_string) inside = ~inside;
+      inside &= 0xFFFFu;
+      in_string = (inside >> 15) != 0;
+      const unsigned opens = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(f, open))) & ~inside;
+      const unsigned closes = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(f, close))) & ~inside;
+      for (unsigned any = opens | closes; any != 0; any &= any - 1) {
+        const unsigned bit = any & (0u - any);
+        if (opens & bit) {
+          ++depth;
+        } else if (--depth == 0) {
+          p_ = p + __builtin_ctz(bit) + 1;
           return true;
         }
       }
-      ++p;
+      p += 16;
     }
-    return false;
+#endif
+    return bytes(end_);
   }
   // A null value (consumed) or not (p_ unmoved).
   bool null() {

@@ -142,6 +142,36 @@ TEST(PodText, ExamplesAndFuzzSeedsAgree) {
   EXPECT_GT(same, 10u);
 }
 
+// The values the reader skips (skip(): 16 bytes at a time, strings found
+// by the quotes' parity, a block with a backslash byte by byte): brackets
+// and escaped quotes inside strings, at every offset from a block's start,
+// change neither what is read after them nor where the value ends.
+TEST(PodText, SkippedValuesWithBracketsAndEscapesInStrings) {
+  // JSON string contents as the text has them (escapes not decoded).
+  const std::string tricky[] = {"}", "]", "{[", R"(\"})", R"(\\)", R"(\\\"])", R"(a\\\\\"}{)", R"(\u00e9])", R"(\n})"};
+  std::size_t same = 0;
+  for (const std::string& t : tricky) {
+    for (std::size_t pad = 0; pad < 40; ++pad) {
+      const std::string s = "\"" + std::string(pad, 'x') + t + "\"";
+      const std::string skipped = "{\"a\":[" + s + ",{\"b\":" + s + "},[" + s + "]]," + s + ":" + s + "}";
+      json pod = rich_pod();
+      pod["spec"]["containers"][0]["ports"] = json::parse(skipped);
+      pod["spec"]["containers"][0]["env"][1]["valueFrom"] = json::parse(skipped);
+      pod["spec"]["volumes"][2]["configMap"] = json::parse(skipped);
+      pod["metadata"]["ownerReferences"] = json::array({json::parse(skipped)});
+      // dump() writes the quotes and backslashes escaped again: the text has them as above.
+      std::string text = pod.dump();
+      if (check_text(text, pod_text_kinds()[0]) == Outcome::Same) ++same;
+      auto read = read_pod_text(text, "Pod", "v1");
+      ASSERT_TRUE(read) << text;
+      EXPECT_EQ(read->facts.containers.size(), 5u);
+      EXPECT_EQ(read->facts.containers[0].loader_env, (std::vector<std::string>{"LD_PRELOAD", "PYTHONPATH"}));
+      EXPECT_EQ(read->facts.volumes.size(), 3u);
+    }
+  }
+  EXPECT_EQ(same, std::size(tricky) * 40);
+}
+
 // Every field the facts read, given every JSON type (and a few values that
 // matter): where the DOM path fails, the text never gives facts.
 TEST(PodText, VariationsOfEveryFieldAgree) {
