@@ -24,12 +24,6 @@
 
 namespace ig::controller {
 
-inline constexpr kube::Resource kMutatingWebhookConfigurations{
-    "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", false};
-inline constexpr kube::Resource kValidatingWebhookConfigurations{
-    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration",
-    false};
-
 struct Injected {
   bool settled = false;
   std::uint64_t patched = 0;  // webhooks whose caBundle was set by this call

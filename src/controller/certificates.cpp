@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "admission/review.h"
+#include "kube/resources.h"
 #include "tls/certificates.h"
 
 namespace ig::controller {
@@ -139,7 +140,7 @@ void SelfManagedCertificates::stop_leading() noexcept { manager_.stop_leading();
 void SelfManagedCertificates::begin_term() {
   const WatchSettings ws = watch_settings();
   injectors_.clear();
-  for (const kube::Resource* r : {&kMutatingWebhookConfigurations, &kValidatingWebhookConfigurations})
+  for (const kube::Resource* r : {&kube::kMutatingWebhookConfigurations, &kube::kValidatingWebhookConfigurations})
     injectors_.push_back(
         std::make_unique<CaInjector>(client_, *r, options_.webhook_config_name, ws, [this] { enqueue(); }));
   applier_.reset();
@@ -241,7 +242,7 @@ Result<CertTime> SelfManagedCertificates::leader_pass(const runtime::CancelToken
     seen_secret_ = seen;
     working_secret_ = seen ? std::optional<json>(*seen) : std::nullopt;
   }
-  const std::string secret_path = kube::object_path(kSecrets, options_.ns, options_.secret_name);
+  const std::string secret_path = kube::object_path(kube::kSecrets, options_.ns, options_.secret_name);
   std::optional<CertTime> wake;
   for (int attempt = 0; attempt < 4 && !cancel.stop_requested(); ++attempt) {
     const SecretMaterial material = working_secret_ ? secret_material(*working_secret_) : SecretMaterial{};
@@ -278,7 +279,7 @@ Result<CertTime> SelfManagedCertificates::leader_pass(const runtime::CancelToken
                      {"labels", {{"app.kubernetes.io/managed-by", "isolation-gate"}}}}},
                    {"type", "kubernetes.io/tls"},
                    {"data", secret_data(plan->next)}};
-      written = client_.create(kube::collection_path(kSecrets, options_.ns), body);
+      written = client_.create(kube::collection_path(kube::kSecrets, options_.ns), body);
     } else {
       json body = *working_secret_;
       if (!body.contains("data") || !body["data"].is_object()) body["data"] = json::object();

@@ -6,6 +6,7 @@
 #include "admission/namespace_guard.h"
 #include "admission/pod_rules.h"
 #include "base/quote.h"
+#include "kube/resources.h"
 #include "model/pod.h"
 
 namespace ig::controller {
@@ -179,7 +180,7 @@ void DriftAudit::start() {
   audited_.store(false, std::memory_order_release);
   kube::ReflectorOptions o;
   o.name = "pods";
-  o.path = kube::collection_path(kPods);
+  o.path = kube::collection_path(kube::kPods);
   o.label_selector = std::string(model::kComponentLabel);
   o.page_size = options_.page_size;
   o.watch_timeout = options_.watch_timeout;
@@ -190,7 +191,7 @@ void DriftAudit::start() {
   reflector_ = std::make_unique<kube::Reflector>(client_, pods_, std::move(o));
   reflector_->start();
   n.name = "audit_namespaces";
-  n.path = kube::collection_path(kNamespaces);
+  n.path = kube::collection_path(kube::kNamespaces);
   n.label_selector = std::string(admission::kEnforcementLabel) + "=" + std::string(kAuditValue);
   namespace_reflector_ = std::make_unique<kube::Reflector>(client_, audit_namespaces_, std::move(n));
   namespace_reflector_->start();
@@ -520,7 +521,7 @@ Result<runtime::Requeue> DriftAudit::evict(const std::string& pod_key, const run
                    {"kind", "Eviction"},
                    {"metadata", {{"name", name}, {"namespace", ns}}}};
   if (!uid.empty()) eviction["deleteOptions"] = {{"preconditions", {{"uid", uid}}}};
-  auto result = client_.create_cancellable(kube::object_path(kPods, ns, name, "eviction"), eviction, cancel);
+  auto result = client_.create_cancellable(kube::object_path(kube::kPods, ns, name, "eviction"), eviction, cancel);
   if (result) {
     {
       std::lock_guard lock(mu_);

@@ -1,5 +1,6 @@
 #include "controller/webhook_applier.h"
 
+#include "kube/resources.h"
 #include "model/document.h"
 
 namespace ig::controller {
@@ -83,7 +84,7 @@ ConfigurationApplier::ConfigurationApplier(kube::Client& client, std::string ns,
       log_(settings.log),
       replica_ready_(std::move(replica_ready)),
       request_timeout_(request_timeout),
-      template_(client, kConfigMaps, ns, std::move(configmap), settings, std::move(on_change)) {}
+      template_(client, kube::kConfigMaps, ns, std::move(configmap), settings, std::move(on_change)) {}
 
 Applied ConfigurationApplier::waiting(PerKind& k, const std::string& what, const std::string& why) {
   if (k.waiting_logged != why && log_) log_("info", "certificates: " + what + ": " + why);
@@ -99,7 +100,7 @@ Result<Applied> ConfigurationApplier::reconcile(const CaInjector& target, const 
   if (!template_.synced() || !target.target().synced()) return Applied{};
   const auto configmap = template_.get();
   if (!configmap) return waiting(k, what, "waiting for the template ConfigMap " + ns_ + "/" + template_.name());
-  const bool mutating = r.plural == kMutatingWebhookConfigurations.plural;
+  const bool mutating = r.plural == kube::kMutatingWebhookConfigurations.plural;
   auto desired = configuration_from_template(*configmap, mutating ? "mutating.yaml" : "validating.yaml", r.kind,
                                              name, b64);
   if (!desired) {

@@ -35,8 +35,6 @@
 
 namespace ig::controller {
 
-inline constexpr kube::Resource kConfigMaps{"", "v1", "configmaps", "ConfigMap", true};
-
 // The configuration `kind` named `name` that the template ConfigMap holds
 // under `key`, as it should be stored (pure).
 Result<nlohmann::json> configuration_from_template(const nlohmann::json& configmap, std::string_view key,
