@@ -27,6 +27,7 @@
 #include "cli/commands.h"
 #include "controller/cluster.h"
 #include "kube/api.h"
+#include "kube/object_meta.h"
 #include "kube/resources.h"
 
 namespace ig::cli {
@@ -186,11 +187,8 @@ int run_selftest(const std::vector<std::string>& args) {
       result = admitted.failure().code == 403 ? kExitDenied : kExitFailure;
       return;
     }
-    const json& md = (*admitted)["metadata"];
-    const auto annotations = md.find("annotations");
-    const bool decided = annotations != md.end() && annotations->is_object() &&
-                         annotations->contains(std::string(kDecisionAnnotation));
-    if (!decided) {
+    const kube::ObjectMeta md = kube::object_meta(*admitted);
+    if (!md.annotations || !md.annotations->contains(std::string(kDecisionAnnotation))) {
       std::cout << "FAIL: the pod was admitted without the gate's decision annotation: the mutating webhook did "
                    "not see it\n";
       result = kExitDenied;
@@ -198,7 +196,7 @@ int run_selftest(const std::vector<std::string>& args) {
     }
     const auto& spec = (*admitted)["spec"];
     std::cout << "ok: the pod of a trusted Component is admitted: "
-              << (*annotations)[std::string(kDecisionAnnotation)].get<std::string>()
+              << (*md.annotations)[std::string(kDecisionAnnotation)].get<std::string>()
               << (spec.contains("runtimeClassName") ? " (runtimeClassName " + spec["runtimeClassName"].dump() + ")"
                                                     : std::string())
               << "\n";

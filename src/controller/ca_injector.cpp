@@ -1,5 +1,7 @@
 #include "controller/ca_injector.h"
 
+#include "kube/object_meta.h"
+
 namespace ig::controller {
 namespace {
 
@@ -24,7 +26,7 @@ Result<Injected> CaInjector::reconcile(const std::string& b64, std::stop_token c
     return out;
   }
   missing_logged_ = false;
-  const std::string rv = resource_version_of(*object);
+  const std::string_view rv = kube::object_meta(*object).resource_version;
   if (!rv.empty() && rv == patched_rv_ && b64 == patched_bundle_) {  // our patch is on its way
     out.settled = true;
     return out;

@@ -1,5 +1,6 @@
 #include "controller/webhook_applier.h"
 
+#include "kube/object_meta.h"
 #include "kube/resources.h"
 #include "model/document.h"
 
@@ -21,15 +22,6 @@ std::string fingerprint(std::string_view text) {
   std::string out(16, '0');
   for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<std::size_t>(i)] = kHex[h & 0xf];
   return out;
-}
-
-std::string annotation(const json& object, std::string_view key) {
-  const auto md = object.find("metadata");
-  if (md == object.end() || !md->is_object()) return {};
-  const auto a = md->find("annotations");
-  if (a == md->end() || !a->is_object()) return {};
-  const auto v = a->find(std::string(key));
-  return v != a->end() && v->is_string() ? v->get<std::string>() : std::string{};
 }
 
 }  // namespace
@@ -109,7 +101,8 @@ Result<Applied> ConfigurationApplier::reconcile(const CaInjector& target, const 
   }
   const std::uint64_t seen = target.target().changes();
   const auto live = target.target().get();
-  if (live && annotation(*live, kFingerprintAnnotation) == annotation(*desired, kFingerprintAnnotation)) {
+  if (live && kube::object_meta(*live).annotation(kFingerprintAnnotation) ==
+                  kube::object_meta(*desired).annotation(kFingerprintAnnotation)) {
     k.waiting_logged.clear();
     return Applied{true, false};  // as the template says; the caBundle is the injector's
   }
@@ -121,7 +114,7 @@ Result<Applied> ConfigurationApplier::reconcile(const CaInjector& target, const 
   if (!live) {
     written = client_.create(kube::collection_path(r), *desired);
   } else {
-    (*desired)["metadata"]["resourceVersion"] = resource_version_of(*live);
+    (*desired)["metadata"]["resourceVersion"] = kube::object_meta(*live).resource_version;
     written = client_.update(kube::object_path(r, "", name), *desired, request_timeout_);
   }
   if (!written) {
