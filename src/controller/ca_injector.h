@@ -19,6 +19,7 @@
 #include <stop_token>
 #include <string>
 
+#include "base/log_once.h"
 #include "base/result.h"
 #include "controller/object_watch.h"
 
@@ -50,7 +51,7 @@ class CaInjector {
   // The resourceVersion last patched and the bundle it was patched to: the
   // cache may still show that version with the old bundle.
   std::string patched_rv_, patched_bundle_;
-  bool missing_logged_ = false;
+  LogOnce missing_logged_;
 };
 
 }  // namespace ig::controller

@@ -90,14 +90,9 @@ void SelfManagedCertificates::note_error(const std::string& message) {
 }
 
 void SelfManagedCertificates::report(const std::string& source, const std::string& message) {
-  std::string& last = reported_[source];
-  if (last == message) {
-    std::lock_guard lock(state_mu_);
-    ++stats_.errors;
-    return;
-  }
-  last = message;
-  note_error(message);
+  if (reported_[source].first(message)) return note_error(message);
+  std::lock_guard lock(state_mu_);
+  ++stats_.errors;
 }
 
 void SelfManagedCertificates::start() {
@@ -153,7 +148,7 @@ void SelfManagedCertificates::begin_term() {
       client_, options_.ns, options_.service_name, options_.service_port_name,
       options_.service_name + "." + options_.ns + ".svc", ws, [this] { enqueue(); }, options_.probe_timeout);
   reported_.clear();
-  served_logged_.clear();
+  served_logged_.cleared();
   seen_secret_.reset();
   working_secret_.reset();
   confirmed_bundle_.clear();
@@ -346,9 +341,7 @@ void SelfManagedCertificates::log_kept_ca(const std::optional<ServedObservation>
       message += (i ? ", " : " ") + seen->endpoints[i] + " " + what;
     }
   }
-  if (message == served_logged_) return;
-  served_logged_ = message;
-  log("info", message);
+  if (served_logged_.first(message)) log("info", message);
 }
 
 void SelfManagedCertificates::write_metrics(prometheus::TextWriter& out) const {

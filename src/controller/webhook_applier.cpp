@@ -79,8 +79,7 @@ ConfigurationApplier::ConfigurationApplier(kube::Client& client, std::string ns,
       template_(client, kube::kConfigMaps, ns, std::move(configmap), settings, std::move(on_change)) {}
 
 Applied ConfigurationApplier::waiting(PerKind& k, const std::string& what, const std::string& why) {
-  if (k.waiting_logged != why && log_) log_("info", "certificates: " + what + ": " + why);
-  k.waiting_logged = why;
+  if (k.waiting_logged.first(why) && log_) log_("info", "certificates: " + what + ": " + why);
   return {};
 }
 
@@ -96,14 +95,14 @@ Result<Applied> ConfigurationApplier::reconcile(const CaInjector& target, const 
   auto desired = configuration_from_template(*configmap, mutating ? "mutating.yaml" : "validating.yaml", r.kind,
                                              name, b64);
   if (!desired) {
-    k.waiting_logged.clear();
+    k.waiting_logged.cleared();
     return fail("certificates: the template ConfigMap " + template_.name() + ": " + desired.error());
   }
   const std::uint64_t seen = target.target().changes();
   const auto live = target.target().get();
   if (live && kube::object_meta(*live).annotation(kFingerprintAnnotation) ==
                   kube::object_meta(*desired).annotation(kFingerprintAnnotation)) {
-    k.waiting_logged.clear();
+    k.waiting_logged.cleared();
     return Applied{true, false};  // as the template says; the caBundle is the injector's
   }
   if (k.written_at == seen) return Applied{};  // our write is on its way to the cache
@@ -123,7 +122,7 @@ Result<Applied> ConfigurationApplier::reconcile(const CaInjector& target, const 
     return fail("certificates: applying the template to the " + what + ": " + e.message);
   }
   k.written_at = seen;
-  k.waiting_logged.clear();
+  k.waiting_logged.cleared();
   if (log_)
     log_("info", std::string("certificates: ") + (live ? "updated" : "created") + " the " + what +
                      " from the template ConfigMap " + template_.name());
