@@ -18,15 +18,14 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "config/defaults.h"
-#include "controller/certificates.h"
 #include "kube/api.h"
+#include "kube/resources.h"
 
 namespace ig::cli {
 namespace {
 
-using controller::kConfigMaps;
-constexpr kube::Resource kWebhookKinds[] = {controller::kMutatingWebhookConfigurations,
-                                            controller::kValidatingWebhookConfigurations};
+constexpr kube::Resource kWebhookKinds[] = {kube::kMutatingWebhookConfigurations,
+                                            kube::kValidatingWebhookConfigurations};
 
 struct CleanupOptions {
   std::string kubeconfig, context, ns;
@@ -81,7 +80,7 @@ int run_cleanup(const std::vector<std::string>& args) {
   bool ok = true;
   if (!o.template_configmap.empty()) {
     ok &= delete_gone(api, "ConfigMap " + access->ns + "/" + o.template_configmap,
-                      kube::object_path(kConfigMaps, access->ns, o.template_configmap), o.timeout);
+                      kube::object_path(kube::kConfigMaps, access->ns, o.template_configmap), o.timeout);
   }
   auto delete_configurations = [&] {
     bool all = true;

@@ -26,8 +26,9 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "controller/cluster.h"
-#include "controller/drift.h"
 #include "kube/api.h"
+#include "kube/object_meta.h"
+#include "kube/resources.h"
 
 namespace ig::cli {
 namespace {
@@ -35,8 +36,6 @@ namespace {
 using json = nlohmann::json;
 
 using controller::kComponents;
-using controller::kPods;
-constexpr kube::Resource kNamespaces{"", "v1", "namespaces", "Namespace", false};
 constexpr std::string_view kComponentLabel = "gibson.zeroroot.ai/component";
 constexpr std::string_view kDecisionAnnotation = "gibson.zeroroot.ai/isolation";
 
@@ -119,7 +118,7 @@ int run_selftest(const std::vector<std::string>& args) {
               {{"name", scratch},
                {"labels", {{"gibson.zeroroot.ai/isolation", "enforced"}, {"app.kubernetes.io/created-by", "isolation-gate-selftest"}}}}}};
   if (own_scratch) {
-    if (auto made = api.create(kube::collection_path(kNamespaces), ns); !made) {
+    if (auto made = api.create(kube::collection_path(kube::kNamespaces), ns); !made) {
       return could_not("creating the scratch namespace " + scratch, made.failure());
     }
     std::cout << "created namespace " << scratch << " (enforced)\n";
@@ -164,7 +163,7 @@ int run_selftest(const std::vector<std::string>& args) {
       result = could_not("creating the Component selftest", made.failure());
       return;
     }
-    const std::string pods = kube::collection_path(kPods, scratch) + "?dryRun=All";
+    const std::string pods = kube::collection_path(kube::kPods, scratch) + "?dryRun=All";
 
     auto denied = api.create(pods, test_pod(scratch, "selftest-unlabelled", false));
     if (denied) {
@@ -188,11 +187,8 @@ int run_selftest(const std::vector<std::string>& args) {
       result = admitted.failure().code == 403 ? kExitDenied : kExitFailure;
       return;
     }
-    const json& md = (*admitted)["metadata"];
-    const auto annotations = md.find("annotations");
-    const bool decided = annotations != md.end() && annotations->is_object() &&
-                         annotations->contains(std::string(kDecisionAnnotation));
-    if (!decided) {
+    const kube::ObjectMeta md = kube::object_meta(*admitted);
+    if (!md.annotations || !md.annotations->contains(std::string(kDecisionAnnotation))) {
       std::cout << "FAIL: the pod was admitted without the gate's decision annotation: the mutating webhook did "
                    "not see it\n";
       result = kExitDenied;
@@ -200,7 +196,7 @@ int run_selftest(const std::vector<std::string>& args) {
     }
     const auto& spec = (*admitted)["spec"];
     std::cout << "ok: the pod of a trusted Component is admitted: "
-              << (*annotations)[std::string(kDecisionAnnotation)].get<std::string>()
+              << (*md.annotations)[std::string(kDecisionAnnotation)].get<std::string>()
               << (spec.contains("runtimeClassName") ? " (runtimeClassName " + spec["runtimeClassName"].dump() + ")"
                                                     : std::string())
               << "\n";
@@ -208,7 +204,7 @@ int run_selftest(const std::vector<std::string>& args) {
 
   if (!own_scratch) {
     // The namespace is not ours; its Component stays for the next run.
-  } else if (auto gone = api.remove(kube::object_path(kNamespaces, "", scratch), o.timeout / 5);
+  } else if (auto gone = api.remove(kube::object_path(kube::kNamespaces, "", scratch), o.timeout / 5);
              !gone && !gone.failure().not_found()) {
     std::cerr << "isolation-gate selftest: deleting the scratch namespace " << scratch << ": " << gone.error() << "\n";
     if (result == kExitAllowed) result = kExitFailure;

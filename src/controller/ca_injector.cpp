@@ -1,5 +1,7 @@
 #include "controller/ca_injector.h"
 
+#include "kube/object_meta.h"
+
 namespace ig::controller {
 namespace {
 
@@ -18,13 +20,13 @@ Result<Injected> CaInjector::reconcile(const std::string& b64, std::stop_token c
   if (!watch_.synced()) return out;
   const auto object = watch_.get();
   if (!object) {
-    if (!missing_logged_ && log_) log_("warn", "certificates: waiting for the " + what() + " to exist");
-    missing_logged_ = true;
+    const std::string message = "certificates: waiting for the " + what() + " to exist";
+    if (missing_logged_.first(message) && log_) log_("warn", message);
     out.settled = true;  // nothing the API server could call
     return out;
   }
-  missing_logged_ = false;
-  const std::string rv = resource_version_of(*object);
+  missing_logged_.cleared();
+  const std::string_view rv = kube::object_meta(*object).resource_version;
   if (!rv.empty() && rv == patched_rv_ && b64 == patched_bundle_) {  // our patch is on its way
     out.settled = true;
     return out;

@@ -19,16 +19,11 @@
 #include <stop_token>
 #include <string>
 
+#include "base/log_once.h"
 #include "base/result.h"
 #include "controller/object_watch.h"
 
 namespace ig::controller {
-
-inline constexpr kube::Resource kMutatingWebhookConfigurations{
-    "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", false};
-inline constexpr kube::Resource kValidatingWebhookConfigurations{
-    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration",
-    false};
 
 struct Injected {
   bool settled = false;
@@ -56,7 +51,7 @@ class CaInjector {
   // The resourceVersion last patched and the bundle it was patched to: the
   // cache may still show that version with the old bundle.
   std::string patched_rv_, patched_bundle_;
-  bool missing_logged_ = false;
+  LogOnce missing_logged_;
 };
 
 }  // namespace ig::controller

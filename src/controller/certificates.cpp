@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "admission/review.h"
+#include "kube/resources.h"
 #include "runtime/service.h"
 #include "tls/certificates.h"
 
@@ -84,14 +85,9 @@ void SelfManagedCertificates::note_error(const std::string& message) {
 }
 
 void SelfManagedCertificates::report(const std::string& source, const std::string& message) {
-  std::string& last = reported_[source];
-  if (last == message) {
-    std::lock_guard lock(state_mu_);
-    ++stats_.errors;
-    return;
-  }
-  last = message;
-  note_error(message);
+  if (reported_[source].first(message)) return note_error(message);
+  std::lock_guard lock(state_mu_);
+  ++stats_.errors;
 }
 
 void SelfManagedCertificates::add_to(runtime::Manager& manager) {
@@ -121,7 +117,7 @@ std::optional<json> SelfManagedCertificates::observed_secret() const {
 void SelfManagedCertificates::begin_term() {
   const WatchSettings ws = watch_settings();
   injectors_.clear();
-  for (const kube::Resource* r : {&kMutatingWebhookConfigurations, &kValidatingWebhookConfigurations})
+  for (const kube::Resource* r : {&kube::kMutatingWebhookConfigurations, &kube::kValidatingWebhookConfigurations})
     injectors_.push_back(
         std::make_unique<CaInjector>(client_, *r, options_.webhook_config_name, ws, [this] { enqueue(); }));
   applier_.reset();
@@ -134,7 +130,7 @@ void SelfManagedCertificates::begin_term() {
       client_, options_.ns, options_.service_name, options_.service_port_name,
       options_.service_name + "." + options_.ns + ".svc", ws, [this] { enqueue(); }, options_.probe_timeout);
   reported_.clear();
-  served_logged_.clear();
+  served_logged_.cleared();
   seen_secret_.reset();
   working_secret_.reset();
   confirmed_bundle_.clear();
@@ -223,7 +219,7 @@ Result<CertTime> SelfManagedCertificates::leader_pass(const runtime::CancelToken
     seen_secret_ = seen;
     working_secret_ = seen ? std::optional<json>(*seen) : std::nullopt;
   }
-  const std::string secret_path = kube::object_path(kSecrets, options_.ns, options_.secret_name);
+  const std::string secret_path = kube::object_path(kube::kSecrets, options_.ns, options_.secret_name);
   std::optional<CertTime> wake;
   for (int attempt = 0; attempt < 4 && !cancel.stop_requested(); ++attempt) {
     const SecretMaterial material = working_secret_ ? secret_material(*working_secret_) : SecretMaterial{};
@@ -260,7 +256,7 @@ Result<CertTime> SelfManagedCertificates::leader_pass(const runtime::CancelToken
                      {"labels", {{"app.kubernetes.io/managed-by", "isolation-gate"}}}}},
                    {"type", "kubernetes.io/tls"},
                    {"data", secret_data(plan->next)}};
-      written = client_.create(kube::collection_path(kSecrets, options_.ns), body);
+      written = client_.create(kube::collection_path(kube::kSecrets, options_.ns), body);
     } else {
       json body = *working_secret_;
       if (!body.contains("data") || !body["data"].is_object()) body["data"] = json::object();
@@ -327,9 +323,7 @@ void SelfManagedCertificates::log_kept_ca(const std::optional<ServedObservation>
       message += (i ? ", " : " ") + seen->endpoints[i] + " " + what;
     }
   }
-  if (message == served_logged_) return;
-  served_logged_ = message;
-  log("info", message);
+  if (served_logged_.first(message)) log("info", message);
 }
 
 void SelfManagedCertificates::write_metrics(prometheus::TextWriter& out) const {

@@ -61,6 +61,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/log_once.h"
 #include "base/prometheus.h"
 #include "config/defaults.h"
 #include "controller/ca_injector.h"
@@ -182,8 +183,8 @@ class SelfManagedCertificates {
   std::vector<std::unique_ptr<CaInjector>> injectors_;  // mutating, validating
   std::unique_ptr<ConfigurationApplier> applier_;        // with a template ConfigMap
   std::unique_ptr<ServedObserver> observer_;
-  std::string served_logged_;                            // the last observation that kept the old CA
-  std::map<std::string, std::string> reported_;          // source -> last message
+  LogOnce served_logged_;                                // the last observation that kept the old CA
+  std::map<std::string, LogOnce> reported_;              // source -> last message
   std::shared_ptr<const nlohmann::json> seen_secret_;   // the source's object the working copy came from
   std::optional<nlohmann::json> working_secret_;
   std::string confirmed_bundle_;

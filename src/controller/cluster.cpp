@@ -1,6 +1,7 @@
 #include "controller/cluster.h"
 
 #include "base/quote.h"
+#include "kube/resources.h"
 
 namespace ig::controller {
 
@@ -136,8 +137,8 @@ Cluster::Cluster(kube::Client& client, ClusterOptions options, kube::Client* loo
     return std::make_unique<kube::Reflector>(client_, sink, std::move(o));
   };
   component_reflector_ = reflector("components", kComponents, components_);
-  runtime_class_reflector_ = reflector("runtimeclasses", kRuntimeClasses, runtime_classes_);
-  node_reflector_ = reflector("nodes", kNodes, nodes_);
+  runtime_class_reflector_ = reflector("runtimeclasses", kube::kRuntimeClasses, runtime_classes_);
+  node_reflector_ = reflector("nodes", kube::kNodes, nodes_);
   fresh_sandbox_ = std::make_unique<FreshSandbox>(sandbox_, options_.sandbox_stale_after,
                                                   runtime_class_reflector_.get(), node_reflector_.get());
 }

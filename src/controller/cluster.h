@@ -82,9 +82,6 @@ namespace ig::controller {
 
 inline constexpr kube::Resource kComponents{"gibson.zeroroot.ai", "v1alpha1", "components",
                                             "Component", true};
-inline constexpr kube::Resource kRuntimeClasses{"node.k8s.io", "v1", "runtimeclasses",
-                                                "RuntimeClass", false};
-inline constexpr kube::Resource kNodes{"", "v1", "nodes", "Node", false};
 
 struct ClusterOptions {
   std::string runtime_class;       // --runtime-class

@@ -6,6 +6,8 @@
 #include "admission/namespace_guard.h"
 #include "admission/pod_rules.h"
 #include "base/quote.h"
+#include "kube/object_meta.h"
+#include "kube/resources.h"
 #include "model/pod.h"
 
 namespace ig::controller {
@@ -47,15 +49,13 @@ Drift classify_drift(Decision decision, bool on_sandbox) noexcept {
 
 Result<PodPlacement> decode_pod_placement(const json& pod) {
   if (!pod.is_object()) return fail("a pod is not an object");
-  auto meta = pod.find("metadata");
-  if (meta == pod.end() || !meta->is_object()) return fail("a pod without metadata");
+  const kube::ObjectMeta meta = kube::object_meta(pod);
+  if (!meta.present) return fail("a pod without metadata");
   PodPlacement p;
-  p.namespace_ = string_at(*meta, "namespace");
-  p.name = string_at(*meta, "name");
-  p.uid = string_at(*meta, "uid");
-  if (auto labels = meta->find("labels"); labels != meta->end() && labels->is_object()) {
-    p.component = string_at(*labels, model::kComponentLabel);
-  }
+  p.namespace_ = meta.namespace_;
+  p.name = meta.name;
+  p.uid = meta.uid;
+  p.component = meta.label(model::kComponentLabel);
   if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
     p.runtime_class = string_at(*spec, "runtimeClassName");
   }
@@ -69,19 +69,14 @@ bool pod_is_running(const json& pod) {
   if (auto status = pod.find("status"); status != pod.end() && status->is_object()) {
     phase = string_at(*status, "phase");
   }
-  bool deleting = false;
-  if (auto meta = pod.find("metadata"); meta != pod.end() && meta->is_object()) {
-    auto d = meta->find("deletionTimestamp");
-    deleting = d != meta->end() && !d->is_null();
-  }
-  return phase != "Succeeded" && phase != "Failed" && !deleting;
+  return phase != "Succeeded" && phase != "Failed" && !kube::object_meta(pod).deleting;
 }
 
 Result<AuditNamespace> decode_audit_namespace(const json& ns) {
   if (!ns.is_object()) return fail("a namespace is not an object");
-  auto meta = ns.find("metadata");
-  if (meta == ns.end() || !meta->is_object()) return fail("a namespace without metadata");
-  AuditNamespace n{string_at(*meta, "name"), string_at(*meta, "uid")};
+  const kube::ObjectMeta meta = kube::object_meta(ns);
+  if (!meta.present) return fail("a namespace without metadata");
+  AuditNamespace n{std::string(meta.name), std::string(meta.uid)};
   if (n.name.empty()) return fail("a namespace without a name");
   return n;
 }
@@ -95,7 +90,7 @@ Result<AuditPod> decode_audit_pod(const json& pod) {
   auto facts = model::read_pod_facts(pod, where, "pod");
   if (!facts) return fail(facts.error());
   AuditPod p;
-  if (auto meta = pod.find("metadata"); meta != pod.end() && meta->is_object()) p.uid = string_at(*meta, "uid");
+  p.uid = kube::object_meta(pod).uid;
   p.facts = std::move(facts).value();
   std::erase_if(p.facts.containers, [](const model::ContainerFacts& c) { return c.ephemeral; });
   std::erase_if(p.facts.privileged_containers,
@@ -179,7 +174,7 @@ void DriftAudit::start() {
   audited_.store(false, std::memory_order_release);
   kube::ReflectorOptions o;
   o.name = "pods";
-  o.path = kube::collection_path(kPods);
+  o.path = kube::collection_path(kube::kPods);
   o.label_selector = std::string(model::kComponentLabel);
   o.page_size = options_.page_size;
   o.watch_timeout = options_.watch_timeout;
@@ -190,7 +185,7 @@ void DriftAudit::start() {
   reflector_ = std::make_unique<kube::Reflector>(client_, pods_, std::move(o));
   reflector_->start();
   n.name = "audit_namespaces";
-  n.path = kube::collection_path(kNamespaces);
+  n.path = kube::collection_path(kube::kNamespaces);
   n.label_selector = std::string(admission::kEnforcementLabel) + "=" + std::string(kAuditValue);
   namespace_reflector_ = std::make_unique<kube::Reflector>(client_, audit_namespaces_, std::move(n));
   namespace_reflector_->start();
@@ -223,10 +218,7 @@ bool DriftAudit::keep_audit_pod(const json& pod) const {
     set = audit_set_;
   }
   if (set->empty() || !pod_is_running(pod)) return false;
-  auto meta = pod.find("metadata");
-  if (meta == pod.end() || !meta->is_object()) return false;
-  auto ns = meta->find("namespace");
-  return ns != meta->end() && ns->is_string() && set->count(ns->get_ref<const std::string&>()) > 0;
+  return set->count(kube::object_meta(pod).namespace_) > 0;  // the set holds no ""
 }
 
 void DriftAudit::stop_audit_pods() noexcept {
@@ -520,7 +512,7 @@ Result<runtime::Requeue> DriftAudit::evict(const std::string& pod_key, const run
                    {"kind", "Eviction"},
                    {"metadata", {{"name", name}, {"namespace", ns}}}};
   if (!uid.empty()) eviction["deleteOptions"] = {{"preconditions", {{"uid", uid}}}};
-  auto result = client_.create_cancellable(kube::object_path(kPods, ns, name, "eviction"), eviction, cancel);
+  auto result = client_.create_cancellable(kube::object_path(kube::kPods, ns, name, "eviction"), eviction, cancel);
   if (result) {
     {
       std::lock_guard lock(mu_);

@@ -102,8 +102,6 @@
 
 namespace ig::controller {
 
-inline constexpr kube::Resource kPods{"", "v1", "pods", "Pod", true};
-
 enum class Drift : std::uint8_t { None, LessSafe, Elsewhere };
 Drift classify_drift(policy::Decision decision, bool on_sandbox) noexcept;
 
@@ -134,7 +132,6 @@ struct PodPlacement {
 };
 Result<PodPlacement> decode_pod_placement(const nlohmann::json& pod);
 
-inline constexpr kube::Resource kNamespaces{"", "v1", "namespaces", "Namespace", false};
 // The label value that puts a namespace in audit mode (the key is
 // admission::kEnforcementLabel).
 inline constexpr std::string_view kAuditValue = "audit";

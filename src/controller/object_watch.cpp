@@ -17,13 +17,6 @@ kube::ReflectorOptions reflector_options(const kube::Resource& r, const std::str
   return o;
 }
 
-std::string resource_version_of(const nlohmann::json& object) {
-  const auto md = object.find("metadata");
-  if (md == object.end() || !md->is_object()) return {};
-  const auto rv = md->find("resourceVersion");
-  return rv != md->end() && rv->is_string() ? rv->get<std::string>() : std::string{};
-}
-
 ObjectWatch::ObjectWatch(kube::Client& client, const kube::Resource& resource, std::string ns, std::string name,
                          const WatchSettings& settings, std::function<void()> on_change)
     : resource_(resource),

@@ -33,9 +33,6 @@ kube::ReflectorOptions reflector_options(const kube::Resource& r, const std::str
                                          const WatchSettings& settings, std::string field_selector,
                                          std::string label_selector = {});
 
-// metadata.resourceVersion, "" when absent.
-std::string resource_version_of(const nlohmann::json& object);
-
 class ObjectWatch {
  public:
   // `ns` empty for a cluster-scoped resource.

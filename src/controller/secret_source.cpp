@@ -1,5 +1,6 @@
 #include "controller/secret_source.h"
 
+#include "kube/resources.h"
 #include "kube/tls_material.h"
 #include "tls/certificates.h"
 
@@ -35,7 +36,7 @@ SecretSource::SecretSource(kube::Client& client, tls::ReloadingTlsContext& servi
       on_change_(std::move(on_change)),
       on_error_(std::move(on_error)),
       log_(settings.log),
-      watch_(client, kSecrets, ns, name, settings, [this] { on_secret_changed(); }) {}
+      watch_(client, kube::kSecrets, ns, name, settings, [this] { on_secret_changed(); }) {}
 
 std::optional<CertTime> SecretSource::ca_not_after() const {
   std::lock_guard lock(mu_);

@@ -29,8 +29,6 @@
 
 namespace ig::controller {
 
-inline constexpr kube::Resource kSecrets{"", "v1", "secrets", "Secret", true};
-
 // The four fields of a Secret's data, decoded (absent or undecodable: empty).
 SecretMaterial secret_material(const nlohmann::json& secret);
 

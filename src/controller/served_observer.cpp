@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "kube/resources.h"
 #include "tls/peer_certificate.h"
 
 namespace ig::controller {
@@ -42,7 +43,7 @@ ServedObserver::ServedObserver(kube::Client& client, std::string ns, std::string
                if (cb) cb();
              }),
       reflector_(client, store_,
-                 reflector_options(kEndpointSlices, ns, service, settings, {}, "kubernetes.io/service-name=" + service)) {}
+                 reflector_options(kube::kEndpointSlices, ns, service, settings, {}, "kubernetes.io/service-name=" + service)) {}
 
 std::optional<ServedObservation> ServedObserver::observe() const {
   if (!store_.synced()) return std::nullopt;

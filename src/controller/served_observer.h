@@ -22,8 +22,6 @@
 
 namespace ig::controller {
 
-inline constexpr kube::Resource kEndpointSlices{"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true};
-
 // One EndpointSlice as read: the ready endpoints' first address and the port.
 struct SliceEndpoints {
   std::vector<std::string> ready;  // addresses

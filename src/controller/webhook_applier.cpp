@@ -1,5 +1,7 @@
 #include "controller/webhook_applier.h"
 
+#include "kube/object_meta.h"
+#include "kube/resources.h"
 #include "model/document.h"
 
 namespace ig::controller {
@@ -20,15 +22,6 @@ std::string fingerprint(std::string_view text) {
   std::string out(16, '0');
   for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<std::size_t>(i)] = kHex[h & 0xf];
   return out;
-}
-
-std::string annotation(const json& object, std::string_view key) {
-  const auto md = object.find("metadata");
-  if (md == object.end() || !md->is_object()) return {};
-  const auto a = md->find("annotations");
-  if (a == md->end() || !a->is_object()) return {};
-  const auto v = a->find(std::string(key));
-  return v != a->end() && v->is_string() ? v->get<std::string>() : std::string{};
 }
 
 }  // namespace
@@ -83,11 +76,10 @@ ConfigurationApplier::ConfigurationApplier(kube::Client& client, std::string ns,
       log_(settings.log),
       replica_ready_(std::move(replica_ready)),
       request_timeout_(request_timeout),
-      template_(client, kConfigMaps, ns, std::move(configmap), settings, std::move(on_change)) {}
+      template_(client, kube::kConfigMaps, ns, std::move(configmap), settings, std::move(on_change)) {}
 
 Applied ConfigurationApplier::waiting(PerKind& k, const std::string& what, const std::string& why) {
-  if (k.waiting_logged != why && log_) log_("info", "certificates: " + what + ": " + why);
-  k.waiting_logged = why;
+  if (k.waiting_logged.first(why) && log_) log_("info", "certificates: " + what + ": " + why);
   return {};
 }
 
@@ -99,17 +91,18 @@ Result<Applied> ConfigurationApplier::reconcile(const CaInjector& target, const 
   if (!template_.synced() || !target.target().synced()) return Applied{};
   const auto configmap = template_.get();
   if (!configmap) return waiting(k, what, "waiting for the template ConfigMap " + ns_ + "/" + template_.name());
-  const bool mutating = r.plural == kMutatingWebhookConfigurations.plural;
+  const bool mutating = r.plural == kube::kMutatingWebhookConfigurations.plural;
   auto desired = configuration_from_template(*configmap, mutating ? "mutating.yaml" : "validating.yaml", r.kind,
                                              name, b64);
   if (!desired) {
-    k.waiting_logged.clear();
+    k.waiting_logged.cleared();
     return fail("certificates: the template ConfigMap " + template_.name() + ": " + desired.error());
   }
   const std::uint64_t seen = target.target().changes();
   const auto live = target.target().get();
-  if (live && annotation(*live, kFingerprintAnnotation) == annotation(*desired, kFingerprintAnnotation)) {
-    k.waiting_logged.clear();
+  if (live && kube::object_meta(*live).annotation(kFingerprintAnnotation) ==
+                  kube::object_meta(*desired).annotation(kFingerprintAnnotation)) {
+    k.waiting_logged.cleared();
     return Applied{true, false};  // as the template says; the caBundle is the injector's
   }
   if (k.written_at == seen) return Applied{};  // our write is on its way to the cache
@@ -120,7 +113,7 @@ Result<Applied> ConfigurationApplier::reconcile(const CaInjector& target, const 
   if (!live) {
     written = client_.create(kube::collection_path(r), *desired);
   } else {
-    (*desired)["metadata"]["resourceVersion"] = resource_version_of(*live);
+    (*desired)["metadata"]["resourceVersion"] = kube::object_meta(*live).resource_version;
     written = client_.update(kube::object_path(r, "", name), *desired, request_timeout_);
   }
   if (!written) {
@@ -129,7 +122,7 @@ Result<Applied> ConfigurationApplier::reconcile(const CaInjector& target, const 
     return fail("certificates: applying the template to the " + what + ": " + e.message);
   }
   k.written_at = seen;
-  k.waiting_logged.clear();
+  k.waiting_logged.cleared();
   if (log_)
     log_("info", std::string("certificates: ") + (live ? "updated" : "created") + " the " + what +
                      " from the template ConfigMap " + template_.name());

@@ -29,13 +29,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/log_once.h"
 #include "base/result.h"
 #include "controller/ca_injector.h"
 #include "controller/object_watch.h"
 
 namespace ig::controller {
-
-inline constexpr kube::Resource kConfigMaps{"", "v1", "configmaps", "ConfigMap", true};
 
 // The configuration `kind` named `name` that the template ConfigMap holds
 // under `key`, as it should be stored (pure).
@@ -61,7 +60,7 @@ class ConfigurationApplier {
  private:
   struct PerKind {
     std::optional<std::uint64_t> written_at;  // the target's changes() when we last wrote
-    std::string waiting_logged;
+    LogOnce waiting_logged;
   };
   Applied waiting(PerKind& k, const std::string& what, const std::string& why);
 

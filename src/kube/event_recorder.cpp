@@ -9,6 +9,7 @@
 
 #include "base/quote.h"
 #include "base/token_bucket.h"
+#include "kube/resources.h"
 
 namespace ig::kube {
 namespace {

@@ -123,9 +123,6 @@ struct EventRecorderStats {
   std::uint64_t series = 0;                // keys known now (gauge)
 };
 
-// The Resource of events.k8s.io/v1 Events.
-inline constexpr Resource kEventsV1{"events.k8s.io", "v1", "events", "Event", true};
-
 // What callers record through: record() never blocks on I/O; false: not
 // queued (counted in the implementation's stats). Thread-safe.
 class EventRecorder {

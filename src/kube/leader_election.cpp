@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "kube/resources.h"
+
 namespace ig::kube {
 namespace {
 

@@ -83,8 +83,6 @@
 
 namespace ig::kube {
 
-inline constexpr Resource kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true};
-
 // pod_name (the hostname when empty) + "_" + 8 random hex characters, so a
 // restarted pod with the same name is a new holder (client-go's convention).
 std::string make_holder_identity(std::string_view pod_name);

@@ -17,6 +17,7 @@
 #include <mutex>
 
 #include "admission/review.h"
+#include "kube/resources.h"
 #include "kube/tls_material.h"
 #include "server/https_server.h"
 #include "tls/certificates.h"
@@ -263,8 +264,8 @@ class FakeApi final : public kube::Client {
   std::vector<Change> history_;
 };
 
-const std::string kSecretsPath = kube::collection_path(kSecrets, kNs);
-const std::string kSlicesPath = kube::collection_path(kEndpointSlices, kNs);
+const std::string kSecretsPath = kube::collection_path(kube::kSecrets, kNs);
+const std::string kSlicesPath = kube::collection_path(kube::kEndpointSlices, kNs);
 
 // A replica's webhook listener on 127.0.0.1, presenting whatever `ctx` holds.
 struct Replica {
@@ -293,8 +294,8 @@ json endpoint_slice(const std::string& name, std::uint16_t port) {
           {"endpoints", json::array({{{"addresses", {"127.0.0.1"}}, {"conditions", {{"ready", true}}}}})},
           {"ports", json::array({{{"name", "https"}, {"port", port}, {"protocol", "TCP"}}})}};
 }
-const std::string kMutatingPath = kube::collection_path(kMutatingWebhookConfigurations);
-const std::string kValidatingPath = kube::collection_path(kValidatingWebhookConfigurations);
+const std::string kMutatingPath = kube::collection_path(kube::kMutatingWebhookConfigurations);
+const std::string kValidatingPath = kube::collection_path(kube::kValidatingWebhookConfigurations);
 
 json webhook_config(const char* kind, std::vector<std::string> hooks) {
   json c = {{"apiVersion", "admissionregistration.k8s.io/v1"},
@@ -473,7 +474,7 @@ TEST_F(SelfManagedCertificatesTest, ANewLeaderKeepsAValidSecret) {
   second->start_leading();
   ASSERT_TRUE(eventually([&] { return second->loaded(); }));
   // Edit a caBundle away: its repair proves the new leader has made whole passes.
-  ASSERT_TRUE(api.patch(kube::object_path(kValidatingWebhookConfigurations, "", kConfig), kube::PatchType::Json,
+  ASSERT_TRUE(api.patch(kube::object_path(kube::kValidatingWebhookConfigurations, "", kConfig), kube::PatchType::Json,
                         json::parse(R"([{"op":"replace","path":"/webhooks/1/clientConfig/caBundle","value":""}])")));
   ASSERT_TRUE(api.wait_for([&] { return published_locked(); }));
   ASSERT_TRUE(passes(*second, 2));
@@ -691,7 +692,7 @@ TEST_F(SelfManagedCertificatesTest, AnEditedCaBundleIsRestored) {
   ASSERT_TRUE(eventually([&] { return certs->stats().bundle_repairs >= 5; }));
   const auto repairs = certs->stats().bundle_repairs;
   ASSERT_EQ(repairs, 5u);
-  ASSERT_TRUE(api.patch(kube::object_path(kMutatingWebhookConfigurations, "", kConfig), kube::PatchType::Merge,
+  ASSERT_TRUE(api.patch(kube::object_path(kube::kMutatingWebhookConfigurations, "", kConfig), kube::PatchType::Merge,
                         json::parse(R"({"webhooks":[{"name":"mutate.pods","clientConfig":{"caBundle":"Zm9v"}},
                                                      {"name":"mutate.other","clientConfig":{}}]})")));
   ASSERT_TRUE(api.wait_for([&] { return published_locked(); }));

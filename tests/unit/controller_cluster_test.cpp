@@ -15,6 +15,8 @@
 #include <mutex>
 #include <set>
 
+#include "kube/resources.h"
+
 namespace ig::controller {
 namespace {
 
@@ -155,8 +157,8 @@ struct ClusterFixture {
   std::vector<std::string> logs;
   std::mutex log_mu;
   std::unique_ptr<Cluster> cluster;
-  const std::string nodes_path = kube::collection_path(kNodes);
-  const std::string rc_path = kube::collection_path(kRuntimeClasses);
+  const std::string nodes_path = kube::collection_path(kube::kNodes);
+  const std::string rc_path = kube::collection_path(kube::kRuntimeClasses);
   std::chrono::milliseconds lookup_error_log_interval{10'000};
 
   void start(policy::DeploymentShape shape = policy::DeploymentShape::SetecOnly) {

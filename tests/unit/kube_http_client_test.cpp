@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "kube/reflector.h"
+#include "kube/resources.h"
 #include "kube/store.h"
 #include "tls/certificates.h"
 
@@ -49,7 +50,6 @@ using nlohmann::json;
 
 constexpr const char* kVersion = "0.1.0";
 constexpr Resource kComponents{"gibson.zeroroot.ai", "v1alpha1", "components", "Component", true};
-constexpr Resource kNodes{"", "v1", "nodes", "Node", false};
 
 void write_atomically(const std::string& path, const std::string& text) {
   auto ok = tls::write_file_atomically(path, text, 0600);

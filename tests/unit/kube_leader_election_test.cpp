@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "kube/http_client.h"
+#include "kube/resources.h"
 #include "tls/certificates.h"
 
 
