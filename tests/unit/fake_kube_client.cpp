@@ -194,6 +194,14 @@ std::optional<json> FakeClient::find(std::string_view object_path) const {
   return o->second;
 }
 
+void FakeClient::erase(std::string_view object_path) {
+  std::lock_guard lock(mu_);
+  const auto [collection, name] = split(object_path);
+  auto c = objects_.find(collection);
+  if (c == objects_.end() || !c->second.count(name)) return;
+  store_locked(collection, c->second[name], WatchEvent::Type::Deleted, false);
+}
+
 std::vector<json> FakeClient::objects(std::string_view collection) const {
   std::lock_guard lock(mu_);
   std::vector<json> out;

@@ -125,6 +125,9 @@ class FakeClient final : public Client {
   // Stores `obj` in `collection` (a new resourceVersion unless `keep_version`
   // and it has one) and tells the watches (ADDED or MODIFIED).
   nlohmann::json put(std::string_view collection, nlohmann::json obj, bool keep_version = false);
+  // Removes the object (no action recorded: a garbage collector, a TTL) and
+  // tells the watches (DELETED).
+  void erase(std::string_view object_path);
   std::optional<nlohmann::json> find(std::string_view object_path) const;
   std::vector<nlohmann::json> objects(std::string_view collection) const;
   // Runs under the tracker's lock after every write (invariant checks; it
