@@ -139,13 +139,31 @@ std::unique_ptr<WatchStream> scripted_stream(std::vector<ApiResult<std::optional
   return std::make_unique<ChannelStream>(std::move(c));
 }
 
-FakeClient::FakeClient() = default;
-FakeClient::~FakeClient() {
-  for (auto& c : channels_) c->end(std::nullopt);
-}
+struct Tracker {
+  struct Change {
+    std::string collection, name;
+    std::uint64_t rv;
+    WatchEvent event;
+  };
+  std::recursive_mutex mu;
+  std::condition_variable_any cv;
+  std::uint64_t rv = 100;
+  std::map<std::string, std::map<std::string, json>> objects;  // collection -> name -> object
+  std::vector<Change> history;
+  std::vector<std::shared_ptr<FakeClient::Channel>> channels;
+  std::function<void()> on_change;
+
+  ~Tracker() {
+    for (auto& c : channels) c->end(std::nullopt);
+  }
+};
+
+FakeClient::FakeClient(std::shared_ptr<Tracker> tracker)
+    : t_(tracker ? std::move(tracker) : std::make_shared<Tracker>()) {}
+FakeClient::~FakeClient() = default;
 
 void FakeClient::prepend_reactor(std::string verb, std::string path, Reactor fn) {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(t_->mu);
   reactors_.insert(reactors_.begin(), {std::move(verb), std::move(path), std::move(fn)});
 }
 
@@ -156,7 +174,7 @@ bool matches(const Action& a, std::string_view verb, std::string_view path) {
 }  // namespace
 
 std::vector<Action> FakeClient::actions(std::string_view verb, std::string_view path) const {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(t_->mu);
   std::vector<Action> out;
   for (const auto& a : actions_)
     if ((verb == "*" || a.verb == verb) && a.path.find(path) != std::string::npos) out.push_back(a);
@@ -164,7 +182,7 @@ std::vector<Action> FakeClient::actions(std::string_view verb, std::string_view 
 }
 
 std::size_t FakeClient::count(std::string_view verb, std::string_view path) const {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(t_->mu);
   return static_cast<std::size_t>(
       std::count_if(actions_.begin(), actions_.end(), [&](const Action& a) { return matches(a, verb, path); }));
 }
@@ -175,45 +193,45 @@ bool FakeClient::wait_actions(std::size_t n, std::string_view verb, std::string_
 }
 
 bool FakeClient::wait_for(const std::function<bool()>& pred, std::chrono::milliseconds limit) const {
-  std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, limit, pred);
+  std::unique_lock lock(t_->mu);
+  return t_->cv.wait_for(lock, limit, pred);
 }
 
 void FakeClient::on_change(std::function<void()> fn) {
-  std::lock_guard lock(mu_);
-  on_change_ = std::move(fn);
+  std::lock_guard lock(t_->mu);
+  t_->on_change = std::move(fn);
 }
 
 std::optional<json> FakeClient::find(std::string_view object_path) const {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(t_->mu);
   const auto [collection, name] = split(object_path);
-  auto c = objects_.find(collection);
-  if (c == objects_.end()) return std::nullopt;
+  auto c = t_->objects.find(collection);
+  if (c == t_->objects.end()) return std::nullopt;
   auto o = c->second.find(name);
   if (o == c->second.end()) return std::nullopt;
   return o->second;
 }
 
 void FakeClient::erase(std::string_view object_path) {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(t_->mu);
   const auto [collection, name] = split(object_path);
-  auto c = objects_.find(collection);
-  if (c == objects_.end() || !c->second.count(name)) return;
+  auto c = t_->objects.find(collection);
+  if (c == t_->objects.end() || !c->second.count(name)) return;
   store_locked(collection, c->second[name], WatchEvent::Type::Deleted, false);
 }
 
 std::vector<json> FakeClient::objects(std::string_view collection) const {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(t_->mu);
   std::vector<json> out;
-  for (const auto& [coll, by_name] : objects_)
+  for (const auto& [coll, by_name] : t_->objects)
     if (covers(collection, coll))
       for (const auto& [_, o] : by_name) out.push_back(o);
   return out;
 }
 
 json FakeClient::put(std::string_view collection, json obj, bool keep_version) {
-  std::lock_guard lock(mu_);
-  const bool exists = objects_[std::string(collection)].count(obj["metadata"].value("name", "")) != 0;
+  std::lock_guard lock(t_->mu);
+  const bool exists = t_->objects[std::string(collection)].count(obj["metadata"].value("name", "")) != 0;
   return store_locked(std::string(collection), std::move(obj),
                       exists ? WatchEvent::Type::Modified : WatchEvent::Type::Added, keep_version);
 }
@@ -221,58 +239,58 @@ json FakeClient::put(std::string_view collection, json obj, bool keep_version) {
 json FakeClient::store_locked(const std::string& collection, json obj, WatchEvent::Type type, bool keep_version) {
   std::uint64_t rv = keep_version ? version_of(obj) : 0;
   if (rv == 0) {
-    rv = ++rv_;
+    rv = ++t_->rv;
     obj["metadata"]["resourceVersion"] = std::to_string(rv);
   } else {
-    rv_ = std::max(rv_, rv);
+    t_->rv = std::max(t_->rv, rv);
   }
   const std::string name = obj["metadata"].value("name", "");
   if (type == WatchEvent::Type::Deleted) {
-    objects_[collection].erase(name);
+    t_->objects[collection].erase(name);
   } else {
-    objects_[collection][name] = obj;
+    t_->objects[collection][name] = obj;
   }
-  history_.push_back({collection, name, rv, {type, obj}});
-  notify_locked(collection, name, history_.back().event);
-  if (on_change_) on_change_();
+  t_->history.push_back({collection, name, rv, {type, obj}});
+  notify_locked(collection, name, t_->history.back().event);
+  if (t_->on_change) t_->on_change();
   return obj;
 }
 
 void FakeClient::notify_locked(const std::string& collection, const std::string& name, const WatchEvent& e) {
-  std::erase_if(channels_, [](const auto& c) { return !c->open(); });
-  for (auto& c : channels_)
+  std::erase_if(t_->channels, [](const auto& c) { return !c->open(); });
+  for (auto& c : t_->channels)
     if (covers(c->collection, collection) && (c->name.empty() || c->name == name)) c->add(std::optional<WatchEvent>(e));
-  cv_.notify_all();
+  t_->cv.notify_all();
 }
 
 bool FakeClient::push(std::string_view collection, WatchEvent e) {
-  std::unique_lock lock(mu_);
+  std::unique_lock lock(t_->mu);
   const std::string coll(collection);
   auto open = [&] {
-    return std::any_of(channels_.begin(), channels_.end(),
+    return std::any_of(t_->channels.begin(), t_->channels.end(),
                        [&](const auto& c) { return c->collection == coll && c->open(); });
   };
-  if (!cv_.wait_for(lock, 10s, open)) return false;
+  if (!t_->cv.wait_for(lock, 10s, open)) return false;
   const std::string name = e.object.contains("metadata") ? e.object["metadata"].value("name", "") : "";
-  if (e.type == WatchEvent::Type::Added || e.type == WatchEvent::Type::Modified) objects_[coll][name] = e.object;
-  if (e.type == WatchEvent::Type::Deleted) objects_[coll].erase(name);
-  rv_ = std::max(rv_, version_of(e.object));
+  if (e.type == WatchEvent::Type::Added || e.type == WatchEvent::Type::Modified) t_->objects[coll][name] = e.object;
+  if (e.type == WatchEvent::Type::Deleted) t_->objects[coll].erase(name);
+  t_->rv = std::max(t_->rv, version_of(e.object));
   notify_locked(coll, name, e);
   return true;
 }
 
 void FakeClient::end_watches(std::string_view collection, std::optional<ApiError> error) {
-  std::lock_guard lock(mu_);
-  for (auto& c : channels_)
+  std::lock_guard lock(t_->mu);
+  for (auto& c : t_->channels)
     if (c->collection == collection) c->end(error);
 }
 
 Reply FakeClient::dispatch(Action a) {
   std::vector<Reactor> chain;
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(t_->mu);
     actions_.push_back(a);
-    cv_.notify_all();
+    t_->cv.notify_all();
     for (const auto& [verb, path, fn] : reactors_)
       if (matches(a, verb, path)) chain.push_back(fn);
   }
@@ -282,16 +300,16 @@ Reply FakeClient::dispatch(Action a) {
 }
 
 Reply FakeClient::track(const Action& a) {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(t_->mu);
   auto fail = [&](int code, std::string reason) { return Reply(api_error(a.verb, a.path, code, std::move(reason))); };
   if (a.verb == "list") {
     ListPage page;
     const std::string want = selected_name(a.list.field_selector);
-    for (const auto& [coll, by_name] : objects_)
+    for (const auto& [coll, by_name] : t_->objects)
       if (covers(a.path, coll))
         for (const auto& [name, o] : by_name)
           if (want.empty() || want == name) page.items.push_back(o);
-    page.resource_version = std::to_string(rv_);
+    page.resource_version = std::to_string(t_->rv);
     return page;
   }
   if (a.verb == "watch") {
@@ -301,26 +319,26 @@ Reply FakeClient::track(const Action& a) {
     const std::string& from = a.watch.resource_version;
     if (!from.empty() && from != "0") {  // as the API server: the events after it
       const auto after = std::stoull(from);
-      for (const auto& h : history_)
+      for (const auto& h : t_->history)
         if (covers(a.path, h.collection) && h.rv > after && (c->name.empty() || c->name == h.name))
           c->steps.push_back(std::optional<WatchEvent>(h.event));
     }
-    channels_.push_back(c);
-    cv_.notify_all();
+    t_->channels.push_back(c);
+    t_->cv.notify_all();
     return std::unique_ptr<WatchStream>(std::make_unique<ChannelStream>(std::move(c)));
   }
   if (a.verb == "create") {
     json obj = a.body;
     std::string name = obj["metadata"].value("name", "");
-    if (name.empty()) name = obj["metadata"].value("generateName", "") + std::to_string(rv_ + 1);
+    if (name.empty()) name = obj["metadata"].value("generateName", "") + std::to_string(t_->rv + 1);
     obj["metadata"]["name"] = name;
-    if (objects_[a.path].count(name)) return fail(409, "AlreadyExists");
-    if (!obj["metadata"].contains("uid")) obj["metadata"]["uid"] = "uid-" + std::to_string(rv_ + 1);
+    if (t_->objects[a.path].count(name)) return fail(409, "AlreadyExists");
+    if (!obj["metadata"].contains("uid")) obj["metadata"]["uid"] = "uid-" + std::to_string(t_->rv + 1);
     if (!obj["metadata"].contains("creationTimestamp")) obj["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z";
     return store_locked(a.path, std::move(obj), WatchEvent::Type::Added, false);
   }
   const auto [collection, name] = split(a.path);
-  auto& by_name = objects_[collection];
+  auto& by_name = t_->objects[collection];
   auto it = by_name.find(name);
   if (it == by_name.end()) {
     if (a.verb != "apply") return fail(404, "NotFound");
@@ -350,10 +368,10 @@ Reply FakeClient::track(const Action& a) {
 
 ApiResult<json> FakeClient::object_of(Action a) {
   if (a.cancel.stop_requested()) {  // never sent
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(t_->mu);
     a.cancelled = true;
     actions_.push_back(a);
-    cv_.notify_all();
+    t_->cv.notify_all();
     ApiError e = api_error(a.verb, a.path, 0, "Cancelled");
     e.message = std::string(http_verb(a.verb)) + " " + a.path + ": cancelled";
     return e;

@@ -27,6 +27,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <tuple>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -105,9 +106,15 @@ class Gate {
 // (nullopt), as a server closing the watch.
 std::unique_ptr<WatchStream> scripted_stream(std::vector<ApiResult<std::optional<WatchEvent>>> steps);
 
+// The objects, their history and the open watches: one per FakeClient, or
+// shared by several (replicas of a controller, each with its own reactors
+// and record, against one API server).
+struct Tracker;
+
 class FakeClient final : public Client {
  public:
-  FakeClient();
+  explicit FakeClient(std::shared_ptr<Tracker> tracker = nullptr);
+  std::shared_ptr<Tracker> tracker() const { return t_; }
   ~FakeClient() override;
 
   // --- reactors and the record -------------------------------------------
@@ -164,26 +171,15 @@ class FakeClient final : public Client {
   struct Channel;  // a watch's queue (fake_kube_client.cpp)
 
  private:
-  struct Change {
-    std::string collection, name;
-    std::uint64_t rv;
-    WatchEvent event;
-  };
   Reply dispatch(Action a);
   ApiResult<nlohmann::json> object_of(Action a);
   nlohmann::json store_locked(const std::string& collection, nlohmann::json obj, WatchEvent::Type type,
                               bool keep_version);
   void notify_locked(const std::string& collection, const std::string& name, const WatchEvent& e);
 
-  mutable std::recursive_mutex mu_;
-  mutable std::condition_variable_any cv_;
+  std::shared_ptr<Tracker> t_;  // its mutex guards the reactors and the record too
   std::vector<std::tuple<std::string, std::string, Reactor>> reactors_;  // newest first
   std::vector<Action> actions_;
-  std::uint64_t rv_ = 100;
-  std::map<std::string, std::map<std::string, nlohmann::json>> objects_;  // collection -> name -> object
-  std::vector<Change> history_;
-  std::vector<std::shared_ptr<Channel>> channels_;
-  std::function<void()> on_change_;
 };
 
 }  // namespace ig::kube::fake
