@@ -44,14 +44,10 @@ std::pair<std::string, std::string> split(std::string_view path) {
   return {std::string(path.substr(0, slash)), std::string(path.substr(slash + 1))};
 }
 
-std::uint64_t version_of(const json& obj) {
-  const auto* rv = obj.contains("metadata") ? &obj["metadata"] : nullptr;
-  if (!rv || !rv->contains("resourceVersion") || !(*rv)["resourceVersion"].is_string()) return 0;
-  try {
-    return std::stoull((*rv)["resourceVersion"].get<std::string>());
-  } catch (const std::exception&) {
-    return 0;
-  }
+std::uint64_t version_of(const json& obj) {  // 0: none or not a number
+  const json rv = obj.contains("metadata") ? obj["metadata"].value("resourceVersion", json()) : json();
+  const std::string s = rv.is_string() ? rv.get<std::string>() : "";
+  return !s.empty() && s.size() < 20 && s.find_first_not_of("0123456789") == std::string::npos ? std::stoull(s) : 0;
 }
 
 }  // namespace
@@ -316,9 +312,8 @@ Reply FakeClient::track(const Action& a) {
     auto c = std::make_shared<Channel>();
     c->collection = a.path;
     c->name = selected_name(a.watch.field_selector);
-    const std::string& from = a.watch.resource_version;
-    if (!from.empty() && from != "0") {  // as the API server: the events after it
-      const auto after = std::stoull(from);
+    const std::uint64_t after = version_of({{"metadata", {{"resourceVersion", a.watch.resource_version}}}});
+    if (after != 0) {  // as the API server: the events after it
       for (const auto& h : t_->history)
         if (covers(a.path, h.collection) && h.rv > after && (c->name.empty() || c->name == h.name))
           c->steps.push_back(std::optional<WatchEvent>(h.event));
@@ -382,20 +377,20 @@ ApiResult<json> FakeClient::object_of(Action a) {
 }
 
 namespace {
-Action act(std::string verb, std::string_view path, json body = nullptr, std::stop_token cancel = {}) {
+Action act(std::string verb, std::string_view path, json body = nullptr, std::stop_token cancel = {},
+           std::chrono::milliseconds timeout = {}) {
   Action a;
   a.verb = std::move(verb);
   a.path = std::string(path);
   a.body = std::move(body);
   a.cancel = std::move(cancel);
+  a.timeout = timeout;
   return a;
 }
 }  // namespace
 
 ApiResult<json> FakeClient::get(std::string_view path, std::chrono::milliseconds timeout) {
-  Action a = act("get", path);
-  a.timeout = timeout;
-  return object_of(std::move(a));
+  return object_of(act("get", path, nullptr, {}, timeout));
 }
 
 ApiResult<ListPage> FakeClient::list(std::string_view path, const ListOptions& options) {
@@ -414,9 +409,7 @@ ApiResult<std::unique_ptr<WatchStream>> FakeClient::watch(std::string_view path,
   return std::move(r.stream);
 }
 
-ApiResult<json> FakeClient::create(std::string_view path, const json& body) {
-  return create_cancellable(path, body, {});
-}
+ApiResult<json> FakeClient::create(std::string_view path, const json& body) { return create_cancellable(path, body, {}); }
 
 ApiResult<json> FakeClient::create_cancellable(std::string_view path, const json& body, std::stop_token cancel) {
   return object_of(act("create", path, body, std::move(cancel)));
@@ -434,24 +427,19 @@ ApiResult<json> FakeClient::patch_cancellable(std::string_view path, PatchType t
 }
 
 ApiResult<json> FakeClient::update(std::string_view path, const json& body, std::chrono::milliseconds timeout) {
-  Action a = act("update", path, body);
-  a.timeout = timeout;
-  return object_of(std::move(a));
+  return object_of(act("update", path, body, {}, timeout));
 }
 
 ApiResult<json> FakeClient::apply(std::string_view path, const json& body, std::string_view field_manager, bool force,
                                   std::chrono::milliseconds timeout, std::stop_token cancel) {
-  Action a = act("apply", path, body, std::move(cancel));
-  a.timeout = timeout;
+  Action a = act("apply", path, body, std::move(cancel), timeout);
   a.field_manager = std::string(field_manager);
   a.force = force;
   return object_of(std::move(a));
 }
 
 ApiResult<json> FakeClient::remove(std::string_view path, std::chrono::milliseconds timeout) {
-  Action a = act("delete", path);
-  a.timeout = timeout;
-  return object_of(std::move(a));
+  return object_of(act("delete", path, nullptr, {}, timeout));
 }
 
 }  // namespace ig::kube::fake
