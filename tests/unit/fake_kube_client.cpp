@@ -1,6 +1,9 @@
 #include "fake_kube_client.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <map>
 
 namespace ig::kube::fake {
 namespace {

@@ -27,17 +27,14 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <tuple>
-#include <cstdint>
-#include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "kube/api.h"

@@ -300,9 +300,7 @@ TEST(KubeLeaderElection, ValidatesDurationsLikeClientGo) {
   c.namespace_name.clear();
   EXPECT_FALSE(validate(c));
 
-  LeaseStore store;
-  FakeClock clock;
-  FakeLeaseClient client(store, clock);
+  fake::FakeClient client;
   auto bad = LeaderElector::make(client, base_config("a"), LeaderCallbacks{});
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().find("on_started_leading"), std::string::npos);
