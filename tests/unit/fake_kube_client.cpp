@@ -347,7 +347,7 @@ Reply FakeClient::track(const Action& a) {
   if (a.verb == "delete") return store_locked(collection, it->second, WatchEvent::Type::Deleted, false);
   json obj = it->second;
   if (a.verb == "update") {
-    const auto& sent = a.body["metadata"]["resourceVersion"];
+    const json sent = a.body.contains("metadata") ? a.body["metadata"].value("resourceVersion", json()) : json();
     if (sent.is_string() && sent != obj["metadata"]["resourceVersion"]) return fail(409, "Conflict");
     obj = a.body;
   } else {
