@@ -68,25 +68,26 @@ struct Script {
 
   Script() {
     api.prepend_reactor("list", "", [this](const fake::Action&) -> std::optional<fake::Reply> {
-      if (lists.empty()) {
-        reflector->stop();
-        return error(503);
-      }
-      auto r = lists.front();
-      lists.pop_front();
+      auto r = pop(lists);
       if (!r) return r.failure();
       return std::move(*r);
     });
     api.prepend_reactor("watch", "", [this](const fake::Action&) -> std::optional<fake::Reply> {
-      if (watches.empty()) {
-        reflector->stop();
-        return error(503);
-      }
-      auto w = watches.front();
-      watches.pop_front();
+      auto w = pop(watches);
       if (!w) return w.failure();
       return fake::scripted_stream(std::move(w->steps));
     });
+  }
+  // The next answer of `queue`; once it has run dry, a 503 and the reflector stopped.
+  template <typename T>
+  ApiResult<T> pop(std::deque<ApiResult<T>>& queue) {
+    if (queue.empty()) {
+      reflector->stop();
+      return error(503);
+    }
+    auto r = std::move(queue.front());
+    queue.pop_front();
+    return r;
   }
   std::vector<ListOptions> list_calls() const {
     std::vector<ListOptions> out;
