@@ -10,13 +10,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <functional>
-#include <map>
 #include <mutex>
 
 #include "admission/review.h"
+#include "fake_kube_client.h"
 #include "kube/resources.h"
 #include "kube/tls_material.h"
 #include "server/https_server.h"
@@ -57,211 +57,6 @@ class FakeClock {
  private:
   mutable std::mutex mu_;
   TimePoint now_;
-};
-
-class PushStream final : public kube::WatchStream {
- public:
-  explicit PushStream(std::string name) : name(std::move(name)) {}
-  kube::ApiResult<std::optional<kube::WatchEvent>> next() override {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return stopped_ || !events_.empty(); });
-    if (stopped_) return std::optional<kube::WatchEvent>{};
-    auto e = events_.front();
-    events_.pop_front();
-    return std::optional<kube::WatchEvent>(std::move(e));
-  }
-  void stop() noexcept override {
-    std::lock_guard lock(mu_);
-    stopped_ = true;
-    cv_.notify_all();
-  }
-  void push(kube::WatchEvent e) {
-    std::lock_guard lock(mu_);
-    events_.push_back(std::move(e));
-    cv_.notify_all();
-  }
-  const std::string name;  // the field selector's metadata.name
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<kube::WatchEvent> events_;
-  bool stopped_ = false;
-};
-
-// What the reflector owns; the API keeps the stream alive after the
-// reflector lets it go (it may still push to it).
-class StreamHandle final : public kube::WatchStream {
- public:
-  explicit StreamHandle(std::shared_ptr<PushStream> s) : s_(std::move(s)) {}
-  kube::ApiResult<std::optional<kube::WatchEvent>> next() override { return s_->next(); }
-  void stop() noexcept override { s_->stop(); }
-
- private:
-  std::shared_ptr<PushStream> s_;
-};
-
-// Objects by collection path and name; every change goes to the open watches.
-class FakeApi final : public kube::Client {
- public:
-  // Runs under the API's lock after every change (the invariant checks).
-  std::function<void(FakeApi&)> on_change;
-  int conflicts_to_inject = 0;  // the next N Secret updates: someone else wrote first
-  int failures_to_inject = 0;   // the next N Secret creates and updates: 500
-  std::map<std::string, int> writes;  // "create secrets", "update secrets", "patch ..." -> count
-
-  static std::string split_collection(std::string_view path, std::string* name) {
-    const auto slash = path.rfind('/');
-    *name = std::string(path.substr(slash + 1));
-    return std::string(path.substr(0, slash));
-  }
-
-  kube::ApiResult<json> get(std::string_view path, std::chrono::milliseconds) override {
-    std::lock_guard lock(mu_);
-    std::string name;
-    const auto coll = split_collection(path, &name);
-    auto it = objects_[coll].find(name);
-    if (it == objects_[coll].end()) return error(404, "GET", path);
-    return it->second;
-  }
-  kube::ApiResult<kube::ListPage> list(std::string_view path, const kube::ListOptions& o) override {
-    std::lock_guard lock(mu_);
-    kube::ListPage page;
-    const std::string want = selected_name(o.field_selector);
-    for (const auto& [name, obj] : objects_[std::string(path)])
-      if (want.empty() || want == name) page.items.push_back(obj);
-    page.resource_version = std::to_string(rv_);
-    return page;
-  }
-  kube::ApiResult<std::unique_ptr<kube::WatchStream>> watch(std::string_view path,
-                                                            const kube::WatchOptions& o) override {
-    auto stream = std::make_shared<PushStream>(selected_name(o.field_selector));
-    std::lock_guard lock(mu_);
-    // As the API server does: the events after the resourceVersion asked for.
-    const std::uint64_t after = o.resource_version.empty() ? rv_ : std::stoull(o.resource_version);
-    for (const auto& h : history_)
-      if (h.coll == path && h.rv > after && (stream->name.empty() || stream->name == h.name))
-        stream->push({h.type, h.object});
-    streams_[std::string(path)].push_back(stream);
-    return std::unique_ptr<kube::WatchStream>(std::make_unique<StreamHandle>(stream));
-  }
-  kube::ApiResult<json> create(std::string_view path, const json& body) override {
-    std::lock_guard lock(mu_);
-    ++writes["create " + last_segment(path)];
-    if (failures_to_inject > 0 && last_segment(path) == "secrets") {
-      --failures_to_inject;
-      return error(500, "POST", path);
-    }
-    const std::string name = body["metadata"]["name"];
-    if (objects_[std::string(path)].count(name)) return error(409, "POST", path);
-    return store(std::string(path), body, kube::WatchEvent::Type::Added);
-  }
-  kube::ApiResult<json> update(std::string_view path, const json& body, std::chrono::milliseconds) override {
-    std::lock_guard lock(mu_);
-    std::string name;
-    const auto coll = split_collection(path, &name);
-    ++writes["update " + last_segment(coll)];
-    auto it = objects_[coll].find(name);
-    if (it == objects_[coll].end()) return error(404, "PUT", path);
-    if (failures_to_inject > 0 && last_segment(coll) == "secrets") {
-      --failures_to_inject;
-      return error(500, "PUT", path);
-    }
-    if (conflicts_to_inject > 0) {
-      --conflicts_to_inject;
-      json other = it->second;
-      other["metadata"]["annotations"]["someone/else"] = std::to_string(rv_);
-      store(coll, other, kube::WatchEvent::Type::Modified);
-      return error(409, "PUT", path);
-    }
-    const auto& rv = body["metadata"]["resourceVersion"];
-    if (rv.is_string() && rv != it->second["metadata"]["resourceVersion"]) return error(409, "PUT", path);
-    return store(coll, body, kube::WatchEvent::Type::Modified);
-  }
-  kube::ApiResult<json> patch(std::string_view path, kube::PatchType type, const json& body) override {
-    std::lock_guard lock(mu_);
-    std::string name;
-    const auto coll = split_collection(path, &name);
-    ++writes["patch " + last_segment(coll)];
-    auto it = objects_[coll].find(name);
-    if (it == objects_[coll].end()) return error(404, "PATCH", path);
-    json patched = it->second;
-    try {
-      if (type == kube::PatchType::Json) {
-        patched = patched.patch(body);
-      } else {
-        patched.merge_patch(body);
-      }
-    } catch (const std::exception& e) {
-      return error(422, "PATCH", path);
-    }
-    return store(coll, patched, kube::WatchEvent::Type::Modified);
-  }
-
-  // Test-side access.
-  void put(const std::string& coll, json obj) {
-    std::lock_guard lock(mu_);
-    store(coll, std::move(obj), kube::WatchEvent::Type::Added);
-  }
-  std::optional<json> find(const std::string& coll, const std::string& name) {
-    std::lock_guard lock(mu_);
-    return find_locked(coll, name);
-  }
-  std::optional<json> find_locked(const std::string& coll, const std::string& name) {
-    auto it = objects_[coll].find(name);
-    if (it == objects_[coll].end()) return std::nullopt;
-    return it->second;
-  }
-  int write_count(const std::string& key) {
-    std::lock_guard lock(mu_);
-    return writes[key];
-  }
-  // Waits (bounded) until pred() holds under the lock.
-  bool wait_for(const std::function<bool()>& pred, std::chrono::seconds limit = 20s) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, limit, pred);
-  }
-  void notify() { cv_.notify_all(); }
-
- private:
-  static std::string last_segment(std::string_view path) {
-    return std::string(path.substr(path.rfind('/') + 1));
-  }
-  static std::string selected_name(const std::string& selector) {
-    const std::string prefix = "metadata.name=";
-    return selector.rfind(prefix, 0) == 0 ? selector.substr(prefix.size()) : std::string{};
-  }
-  kube::ApiError error(int code, std::string_view verb, std::string_view path) {
-    kube::ApiError e;
-    e.code = code;
-    e.message = std::string(verb) + " " + std::string(path) + ": " + std::to_string(code);
-    return e;
-  }
-  json store(const std::string& coll, json obj, kube::WatchEvent::Type type) {
-    obj["metadata"]["resourceVersion"] = std::to_string(++rv_);
-    const std::string name = obj["metadata"]["name"];
-    objects_[coll][name] = obj;
-    history_.push_back({coll, rv_, name, type, obj});
-    for (auto& s : streams_[coll])
-      if (s->name.empty() || s->name == name) s->push({type, obj});
-    if (on_change) on_change(*this);
-    cv_.notify_all();
-    return obj;
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::uint64_t rv_ = 100;
-  std::map<std::string, std::map<std::string, json>> objects_;
-  std::map<std::string, std::vector<std::shared_ptr<PushStream>>> streams_;
-  struct Change {
-    std::string coll;
-    std::uint64_t rv;
-    std::string name;
-    kube::WatchEvent::Type type;
-    json object;
-  };
-  std::vector<Change> history_;
 };
 
 const std::string kSecretsPath = kube::collection_path(kube::kSecrets, kNs);
@@ -314,7 +109,8 @@ std::vector<std::string> ca_bundles(const std::optional<json>& config) {
   return out;
 }
 
-
+// The Secret, both webhook configurations and the EndpointSlices in the one
+// fake client's tracker; injected conflicts and failures are reactors.
 // The certificates as serve_cluster runs them: their runnables on a manager,
 // which stops before they go. start()/stop() and the leader callbacks are the
 // manager's.
@@ -336,12 +132,38 @@ class ManagedCertificates : public SelfManagedCertificates {
 };
 
 struct SelfManagedCertificatesTest : ::testing::Test {
-  FakeApi api;
+  kube::fake::FakeClient api;
+  std::atomic<int> conflicts_to_inject{0};  // the next N updates: someone else wrote first
+  std::atomic<int> failures_to_inject{0};   // the next N Secret creates and updates: 500
   FakeClock clock;
   std::unique_ptr<tls::ReloadingTlsContext> serving;
   std::string throwaway_pem;
   const std::vector<std::string> names = config::service_dns_names(kService, kNs);
 
+  SelfManagedCertificatesTest() {
+    api.prepend_reactor("update", "", [this](const kube::fake::Action& a) -> std::optional<kube::fake::Reply> {
+      auto current = api.find(a.path);
+      if (!current || conflicts_to_inject <= 0) return std::nullopt;
+      --conflicts_to_inject;
+      (*current)["metadata"]["annotations"]["someone/else"] = (*current)["metadata"]["resourceVersion"];
+      (*current)["metadata"].erase("resourceVersion");
+      api.put(a.path.substr(0, a.path.rfind('/')), *current);
+      return kube::fake::api_error(a.verb, a.path, 409, "Conflict");
+    });
+    api.prepend_reactor("*", "/secrets", [this](const kube::fake::Action& a) -> std::optional<kube::fake::Reply> {
+      if ((a.verb != "create" && a.verb != "update") || failures_to_inject <= 0) return std::nullopt;
+      --failures_to_inject;
+      return kube::fake::api_error(a.verb, a.path, 500, "InternalError");
+    });
+  }
+  std::optional<json> find(const std::string& collection, const std::string& name) {
+    return api.find(collection + "/" + name);
+  }
+  // Writes as "VERB COLLECTION" ("create secrets", "patch mutatingwebhookconfigurations").
+  int write_count(const std::string& key) {
+    const auto space = key.find(' ');
+    return static_cast<int>(api.count(key.substr(0, space), "/" + key.substr(space + 1)));
+  }
   void SetUp() override {
     auto chain = tls::make_serving_chain({"localhost"}, {}, 1h);
     ASSERT_TRUE(chain);
@@ -370,19 +192,19 @@ struct SelfManagedCertificatesTest : ::testing::Test {
   std::unique_ptr<ManagedCertificates> make(CertificateOptions o) {
     return std::make_unique<ManagedCertificates>(api, *serving, std::move(o));
   }
-  std::optional<json> secret() { return api.find(kSecretsPath, kSecret); }
+  std::optional<json> secret() { return find(kSecretsPath, kSecret); }
   static std::string field(const std::optional<json>& s, const char* key) {
     if (!s || !s->contains("data") || !(*s)["data"].contains(key)) return {};
     return unb64((*s)["data"][key]);
   }
   // The Secret exists and every webhook of both configurations carries its ca.crt.
   bool published_locked() {
-    auto s = api.find_locked(kSecretsPath, kSecret);
+    auto s = find(kSecretsPath, kSecret);
     if (!s) return false;
     const std::string want = (*s)["data"].value("ca.crt", std::string{});
     if (want.empty()) return false;
     for (const auto* path : {&kMutatingPath, &kValidatingPath})
-      for (const auto& b : ca_bundles(api.find_locked(*path, kConfig)))
+      for (const auto& b : ca_bundles(find(*path, kConfig)))
         if (b != want) return false;
     return true;
   }
@@ -439,10 +261,10 @@ TEST_F(SelfManagedCertificatesTest, BootstrapCreatesTheSecretAndFillsEveryCaBund
   EXPECT_TRUE(tls::key_matches_certificate(crt, key));
   EXPECT_TRUE(tls::key_matches_certificate(ca, ca_key));
   expect_verifies_for_all_names(crt, ca, clock.now());
-  EXPECT_EQ(api.write_count("create secrets"), 1);
+  EXPECT_EQ(write_count("create secrets"), 1);
   // Every webhook of both configurations: 2 + 3.
-  EXPECT_EQ(ca_bundles(api.find(kMutatingPath, kConfig)).size(), 2u);
-  EXPECT_EQ(ca_bundles(api.find(kValidatingPath, kConfig)).size(), 3u);
+  EXPECT_EQ(ca_bundles(find(kMutatingPath, kConfig)).size(), 2u);
+  EXPECT_EQ(ca_bundles(find(kValidatingPath, kConfig)).size(), 3u);
   // Counted just after the patch answers: wait for the count, then check it.
   ASSERT_TRUE(eventually([&] { return certs->stats().bundle_repairs >= 5; }));
   EXPECT_EQ(certs->stats().bundle_repairs, 5u);
@@ -480,8 +302,8 @@ TEST_F(SelfManagedCertificatesTest, ANewLeaderKeepsAValidSecret) {
   ASSERT_TRUE(passes(*second, 2));
   const auto after = secret();
   EXPECT_EQ((*after)["metadata"]["resourceVersion"], (*before)["metadata"]["resourceVersion"]);
-  EXPECT_EQ(api.write_count("create secrets"), 1);
-  EXPECT_EQ(api.write_count("update secrets"), 0);
+  EXPECT_EQ(write_count("create secrets"), 1);
+  EXPECT_EQ(write_count("update secrets"), 0);
   EXPECT_EQ(serving->certificate_pem(), field(after, "tls.crt"));
 }
 
@@ -506,7 +328,7 @@ TEST_F(SelfManagedCertificatesTest, ServingCertificateIsRenewedAtTwoThirdsOfItsL
 
   clock.advance(2s);  // past two thirds
   ASSERT_TRUE(api.wait_for([&] {
-    auto s = api.find_locked(kSecretsPath, kSecret);
+    auto s = find(kSecretsPath, kSecret);
     return s && unb64((*s)["data"]["tls.crt"]) != first_leaf;
   }));
   const std::string renewed = field(secret(), "tls.crt");
@@ -524,8 +346,8 @@ TEST_F(SelfManagedCertificatesTest, CaRotationKeepsEveryServedLeafVerifiableAtEv
   std::vector<std::string> violations;
   std::size_t most_cas = 0;
   std::vector<std::string> leaves_seen;
-  api.on_change = [&](FakeApi& a) {
-    auto s = a.find_locked(kSecretsPath, kSecret);
+  api.on_change([&] {
+    auto s = find(kSecretsPath, kSecret);
     if (!s) return;
     const std::string leaf = unb64((*s)["data"]["tls.crt"]);
     const std::string ca = unb64((*s)["data"]["ca.crt"]);
@@ -535,7 +357,7 @@ TEST_F(SelfManagedCertificatesTest, CaRotationKeepsEveryServedLeafVerifiableAtEv
     // what the Secret says to serve, and what this replica serves now.
     const std::string served = serving->certificate_pem();
     for (const auto* path : {&kMutatingPath, &kValidatingPath}) {
-      for (const auto& bundle_b64 : ca_bundles(a.find_locked(*path, kConfig))) {
+      for (const auto& bundle_b64 : ca_bundles(find(*path, kConfig))) {
         if (bundle_b64.empty()) continue;  // bootstrap: nothing published yet
         const std::string bundle = unb64(bundle_b64);
         for (const std::string* cert : {&leaf, &served}) {
@@ -545,8 +367,8 @@ TEST_F(SelfManagedCertificatesTest, CaRotationKeepsEveryServedLeafVerifiableAtEv
         }
       }
     }
-  };
-  api.conflicts_to_inject = 2;
+  });
+  conflicts_to_inject = 2;
   const Replica replica = listen_with(*serving);  // the only ready replica: this one
   api.put(kSlicesPath, endpoint_slice("gate-svc-a", replica.port));
   auto o = options();
@@ -572,7 +394,7 @@ TEST_F(SelfManagedCertificatesTest, CaRotationKeepsEveryServedLeafVerifiableAtEv
     rotated_out = certs->stats().ca_rotations >= 1 && cas->size() == 1 && ca != first_ca;
   }
   ASSERT_TRUE(rotated_out);
-  ASSERT_TRUE(api.wait_for([&] { return published_locked() && api.conflicts_to_inject == 0; }));
+  ASSERT_TRUE(api.wait_for([&] { return published_locked() && conflicts_to_inject == 0; }));
   certs->stop();  // the hook's records are read below without the API's lock
   EXPECT_TRUE(violations.empty()) << violations.size() << " violations, first: " << violations.front();
   EXPECT_EQ(most_cas, 2u);  // old + new were published together
@@ -651,7 +473,7 @@ TEST_F(SelfManagedCertificatesTest, TheOldCaStaysWhileAReadyReplicaServesALeafOf
   // The lagging replica catches up: the old CA leaves, from ca.crt and every caBundle.
   ASSERT_TRUE((*lagging)->replace_pem(field(secret(), "tls.crt"), field(secret(), "tls.key")));
   ASSERT_TRUE(api.wait_for([&] {
-    auto s = api.find_locked(kSecretsPath, kSecret);
+    auto s = find(kSecretsPath, kSecret);
     auto cas = s ? tls::read_certificate_bundle(unb64((*s)["data"]["ca.crt"])) : Result<std::vector<tls::CertificateInfo>>(fail("none"));
     return cas && cas->size() == 1 && published_locked();
   }));
@@ -674,7 +496,7 @@ TEST_F(SelfManagedCertificatesTest, AFewSecondsLifetimeIsRenewedOnTheRealClock) 
   ASSERT_TRUE(api.wait_for([&] { return published_locked(); }));
   const std::string first = field(secret(), "tls.crt");
   ASSERT_TRUE(api.wait_for([&] {
-    auto s = api.find_locked(kSecretsPath, kSecret);
+    auto s = find(kSecretsPath, kSecret);
     return s && unb64((*s)["data"]["tls.crt"]) != first;
   }));
   const std::string renewed = field(secret(), "tls.crt");
@@ -727,7 +549,7 @@ TEST_F(SelfManagedCertificatesTest, AMissingConfigurationIsWaitedForThenFilled) 
   EXPECT_EQ(certs->stats().errors, 0u) << certs->last_error();
   api.put(kMutatingPath, webhook_config("MutatingWebhookConfiguration", {"mutate.pods"}));
   ASSERT_TRUE(api.wait_for([&] {
-    auto b = ca_bundles(api.find_locked(kMutatingPath, kConfig));
+    auto b = ca_bundles(find(kMutatingPath, kConfig));
     return !b.empty() && !b[0].empty() && published_locked();
   }));
 }
@@ -769,8 +591,8 @@ TEST_F(SelfManagedCertificatesTest, ANonLeaderHotReloadsTheSecretsCertificate) {
   ASSERT_TRUE(eventually([&] { return certs->stats().errors >= 1; }));
   EXPECT_EQ(serving->certificate_pem(), renewed->cert_pem);
   EXPECT_FALSE(certs->leading());
-  EXPECT_EQ(api.write_count("update secrets"), 0);
-  EXPECT_EQ(api.write_count("patch mutatingwebhookconfigurations"), 0);
+  EXPECT_EQ(write_count("update secrets"), 0);
+  EXPECT_EQ(write_count("patch mutatingwebhookconfigurations"), 0);
   EXPECT_EQ(certs->stats().leader_passes, 0u);
   certs->stop();
 }
@@ -789,7 +611,7 @@ TEST_F(SelfManagedCertificatesTest, StopLeadingJoinsAndLeadingAgainResumes) {
   certs->start_leading();
   ASSERT_TRUE(passes(*certs, 2));
   EXPECT_GT(certs->stats().leader_passes, passes_after_stop);
-  EXPECT_EQ(api.write_count("create secrets"), 1);
+  EXPECT_EQ(write_count("create secrets"), 1);
 }
 
 // Through reconcile(): the engine's view of the pass (what it returns is the
@@ -880,12 +702,12 @@ TEST_F(SelfManagedCertificatesTest, ReconcileKeepsTheOldCaWhileAReplicaServesIts
 
 TEST_F(SelfManagedCertificatesTest, AFailedWriteIsAnErrorForTheEnginesBackoffThenWritten) {
   add_configs();
-  api.failures_to_inject = 1;
+  failures_to_inject = 1;
   auto certs = make(options());
   certs->start();
   certs->begin_term();
   Result<runtime::Requeue> r = runtime::Requeue{};
-  ASSERT_TRUE(reconcile_until(*certs, [&] { return api.write_count("create secrets") >= 1; }, &r));
+  ASSERT_TRUE(reconcile_until(*certs, [&] { return write_count("create secrets") >= 1; }, &r));
   ASSERT_FALSE(r);  // the engine retries it with the key's backoff
   EXPECT_NE(r.error().find("writing the Secret"), std::string::npos) << r.error();
   EXPECT_FALSE(secret());
@@ -916,13 +738,13 @@ TEST_F(SelfManagedCertificatesTest, NothingIsWrittenOnceTheCancelTokenIsStopped)
     auto r = certs->reconcile(std::string(SelfManagedCertificates::kKey), lost.get_token());
     EXPECT_TRUE(r);
   }
-  EXPECT_EQ(api.write_count("update secrets") + api.write_count("create secrets"), 0);
-  EXPECT_EQ(api.write_count("patch mutatingwebhookconfigurations") +
-                api.write_count("patch validatingwebhookconfigurations"),
+  EXPECT_EQ(write_count("update secrets") + write_count("create secrets"), 0);
+  EXPECT_EQ(write_count("patch mutatingwebhookconfigurations") +
+                write_count("patch validatingwebhookconfigurations"),
             0);
   // Not cancelled: the same pass writes.
   ASSERT_TRUE(reconcile_until(*certs, [&] { return published_locked(); }));
-  EXPECT_GE(api.write_count("update secrets"), 1);
+  EXPECT_GE(write_count("update secrets"), 1);
   certs->end_term();
   certs->stop();
 }

@@ -8,12 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <thread>
-#include <deque>
-#include <map>
 #include <mutex>
-#include <set>
+
+#include "fake_kube_client.h"
 
 #include "kube/resources.h"
 
@@ -24,101 +22,6 @@ using json = nlohmann::json;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 using Status = admission::LookupResult::Status;
-
-// A watch that delivers pushed events until stopped.
-class PushStream final : public kube::WatchStream {
- public:
-  kube::ApiResult<std::optional<kube::WatchEvent>> next() override {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return stopped_ || !events_.empty(); });
-    if (stopped_) return std::optional<kube::WatchEvent>{};
-    auto e = events_.front();
-    events_.pop_front();
-    return std::optional<kube::WatchEvent>(std::move(e));
-  }
-  void stop() noexcept override {
-    std::lock_guard lock(mu_);
-    stopped_ = true;
-    cv_.notify_all();
-  }
-  void push(kube::WatchEvent e) {
-    std::lock_guard lock(mu_);
-    events_.push_back(std::move(e));
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<kube::WatchEvent> events_;
-  bool stopped_ = false;
-};
-
-class MemoryApi final : public kube::Client {
- public:
-  std::map<std::string, std::vector<json>> collections;  // path -> items
-  std::map<std::string, kube::ApiResult<json>> objects;   // GET answers by path
-  std::vector<std::string> gets;
-
-  kube::ApiResult<json> get(std::string_view path, std::chrono::milliseconds) override {
-    std::lock_guard lock(mu_);
-    gets.emplace_back(path);
-    auto it = objects.find(std::string(path));
-    if (it != objects.end()) return it->second;
-    kube::ApiError e;
-    e.code = 404;
-    e.message = "GET " + std::string(path) + ": 404 NotFound";
-    return e;
-  }
-  kube::ApiResult<kube::ListPage> list(std::string_view path, const kube::ListOptions&) override {
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, 10s, [&] { return held_.count(std::string(path)) == 0; });  // bounded
-    kube::ListPage page;
-    for (const auto& o : collections[std::string(path)]) page.items.push_back(o);
-    page.resource_version = "1";
-    return page;
-  }
-  kube::ApiResult<std::unique_ptr<kube::WatchStream>> watch(std::string_view path,
-                                                            const kube::WatchOptions&) override {
-    auto stream = std::make_unique<PushStream>();
-    std::lock_guard lock(mu_);
-    streams_[std::string(path)] = stream.get();
-    cv_.notify_all();
-    return std::unique_ptr<kube::WatchStream>(std::move(stream));
-  }
-  kube::ApiResult<json> create(std::string_view, const json&) override { return kube::ApiError{}; }
-  kube::ApiResult<json> patch(std::string_view, kube::PatchType, const json&) override {
-    return kube::ApiError{};
-  }
-  kube::ApiResult<json> update(std::string_view, const json&, std::chrono::milliseconds) override {
-    return kube::ApiError{};
-  }
-  // Lists of `path` wait (up to 10 s) until released.
-  void hold_lists(const std::string& path) {
-    std::lock_guard lock(mu_);
-    held_.insert(path);
-  }
-  void release_lists(const std::string& path) {
-    {
-      std::lock_guard lock(mu_);
-      held_.erase(path);
-    }
-    cv_.notify_all();
-  }
-  // Waits (bounded) for the watch on `path`, then pushes an event into it.
-  bool push(const std::string& path, kube::WatchEvent e) {
-    std::unique_lock lock(mu_);
-    if (!cv_.wait_for(lock, 10s, [&] { return streams_.count(path) != 0; })) return false;
-    streams_[path]->push(std::move(e));
-    return true;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, PushStream*> streams_;
-  std::set<std::string> held_;
-};
 
 json node(const std::string& name, bool ready) {
   return {{"metadata", {{"name", name}, {"resourceVersion", "2"},
@@ -153,7 +56,7 @@ bool eventually(F pred) {
 }
 
 struct ClusterFixture {
-  MemoryApi api;
+  kube::fake::FakeClient api;
   std::vector<std::string> logs;
   std::mutex log_mu;
   std::unique_ptr<Cluster> cluster;
@@ -176,13 +79,24 @@ struct ClusterFixture {
   ~ClusterFixture() {
     if (cluster) cluster->stop();
   }
+  // The objects of a collection, as listed (their resourceVersions kept).
+  void seed(const std::string& path, const std::vector<json>& items) {
+    for (const auto& o : items) api.put(path, o, /*keep_version=*/true);
+  }
+  // A GET of `path` answers `answer` (the object is in no list).
+  void answer_get(const std::string& path, kube::ApiResult<json> answer) {
+    api.prepend_reactor("get", path, [answer](const kube::fake::Action&) -> std::optional<kube::fake::Reply> {
+      return answer;
+    });
+  }
+  std::size_t gets() const { return api.count("get"); }
 };
 
 TEST(Cluster, SyncsThenTheSandboxFollowsNodeAndRuntimeClassEvents) {
   ClusterFixture f;
-  f.api.collections[f.nodes_path] = {node("n1", true)};
-  f.api.collections[f.rc_path] = {runtime_class(true)};
-  f.api.collections[kube::collection_path(kComponents)] = {component("team-a", "c1", "untrusted")};
+  f.seed(f.nodes_path, {node("n1", true)});
+  f.seed(f.rc_path, {runtime_class(true)});
+  f.seed(kube::collection_path(kComponents), {component("team-a", "c1", "untrusted")});
   EXPECT_FALSE(policy::is_available(ClusterSandbox().availability()));  // before sync: unavailable
   f.start();
   ASSERT_TRUE(eventually([&] { return f.cluster->synced(); }));
@@ -219,11 +133,11 @@ TEST(Cluster, ANewNodeSelectorOnALabelNotKeptBeforeStillDecidesRight) {
     return n;
   };
   const json fc = {{"setec.zeroroot.ai/runtime.firecracker", "true"}};
-  f.api.collections[f.nodes_path] = {
+  f.seed(f.nodes_path, {
       labelled("n1", fc), labelled("n2", {{"pool", "setec"}}),
       labelled("n3", {{"pool", "setec"}, {"setec.zeroroot.ai/runtime.firecracker", "true"}}),
-      labelled("n4", {{"pool", "setec"}})};
-  f.api.collections[f.rc_path] = {runtime_class(true)};
+      labelled("n4", {{"pool", "setec"}})});
+  f.seed(f.rc_path, {runtime_class(true)});
   auto describe = [&] { return f.cluster->sandbox().describe(); };
   auto node_lists = [&](int n) {
     std::string text;
@@ -283,10 +197,10 @@ TEST(Cluster, SyncedOnlyOnceTheSandboxIsAssessed) {
   ClusterFixture f;
   json labelled = node("n1", true);
   labelled["metadata"]["labels"] = {{"pool", "setec"}};
-  f.api.collections[f.nodes_path] = {labelled};
+  f.seed(f.nodes_path, {labelled});
   json rc = runtime_class(true);
   rc["scheduling"]["nodeSelector"] = {{"pool", "setec"}};  // the Nodes are listed under it
-  f.api.collections[f.rc_path] = {rc};
+  f.seed(f.rc_path, {rc});
   f.start();
   bool seen_unassessed = false;
   ASSERT_TRUE(eventually([&] {
@@ -301,17 +215,22 @@ TEST(Cluster, SyncedOnlyOnceTheSandboxIsAssessed) {
 // While the Nodes are listed again under a new scheduling the sandbox is
 // unavailable (fail closed) and not settled(); synced() stays true.
 TEST(Cluster, NotSettledWhileTheNodesAreListedUnderANewScheduling) {
+  kube::fake::Gate nodes_listed{true};  // once closed, lists of the Nodes wait (up to 10 s) until it opens
   ClusterFixture f;
+  f.api.prepend_reactor("list", f.nodes_path, [&](const kube::fake::Action&) -> std::optional<kube::fake::Reply> {
+    nodes_listed.wait();
+    return std::nullopt;
+  });
   json labelled = node("n1", true);
   labelled["metadata"]["labels"]["pool"] = "setec";
-  f.api.collections[f.nodes_path] = {labelled};
-  f.api.collections[f.rc_path] = {runtime_class(true)};
+  f.seed(f.nodes_path, {labelled});
+  f.seed(f.rc_path, {runtime_class(true)});
   f.start();
   ASSERT_TRUE(eventually([&] { return f.cluster->synced(); }));
   EXPECT_TRUE(f.cluster->settled());
   EXPECT_TRUE(policy::is_available(f.cluster->sandbox().availability()));
 
-  f.api.hold_lists(f.nodes_path);
+  nodes_listed.close();
   json rc = runtime_class(true);
   rc["scheduling"]["nodeSelector"]["pool"] = "setec";
   ASSERT_TRUE(f.api.push(f.rc_path, {kube::WatchEvent::Type::Modified, rc}));
@@ -319,7 +238,7 @@ TEST(Cluster, NotSettledWhileTheNodesAreListedUnderANewScheduling) {
   EXPECT_TRUE(f.cluster->synced());
   EXPECT_FALSE(policy::is_available(f.cluster->sandbox().availability()));
 
-  f.api.release_lists(f.nodes_path);
+  nodes_listed.open();
   ASSERT_TRUE(eventually([&] { return f.cluster->settled(); }));
   EXPECT_TRUE(policy::is_available(f.cluster->sandbox().availability()));
   EXPECT_THAT(f.cluster->sandbox().describe(), HasSubstr("available: 1 of 1 nodes"));
@@ -327,29 +246,29 @@ TEST(Cluster, NotSettledWhileTheNodesAreListedUnderANewScheduling) {
 
 TEST(Cluster, TheCustomerIsolationShapeAcceptsAnUnlabelledRuntimeClass) {
   ClusterFixture f;
-  f.api.collections[f.nodes_path] = {node("n1", true)};
-  f.api.collections[f.rc_path] = {runtime_class(false)};
+  f.seed(f.nodes_path, {node("n1", true)});
+  f.seed(f.rc_path, {runtime_class(false)});
   f.start(policy::DeploymentShape::CustomerIsolation);
   ASSERT_TRUE(eventually([&] { return policy::is_available(f.cluster->sandbox().availability()); }));
 }
 
 TEST(Cluster, CachedComponentsAreFoundWithoutAnApiCall) {
   ClusterFixture f;
-  f.api.collections[kube::collection_path(kComponents)] = {component("team-a", "c1", "untrusted")};
+  f.seed(kube::collection_path(kComponents), {component("team-a", "c1", "untrusted")});
   f.start();
   ASSERT_TRUE(eventually([&] { return f.cluster->synced(); }));
   auto r = f.cluster->components().find("team-a", "c1");
   ASSERT_EQ(r.status, Status::Found);
   EXPECT_EQ(r.component->name, "c1");
   EXPECT_EQ(r.component->trust_raw, "untrusted");
-  EXPECT_TRUE(f.api.gets.empty());
+  EXPECT_EQ(f.gets(), 0u);
   EXPECT_EQ(f.cluster->component_count(), 1u);
 }
 
 TEST(Cluster, ACacheMissMakesOneLiveGetAndMapsItsOutcome) {
   ClusterFixture f;
   const std::string path = kube::object_path(kComponents, "team-a", "fresh");
-  f.api.objects.emplace(path, kube::ApiResult<json>(component("team-a", "fresh", "trusted")));
+  f.answer_get(path, kube::ApiResult<json>(component("team-a", "fresh", "trusted")));
   f.start();
   ASSERT_TRUE(eventually([&] { return f.cluster->synced(); }));
 
@@ -363,15 +282,15 @@ TEST(Cluster, ACacheMissMakesOneLiveGetAndMapsItsOutcome) {
   kube::ApiError down;
   down.code = 0;
   down.message = "GET ...: connection refused";
-  f.api.objects.emplace(kube::object_path(kComponents, "team-a", "x"), kube::ApiResult<json>(down));
+  f.answer_get(kube::object_path(kComponents, "team-a", "x"), kube::ApiResult<json>(down));
   auto error = f.cluster->components().find("team-a", "x");
   EXPECT_EQ(error.status, Status::Error);
   EXPECT_THAT(error.error, HasSubstr("connection refused"));
 
-  f.api.objects.emplace(kube::object_path(kComponents, "team-a", "bad"),
+  f.answer_get(kube::object_path(kComponents, "team-a", "bad"),
                         kube::ApiResult<json>(json{{"kind", "Component"}, {"spec", 1}}));
   EXPECT_EQ(f.cluster->components().find("team-a", "bad").status, Status::Error);
-  EXPECT_EQ(f.api.gets.size(), 4u);  // one GET per miss
+  EXPECT_EQ(f.gets(), 4u);  // one GET per miss
 }
 
 TEST(Cluster, FailedLiveGetsAreCountedAndLoggedAtMostOncePerInterval) {
@@ -380,7 +299,7 @@ TEST(Cluster, FailedLiveGetsAreCountedAndLoggedAtMostOncePerInterval) {
   kube::ApiError down;
   down.code = 503;
   down.message = "GET ...: 503 ServiceUnavailable";
-  f.api.objects.emplace(kube::object_path(kComponents, "team-a", "x"), kube::ApiResult<json>(down));
+  f.answer_get(kube::object_path(kComponents, "team-a", "x"), kube::ApiResult<json>(down));
   f.start();
   ASSERT_TRUE(eventually([&] { return f.cluster->synced(); }));
   for (int i = 0; i < 5; ++i) EXPECT_EQ(f.cluster->components().find("team-a", "x").status, Status::Error);
@@ -404,8 +323,8 @@ TEST(Cluster, FailedLiveGetsAreCountedAndLoggedAtMostOncePerInterval) {
 
 TEST(Cluster, MetricsExportTheSandboxAndEveryCache) {
   ClusterFixture f;
-  f.api.collections[f.nodes_path] = {node("n1", true)};
-  f.api.collections[f.rc_path] = {runtime_class(true)};
+  f.seed(f.nodes_path, {node("n1", true)});
+  f.seed(f.rc_path, {runtime_class(true)});
   f.start();
   ASSERT_TRUE(eventually([&] { return f.cluster->synced(); }));  // every cache listed
   ASSERT_TRUE(eventually([&] { return policy::is_available(f.cluster->sandbox().availability()); }));
@@ -425,7 +344,7 @@ TEST(Cluster, MetricsExportTheSandboxAndEveryCache) {
 // Admission's view fails closed once the RuntimeClass or Node cache has made
 // no progress for longer than the bound; the assessment itself is kept.
 TEST(FreshSandbox, AStaleRuntimeClassOrNodeCacheReadsUnknownAsUnavailable) {
-  MemoryApi api;
+  kube::fake::FakeClient api;
   std::chrono::steady_clock::time_point t{};
   kube::Store<std::string> rc_store{[](const json&) -> Result<std::string> { return std::string("x"); }, {}};
   kube::Store<std::string> node_store{[](const json&) -> Result<std::string> { return std::string("x"); }, {}};
@@ -453,51 +372,24 @@ TEST(FreshSandbox, AStaleRuntimeClassOrNodeCacheReadsUnknownAsUnavailable) {
 }
 
 
-// A client whose GETs block until released (bounded), counting them and the
-// callers waiting inside: concurrent misses must collapse into one GET.
-class BlockingGets final : public kube::Client {
- public:
-  kube::ApiResult<json> answer = kube::ApiResult<json>(component("team-a", "fresh", "untrusted"));
-
-  kube::ApiResult<json> get(std::string_view, std::chrono::milliseconds) override {
-    std::unique_lock lock(mu_);
-    ++gets_;
-    cv_.notify_all();
-    cv_.wait_for(lock, 10s, [&] { return released_; });  // bounded
-    return answer;
-  }
-  kube::ApiResult<kube::ListPage> list(std::string_view, const kube::ListOptions&) override { return kube::ApiError{}; }
-  kube::ApiResult<std::unique_ptr<kube::WatchStream>> watch(std::string_view, const kube::WatchOptions&) override {
-    return kube::ApiError{};
-  }
-  kube::ApiResult<json> create(std::string_view, const json&) override { return kube::ApiError{}; }
-  kube::ApiResult<json> patch(std::string_view, kube::PatchType, const json&) override { return kube::ApiError{}; }
-  kube::ApiResult<json> update(std::string_view, const json&, std::chrono::milliseconds) override {
-    return kube::ApiError{};
-  }
-  void release() {
-    std::lock_guard lock(mu_);
-    released_ = true;
-    cv_.notify_all();
-  }
-  int gets() {
-    std::lock_guard lock(mu_);
-    return gets_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool released_ = false;
-  int gets_ = 0;
-};
-
+// GETs block until released (bounded): concurrent misses must collapse into one GET.
 struct LookupFixture {
-  BlockingGets api;
+  kube::fake::Gate released;
+  kube::ApiResult<json> answer = kube::ApiResult<json>(component("team-a", "fresh", "untrusted"));
+  kube::fake::FakeClient api;
   kube::Store<ComponentRecord> store{decode_component_record};
   std::atomic<std::int64_t> now_ms{0};
   ClusterComponents lookup{store, api, 10s, 10s, {}, 1000ms,
                            [this] { return std::chrono::steady_clock::time_point(std::chrono::milliseconds(now_ms.load())); }};
+
+  LookupFixture() {
+    api.prepend_reactor("get", "", [this](const kube::fake::Action&) -> std::optional<kube::fake::Reply> {
+      released.wait();
+      return answer;
+    });
+  }
+  void release() { released.open(); }
+  int gets() const { return static_cast<int>(api.count("get")); }
 };
 
 TEST(ClusterComponents, ConcurrentMissesOfOneComponentShareOneGetAndItsAnswer) {
@@ -509,10 +401,10 @@ TEST(ClusterComponents, ConcurrentMissesOfOneComponentShareOneGetAndItsAnswer) {
     threads.emplace_back([&, i] { results[i] = f.lookup.find("team-a", "fresh"); });
   }
   // One caller is inside the GET, every other one waits for its answer.
-  ASSERT_TRUE(eventually([&] { return f.api.gets() == 1 && f.lookup.shared() == kCallers - 1; }));
-  f.api.release();
+  ASSERT_TRUE(eventually([&] { return f.gets() == 1 && f.lookup.shared() == kCallers - 1; }));
+  f.release();
   for (auto& t : threads) t.join();
-  EXPECT_EQ(f.api.gets(), 1);
+  EXPECT_EQ(f.gets(), 1);
   EXPECT_EQ(f.lookup.live_gets(), 1u);
   for (const auto& r : results) {
     ASSERT_EQ(r.status, Status::Found);
@@ -522,53 +414,53 @@ TEST(ClusterComponents, ConcurrentMissesOfOneComponentShareOneGetAndItsAnswer) {
   // Remembered briefly: a miss within the second needs no GET; after it, one.
   f.now_ms += 999;
   EXPECT_EQ(f.lookup.find("team-a", "fresh").status, Status::Found);
-  EXPECT_EQ(f.api.gets(), 1);
+  EXPECT_EQ(f.gets(), 1);
   f.now_ms += 1;
   EXPECT_EQ(f.lookup.find("team-a", "fresh").status, Status::Found);
-  EXPECT_EQ(f.api.gets(), 2);
+  EXPECT_EQ(f.gets(), 2);
   // Another Component is another GET.
-  f.api.answer = kube::ApiResult<json>(component("team-a", "other", "trusted"));
+  f.answer = kube::ApiResult<json>(component("team-a", "other", "trusted"));
   EXPECT_EQ(f.lookup.find("team-a", "other").component->name, "other");
-  EXPECT_EQ(f.api.gets(), 3);
+  EXPECT_EQ(f.gets(), 3);
 }
 
 TEST(ClusterComponents, NotFoundIsRememberedForASecondAnErrorNever) {
   LookupFixture f;
-  f.api.release();
+  f.release();
   kube::ApiError missing;
   missing.code = 404;
   missing.message = "GET ...: 404 NotFound";
-  f.api.answer = missing;
+  f.answer = missing;
   EXPECT_EQ(f.lookup.find("team-a", "late").status, Status::NotFound);
   EXPECT_EQ(f.lookup.find("team-a", "late").status, Status::NotFound);
-  EXPECT_EQ(f.api.gets(), 1);
+  EXPECT_EQ(f.gets(), 1);
   // Created meanwhile: found once the remembered NotFound is a second old.
-  f.api.answer = kube::ApiResult<json>(component("team-a", "late", "trusted"));
+  f.answer = kube::ApiResult<json>(component("team-a", "late", "trusted"));
   f.now_ms += 1000;
   EXPECT_EQ(f.lookup.find("team-a", "late").status, Status::Found);
-  EXPECT_EQ(f.api.gets(), 2);
+  EXPECT_EQ(f.gets(), 2);
   // An API error is shared by the callers waiting for it, not remembered.
   kube::ApiError down;
   down.code = 503;
   down.message = "GET ...: 503 ServiceUnavailable";
-  f.api.answer = down;
+  f.answer = down;
   EXPECT_EQ(f.lookup.find("team-a", "flaky").status, Status::Error);
   EXPECT_EQ(f.lookup.find("team-a", "flaky").status, Status::Error);
-  EXPECT_EQ(f.api.gets(), 4);
+  EXPECT_EQ(f.gets(), 4);
   EXPECT_EQ(f.lookup.lookup_errors(), 2u);
 }
 
 TEST(ClusterComponents, TheCacheAnswersBeforeAnyRememberedLookup) {
   LookupFixture f;
-  f.api.release();
+  f.release();
   kube::ApiError missing;
   missing.code = 404;
-  f.api.answer = missing;
+  f.answer = missing;
   EXPECT_EQ(f.lookup.find("team-a", "c1").status, Status::NotFound);
   // The watch delivers it: the cache wins over the remembered NotFound at once.
   f.store.apply(kube::WatchEvent::Type::Added, component("team-a", "c1", "trusted"));
   EXPECT_EQ(f.lookup.find("team-a", "c1").status, Status::Found);
-  EXPECT_EQ(f.api.gets(), 1);
+  EXPECT_EQ(f.gets(), 1);
 }
 
 }  // namespace

@@ -9,16 +9,15 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <future>
-#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "admission/context.h"
 #include "base/clock.h"
+#include "fake_kube_client.h"
 #include "runtime/manager.h"
 
 namespace ig::controller {
@@ -29,119 +28,6 @@ using json = nlohmann::json;
 
 constexpr std::string_view kPodsPath = "/api/v1/pods";
 constexpr std::string_view kEvictionPath = "/api/v1/namespaces/team-a/pods/p0/eviction";
-
-// A watch that delivers pushed events until stopped.
-class DriftPodStream final : public kube::WatchStream {
- public:
-  kube::ApiResult<std::optional<kube::WatchEvent>> next() override {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return stopped_ || !events_.empty(); });
-    if (stopped_) return std::optional<kube::WatchEvent>{};
-    auto e = events_.front();
-    events_.pop_front();
-    return std::optional<kube::WatchEvent>(std::move(e));
-  }
-  void stop() noexcept override {
-    std::lock_guard lock(mu_);
-    stopped_ = true;
-    cv_.notify_all();
-  }
-  void push(kube::WatchEvent e) {
-    std::lock_guard lock(mu_);
-    events_.push_back(std::move(e));
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<kube::WatchEvent> events_;
-  bool stopped_ = false;
-};
-
-// Lists and watches pods (other collections: empty); records evictions and
-// answers them from a script (default: 201), each stamped with the fake time.
-class DriftApi final : public kube::Client {
- public:
-  explicit DriftApi(std::shared_ptr<FakeClock> clock) : clock_(std::move(clock)) {}
-
-  kube::ApiResult<json> get(std::string_view path, std::chrono::milliseconds) override {
-    return kube::ApiError{"GET " + std::string(path) + ": 404", 404, "NotFound", {}};
-  }
-  kube::ApiResult<kube::ListPage> list(std::string_view path, const kube::ListOptions&) override {
-    std::lock_guard lock(mu_);
-    kube::ListPage page;
-    if (path == kPodsPath)
-      for (const auto& p : pods) page.items.push_back(p);
-    page.resource_version = "1";
-    return page;
-  }
-  kube::ApiResult<std::unique_ptr<kube::WatchStream>> watch(std::string_view path,
-                                                            const kube::WatchOptions&) override {
-    auto stream = std::make_unique<DriftPodStream>();
-    std::lock_guard lock(mu_);
-    if (path == kPodsPath) pod_stream_ = stream.get();
-    cv_.notify_all();
-    return std::unique_ptr<kube::WatchStream>(std::move(stream));
-  }
-  kube::ApiResult<json> create(std::string_view path, const json& body) override {
-    return create_cancellable(path, body, {});
-  }
-  kube::ApiResult<json> create_cancellable(std::string_view path, const json& body,
-                                           std::stop_token cancel) override {
-    std::unique_lock lock(mu_);
-    if (cancel.stop_requested()) return kube::ApiError{"CREATE: cancelled", 0, "Cancelled", {}};
-    evictions.push_back({std::string(path), body});
-    at.push_back(clock_->now());
-    cv_.notify_all();
-    if (hold) {  // in flight until cancelled (bounded)
-      std::condition_variable_any any;
-      any.wait_for(lock, cancel, 10s, [] { return false; });
-      if (cancel.stop_requested()) return kube::ApiError{"CREATE: cancelled", 0, "Cancelled", {}};
-    }
-    int code = 201;
-    if (!answers.empty()) {
-      code = answers.front();
-      answers.pop_front();
-    }
-    if (code != 201) return kube::ApiError{"CREATE " + std::string(path) + ": " + std::to_string(code), code, {}, {}};
-    return json{{"kind", "Status"}, {"status", "Success"}};
-  }
-  kube::ApiResult<json> patch(std::string_view, kube::PatchType, const json&) override {
-    return kube::ApiError{"not in this test", 501, {}, {}};
-  }
-  kube::ApiResult<json> update(std::string_view, const json&, std::chrono::milliseconds) override {
-    return kube::ApiError{"not in this test", 501, {}, {}};
-  }
-
-  // Waits (bounded) for the pods watch, then pushes an event into it.
-  bool push(kube::WatchEvent::Type type, json pod) {
-    std::unique_lock lock(mu_);
-    if (!cv_.wait_for(lock, 10s, [&] { return pod_stream_ != nullptr; })) return false;
-    pod_stream_->push(kube::WatchEvent{type, std::move(pod)});
-    return true;
-  }
-  std::size_t count() {
-    std::lock_guard lock(mu_);
-    return evictions.size();
-  }
-  bool wait_in_flight(std::size_t n) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, 10s, [&] { return evictions.size() >= n; });
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<json> pods;                                   // listed
-  std::vector<std::pair<std::string, json>> evictions;      // sent: path, body
-  std::vector<Clock::time_point> at;                        // when, on the fake clock
-  std::deque<int> answers;
-  bool hold = false;
-
- private:
-  std::shared_ptr<FakeClock> clock_;
-  DriftPodStream* pod_stream_ = nullptr;
-};
 
 class DriftSandbox final : public admission::SandboxView {
  public:
@@ -169,9 +55,16 @@ json component_pod(const std::string& name, const std::string& runtime_class = "
   return pod;
 }
 
+// Pods are listed and watched; evictions are answered from a script
+// (default: 201), each stamped with the fake time, and held in flight until
+// cancelled while `hold` is set.
 struct DriftFixture {
   std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
-  DriftApi api{clock};
+  kube::fake::FakeClient api;
+  std::mutex mu;
+  std::vector<Clock::time_point> at;  // when each eviction was sent, on the fake clock
+  std::deque<int> answers;
+  bool hold = false;
   DriftSandbox sandbox;
   kube::Store<ComponentRecord> components{decode_component_record};
   std::unique_ptr<DriftAudit> audit;
@@ -181,7 +74,25 @@ struct DriftFixture {
     components.begin_replace();
     components.add_listed(untrusted_component());
     components.end_replace("1");
-    api.pods = std::move(pods);
+    for (auto& p : pods) api.put(kPodsPath, std::move(p));
+    api.prepend_reactor("create", "/eviction", [this](const kube::fake::Action& a) -> std::optional<kube::fake::Reply> {
+      {
+        std::lock_guard lock(mu);
+        at.push_back(clock->now());
+      }
+      if (hold) {  // in flight until cancelled (bounded)
+        kube::fake::Gate().wait(a.cancel);
+        if (a.cancel.stop_requested()) return kube::ApiError{"CREATE: cancelled", 0, "Cancelled", {}};
+      }
+      int code = 201;
+      std::lock_guard lock(mu);
+      if (!answers.empty()) {
+        code = answers.front();
+        answers.pop_front();
+      }
+      if (code != 201) return kube::ApiError{"CREATE " + a.path + ": " + std::to_string(code), code, {}, {}};
+      return json{{"kind", "Status"}, {"status", "Success"}};
+    });
     DriftOptions o;
     o.runtime_class = "kata-fc";
     o.evict = true;
@@ -194,6 +105,8 @@ struct DriftFixture {
     audit->start();
   }
   ~DriftFixture() { audit->stop(); }
+  std::size_t count() const { return api.count("create", "/eviction"); }
+  kube::fake::Action eviction(std::size_t i) const { return api.actions("create", "/eviction").at(i); }
 
   // Passes (bounded, real time: the pod cache is a reflector) until the
   // Component has `n` drifted pods.
@@ -217,21 +130,21 @@ TEST(DriftAudit, ADriftedPodIsEvictedOnlyOnceTheSettleTimeHasPassed) {
   auto r = f.evict_p0(f.live);
   ASSERT_TRUE(r) << r.error();
   EXPECT_EQ(r->after, Clock::duration(60s));  // requeued after the settle time
-  EXPECT_EQ(f.api.count(), 0u);
+  EXPECT_EQ(f.count(), 0u);
   f.clock->advance(59s);
   ASSERT_TRUE(f.pass_until_drifted(1));  // still drifted: the settle time runs on
   r = f.evict_p0(f.live);
   ASSERT_TRUE(r) << r.error();
   EXPECT_EQ(r->after, Clock::duration(1s));
-  EXPECT_EQ(f.api.count(), 0u);
+  EXPECT_EQ(f.count(), 0u);
   f.clock->advance(1s);
   r = f.evict_p0(f.live);
   ASSERT_TRUE(r) << r.error();
   EXPECT_FALSE(r->requeue);
   EXPECT_EQ(r->after, Clock::duration::zero());
-  ASSERT_EQ(f.api.count(), 1u);
-  EXPECT_EQ(f.api.evictions[0].first, kEvictionPath);
-  const json& body = f.api.evictions[0].second;
+  ASSERT_EQ(f.count(), 1u);
+  EXPECT_EQ(f.eviction(0).path, kEvictionPath);
+  const json body = f.eviction(0).body;
   EXPECT_EQ(body["apiVersion"], "policy/v1");
   EXPECT_EQ(body["kind"], "Eviction");
   EXPECT_EQ(body["metadata"]["name"], "p0");
@@ -240,27 +153,27 @@ TEST(DriftAudit, ADriftedPodIsEvictedOnlyOnceTheSettleTimeHasPassed) {
   // Done with it: reconciled again, nothing more is sent.
   r = f.evict_p0(f.live);
   ASSERT_TRUE(r) << r.error();
-  EXPECT_EQ(f.api.count(), 1u);
+  EXPECT_EQ(f.count(), 1u);
 }
 
 TEST(DriftAudit, APodThatStopsDriftingIsNotEvicted) {
   DriftFixture f(60s);
   ASSERT_TRUE(f.pass_until_drifted(1));
   // Recreated on the sandbox (same name, same uid here: only its placement changed).
-  ASSERT_TRUE(f.api.push(kube::WatchEvent::Type::Modified, component_pod("p0", "kata-fc")));
+  ASSERT_TRUE(f.api.push(kPodsPath, {kube::WatchEvent::Type::Modified, component_pod("p0", "kata-fc")}));
   ASSERT_TRUE(f.pass_until_drifted(0));
   f.clock->advance(61s);
   auto r = f.evict_p0(f.live);
   ASSERT_TRUE(r) << r.error();
   EXPECT_EQ(r->after, Clock::duration::zero());  // forgotten, not requeued
-  EXPECT_EQ(f.api.count(), 0u);
+  EXPECT_EQ(f.count(), 0u);
   // Drifted again: the settle time starts over.
-  ASSERT_TRUE(f.api.push(kube::WatchEvent::Type::Modified, component_pod("p0")));
+  ASSERT_TRUE(f.api.push(kPodsPath, {kube::WatchEvent::Type::Modified, component_pod("p0")}));
   ASSERT_TRUE(f.pass_until_drifted(1));
   r = f.evict_p0(f.live);
   ASSERT_TRUE(r) << r.error();
   EXPECT_EQ(r->after, Clock::duration(60s));
-  EXPECT_EQ(f.api.count(), 0u);
+  EXPECT_EQ(f.count(), 0u);
 }
 
 TEST(DriftAudit, AStoppedCancelTokenSendsNoEvictionAndAbandonsOneInFlight) {
@@ -270,12 +183,12 @@ TEST(DriftAudit, AStoppedCancelTokenSendsNoEvictionAndAbandonsOneInFlight) {
   lost.request_stop();
   auto r = f.evict_p0(lost.get_token());
   ASSERT_TRUE(r) << r.error();
-  EXPECT_EQ(f.api.count(), 0u);
+  EXPECT_EQ(f.count(), 0u);
   // One in flight when leadership is lost: abandoned, neither evicted nor failed.
-  f.api.hold = true;
+  f.hold = true;
   std::stop_source term;
   auto pending = std::async(std::launch::async, [&] { return f.evict_p0(term.get_token()); });
-  ASSERT_TRUE(f.api.wait_in_flight(1));
+  ASSERT_TRUE(f.api.wait_actions(1, "create", "/eviction"));
   term.request_stop();
   ASSERT_EQ(pending.wait_for(10s), std::future_status::ready);
   r = pending.get();
@@ -283,13 +196,13 @@ TEST(DriftAudit, AStoppedCancelTokenSendsNoEvictionAndAbandonsOneInFlight) {
   EXPECT_EQ(r->after, Clock::duration::zero());
   EXPECT_EQ(f.audit->stats().evicted, 0u);
   EXPECT_EQ(f.audit->stats().eviction_failed, 0u);
-  EXPECT_EQ(f.api.count(), 1u);
+  EXPECT_EQ(f.count(), 1u);
 }
 
 TEST(DriftAudit, APdbRefusalIsRetriedAfterRetryAfterAndANotFoundForgetsThePod) {
   DriftFixture f(0s);
   ASSERT_TRUE(f.pass_until_drifted(1));
-  f.api.answers = {429, 404};
+  f.answers = {429, 404};
   auto r = f.evict_p0(f.live);
   ASSERT_TRUE(r) << r.error();
   EXPECT_EQ(r->after, Clock::duration(1s));  // no Retry-After: evict_retry
@@ -300,14 +213,14 @@ TEST(DriftAudit, APdbRefusalIsRetriedAfterRetryAfterAndANotFoundForgetsThePod) {
   EXPECT_EQ(r->after, Clock::duration::zero());
   r = f.evict_p0(f.live);  // forgotten: nothing sent
   ASSERT_TRUE(r) << r.error();
-  EXPECT_EQ(f.api.count(), 2u);
+  EXPECT_EQ(f.count(), 2u);
 }
 
 // Through the engine (a manager on the fake clock): an eviction that fails is
 // an error, retried after evict_retry, then twice that (per-key backoff).
 TEST(DriftAudit, AFailedEvictionIsRetriedWithTheEnginesBackoff) {
   DriftFixture f(0s);
-  f.api.answers = {500, 500, 201};
+  f.answers = {500, 500, 201};
   runtime::Manager manager(runtime::ManagerOptions{f.clock, {}, {}, {}});
   manager.add(f.audit->runnable(), /*needs_leader=*/true);
   ASSERT_TRUE(manager.start());
@@ -320,10 +233,10 @@ TEST(DriftAudit, AFailedEvictionIsRetriedWithTheEnginesBackoff) {
   manager.stop();
   ASSERT_EQ(f.audit->stats().evicted, 1u);
   EXPECT_EQ(f.audit->stats().eviction_failed, 2u);
-  std::lock_guard lock(f.api.mu_);
-  ASSERT_EQ(f.api.at.size(), 3u);
-  EXPECT_GE(f.api.at[1] - f.api.at[0], Clock::duration(1s));
-  EXPECT_GE(f.api.at[2] - f.api.at[1], Clock::duration(2s));
+  std::lock_guard lock(f.mu);
+  ASSERT_EQ(f.at.size(), 3u);
+  EXPECT_GE(f.at[1] - f.at[0], Clock::duration(1s));
+  EXPECT_GE(f.at[2] - f.at[1], Clock::duration(2s));
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 
 #include "admission/context.h"
 #include "controller/cluster.h"
+#include "fake_kube_client.h"
 #include "runtime/manager.h"
 #include "runtime_test_support.h"
 
@@ -29,64 +30,57 @@ using json = nlohmann::json;
 
 kube::ApiError refused() { return kube::ApiError{"not in this test", 501, {}, {}}; }
 
-// Records status patches; answers them from a script (default: success).
-class PatchRecorder final : public kube::Client {
- public:
-  kube::ApiResult<json> get(std::string_view, std::chrono::milliseconds) override { return refused(); }
-  kube::ApiResult<kube::ListPage> list(std::string_view, const kube::ListOptions&) override {
-    return refused();
+// Status writes (server-side apply) as reactors on the one fake client,
+// which records them: answered from a script (default: success, the body
+// and the `co_owned` fields), held in flight while `hold` is set.
+struct PatchRecorder {
+  kube::fake::FakeClient client;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<int> answers;
+  bool hold = false;
+  std::map<std::string, int> in_flight;  // by path
+  int in_flight_total = 0, max_in_flight = 0;
+  bool overlapped = false;  // two writes of one Component at once
+  json co_owned = json::object();  // status fields the apply's answer keeps
+
+  PatchRecorder() {
+    client.prepend_reactor("patch", "", [this](const kube::fake::Action& a) -> std::optional<kube::fake::Reply> {
+      std::lock_guard lock(mu_);
+      if (co_owned.empty() || a.patch_type != kube::PatchType::Merge) {
+        ADD_FAILURE() << "status is written with server-side apply, not a patch: " << a.path;
+        return refused();
+      }
+      return a.body;
+    });
+    client.prepend_reactor("apply", "", [this](const kube::fake::Action& a) -> std::optional<kube::fake::Reply> {
+      std::unique_lock lock(mu_);
+      EXPECT_EQ(a.field_manager, "isolation-gate");
+      EXPECT_TRUE(a.force);
+      EXPECT_EQ(a.body["apiVersion"], "gibson.zeroroot.ai/v1alpha1");
+      EXPECT_EQ(a.body["kind"], "Component");
+      EXPECT_EQ(a.body["metadata"].size(), 2u);  // name and namespace only
+      if (++in_flight[a.path] > 1) overlapped = true;
+      ++in_flight_total;
+      max_in_flight = std::max(max_in_flight, in_flight_total);
+      cv_.notify_all();
+      // Held writes stay in flight until release() (bounded).
+      cv_.wait_for(lock, 10s, [&] { return !hold; });
+      --in_flight[a.path];
+      --in_flight_total;
+      if (!answers.empty()) {
+        int code = answers.front();
+        answers.pop_front();
+        if (code != 200) return kube::ApiError{"PATCH " + a.path + ": " + std::to_string(code), code, {}, {}};
+      }
+      json answer = a.body;
+      for (const auto& [k, v] : co_owned.items())  // an earlier version's merge patches co-own these
+        if (!answer["status"].contains(k)) answer["status"][k] = v;
+      return answer;
+    });
   }
-  kube::ApiResult<std::unique_ptr<kube::WatchStream>> watch(std::string_view, const kube::WatchOptions&) override {
-    return refused();
-  }
-  kube::ApiResult<json> create(std::string_view, const json&) override { return refused(); }
-  kube::ApiResult<json> update(std::string_view, const json&, std::chrono::milliseconds) override {
-    return refused();
-  }
-  kube::ApiResult<json> patch(std::string_view path, kube::PatchType type, const json& body) override {
-    std::lock_guard lock(mu_);
-    if (co_owned.empty() || type != kube::PatchType::Merge) {
-      ADD_FAILURE() << "status is written with server-side apply, not a patch: " << path;
-      return refused();
-    }
-    merges.push_back(body);
-    return body;
-  }
-  kube::ApiResult<json> apply(std::string_view path, const json& body, std::string_view field_manager, bool force,
-                              std::chrono::milliseconds, std::stop_token) override {
-    std::unique_lock lock(mu_);
-    EXPECT_EQ(field_manager, "isolation-gate");
-    EXPECT_TRUE(force);
-    EXPECT_EQ(body["apiVersion"], "gibson.zeroroot.ai/v1alpha1");
-    EXPECT_EQ(body["kind"], "Component");
-    EXPECT_EQ(body["metadata"].size(), 2u);  // name and namespace only
-    patches.push_back({std::string(path), body});
-    if (++in_flight[std::string(path)] > 1) overlapped = true;
-    ++in_flight_total;
-    max_in_flight = std::max(max_in_flight, in_flight_total);
-    cv_.notify_all();
-    // Held writes stay in flight until release() (bounded).
-    cv_.wait_for(lock, 10s, [&] { return !hold; });
-    --in_flight[std::string(path)];
-    --in_flight_total;
-    if (!answers.empty()) {
-      int code = answers.front();
-      answers.pop_front();
-      if (code != 200) return kube::ApiError{"PATCH " + std::string(path) + ": " + std::to_string(code), code, {}, {}};
-    }
-    json answer = body;
-    for (const auto& [k, v] : co_owned.items())  // an earlier version's merge patches co-own these
-      if (!answer["status"].contains(k)) answer["status"][k] = v;
-    return answer;
-  }
-  std::size_t count() {
-    std::lock_guard lock(mu_);
-    return patches.size();
-  }
-  bool wait_for(std::size_t n) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, 10s, [&] { return patches.size() >= n; });
-  }
+  std::size_t count() const { return client.count("apply"); }
+  bool wait_for(std::size_t n) { return client.wait_actions(n, "apply"); }
   // Waits (bounded) until `n` writes are in flight at once.
   bool wait_in_flight(int n) {
     std::unique_lock lock(mu_);
@@ -97,21 +91,13 @@ class PatchRecorder final : public kube::Client {
     hold = false;
     cv_.notify_all();
   }
-  json last_status() {
-    std::lock_guard lock(mu_);
-    return patches.back().second["status"];
+  json last_status() const { return client.actions("apply").back().body["status"]; }
+  std::vector<kube::fake::Action> patches() const { return client.actions("apply"); }
+  std::vector<json> merges() const {  // the leftover merge patches
+    std::vector<json> out;
+    for (const auto& a : client.actions("patch")) out.push_back(a.body);
+    return out;
   }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::pair<std::string, json>> patches;
-  std::deque<int> answers;
-  bool hold = false;
-  std::map<std::string, int> in_flight;  // by path
-  int in_flight_total = 0, max_in_flight = 0;
-  bool overlapped = false;  // two writes of one Component at once
-  json co_owned = json::object();  // status fields the apply's answer keeps
-  std::vector<json> merges;        // the leftover merge patches
 };
 
 class Sandbox final : public admission::SandboxView {
@@ -150,7 +136,7 @@ struct Fixture {
     o.retry_max = 5ms;
     o.workers = workers;
     o.sweep_interval = 0ms;  // not debounced here (see SweepsAreDebounced)
-    writer = std::make_unique<StatusWriter>(api, store, sandbox, std::move(o));
+    writer = std::make_unique<StatusWriter>(api.client, store, sandbox, std::move(o));
     manager.add(writer->runnable(), /*needs_leader=*/true);
     EXPECT_TRUE(manager.start());
   }
@@ -174,11 +160,8 @@ struct Fixture {
   // The same for the last write of `name` (whatever was written after it).
   void echo_write_of(const std::string& name, const std::string& trust) {
     json status;
-    {
-      std::lock_guard lock(api.mu_);
-      for (const auto& [path, body] : api.patches)
-        if (path.find("/components/" + name + "/") != std::string::npos) status = body["status"];
-    }
+    for (const auto& a : api.patches())
+      if (a.path.find("/components/" + name + "/") != std::string::npos) status = a.body["status"];
     store.apply(kube::WatchEvent::Type::Modified, component(name, trust, status));
   }
 };
@@ -188,8 +171,8 @@ TEST(StatusWriter, WritesEachComponentOnceThenNothingWhenNothingChanged) {
   f.start();
   ASSERT_TRUE(f.api.wait_for(2));
   ASSERT_TRUE(f.processed(2));
-  EXPECT_EQ(f.api.patches[0].first.find("/apis/gibson.zeroroot.ai/v1alpha1/namespaces/team-a/components/"), 0u);
-  EXPECT_NE(f.api.patches[0].first.find("/status"), std::string::npos);
+  EXPECT_EQ(f.api.patches()[0].path.find("/apis/gibson.zeroroot.ai/v1alpha1/namespaces/team-a/components/"), 0u);
+  EXPECT_NE(f.api.patches()[0].path.find("/status"), std::string::npos);
   // Enqueued again before the watch shows the write: nothing new.
   f.writer->enqueue("team-a/a");
   f.writer->enqueue_all();  // "a" may be merged with the one queued above
@@ -252,7 +235,7 @@ TEST(StatusWriter, AWriteTheCacheNeverShowsIsRepeatedAfterTheEchoWait) {
   o.now = [] { return std::time_t{1'790'000'000}; };
   o.clock = clock;
   o.echo_wait = 10s;
-  StatusWriter writer(api, store, sandbox, std::move(o));
+  StatusWriter writer(api.client, store, sandbox, std::move(o));
   runtime::CancelToken none;
   ASSERT_TRUE(writer.reconcile("team-a/a", none));
   ASSERT_EQ(api.count(), 1u);
@@ -289,8 +272,8 @@ TEST(StatusWriter, TheInterimStateOfAWriteAndItsLeftoverPatchCausesNoWrite) {
   runtime::CancelToken none;
   ASSERT_TRUE(f.writer->reconcile("team-a/a", none));
   ASSERT_EQ(f.api.count(), 1u);
-  ASSERT_EQ(f.api.merges.size(), 1u);
-  EXPECT_EQ(f.api.merges[0], (json{{"status", {{"runtimeClassName", nullptr}}}}));
+  ASSERT_EQ(f.api.merges().size(), 1u);
+  EXPECT_EQ(f.api.merges()[0], (json{{"status", {{"runtimeClassName", nullptr}}}}));
   json interim = f.api.last_status();
   EXPECT_EQ(interim["isolation"], "Deny");
   interim["runtimeClassName"] = "kata-fc";
@@ -300,7 +283,7 @@ TEST(StatusWriter, TheInterimStateOfAWriteAndItsLeftoverPatchCausesNoWrite) {
   f.echo_last_write("a", "untrusted");  // the merge patch's answer
   ASSERT_TRUE(f.writer->reconcile("team-a/a", none));
   EXPECT_EQ(f.api.count(), 1u);
-  EXPECT_EQ(f.api.merges.size(), 1u);
+  EXPECT_EQ(f.api.merges().size(), 1u);
 }
 
 // Another manager's condition (and field) in the status: no write, neither
@@ -424,7 +407,7 @@ TEST(StatusWriter, WorkersWriteInParallelButNeverOneComponentTwiceAtOnce) {
   EXPECT_FALSE(f.api.overlapped);
   EXPECT_EQ(f.api.max_in_flight, 4);
   std::set<std::string> paths;
-  for (const auto& [path, body] : f.api.patches) paths.insert(path);
+  for (const auto& a : f.api.patches()) paths.insert(a.path);
   EXPECT_EQ(paths.size(), 40u);
   f.stop();
 }
@@ -437,56 +420,32 @@ namespace {
 
 using runtime::test::eventually;
 
-// An API whose status PATCH blocks until the call is cancelled (an API
-// server that stopped answering as the Lease was lost), or, with `echo`,
-// answers at once and shows the write in the cache as the watch would.
-class StatusApi final : public kube::Client {
- public:
-  explicit StatusApi(kube::Store<ComponentRecord>& store, bool echo) : store_(store), echo_(echo) {}
-  kube::ApiResult<json> get(std::string_view, std::chrono::milliseconds) override { return refused(); }
-  kube::ApiResult<kube::ListPage> list(std::string_view, const kube::ListOptions&) override { return refused(); }
-  kube::ApiResult<std::unique_ptr<kube::WatchStream>> watch(std::string_view, const kube::WatchOptions&) override {
-    return refused();
-  }
-  kube::ApiResult<json> create(std::string_view, const json&) override { return refused(); }
-  kube::ApiResult<json> update(std::string_view, const json&, std::chrono::milliseconds) override {
-    return refused();
-  }
-  kube::ApiResult<json> patch(std::string_view, kube::PatchType, const json&) override {
-    ADD_FAILURE() << "the status is written with server-side apply";
-    return refused();
-  }
-  kube::ApiResult<json> apply(std::string_view path, const json& body, std::string_view, bool,
-                              std::chrono::milliseconds, std::stop_token cancel) override {
-    if (cancel.stop_requested()) {
-      ++refused_after_cancel;
-      return kube::ApiError{"PATCH " + std::string(path) + ": cancelled", 0, "Cancelled", {}};
-    }
-    ++sent;
-    if (echo_) {
-      const std::string rest(path.substr(path.find("/components/") + 12));
-      store_.apply(kube::WatchEvent::Type::Modified,
-                   component(rest.substr(0, rest.find('/')), "untrusted", body["status"]));
-      std::lock_guard lock(mu_);
-      statuses.push_back(body["status"]);
-      return body;
-    }
-    eventually([&] { return cancel.stop_requested(); });  // bounded: 10 s
-    ++cancelled;
-    return kube::ApiError{"PATCH " + std::string(path) + ": cancelled while waiting for an answer", 0, {}, {}};
-  }
-  json last_status() {
-    std::lock_guard lock(mu_);
-    return statuses.back();
-  }
+// Status applies block until the call is cancelled (an API server that
+// stopped answering as the Lease was lost), or, with `echo`, are answered at
+// once and shown in the cache as the watch would.
+struct StatusApi {
+  kube::fake::FakeClient client;
+  std::atomic<int> cancelled{0};
 
-  std::atomic<int> sent{0}, cancelled{0}, refused_after_cancel{0};
-  std::mutex mu_;
-  std::vector<json> statuses;
-
- private:
-  kube::Store<ComponentRecord>& store_;
-  bool echo_;
+  StatusApi(kube::Store<ComponentRecord>& store, bool echo) {
+    client.prepend_reactor("patch", "", [](const kube::fake::Action&) -> std::optional<kube::fake::Reply> {
+      ADD_FAILURE() << "the status is written with server-side apply";
+      return refused();
+    });
+    client.prepend_reactor("apply", "", [this, &store, echo](const kube::fake::Action& a) -> std::optional<kube::fake::Reply> {
+      if (echo) {
+        const std::string rest(a.path.substr(a.path.find("/components/") + 12));
+        store.apply(kube::WatchEvent::Type::Modified,
+                    component(rest.substr(0, rest.find('/')), "untrusted", a.body["status"]));
+        return a.body;
+      }
+      kube::fake::Gate().wait(a.cancel);  // bounded: 10 s
+      ++cancelled;
+      return kube::ApiError{"PATCH " + a.path + ": cancelled while waiting for an answer", 0, {}, {}};
+    });
+  }
+  int sent() const { return static_cast<int>(client.count("apply")); }
+  json last_status() const { return client.actions("apply").back().body["status"]; }
 };
 
 // Issue 27, item 5c: once leadership is lost, no status write is sent by this
@@ -503,20 +462,20 @@ TEST(StatusWriter, LosingLeadershipCancelsTheWriteInFlightAndSendsNoneAfter) {
   StatusWriterOptions o;
   o.runtime_class = "kata-fc";
   o.now = [] { return std::time_t{1'790'000'000}; };
-  StatusWriter writer(api, store, sandbox, std::move(o));
+  StatusWriter writer(api.client, store, sandbox, std::move(o));
   runtime::Manager manager;
   manager.add(writer.runnable(), true);
   ASSERT_TRUE(manager.start());
   auto elector = manager.leader_callbacks();
   elector.on_started_leading();
-  ASSERT_TRUE(eventually([&] { return api.sent == 1; }));  // one worker, blocked in its write
+  ASSERT_TRUE(eventually([&] { return api.sent() == 1; }));  // one worker, blocked in its write
   elector.on_stopped_leading();
   EXPECT_EQ(api.cancelled.load(), 1);
-  const int sent = api.sent;
+  const int sent = api.sent();
   writer.enqueue("team-a/b");  // not leading: dropped
   writer.enqueue_all();
-  EXPECT_EQ(api.sent.load(), sent);
-  EXPECT_EQ(api.sent.load(), 1);  // "b" and "c", queued when leadership was lost, were never sent
+  EXPECT_EQ(api.sent(), sent);
+  EXPECT_EQ(api.sent(), 1);  // "b" and "c", queued when leadership was lost, were never sent
   EXPECT_EQ(writer.stats().errors, 0u);  // an abandoned write is not an error
   manager.stop();
 }
@@ -539,7 +498,7 @@ TEST(StatusWriter, SweepsAreDebounced) {
   o.now = [] { return std::time_t{1'790'000'000}; };
   o.clock = clock;
   o.sweep_interval = 10s;
-  StatusWriter writer(api, store, sandbox, std::move(o));
+  StatusWriter writer(api.client, store, sandbox, std::move(o));
   runtime::Manager manager(runtime::ManagerOptions{clock, 60s, 100ms, {}});
   manager.add(writer.runnable(), true);
   ASSERT_TRUE(manager.start());
@@ -548,7 +507,7 @@ TEST(StatusWriter, SweepsAreDebounced) {
     auto q = std::static_pointer_cast<runtime::Controller<std::string>>(writer.runnable())->queue();
     return q && q->len() == 0 && q->processing() == 0;
   };
-  ASSERT_TRUE(eventually([&] { return api.sent == 1 && idle(); }));  // the term's first sweep
+  ASSERT_TRUE(eventually([&] { return api.sent() == 1 && idle(); }));  // the term's first sweep
   for (int flip = 0; flip < 15; ++flip) {
     sandbox.a = flip % 2 == 0 ? policy::SandboxAvailability::Unavailable : policy::SandboxAvailability::Available;
     writer.enqueue_all();
@@ -556,7 +515,7 @@ TEST(StatusWriter, SweepsAreDebounced) {
     clock->advance(4s);
     ASSERT_TRUE(eventually(idle));
   }
-  const int during = api.sent - 1;
+  const int during = api.sent() - 1;
   EXPECT_LE(during, 7) << "writes during a minute of flips";
   EXPECT_GE(during, 2);  // it does write while flapping
   // The flipping stops on Available: written within one interval.

@@ -46,6 +46,7 @@
 #include "base/clock.h"
 #include "controller/event_writer.h"
 #include "runtime/manager.h"
+#include "fake_kube_client.h"
 #include "kube/http_client.h"
 #include "tls/certificates.h"
 
@@ -87,52 +88,45 @@ std::function<std::chrono::system_clock::time_point()> wall_of(const std::shared
 
 // --- an in-memory API for events -----------------------------------------------------
 
-class MemoryEvents final : public Client {
- public:
+// Events in the one fake client's tracker (create, merge patch, 409 on a
+// name taken, 404 on a missing one); faults, a lost answer and a closed gate
+// are reactors, and the client records every call.
+struct MemoryEvents {
   struct Call {
-    std::string verb;
+    std::string verb;  // POST, PATCH
     std::string path;
     json body;
   };
+  static constexpr std::string_view kEvents = "/apis/events.k8s.io/v1/events";
+  fake::FakeClient client;
 
-  ApiResult<json> get(std::string_view, std::chrono::milliseconds) override { return error(501, "NotImplemented"); }
-  ApiResult<ListPage> list(std::string_view, const ListOptions&) override { return error(501, "NotImplemented"); }
-  ApiResult<std::unique_ptr<WatchStream>> watch(std::string_view, const WatchOptions&) override {
-    return error(501, "NotImplemented");
-  }
-  ApiResult<json> update(std::string_view, const json&, std::chrono::milliseconds) override {
-    return error(501, "NotImplemented");
-  }
-
-  ApiResult<json> create(std::string_view path, const json& body) override {
-    std::unique_lock lock(mu_);
-    enter(lock, "POST", path, body);
-    if (auto f = fault("POST")) return *f;
-    const std::string key = std::string(path) + "/" + body["metadata"]["name"].get<std::string>();
-    if (events_.count(key)) return error(409, "AlreadyExists");
-    events_[key] = body;
-    if (lose_next_answer_) {  // stored, but the answer never comes: a timeout
-      lose_next_answer_ = false;
+  MemoryEvents() {
+    client.prepend_reactor("create", "", [this](const fake::Action& a) -> std::optional<fake::Reply> {
+      std::lock_guard lock(mu_);
+      if (!lose_next_answer_) return std::nullopt;
+      lose_next_answer_ = false;  // stored, but the answer never comes: a timeout
+      (void)client.track(a);
       return error(0, "");
-    }
-    return body;
+    });
+    client.prepend_reactor("*", "", [this](const fake::Action& a) -> std::optional<fake::Reply> {
+      std::lock_guard lock(mu_);
+      for (auto it = faults_.begin(); it != faults_.end(); ++it) {
+        if (it->verb != a.verb) continue;
+        ApiError e = error(it->code, it->reason);
+        faults_.erase(it);
+        return e;
+      }
+      return std::nullopt;
+    });
+    client.prepend_reactor("*", "", [this](const fake::Action&) -> std::optional<fake::Reply> {
+      gate_.wait({}, 20s);
+      return std::nullopt;
+    });
   }
-
-  ApiResult<json> patch(std::string_view path, PatchType type, const json& body) override {
-    std::unique_lock lock(mu_);
-    enter(lock, "PATCH", path, body);
-    if (auto f = fault("PATCH")) return *f;
-    if (type != PatchType::Merge) return error(415, "UnsupportedMediaType");
-    auto it = events_.find(std::string(path));
-    if (it == events_.end()) return error(404, "NotFound");
-    it->second.merge_patch(body);
-    return it->second;
-  }
-
-  // The next call of `verb` answers `code` (once per call to this).
+  // The next call of `verb` (POST, PATCH) answers `code` (once per call to this).
   void fail_next(const std::string& verb, int code, const std::string& reason) {
     std::lock_guard lock(mu_);
-    faults_.push_back({verb, code, reason});
+    faults_.push_back({verb == "POST" ? "create" : "patch", code, reason});
   }
   // The next create is stored and answered as a timeout (code 0).
   void lose_next_answer() {
@@ -140,40 +134,20 @@ class MemoryEvents final : public Client {
     lose_next_answer_ = true;
   }
   // While closed, calls wait inside the client (the worker is busy).
-  void close_gate() {
-    std::lock_guard lock(mu_);
-    gate_closed_ = true;
-  }
-  void open_gate() {
-    {
-      std::lock_guard lock(mu_);
-      gate_closed_ = false;
-    }
-    cv_.notify_all();
-  }
+  void close_gate() { gate_.close(); }
+  void open_gate() { gate_.open(); }
   void erase_all() {
-    std::lock_guard lock(mu_);
-    events_.clear();
+    for (const auto& e : events())
+      client.erase(std::string("/apis/events.k8s.io/v1/namespaces/") + e["metadata"].value("namespace", "") +
+                   "/events/" + e["metadata"].value("name", ""));
   }
-
-  bool wait_calls(std::size_t n, std::chrono::milliseconds bound = 10s) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, bound, [&] { return calls_.size() >= n; });
-  }
-  std::vector<Call> calls() {
-    std::lock_guard lock(mu_);
-    return calls_;
-  }
-  std::vector<json> events() {
-    std::lock_guard lock(mu_);
-    std::vector<json> out;
-    for (const auto& [_, e] : events_) out.push_back(e);
+  bool wait_calls(std::size_t n, std::chrono::milliseconds bound = 10s) { return client.wait_actions(n, "*", "", bound); }
+  std::vector<Call> calls() const {
+    std::vector<Call> out;
+    for (const auto& a : client.actions()) out.push_back({a.verb == "create" ? "POST" : "PATCH", a.path, a.body});
     return out;
   }
-  std::map<std::string, json> events_by_path() {
-    std::lock_guard lock(mu_);
-    return events_;
-  }
+  std::vector<json> events() const { return client.objects(kEvents); }
 
  private:
   struct Fault {
@@ -181,31 +155,13 @@ class MemoryEvents final : public Client {
     int code;
     std::string reason;
   };
-
-  void enter(std::unique_lock<std::mutex>& lock, const char* verb, std::string_view path, const json& body) {
-    calls_.push_back({verb, std::string(path), body});
-    cv_.notify_all();
-    cv_.wait_for(lock, 20s, [&] { return !gate_closed_; });
-  }
-  std::optional<ApiError> fault(const std::string& verb) {
-    for (auto it = faults_.begin(); it != faults_.end(); ++it) {
-      if (it->verb != verb) continue;
-      ApiError e = error(it->code, it->reason);
-      faults_.erase(it);
-      return e;
-    }
-    return std::nullopt;
-  }
   static ApiError error(int code, const std::string& reason) {
     return ApiError{"memory: " + std::to_string(code) + " " + reason + ": injected", code, reason, {}};
   }
 
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, json> events_;  // object path -> Event
-  std::vector<Call> calls_;
   std::deque<Fault> faults_;
-  bool gate_closed_ = false;
+  fake::Gate gate_{true};
   bool lose_next_answer_ = false;
 };
 
@@ -279,7 +235,7 @@ TEST(KubeEventRecorder, MicroTimeIsRfc3339WithMicroseconds) {
 
 TEST(KubeEventRecorder, OneOccurrenceCreatesOneEventWithEveryField) {
   Fixture f;
-  RunningWriter r(f.api, f.options());
+  RunningWriter r(f.api.client, f.options());
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
   ASSERT_TRUE(r.flush(10s));
@@ -316,7 +272,7 @@ TEST(KubeEventRecorder, OneOccurrenceCreatesOneEventWithEveryField) {
 
 TEST(KubeEventRecorder, RepeatsUpdateThatEventsSeries) {
   Fixture f;
-  RunningWriter r(f.api, f.options());
+  RunningWriter r(f.api.client, f.options());
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
   ASSERT_TRUE(r.flush(10s));
@@ -352,7 +308,7 @@ TEST(KubeEventRecorder, RepeatsUpdateThatEventsSeries) {
 
 TEST(KubeEventRecorder, FirstRepeatCountsTwo) {
   Fixture f;
-  RunningWriter r(f.api, f.options());
+  RunningWriter r(f.api.client, f.options());
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
   ASSERT_TRUE(r.flush(10s));
@@ -366,7 +322,7 @@ TEST(KubeEventRecorder, FirstRepeatCountsTwo) {
 
 TEST(KubeEventRecorder, DistinctKeysMakeDistinctEvents) {
   Fixture f;
-  RunningWriter r(f.api, f.options());
+  RunningWriter r(f.api.client, f.options());
   r.start();
   ASSERT_TRUE(r.record(spec("web", "PodDenied")));
   ASSERT_TRUE(r.record(spec("web", "SandboxRequired")));
@@ -386,7 +342,7 @@ TEST(KubeEventRecorder, DistinctKeysMakeDistinctEvents) {
 
 TEST(KubeEventRecorder, ClusterScopedObjectsGoToTheDefaultNamespace) {
   Fixture f;
-  RunningWriter r(f.api, f.options());
+  RunningWriter r(f.api.client, f.options());
   r.start();
   EventSpec s = spec("team-a", "NamespaceNotEnforced", "");
   s.regarding.kind = "Namespace";
@@ -403,7 +359,7 @@ TEST(KubeEventRecorder, ClusterScopedObjectsGoToTheDefaultNamespace) {
 
 TEST(KubeEventRecorder, TheRelatedObjectIsWrittenAndPartOfTheKey) {
   Fixture f;
-  RunningWriter r(f.api, f.options());
+  RunningWriter r(f.api.client, f.options());
   r.start();
   auto about = [](std::string pod) {
     EventSpec s = spec("team-c", "WouldDenyWhenEnforced", "", "Audit");
@@ -431,7 +387,7 @@ TEST(KubeEventRecorder, TheRelatedObjectIsWrittenAndPartOfTheKey) {
 
 TEST(KubeEventRecorder, NamesThatCannotPrefixAnEventNameGetARandomOne) {
   Fixture f;
-  RunningWriter r(f.api, f.options());
+  RunningWriter r(f.api.client, f.options());
   r.start();
   EventSpec s = spec("system:controller:thing");  // valid for RBAC objects, not for an Event name
   ASSERT_TRUE(r.record(s));
@@ -444,7 +400,7 @@ TEST(KubeEventRecorder, NamesThatCannotPrefixAnEventNameGetARandomOne) {
 
 TEST(KubeEventRecorder, NoteIsCutAtOneKibOnAUtf8Boundary) {
   Fixture f;
-  RunningWriter r(f.api, f.options());
+  RunningWriter r(f.api.client, f.options());
   r.start();
   EventSpec s = spec("web");
   s.note.clear();
@@ -465,7 +421,7 @@ TEST(KubeEventRecorder, NoteIsCutAtOneKibOnAUtf8Boundary) {
 
 TEST(KubeEventRecorder, InvalidSpecsAreRefusedAndCounted) {
   Fixture f;
-  RunningWriter r(f.api, f.options());
+  RunningWriter r(f.api.client, f.options());
   EventSpec no_name = spec("");
   EventSpec no_reason = spec("web", "");
   EventSpec no_action = spec("web", "PodDenied", "team-a", "");
@@ -485,7 +441,7 @@ TEST(KubeEventRecorder, PerObjectBucketHoldsBackWritesAndATokenLaterWritesThePen
   EventRecorderOptions o = f.options();
   o.object_burst = 3;
   o.object_refill = 5min;
-  RunningWriter r(f.api, o);
+  RunningWriter r(f.api.client, o);
   r.start();
   for (std::size_t i = 1; i <= 3; ++i) {
     ASSERT_TRUE(r.record(spec("web")));
@@ -514,7 +470,7 @@ TEST(KubeEventRecorder, PerObjectBucketHoldsBackWritesAndATokenLaterWritesThePen
 
 TEST(KubeEventRecorder, ABurstOfAThousandMakesAFewWritesAndTheRightCount) {
   Fixture f;
-  RunningWriter r(f.api, f.options());  // burst 25, one token per 5 minutes
+  RunningWriter r(f.api.client, f.options());  // burst 25, one token per 5 minutes
   r.start();
   for (int i = 0; i < 1000; ++i) ASSERT_TRUE(r.record(spec("crashloop")));
   ASSERT_TRUE(r.flush(10s));
@@ -535,7 +491,7 @@ TEST(KubeEventRecorder, GlobalBucketBoundsAllWrites) {
   EventRecorderOptions o = f.options();
   o.global_qps = 1;
   o.global_burst = 3;
-  RunningWriter r(f.api, o);
+  RunningWriter r(f.api.client, o);
   r.start();
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(r.record(spec("obj-" + std::to_string(i))));
   ASSERT_TRUE(wait_stats(r, [](const EventRecorderStats& s) { return s.created == 3 && s.pending == 7; }));
@@ -557,7 +513,7 @@ TEST(KubeEventRecorder, FullQueueRefusesAndCounts) {
   Fixture f;
   EventRecorderOptions o = f.options();
   o.queue_capacity = 100;
-  RunningWriter r(f.api, o);  // not started: nothing drains the queue
+  RunningWriter r(f.api.client, o);  // not started: nothing drains the queue
   int accepted = 0, refused = 0;
   for (int i = 0; i < 150; ++i) (r.record(spec("web")) ? accepted : refused)++;
   EXPECT_EQ(accepted, 100);
@@ -579,7 +535,7 @@ TEST(KubeEventRecorder, RecordNeverBlocksFromFourThreadsWhileTheApiHangs) {
   EventRecorderOptions o = f.options();
   o.queue_capacity = 1000;
   o.stop_flush = 100ms;
-  RunningWriter r(f.api, o);
+  RunningWriter r(f.api.client, o);
   r.start();
   f.api.close_gate();
   ASSERT_TRUE(r.record(spec("first")));
@@ -610,7 +566,7 @@ TEST(KubeEventRecorder, RecordNeverBlocksFromFourThreadsWhileTheApiHangs) {
 
 TEST(KubeEventRecorder, SeriesPatchNotFoundCreatesANewEvent) {
   Fixture f;
-  RunningWriter r(f.api, f.options());
+  RunningWriter r(f.api.client, f.options());
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
   ASSERT_TRUE(r.flush(10s));
@@ -644,7 +600,7 @@ TEST(KubeEventRecorder, StopFlushesPendingCounts) {
   Fixture f;
   EventRecorderOptions o = f.options();
   o.object_burst = 1;
-  RunningWriter r(f.api, o);
+  RunningWriter r(f.api.client, o);
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
   ASSERT_TRUE(f.api.wait_calls(1));
@@ -666,7 +622,7 @@ TEST(KubeEventRecorder, StopCountsWhatItCouldNotWrite) {
   o.global_qps = 1;
   o.global_burst = 1;  // the fake clock never refills it
   o.stop_flush = 50ms;
-  RunningWriter r(f.api, o);
+  RunningWriter r(f.api.client, o);
   r.start();
   ASSERT_TRUE(r.record(spec("a")));
   ASSERT_TRUE(f.api.wait_calls(1));
@@ -680,7 +636,7 @@ TEST(KubeEventRecorder, StopCountsWhatItCouldNotWrite) {
 
 TEST(KubeEventRecorder, RetriableErrorsAreRetried) {
   Fixture f;
-  RunningWriter r(f.api, f.options());
+  RunningWriter r(f.api.client, f.options());
   f.api.fail_next("POST", 503, "ServiceUnavailable");
   f.api.fail_next("POST", 0, "");  // no answer
   r.start();
@@ -696,7 +652,7 @@ TEST(KubeEventRecorder, RetriableErrorsAreRetried) {
 
 TEST(KubeEventRecorder, ACreateThatTimedOutButLandedIsWrittenOnceWhenItsRetryMeetsIt) {
   Fixture f;
-  RunningWriter r(f.api, f.options());
+  RunningWriter r(f.api.client, f.options());
   f.api.lose_next_answer();
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
@@ -726,7 +682,7 @@ TEST(KubeEventRecorder, RetriesSpentDropTheWriteAndCountIt) {
   Fixture f;
   EventRecorderOptions o = f.options();
   o.max_attempts = 3;
-  RunningWriter r(f.api, o);
+  RunningWriter r(f.api.client, o);
   for (int i = 0; i < 3; ++i) f.api.fail_next("PATCH", 500, "InternalError");
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
@@ -746,7 +702,7 @@ TEST(KubeEventRecorder, RetriesSpentDropTheWriteAndCountIt) {
 
 TEST(KubeEventRecorder, OtherErrorsAreDroppedAndLoggedOnce) {
   Fixture f;
-  RunningWriter r(f.api, f.options());
+  RunningWriter r(f.api.client, f.options());
   f.api.fail_next("POST", 403, "Forbidden");
   f.api.fail_next("POST", 403, "Forbidden");
   r.start();
@@ -769,7 +725,7 @@ TEST(KubeEventRecorder, OtherErrorsAreDroppedAndLoggedOnce) {
 
 TEST(KubeEventRecorder, IdleKeysExpireAndANewOccurrenceStartsANewEvent) {
   Fixture f;
-  RunningWriter r(f.api, f.options());  // window: 30 minutes
+  RunningWriter r(f.api.client, f.options());  // window: 30 minutes
   r.start();
   ASSERT_TRUE(r.record(spec("web")));
   ASSERT_TRUE(r.flush(10s));
@@ -791,7 +747,7 @@ TEST(KubeEventRecorder, TheCacheIsBoundedLeastRecentlyUsedFirst) {
   Fixture f;
   EventRecorderOptions o = f.options();
   o.max_series = 2;
-  RunningWriter r(f.api, o);
+  RunningWriter r(f.api.client, o);
   r.start();
   for (const char* name : {"a", "b", "c"}) {
     ASSERT_TRUE(r.record(spec(name)));
@@ -972,7 +928,7 @@ TEST(KubeEventCorrelator, AKeyIdlePastTheWindowStartsANewEvent) {
 
 TEST(EventWriterReconcile, ARetriableFailureIsRequeuedWithBackoffThenWritten) {
   Fixture f;
-  EventWriter w(f.api, f.options());
+  EventWriter w(f.api.client, f.options());
   f.api.fail_next("POST", 503, "ServiceUnavailable");
   ASSERT_TRUE(w.record(spec("web")));
   const std::string key = event_key(spec("web"));
@@ -992,7 +948,7 @@ TEST(EventWriterReconcile, ARetriableFailureIsRequeuedWithBackoffThenWritten) {
 
 TEST(EventWriterReconcile, AlreadyExistsAfterALostAnswerIsASuccess) {
   Fixture f;
-  EventWriter w(f.api, f.options());
+  EventWriter w(f.api.client, f.options());
   f.api.lose_next_answer();
   ASSERT_TRUE(w.record(spec("web")));
   const std::string key = event_key(spec("web"));
@@ -1013,7 +969,7 @@ TEST(EventWriterReconcile, NoTokenIsARequeueAfterTheWait) {
   Fixture f;
   EventRecorderOptions o = f.options();
   o.object_burst = 1;
-  EventWriter w(f.api, o);
+  EventWriter w(f.api.client, o);
   ASSERT_TRUE(w.record(spec("web")));
   const std::string key = event_key(spec("web"));
   ASSERT_TRUE(w.reconcile(key, {}));
@@ -1026,7 +982,7 @@ TEST(EventWriterReconcile, NoTokenIsARequeueAfterTheWait) {
 
 TEST(EventWriterReconcile, ACancelledReconcileSendsNothing) {
   Fixture f;
-  EventWriter w(f.api, f.options());
+  EventWriter w(f.api.client, f.options());
   ASSERT_TRUE(w.record(spec("web")));
   std::stop_source stop;
   stop.request_stop();

@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "fake_kube_client.h"
 #include "kube/http_client.h"
 #include "kube/resources.h"
 #include "tls/certificates.h"
@@ -77,18 +78,25 @@ class FakeClock final : public Clock {
 
 // --- one Lease with the API server's semantics --------------------------------------
 
+// The Lease in the one fake client's tracker, which every node's client
+// shares (conditional PUT: 409 on a stale resourceVersion, 409 on a create
+// of a Lease that exists, 404 on a missing one).
 struct LeaseStore {
-  std::optional<json> lease;
-  long long rv = 100;
+  fake::FakeClient api;          // the tracker's own client: test-side reads and writes
   std::vector<json> put_bodies;  // every PUT that reached the store, as sent
 
   std::string object_path() const { return kube::object_path(kLeases, kNs, kName); }
-  std::string holder() const { return lease ? (*lease)["spec"].value("holderIdentity", "") : ""; }
-  long long transitions() const { return lease ? (*lease)["spec"].value("leaseTransitions", -1LL) : -1; }
+  std::optional<json> lease() const { return api.find(object_path()); }
+  // Stores `l` as it is (a resourceVersion it has is kept, else a new one).
+  void set(json l) { api.put(collection_path(kLeases, kNs), std::move(l), /*keep_version=*/true); }
+  std::string holder() const { return lease() ? (*lease())["spec"].value("holderIdentity", "") : ""; }
+  long long transitions() const { return lease() ? (*lease())["spec"].value("leaseTransitions", -1LL) : -1; }
   // A write from outside (another controller stealing the Lease).
   void backdoor_set_holder(const std::string& h) {
-    (*lease)["spec"]["holderIdentity"] = h;
-    (*lease)["metadata"]["resourceVersion"] = std::to_string(++rv);
+    json l = *lease();
+    l["spec"]["holderIdentity"] = h;
+    l["metadata"].erase("resourceVersion");
+    set(std::move(l));
   }
 };
 
@@ -100,82 +108,22 @@ ApiError api_error(std::string message, int code, std::string reason) {
   return e;
 }
 
-class FakeLeaseClient final : public Client {
- public:
-  FakeLeaseClient(LeaseStore& store, FakeClock& clock) : store_(store), clock_(clock) {}
-
-  bool fail_gets = false;
-  bool fail_updates = false;
-  bool hang_updates = false;         // the call takes its whole timeout, then fails (code 0)
-  bool create_loses_race = false;    // another replica creates the Lease just before us
-  std::vector<milliseconds> update_timeouts;
-  std::vector<std::string>* events = nullptr;  // "PUT holder=..." appended when set
-
-  ApiResult<json> get(std::string_view path, milliseconds) override {
-    if (path != store_.object_path()) return unexpected("GET", path);
-    if (fail_gets) return api_error("GET " + std::string(path) + ": 503 ServiceUnavailable: injected", 503, "ServiceUnavailable");
-    if (!store_.lease) return api_error("GET " + std::string(path) + ": 404 NotFound", 404, "NotFound");
-    return *store_.lease;
-  }
-  ApiResult<json> create(std::string_view path, const json& body) override {
-    if (path != collection_path(kLeases, kNs)) return unexpected("POST", path);
-    if (create_loses_race) {
-      create_loses_race = false;
-      json other = body;
-      other["spec"]["holderIdentity"] = "racer";
-      store_.lease = other;
-      (*store_.lease)["metadata"]["resourceVersion"] = std::to_string(++store_.rv);
-    }
-    if (store_.lease) return api_error("POST: 409 AlreadyExists", 409, "AlreadyExists");
-    EXPECT_EQ(body["metadata"]["name"], kName);
-    EXPECT_EQ(body["metadata"]["namespace"], kNs);
-    EXPECT_EQ(body["apiVersion"], "coordination.k8s.io/v1");
-    EXPECT_EQ(body["kind"], "Lease");
-    store_.lease = body;
-    (*store_.lease)["metadata"]["resourceVersion"] = std::to_string(++store_.rv);
-    return *store_.lease;
-  }
-  ApiResult<json> update(std::string_view path, const json& body, milliseconds timeout) override {
-    if (path != store_.object_path()) return unexpected("PUT", path);
-    update_timeouts.push_back(timeout);
-    if (hang_updates) {
-      clock_.advance(timeout);
-      return api_error("PUT " + std::string(path) + ": no answer within " + std::to_string(timeout.count()) + " ms", 0, "");
-    }
-    if (fail_updates) return api_error("PUT " + std::string(path) + ": 503 ServiceUnavailable: injected", 503, "ServiceUnavailable");
-    if (!store_.lease) return api_error("PUT: 404 NotFound", 404, "NotFound");
-    const std::string sent_rv = body["metadata"].value("resourceVersion", "");
-    EXPECT_FALSE(sent_rv.empty()) << "every Lease PUT must be conditional";
-    if (!sent_rv.empty() && sent_rv != (*store_.lease)["metadata"]["resourceVersion"]) {
-      return api_error("PUT: 409 Conflict: the object has been modified", 409, "Conflict");
-    }
-    store_.put_bodies.push_back(body);
-    if (events) events->push_back("PUT holder=" + body["spec"].value("holderIdentity", ""));
-    store_.lease = body;
-    (*store_.lease)["metadata"]["resourceVersion"] = std::to_string(++store_.rv);
-    return *store_.lease;
-  }
-  ApiResult<ListPage> list(std::string_view path, const ListOptions&) override { return unexpected("LIST", path); }
-  ApiResult<std::unique_ptr<WatchStream>> watch(std::string_view path, const WatchOptions&) override {
-    return unexpected("WATCH", path);
-  }
-  ApiResult<json> patch(std::string_view path, PatchType, const json&) override { return unexpected("PATCH", path); }
-
- private:
-  ApiError unexpected(const char* verb, std::string_view path) {
-    ADD_FAILURE() << "unexpected " << verb << " " << path;
-    return api_error("unexpected", 501, "");
-  }
-  LeaseStore& store_;
-  FakeClock& clock_;
-};
-
 // --- electors on fake clocks, scheduled by due time ------------------------------------
 
 struct Node {
   std::string name;
   std::unique_ptr<FakeClock> clock;
-  std::unique_ptr<FakeLeaseClient> client;
+  std::unique_ptr<fake::FakeClient> client;  // on the cluster's tracker
+  // Faults of this node's API calls (reactors on its client).
+  bool fail_gets = false;
+  bool fail_updates = false;
+  bool hang_updates = false;       // the call takes its whole timeout, then fails (code 0)
+  bool create_loses_race = false;  // another replica creates the Lease just before us
+  std::vector<milliseconds> update_timeouts() const {
+    std::vector<milliseconds> out;
+    for (const auto& a : client->actions("update")) out.push_back(a.timeout);
+    return out;
+  }
   Clock::time_point due;
   int started = 0, stopped = 0;
   std::optional<Clock::time_point> started_at, stopped_at;
@@ -204,8 +152,8 @@ class Cluster {
     node.clock = std::make_unique<FakeClock>(wall_skew);
     node.clock->set(now_);
     node.due = now_;
-    node.client = std::make_unique<FakeLeaseClient>(store, *node.clock);
-    node.client->events = &events;
+    node.client = std::make_unique<fake::FakeClient>(store.api.tracker());
+    node.client->prepend_reactor("*", "", [this, &node](const fake::Action& a) { return lease_call(node, a); });
     LeaderElectionConfig c = base_config(identity);
     FakeClock* clock = node.clock.get();
     c.clock = std::shared_ptr<Clock>(clock, [](Clock*) {});
@@ -229,6 +177,42 @@ class Cluster {
     node.elector = std::move(*e);
     nodes_.push_back(std::move(n));
     return node;
+  }
+
+  // A node's call: its faults, then the tracker.
+  std::optional<fake::Reply> lease_call(Node& node, const fake::Action& a) {
+    const bool on_lease = a.path == (a.verb == "create" ? collection_path(kLeases, kNs) : store.object_path());
+    if (!on_lease || (a.verb != "get" && a.verb != "create" && a.verb != "update")) {
+      ADD_FAILURE() << "unexpected " << a.verb << " " << a.path;
+      return api_error("unexpected", 501, "");
+    }
+    if (a.verb == "get" && node.fail_gets)
+      return api_error("GET " + a.path + ": 503 ServiceUnavailable: injected", 503, "ServiceUnavailable");
+    if (a.verb == "create") {
+      if (node.create_loses_race) {
+        node.create_loses_race = false;
+        json other = a.body;
+        other["spec"]["holderIdentity"] = "racer";
+        store.set(other);
+      }
+      EXPECT_EQ(a.body["metadata"]["name"], kName);
+      EXPECT_EQ(a.body["metadata"]["namespace"], kNs);
+      EXPECT_EQ(a.body["apiVersion"], "coordination.k8s.io/v1");
+      EXPECT_EQ(a.body["kind"], "Lease");
+    }
+    if (a.verb != "update") return std::nullopt;
+    if (node.hang_updates) {
+      node.clock->advance(a.timeout);
+      return api_error("PUT " + a.path + ": no answer within " + std::to_string(a.timeout.count()) + " ms", 0, "");
+    }
+    if (node.fail_updates) return api_error("PUT " + a.path + ": 503 ServiceUnavailable: injected", 503, "ServiceUnavailable");
+    EXPECT_FALSE(a.body["metadata"].value("resourceVersion", "").empty()) << "every Lease PUT must be conditional";
+    fake::Reply r = node.client->track(a);
+    if (!r.error) {
+      store.put_bodies.push_back(a.body);
+      events.push_back("PUT holder=" + a.body["spec"].value("holderIdentity", ""));
+    }
+    return std::optional<fake::Reply>(std::move(r));
   }
 
   // Runs the elector that is due first; false after `max_steps` steps.
@@ -317,9 +301,7 @@ TEST(KubeLeaderElection, ValidatesDurationsLikeClientGo) {
   c.namespace_name.clear();
   EXPECT_FALSE(validate(c));
 
-  LeaseStore store;
-  FakeClock clock;
-  FakeLeaseClient client(store, clock);
+  fake::FakeClient client;
   auto bad = LeaderElector::make(client, base_config("a"), LeaderCallbacks{});
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().find("on_started_leading"), std::string::npos);
@@ -360,7 +342,7 @@ TEST(KubeLeaderElection, TwoContendExactlyOneLeadsAndRenews) {
   Node& other = &leader == &a ? b : a;
   EXPECT_EQ(k.store.holder(), leader.name);
   EXPECT_EQ(k.store.transitions(), 0);
-  const json first = *k.store.lease;
+  const json first = *k.store.lease();
   EXPECT_EQ(first["spec"]["leaseDurationSeconds"], 15);
   EXPECT_EQ(first["spec"]["acquireTime"], first["spec"]["renewTime"]);
   EXPECT_EQ(first["spec"]["renewTime"].get<std::string>().size(), std::string("2026-12-02T21:00:00.000000Z").size());
@@ -381,7 +363,7 @@ TEST(KubeLeaderElection, TwoContendExactlyOneLeadsAndRenews) {
     EXPECT_EQ(put["spec"]["acquireTime"], first["spec"]["acquireTime"]);
     EXPECT_EQ(put["spec"]["leaseTransitions"], 0);
   }
-  EXPECT_NE((*k.store.lease)["spec"]["renewTime"], first["spec"]["renewTime"]);
+  EXPECT_NE((*k.store.lease())["spec"]["renewTime"], first["spec"]["renewTime"]);
   EXPECT_EQ(leader.elector->stats().acquisitions, 1u);
   EXPECT_EQ(leader.elector->stats().renew_failures, 0u);
   EXPECT_EQ(leader.elector->stats().last_renew, leader.clock->wall());  // its last step renewed
@@ -390,8 +372,8 @@ TEST(KubeLeaderElection, TwoContendExactlyOneLeadsAndRenews) {
 TEST(KubeLeaderElection, CandidateRetriesWithJitter) {
   Cluster k;
   Node& a = k.add("a_1");
-  k.store.lease = json{{"metadata", {{"name", kName}, {"namespace", kNs}, {"resourceVersion", "5"}}},
-                       {"spec", {{"holderIdentity", "someone"}, {"leaseDurationSeconds", 15}}}};
+  k.store.set(json{{"metadata", {{"name", kName}, {"namespace", kNs}, {"resourceVersion", "5"}}},
+                       {"spec", {{"holderIdentity", "someone"}, {"leaseDurationSeconds", 15}}}});
   std::vector<milliseconds> waits;
   for (int i = 0; i < 50; ++i) waits.push_back(a.elector->step());
   for (auto w : waits) {
@@ -404,7 +386,7 @@ TEST(KubeLeaderElection, CandidateRetriesWithJitter) {
 TEST(KubeLeaderElection, CreateRaceLostRetriesAndObservesTheWinner) {
   Cluster k;
   Node& a = k.add("a_1");
-  a.client->create_loses_race = true;
+  a.create_loses_race = true;
   a.elector->step();  // GET 404, POST 409 AlreadyExists
   EXPECT_FALSE(a.elector->is_leader());
   EXPECT_EQ(k.store.holder(), "racer");
@@ -425,9 +407,9 @@ TEST(KubeLeaderElection, FailingApiStopsLeadingWithinRenewDeadlineThenOtherTakes
   k.run_for(10s);
   ASSERT_TRUE(a.elector->is_leader());
   const auto last_put_count = k.store.put_bodies.size();
-  const std::string last_renew = (*k.store.lease)["spec"]["renewTime"];
+  const std::string last_renew = (*k.store.lease())["spec"]["renewTime"];
 
-  a.client->fail_updates = true;
+  a.fail_updates = true;
   ASSERT_TRUE(k.run_until([&] { return b.elector->is_leader(); }, 2000));
   ASSERT_EQ(k.store.put_bodies.size(), last_put_count + 1);  // B's takeover only
 
@@ -452,7 +434,7 @@ TEST(KubeLeaderElection, FailingApiStopsLeadingWithinRenewDeadlineThenOtherTakes
   EXPECT_LT(order, std::find(k.events.begin(), k.events.end(), "b_2 started"));
   EXPECT_EQ(k.store.holder(), "b_2");
   EXPECT_EQ(k.store.transitions(), 1);
-  EXPECT_NE((*k.store.lease)["spec"]["acquireTime"], k.store.put_bodies.front()["spec"]["acquireTime"]);
+  EXPECT_NE((*k.store.lease())["spec"]["acquireTime"], k.store.put_bodies.front()["spec"]["acquireTime"]);
   EXPECT_EQ(b.elector->stats().acquisitions, 1u);
   EXPECT_EQ(b.new_leaders, (std::vector<std::string>{"a_1", "b_2"}));
   EXPECT_EQ(a.elector->holder(), "a_1");  // A's updates fail, its GETs still work...
@@ -473,13 +455,13 @@ TEST(KubeLeaderElection, OtherWaitsLeaseDurationOnItsOwnClockFromFirstObservatio
   Cluster k;
   // A stale record from a holder that is gone; its renewTime is a year old by
   // B's wall clock, yet B must wait a full lease duration from when it first saw it.
-  k.store.lease = json{{"metadata", {{"name", kName}, {"namespace", kNs}, {"resourceVersion", "7"}}},
+  k.store.set(json{{"metadata", {{"name", kName}, {"namespace", kNs}, {"resourceVersion", "7"}}},
                        {"spec",
                         {{"holderIdentity", "gone_1"},
                          {"leaseDurationSeconds", 15},
                          {"acquireTime", "2025-01-01T00:00:00.000000Z"},
                          {"renewTime", "2025-01-01T00:00:00.000000Z"},
-                         {"leaseTransitions", 4}}}};
+                         {"leaseTransitions", 4}}}});
   Node& b = k.add("b_2");
   const auto first_seen = k.now();
   ASSERT_TRUE(k.run_until([&] { return b.elector->is_leader(); }));
@@ -495,8 +477,8 @@ TEST(KubeLeaderElection, HangingRenewsAreBoundedByTheRenewDeadline) {
   Node& a = k.add("a_1");
   ASSERT_TRUE(k.run_until([&] { return a.elector->is_leader(); }));
   k.run_for(4s);
-  const auto before = a.client->update_timeouts.size();
-  a.client->hang_updates = true;
+  const auto before = a.update_timeouts().size();
+  a.hang_updates = true;
   const auto hang_start = a.clock->now();
   ASSERT_TRUE(k.run_until([&] { return a.stopped == 1; }));
   ASSERT_TRUE(a.stopped_at);
@@ -504,9 +486,9 @@ TEST(KubeLeaderElection, HangingRenewsAreBoundedByTheRenewDeadline) {
   // The last good renew began at most one retry period before the hang: the
   // loss comes at most renew_deadline after it, never a whole extra timeout later.
   EXPECT_LE(*a.stopped_at - hang_start, 10s);
-  ASSERT_GT(a.client->update_timeouts.size(), before);
-  for (std::size_t i = before; i < a.client->update_timeouts.size(); ++i) {
-    EXPECT_LE(a.client->update_timeouts[i], 10s);
+  ASSERT_GT(a.update_timeouts().size(), before);
+  for (std::size_t i = before; i < a.update_timeouts().size(); ++i) {
+    EXPECT_LE(a.update_timeouts()[i], 10s);
   }
   EXPECT_FALSE(a.elector->is_leader());
 }
@@ -534,12 +516,14 @@ TEST(KubeLeaderElection, ConflictFromOurOwnRecordRenewsOnTheNewVersion) {
   Node& a = k.add("a_1");
   ASSERT_TRUE(k.run_until([&] { return a.elector->is_leader(); }));
   // Someone touched the Lease's labels: the resourceVersion moved, the holder did not.
-  (*k.store.lease)["metadata"]["labels"] = {{"x", "y"}};
-  (*k.store.lease)["metadata"]["resourceVersion"] = std::to_string(++k.store.rv);
+  json touched = *k.store.lease();
+  touched["metadata"]["labels"] = {{"x", "y"}};
+  touched["metadata"].erase("resourceVersion");  // a new one
+  k.store.set(touched);
   a.elector->step();
   EXPECT_TRUE(a.elector->is_leader());
   EXPECT_EQ(a.stopped, 0);
-  EXPECT_EQ((*k.store.lease)["metadata"]["labels"]["x"], "y");
+  EXPECT_EQ((*k.store.lease())["metadata"]["labels"]["x"], "y");
   EXPECT_EQ(a.elector->stats().renew_failures, 0u);
 }
 
@@ -559,7 +543,7 @@ TEST(KubeLeaderElection, StopStopsLoopsFirstThenReleasesAndOtherAcquiresWithinAR
   EXPECT_EQ(k.events[1], "PUT holder=");
   EXPECT_FALSE(a.elector->is_leader());
   EXPECT_EQ(k.store.holder(), "");
-  EXPECT_EQ((*k.store.lease)["spec"]["leaseDurationSeconds"], 1);
+  EXPECT_EQ((*k.store.lease())["spec"]["leaseDurationSeconds"], 1);
   EXPECT_EQ(k.store.transitions(), 0);
   EXPECT_EQ(a.elector->stats().lost, 0u);  // a stop is not a loss
 
@@ -596,8 +580,8 @@ TEST(KubeLeaderElection, LeaseTransitionsCountEveryHolderChange) {
     if (i % 2 == 1) {
       current->elector->stop();  // hand-over by release
     } else {
-      current->client->fail_updates = true;  // hand-over by expiry
-      current->client->fail_gets = true;
+      current->fail_updates = true;  // hand-over by expiry
+      current->fail_gets = true;
     }
     ASSERT_TRUE(k.run_until([&] { return next.elector->is_leader(); }, 2000)) << i;
     EXPECT_EQ(k.store.transitions(), i);
@@ -611,9 +595,9 @@ TEST(KubeLeaderElection, LeaderThatLostRetakesItsOwnUnchangedLeaseWithoutATransi
   Cluster k;
   Node& a = k.add("a_1");
   ASSERT_TRUE(k.run_until([&] { return a.elector->is_leader(); }));
-  a.client->fail_updates = true;
+  a.fail_updates = true;
   ASSERT_TRUE(k.run_until([&] { return a.stopped == 1; }));
-  a.client->fail_updates = false;
+  a.fail_updates = false;
   ASSERT_TRUE(k.run_until([&] { return a.elector->is_leader(); }, 5));
   EXPECT_EQ(a.started, 2);
   EXPECT_EQ(k.store.transitions(), 0);
@@ -628,7 +612,7 @@ TEST(KubeLeaderElection, LeaderThatLostRetakesItsOwnUnchangedLeaseWithoutATransi
 TEST(KubeLeaderElection, ApiErrorsAreLoggedOncePerDistinctError) {
   Cluster k;
   Node& a = k.add("a_1");
-  a.client->fail_gets = true;
+  a.fail_gets = true;
   for (int i = 0; i < 20; ++i) a.elector->step();
   const auto warns = std::count_if(a.logs.begin(), a.logs.end(), [](auto& l) { return l.first == "warn"; });
   EXPECT_EQ(warns, 1);
@@ -636,7 +620,7 @@ TEST(KubeLeaderElection, ApiErrorsAreLoggedOncePerDistinctError) {
   ASSERT_NE(it, a.logs.end());
   EXPECT_NE(it->second.find("GET /apis/coordination.k8s.io/v1/namespaces/ig-system/leases/isolation-gate-leader: 503"),
             std::string::npos) << it->second;
-  a.client->fail_gets = false;
+  a.fail_gets = false;
   a.elector->step();
   EXPECT_TRUE(a.elector->is_leader());
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "fake_kube_client.h"
 #include "kube/store.h"
 
 namespace ig::kube {
@@ -56,56 +57,47 @@ struct ScriptedWatch {
   std::vector<ApiResult<std::optional<WatchEvent>>> steps;  // consumed in order
 };
 
-class ScriptedStream final : public WatchStream {
- public:
-  explicit ScriptedStream(ScriptedWatch script) : script_(std::move(script)) {}
-  ApiResult<std::optional<WatchEvent>> next() override {
-    if (stopped_ || i_ >= script_.steps.size()) return std::optional<WatchEvent>{};
-    return script_.steps[i_++];
-  }
-  void stop() noexcept override { stopped_ = true; }
-
- private:
-  ScriptedWatch script_;
-  std::size_t i_ = 0;
-  std::atomic<bool> stopped_{false};
-};
-
-// Answers list and watch calls from queues and records what was asked. When
-// a queue runs dry it asks the reflector to stop (the test is over).
-class ScriptedClient final : public Client {
- public:
+// Answers list and watch calls from queues (reactors on the one fake
+// client, which records what was asked). When a queue runs dry it asks the
+// reflector to stop (the test is over).
+struct Script {
+  fake::FakeClient api;
   std::deque<ApiResult<ListPage>> lists;
   std::deque<ApiResult<ScriptedWatch>> watches;
-  std::vector<ListOptions> list_calls;
-  std::vector<WatchOptions> watch_calls;
   Reflector* reflector = nullptr;
 
-  ApiResult<json> get(std::string_view, std::chrono::milliseconds) override { return error(501); }
-  ApiResult<json> create(std::string_view, const json&) override { return error(501); }
-  ApiResult<json> patch(std::string_view, PatchType, const json&) override { return error(501); }
-  ApiResult<json> update(std::string_view, const json&, std::chrono::milliseconds) override { return error(501); }
-
-  ApiResult<ListPage> list(std::string_view, const ListOptions& o) override {
-    list_calls.push_back(o);
-    if (lists.empty()) {
+  Script() {
+    api.prepend_reactor("list", "", [this](const fake::Action&) -> std::optional<fake::Reply> {
+      auto r = pop(lists);
+      if (!r) return r.failure();
+      return std::move(*r);
+    });
+    api.prepend_reactor("watch", "", [this](const fake::Action&) -> std::optional<fake::Reply> {
+      auto w = pop(watches);
+      if (!w) return w.failure();
+      return fake::scripted_stream(std::move(w->steps));
+    });
+  }
+  // The next answer of `queue`; once it has run dry, a 503 and the reflector stopped.
+  template <typename T>
+  ApiResult<T> pop(std::deque<ApiResult<T>>& queue) {
+    if (queue.empty()) {
       reflector->stop();
       return error(503);
     }
-    auto r = lists.front();
-    lists.pop_front();
+    auto r = std::move(queue.front());
+    queue.pop_front();
     return r;
   }
-  ApiResult<std::unique_ptr<WatchStream>> watch(std::string_view, const WatchOptions& o) override {
-    watch_calls.push_back(o);
-    if (watches.empty()) {
-      reflector->stop();
-      return error(503);
-    }
-    auto w = watches.front();
-    watches.pop_front();
-    if (!w) return w.failure();
-    return std::unique_ptr<WatchStream>(std::make_unique<ScriptedStream>(std::move(w).value()));
+  std::vector<ListOptions> list_calls() const {
+    std::vector<ListOptions> out;
+    for (const auto& a : api.actions("list")) out.push_back(a.list);
+    return out;
+  }
+  std::vector<WatchOptions> watch_calls() const {
+    std::vector<WatchOptions> out;
+    for (const auto& a : api.actions("watch")) out.push_back(a.watch);
+    return out;
   }
 };
 
@@ -119,7 +111,7 @@ ListPage page(std::vector<json> items, std::string rv, std::string cont = "") {
 }
 
 struct Fixture {
-  ScriptedClient client;
+  Script client;
   int changes = 0;
   Store<std::string> store{[](const json& o) -> Result<std::string> {
                              if (!o.contains("v")) return fail("no v");
@@ -139,7 +131,7 @@ struct Fixture {
       return true;
     };
     options.backoff.jitter = 0;  // deterministic waits
-    reflector = std::make_unique<Reflector>(client, store, options);
+    reflector = std::make_unique<Reflector>(client.api, store, options);
     client.reflector = reflector.get();
   }
   std::string value(const std::string& key) {
@@ -159,16 +151,16 @@ TEST(Reflector, ListsEveryPageThenWatchesFromTheListsResourceVersion) {
   }});
   f.reflector->run();
 
-  ASSERT_EQ(f.client.list_calls.size(), 2u);  // two pages
-  EXPECT_EQ(f.client.list_calls[0].resource_version, "0");  // the first list: the watch cache
-  EXPECT_EQ(f.client.list_calls[0].limit, 2u);
-  EXPECT_EQ(f.client.list_calls[0].continue_token, "");
-  EXPECT_EQ(f.client.list_calls[1].continue_token, "token-1");
-  ASSERT_GE(f.client.watch_calls.size(), 2u);
-  EXPECT_EQ(f.client.watch_calls[0].resource_version, "10");
-  EXPECT_TRUE(f.client.watch_calls[0].allow_bookmarks);
+  ASSERT_EQ(f.client.list_calls().size(), 2u);  // two pages
+  EXPECT_EQ(f.client.list_calls()[0].resource_version, "0");  // the first list: the watch cache
+  EXPECT_EQ(f.client.list_calls()[0].limit, 2u);
+  EXPECT_EQ(f.client.list_calls()[0].continue_token, "");
+  EXPECT_EQ(f.client.list_calls()[1].continue_token, "token-1");
+  ASSERT_GE(f.client.watch_calls().size(), 2u);
+  EXPECT_EQ(f.client.watch_calls()[0].resource_version, "10");
+  EXPECT_TRUE(f.client.watch_calls()[0].allow_bookmarks);
   // After a clean end, watch again from the last event's resourceVersion.
-  EXPECT_EQ(f.client.watch_calls[1].resource_version, "14");
+  EXPECT_EQ(f.client.watch_calls()[1].resource_version, "14");
   EXPECT_TRUE(f.reflector->synced());
   EXPECT_TRUE(f.store.synced());
   EXPECT_EQ(f.value("a"), "a@12");
@@ -186,8 +178,8 @@ TEST(Reflector, BookmarksAdvanceTheResourceVersionWithoutChangingTheStore) {
   f.client.watches.push_back(ScriptedWatch{{event(WatchEvent::Type::Bookmark,
                                                   json{{"metadata", {{"resourceVersion", "40"}}}})}});
   f.reflector->run();
-  ASSERT_GE(f.client.watch_calls.size(), 2u);
-  EXPECT_EQ(f.client.watch_calls[1].resource_version, "40");
+  ASSERT_GE(f.client.watch_calls().size(), 2u);
+  EXPECT_EQ(f.client.watch_calls()[1].resource_version, "40");
   EXPECT_EQ(f.changes, 1);
   EXPECT_EQ(f.reflector->stats().bookmarks, 1u);
 }
@@ -201,12 +193,12 @@ TEST(Reflector, A410ErrorEventRelistsAndTheRelistReplacesTheStore) {
   f.client.lists.push_back(page({obj("b", "20")}, "21"));
   f.client.watches.push_back(ScriptedWatch{});
   f.reflector->run();
-  ASSERT_GE(f.client.list_calls.size(), 2u);
-  EXPECT_EQ(f.client.list_calls[1].continue_token, "");
-  EXPECT_EQ(f.client.list_calls[1].resource_version, "");  // after a 410: a quorum list, paginated
-  EXPECT_EQ(f.client.list_calls[1].limit, 2u);
-  ASSERT_GE(f.client.watch_calls.size(), 2u);
-  EXPECT_EQ(f.client.watch_calls[1].resource_version, "21");
+  ASSERT_GE(f.client.list_calls().size(), 2u);
+  EXPECT_EQ(f.client.list_calls()[1].continue_token, "");
+  EXPECT_EQ(f.client.list_calls()[1].resource_version, "");  // after a 410: a quorum list, paginated
+  EXPECT_EQ(f.client.list_calls()[1].limit, 2u);
+  ASSERT_GE(f.client.watch_calls().size(), 2u);
+  EXPECT_EQ(f.client.watch_calls()[1].resource_version, "21");
   EXPECT_EQ(f.value("a"), "(none)");  // gone while we were not watching
   EXPECT_EQ(f.value("b"), "b@20");
   EXPECT_EQ(f.reflector->stats().relists[static_cast<std::size_t>(RelistCause::Expired)], 1u);
@@ -233,13 +225,13 @@ TEST(Reflector, RelistStopsTheWatchAndListsAgain) {
   options.name = "things";
   options.path = "/api/v1/things";
   options.wait = [](std::chrono::milliseconds) { return true; };
-  Reflector r(f.client, asking, options);
+  Reflector r(f.client.api, asking, options);
   reflector = &r;
   f.client.reflector = &r;
   r.run();
-  ASSERT_GE(f.client.list_calls.size(), 2u);
-  ASSERT_GE(f.client.watch_calls.size(), 2u);
-  EXPECT_EQ(f.client.watch_calls[1].resource_version, "21");
+  ASSERT_GE(f.client.list_calls().size(), 2u);
+  ASSERT_GE(f.client.watch_calls().size(), 2u);
+  EXPECT_EQ(f.client.watch_calls()[1].resource_version, "21");
   auto value = [&](const std::string& k) {
     auto v = asking.find(k);
     return v ? *v : std::string("(none)");
@@ -251,8 +243,8 @@ TEST(Reflector, RelistStopsTheWatchAndListsAgain) {
   EXPECT_EQ(r.stats().relists[static_cast<std::size_t>(RelistCause::Requested)], 1u);
   EXPECT_EQ(r.stats().relists_total(), 1u);
   // From the last resourceVersion seen, unpaginated (the watch cache serves it).
-  EXPECT_EQ(f.client.list_calls[1].resource_version, "12");
-  EXPECT_EQ(f.client.list_calls[1].limit, 0u);
+  EXPECT_EQ(f.client.list_calls()[1].resource_version, "12");
+  EXPECT_EQ(f.client.list_calls()[1].limit, 0u);
 }
 
 TEST(Reflector, A410StatusOnTheWatchRequestRelists) {
@@ -263,8 +255,8 @@ TEST(Reflector, A410StatusOnTheWatchRequestRelists) {
   f.client.watches.push_back(ScriptedWatch{});
   f.reflector->run();
   EXPECT_EQ(f.value("a"), "a@30");
-  ASSERT_GE(f.client.watch_calls.size(), 2u);
-  EXPECT_EQ(f.client.watch_calls[1].resource_version, "31");
+  ASSERT_GE(f.client.watch_calls().size(), 2u);
+  EXPECT_EQ(f.client.watch_calls()[1].resource_version, "31");
 }
 
 TEST(Reflector, AnExpiredContinueTokenListsOnceMoreUnpaginated) {
@@ -274,15 +266,15 @@ TEST(Reflector, AnExpiredContinueTokenListsOnceMoreUnpaginated) {
   f.client.lists.push_back(page({obj("a", "5")}, "40"));
   f.client.watches.push_back(ScriptedWatch{});
   f.reflector->run();
-  ASSERT_GE(f.client.list_calls.size(), 3u);
-  EXPECT_EQ(f.client.list_calls[1].continue_token, "tok");
-  EXPECT_EQ(f.client.list_calls[2].continue_token, "");
-  EXPECT_EQ(f.client.list_calls[2].limit, 0u);  // the whole list in one answer, not page 1 again
-  EXPECT_EQ(f.client.list_calls[2].resource_version, f.client.list_calls[0].resource_version);
+  ASSERT_GE(f.client.list_calls().size(), 3u);
+  EXPECT_EQ(f.client.list_calls()[1].continue_token, "tok");
+  EXPECT_EQ(f.client.list_calls()[2].continue_token, "");
+  EXPECT_EQ(f.client.list_calls()[2].limit, 0u);  // the whole list in one answer, not page 1 again
+  EXPECT_EQ(f.client.list_calls()[2].resource_version, f.client.list_calls()[0].resource_version);
   EXPECT_LE(f.waits.size(), 1u);  // at once (a wait only after the empty watch at the end)
   EXPECT_EQ(f.reflector->stats().relists[static_cast<std::size_t>(RelistCause::ContinueExpired)], 1u);
   EXPECT_EQ(f.value("b"), "(none)");  // the half-list never reached the store
-  EXPECT_EQ(f.client.watch_calls.at(0).resource_version, "40");
+  EXPECT_EQ(f.client.watch_calls().at(0).resource_version, "40");
 }
 
 TEST(Reflector, ABrokenStreamResumesFromTheLastEventWithoutRelisting) {
@@ -294,8 +286,8 @@ TEST(Reflector, ABrokenStreamResumesFromTheLastEventWithoutRelisting) {
                                             ApiResult<std::optional<WatchEvent>>(dropped)}});
   f.client.watches.push_back(ScriptedWatch{});
   f.reflector->run();
-  ASSERT_GE(f.client.watch_calls.size(), 2u);
-  EXPECT_EQ(f.client.watch_calls[1].resource_version, "11");
+  ASSERT_GE(f.client.watch_calls().size(), 2u);
+  EXPECT_EQ(f.client.watch_calls()[1].resource_version, "11");
   EXPECT_EQ(f.reflector->stats().lists, 1u);
   EXPECT_EQ(f.value("a"), "a@11");
 }
@@ -330,9 +322,9 @@ TEST(Reflector, AWatchThatCannotBeOpenedRelistsAfterTheBackoffFromTheLastResourc
     f.client.lists.push_back(page({obj("a", "11")}, "12"));
     f.client.watches.push_back(ScriptedWatch{});
     f.reflector->run();
-    ASSERT_GE(f.client.list_calls.size(), 2u);
-    EXPECT_EQ(f.client.list_calls[1].resource_version, "10");
-    EXPECT_EQ(f.client.list_calls[1].limit, 0u);
+    ASSERT_GE(f.client.list_calls().size(), 2u);
+    EXPECT_EQ(f.client.list_calls()[1].resource_version, "10");
+    EXPECT_EQ(f.client.list_calls()[1].limit, 0u);
     ASSERT_GE(f.waits.size(), 1u);
     EXPECT_EQ(f.waits[0], 800ms);
     EXPECT_EQ(f.value("a"), "a@11");
@@ -350,8 +342,8 @@ TEST(Reflector, A429OrARefusedConnectionWatchesAgainWithoutRelisting) {
   f.client.watches.push_back(ScriptedWatch{{event(WatchEvent::Type::Error,
                                                   json{{"kind", "Status"}, {"code", 429}, {"reason", "TooManyRequests"}})}});
   f.reflector->run();
-  ASSERT_GE(f.client.watch_calls.size(), 4u);
-  for (const auto& w : f.client.watch_calls) EXPECT_EQ(w.resource_version, "10");
+  ASSERT_GE(f.client.watch_calls().size(), 4u);
+  for (const auto& w : f.client.watch_calls()) EXPECT_EQ(w.resource_version, "10");
   EXPECT_EQ(f.reflector->stats().lists, 1u);
   EXPECT_EQ(f.reflector->stats().relists_total(), 0u);
   ASSERT_GE(f.waits.size(), 3u);
@@ -368,8 +360,8 @@ TEST(Reflector, AnErrorEventOtherThan410And429RelistsAfterTheBackoff) {
   f.client.lists.push_back(page({obj("b", "20")}, "21"));
   f.client.watches.push_back(ScriptedWatch{});
   f.reflector->run();
-  ASSERT_GE(f.client.list_calls.size(), 2u);
-  EXPECT_EQ(f.client.list_calls[1].resource_version, "11");
+  ASSERT_GE(f.client.list_calls().size(), 2u);
+  EXPECT_EQ(f.client.list_calls()[1].resource_version, "11");
   ASSERT_GE(f.waits.size(), 1u);
   EXPECT_EQ(f.reflector->stats().relists[static_cast<std::size_t>(RelistCause::ErrorEvent)], 1u);
   EXPECT_EQ(f.value("b"), "b@20");
@@ -384,10 +376,10 @@ TEST(Reflector, TooLargeResourceVersionListsFromEtcd) {
   f.client.lists.push_back(page({obj("a", "7")}, "8"));
   f.client.watches.push_back(ScriptedWatch{});
   f.reflector->run();
-  ASSERT_GE(f.client.list_calls.size(), 3u);
-  EXPECT_EQ(f.client.list_calls[1].resource_version, "");  // the watch said too large: quorum list
-  EXPECT_EQ(f.client.list_calls[2].resource_version, "");
-  EXPECT_EQ(f.client.watch_calls.at(1).resource_version, "8");
+  ASSERT_GE(f.client.list_calls().size(), 3u);
+  EXPECT_EQ(f.client.list_calls()[1].resource_version, "");  // the watch said too large: quorum list
+  EXPECT_EQ(f.client.list_calls()[2].resource_version, "");
+  EXPECT_EQ(f.client.watch_calls().at(1).resource_version, "8");
   EXPECT_EQ(f.value("a"), "a@7");
   EXPECT_EQ(f.reflector->stats().relists[static_cast<std::size_t>(RelistCause::TooLarge)], 1u);
 }
@@ -398,10 +390,10 @@ TEST(Reflector, AFailedFirstListFallsBackToAQuorumList) {
   f.client.lists.push_back(page({obj("a", "5")}, "10"));
   f.client.watches.push_back(ScriptedWatch{});
   f.reflector->run();
-  ASSERT_GE(f.client.list_calls.size(), 2u);
-  EXPECT_EQ(f.client.list_calls[0].resource_version, "0");
-  EXPECT_EQ(f.client.list_calls[1].resource_version, "");
-  EXPECT_EQ(f.client.list_calls[1].limit, 2u);
+  ASSERT_GE(f.client.list_calls().size(), 2u);
+  EXPECT_EQ(f.client.list_calls()[0].resource_version, "0");
+  EXPECT_EQ(f.client.list_calls()[1].resource_version, "");
+  EXPECT_EQ(f.client.list_calls()[1].limit, 2u);
   EXPECT_EQ(f.waits.at(0), 800ms);
 }
 
@@ -411,9 +403,9 @@ TEST(Reflector, WatchesAskForBookmarksARandomisedTimeoutAndASilenceLimit) {
   for (int i = 0; i < 20; ++i) f.client.watches.push_back(ScriptedWatch{{event(WatchEvent::Type::Bookmark,
                                                                                 json{{"metadata", {{"resourceVersion", "1"}}}})}});
   f.reflector->run();
-  ASSERT_GE(f.client.watch_calls.size(), 20u);
+  ASSERT_GE(f.client.watch_calls().size(), 20u);
   std::set<long long> seen;
-  for (const auto& w : f.client.watch_calls) {
+  for (const auto& w : f.client.watch_calls()) {
     EXPECT_TRUE(w.allow_bookmarks);
     EXPECT_GE(w.timeout, 300s);
     EXPECT_LT(w.timeout, 600s);
@@ -431,15 +423,15 @@ TEST(Reflector, ASilentStreamIsReopenedAtOnceAndCounted) {
   f.client.watches.push_back(ScriptedWatch{{ApiResult<std::optional<WatchEvent>>(silent)}});
   f.client.watches.push_back(ScriptedWatch{});
   f.reflector->run();
-  ASSERT_GE(f.client.watch_calls.size(), 2u);
-  EXPECT_EQ(f.client.watch_calls[1].resource_version, "10");
+  ASSERT_GE(f.client.watch_calls().size(), 2u);
+  EXPECT_EQ(f.client.watch_calls()[1].resource_version, "10");
   EXPECT_EQ(f.reflector->stats().silent_watches, 1u);
   EXPECT_EQ(f.reflector->stats().lists, 1u);
   EXPECT_TRUE(f.waits.empty() || f.waits.size() == 1u);  // only the final empty watch may back off
 }
 
 TEST(Reflector, ProgressIsTheLastListEventOrBookmark) {
-  ScriptedClient client;
+  Script client;
   Store<std::string> store{[](const json& o) -> Result<std::string> { return o["v"].get<std::string>(); }, {}};
   std::chrono::steady_clock::time_point t{};
   Reflector* self = nullptr;
@@ -453,7 +445,7 @@ TEST(Reflector, ProgressIsTheLastListEventOrBookmark) {
   };
   client.lists.push_back(page({obj("a", "1")}, "1"));
   client.watches.push_back(ScriptedWatch{{event(WatchEvent::Type::Bookmark, json{{"metadata", {{"resourceVersion", "2"}}}})}});
-  Reflector r(client, store, options);
+  Reflector r(client.api, store, options);
   self = &r;
   client.reflector = self;
   t += 42s;

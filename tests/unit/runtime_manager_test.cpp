@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "kube/api.h"
+#include "fake_kube_client.h"
 #include "runtime_test_support.h"
 
 namespace ig::runtime {
@@ -132,36 +132,6 @@ TEST(RuntimeManager, ACacheThatNeverSyncsFailsStartAfterTheBound) {
   EXPECT_EQ(j.lines().back(), "stop pods");
 }
 
-// A client whose PATCH blocks until its call is cancelled: what an API server
-// that stopped answering looks like to a leader that just lost its Lease.
-class HangingClient final : public kube::Client {
- public:
-  std::atomic<int> patches_started{0}, patches_cancelled{0};
-  kube::ApiResult<nlohmann::json> get(std::string_view, std::chrono::milliseconds) override { return refuse(); }
-  kube::ApiResult<kube::ListPage> list(std::string_view, const kube::ListOptions&) override { return refuse(); }
-  kube::ApiResult<std::unique_ptr<kube::WatchStream>> watch(std::string_view, const kube::WatchOptions&) override {
-    return refuse();
-  }
-  kube::ApiResult<nlohmann::json> create(std::string_view, const nlohmann::json&) override { return refuse(); }
-  kube::ApiResult<nlohmann::json> patch(std::string_view, kube::PatchType, const nlohmann::json&) override {
-    return refuse();
-  }
-  kube::ApiResult<nlohmann::json> patch_cancellable(std::string_view path, kube::PatchType, const nlohmann::json&,
-                                                    std::stop_token cancel) override {
-    if (cancel.stop_requested()) return refuse();
-    ++patches_started;
-    eventually([&] { return cancel.stop_requested(); });
-    ++patches_cancelled;
-    return kube::ApiError{"PATCH " + std::string(path) + ": cancelled", 0, "Cancelled", {}};
-  }
-  kube::ApiResult<nlohmann::json> update(std::string_view, const nlohmann::json&, std::chrono::milliseconds) override {
-    return refuse();
-  }
-
- private:
-  static kube::ApiError refuse() { return kube::ApiError{"refused", 0, "", {}}; }
-};
-
 class Writer final : public Runnable {
  public:
   explicit Writer(kube::Client& c) : client_(c) {}
@@ -175,17 +145,26 @@ class Writer final : public Runnable {
 };
 
 TEST(RuntimeManager, LosingLeadershipCancelsTheRequestsInFlight) {
-  HangingClient client;
+  // A PATCH blocks until its call is cancelled: what an API server that
+  // stopped answering looks like to a leader that just lost its Lease.
+  kube::fake::FakeClient client;
+  std::atomic<int> patches_cancelled{0};
+  client.prepend_reactor("patch", "", [&](const kube::fake::Action& a) -> std::optional<kube::fake::Reply> {
+    kube::fake::Gate never;
+    never.wait(a.cancel);
+    ++patches_cancelled;
+    return kube::ApiError{"PATCH " + a.path + ": cancelled", 0, "Cancelled", {}};
+  });
   auto clock = std::make_shared<FakeClock>();
   Manager m(ManagerOptions{clock, 60s, 100ms, {}});
   m.add(std::make_shared<Writer>(client), true);
   ASSERT_TRUE(m.start());
   auto callbacks = m.leader_callbacks();  // as the elector calls them
   callbacks.on_started_leading();
-  ASSERT_TRUE(eventually([&] { return client.patches_started == 1; }));
+  ASSERT_TRUE(eventually([&] { return client.count("patch") == 1; }));
   callbacks.on_stopped_leading();  // returns only once the writer has ended
-  EXPECT_EQ(client.patches_cancelled.load(), 1);
-  EXPECT_EQ(client.patches_started.load(), 1);  // none sent after
+  EXPECT_EQ(patches_cancelled.load(), 1);
+  EXPECT_EQ(client.count("patch"), 1u);  // none sent after
   m.stop();
 }
 
