@@ -35,6 +35,11 @@ using namespace std::chrono_literals;
 
 constexpr std::size_t kMaxErrorBody = 1u << 20;
 constexpr std::size_t kReadChunk = 64u << 10;
+// How long a cancelled request (or body read) is waited for: cpprestsdk
+// completes it on its own threads within moments. Left behind, its
+// continuations would never run in a process that exits right after (a leak
+// at exit).
+constexpr std::chrono::seconds kCancelledWait{2};
 constexpr std::chrono::seconds kWatchInactivitySlack{30};
 
 // --- waiting on a pplx task from our own thread ------------------------------
@@ -150,6 +155,16 @@ class BodyReader {
       : response_(std::move(response)),
         buf_(response_.body().streambuf()),
         shared_(std::make_shared<Shared>()) {}
+
+  // An outstanding getn is waited for (kCancelledWait): its owner cancelled
+  // the request first.
+  ~BodyReader() {
+    std::unique_lock lock(shared_->mu);
+    if (shared_->pending)
+      shared_->cv.wait_until(lock, SteadyClock::now() + kCancelledWait, [this] { return shared_->done; });
+  }
+  BodyReader(const BodyReader&) = delete;
+  BodyReader& operator=(const BodyReader&) = delete;
 
   // Appends at least one byte to `out` (Data), or says why not. No deadline:
   // waits until the body moves, ends or stop().
@@ -457,6 +472,7 @@ struct HttpClient::Impl {
       auto done = track(c.request(req, cts->get_token()));
       if (!wait_until(*done, deadline, cancel)) {
         cts->cancel();
+        wait_until(*done, SteadyClock::now() + kCancelledWait);
         if (cancel.stop_requested()) return no_answer(out.verb, out.path, "cancelled while waiting for an answer");
         return no_answer(out.verb, out.path, "timed out waiting for an answer from " + config.server);
       }

@@ -276,6 +276,14 @@ class GateServer(object):
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
+        if rc is not None and rc < 0 and rc != -signal.SIGKILL:
+            # Ended by a signal we did not send (an abort: a sanitizer's report,
+            # std::terminate): its last words go where CI shows them.
+            lines = self.stderr_text().splitlines()
+            first = next((i for i, l in enumerate(lines) if "ERROR:" in l or "terminate" in l),
+                         max(0, len(lines) - 40))
+            sys.stderr.write("the gate ended by signal %d; its log from line %d:\n%s\n"
+                             % (-rc, first + 1, "\n".join(l[:300] for l in lines[first:first + 60])))
         if self.tmp is not None:
             if os.environ.get("IG_E2E_KEEP"):  # investigating: keep the gate's files and log
                 sys.stderr.write("kept %s\n" % self.tmp)
