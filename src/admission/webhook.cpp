@@ -52,11 +52,7 @@ Answer Webhook::review(const Route& route, AdmissionRequest& r) const noexcept {
 
 http::Response Webhook::error(HttpError e, std::string_view message) {
   metrics_.record(e);
-  const unsigned status = status_code(e);
-  json body = {{"apiVersion", "v1"},           {"kind", "Status"},
-               {"status", "Failure"},          {"message", message},
-               {"reason", status_reason(e)},   {"code", status}};
-  return {status, "application/json", model::dump_json(body)};
+  return http::status_failure(status_code(e), status_reason(e), message);
 }
 
 http::Response Webhook::serve_review(const Route& route, http::Request& request) {

@@ -5,8 +5,11 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
+
+#include "base/json_text.h"
 
 namespace ig::http {
 
@@ -23,6 +26,17 @@ struct Response {
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers = {};  // extra headers
 };
+
+// An error answer: a Kubernetes Status (status Failure) as the API server
+// writes one, `message` escaped.
+inline Response status_failure(unsigned code, std::string_view reason, std::string_view message) {
+  Response r{code, "application/json", {}};
+  json_text::Writer w(r.body);
+  w.begin_object().key("apiVersion").string("v1").key("kind").string("Status");
+  w.key("status").string("Failure").key("message").string(message);
+  w.key("reason").string(reason).key("code").integer(code).end_object();
+  return r;
+}
 
 // Called concurrently from the server's I/O threads; must not throw and must
 // not block for long (decisions are microseconds; lookups have deadlines).

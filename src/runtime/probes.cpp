@@ -3,20 +3,6 @@
 #include <string_view>
 
 namespace ig::runtime {
-namespace {
-
-// A Kubernetes Status body; `message` is one of ours (no JSON escaping needed
-// beyond what a check's name could hold: names are identifiers).
-http::Response status(unsigned code, std::string_view reason, std::string_view message) {
-  std::string body = R"({"apiVersion":"v1","code":)" + std::to_string(code) + R"(,"kind":"Status","message":")";
-  body.append(message);
-  body += R"(","reason":")";
-  body.append(reason);
-  body += R"(","status":"Failure"})";
-  return {code, "application/json", std::move(body)};
-}
-
-}  // namespace
 
 void Probes::add_healthz_check(std::string name, Check check) { healthz_.emplace_back(std::move(name), std::move(check)); }
 
@@ -42,15 +28,15 @@ std::optional<http::Response> Probes::serve(const http::Request& request) const 
     path = path.substr(0, path.find('?'));
     const bool healthz = path == "/healthz", readyz = path == "/readyz", metrics = path == "/metrics";
     if (!healthz && !readyz && !metrics) return std::nullopt;
-    if (request.method != "GET" && request.method != "HEAD") return status(405, "MethodNotAllowed", "use GET");
+    if (request.method != "GET" && request.method != "HEAD") return http::status_failure(405, "MethodNotAllowed", "use GET");
     if (healthz) {
       if (const std::string name = failing(healthz_); !name.empty())
-        return status(500, "InternalError", "not healthy: " + name);
+        return http::status_failure(500, "InternalError", "not healthy: " + name);
       return http::Response{200, "application/json", R"({"status":"ok"})"};
     }
     if (readyz) {
       if (const std::string name = failing(readyz_); !name.empty())
-        return status(503, "ServiceUnavailable", "not ready: " + name);
+        return http::status_failure(503, "ServiceUnavailable", "not ready: " + name);
       return http::Response{200, "application/json", R"({"status":"ready"})"};
     }
     std::string text;
@@ -59,13 +45,13 @@ std::optional<http::Response> Probes::serve(const http::Request& request) const 
     metrics_.write(out);
     return http::Response{200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)};
   } catch (...) {
-    return status(500, "InternalError", "internal error");
+    return http::status_failure(500, "InternalError", "internal error");
   }
 }
 
 http::Response Probes::serve_only(const http::Request& request) const noexcept {
   if (auto answer = serve(request)) return std::move(*answer);
-  return status(404, "NotFound", "no such endpoint");
+  return http::status_failure(404, "NotFound", "no such endpoint");
 }
 
 }  // namespace ig::runtime
