@@ -404,8 +404,12 @@ TEST(DriftRule, APodKeepsOnlyWhatTheAuditReads) {
   EXPECT_EQ(p->component, "c");
   EXPECT_EQ(p->runtime_class, "kata-fc");
   EXPECT_TRUE(p->running);
+  ASSERT_TRUE(p->facts);  // what admission reads, while it runs (decode_audit_pod's)
+  EXPECT_EQ(p->facts->object_name, "p");
+  EXPECT_EQ(p->facts->runtime_class, "kata-fc");
   pod["status"]["phase"] = "Succeeded";
   EXPECT_FALSE(decode_pod_placement(pod)->running);
+  EXPECT_FALSE(decode_pod_placement(pod)->facts);
   pod["status"]["phase"] = "Running";
   pod["metadata"]["deletionTimestamp"] = "2026-12-02T21:00:00Z";
   EXPECT_FALSE(decode_pod_placement(pod)->running);
