@@ -1,6 +1,7 @@
 #include "admission/binding.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "base/json_text.h"
 #include "base/quote.h"
@@ -185,6 +186,22 @@ std::vector<std::string> host_access(const model::PodFacts& facts) {
     if (v.host_path) out.push_back("hostPath volume " + quote(v.name));
   }
   return out;
+}
+
+std::vector<std::string> unbound_outside_microvm(const model::PodFacts& facts, const model::Component& component,
+                                                 const ImageBinding& images, const Exempt& exempt) {
+  std::vector<std::string> out = host_access(facts);
+  const auto append = [&out](std::vector<std::string> more) {
+    out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  };
+  append(entrypoint_binding(facts, component, images, exempt));
+  append(loader_env(facts, exempt));
+  return out;
+}
+
+std::vector<std::string> unbound_outside_microvm(const model::PodFacts& facts, const model::Component& component,
+                                                 const GateSettings& settings) {
+  return unbound_outside_microvm(facts, component, image_binding(facts, component, settings, {}), {});
 }
 
 std::vector<std::string> microvm_conflicts(const model::PodFacts& facts, const GateSettings& settings) {

@@ -18,6 +18,12 @@
 //    see (LoaderEnvNotAllowed).
 //  - host_access: privileged containers, host namespaces, hostPath volumes,
 //    capabilities beyond the runtime's default (HostAccessOutsideMicroVM).
+//  - unbound_outside_microvm: what a pod admitted in a microVM runs or
+//    reaches that would be denied outside one (the rules above that
+//    RequireSetec does not enforce): host_access, then entrypoint_binding,
+//    then loader_env, in the order the AllowInProcess denial checks them (so
+//    the first phrase is the denial's). Admission warns with it; the drift
+//    audit counts it per Component (its BoundOutsideMicroVM condition).
 //  - microvm_conflicts: what a microVM cannot provide or what would reach the
 //    host from the guest: host namespaces, privileged containers, hostPath
 //    volumes, io.katacontainers.* annotations an admin did not allow
@@ -58,6 +64,13 @@ std::vector<std::string> entrypoint_binding(const model::PodFacts& facts, const 
 std::vector<std::string> loader_env(const model::PodFacts& facts, const Exempt& exempt);
 
 std::vector<std::string> host_access(const model::PodFacts& facts);
+
+// `images` is image_binding(facts, component, settings, exempt).
+std::vector<std::string> unbound_outside_microvm(const model::PodFacts& facts, const model::Component& component,
+                                                 const ImageBinding& images, const Exempt& exempt);
+// The same for a pod as it runs (no exempt container): binds the images itself.
+std::vector<std::string> unbound_outside_microvm(const model::PodFacts& facts, const model::Component& component,
+                                                 const GateSettings& settings);
 
 std::vector<std::string> microvm_conflicts(const model::PodFacts& facts, const GateSettings& settings);
 

@@ -470,8 +470,7 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
       }
       // Admitted in the microVM, but it would be denied outside one: said now,
       // not during the outage that takes the sandbox away.
-      if (binding.bound && (!entrypoint_binding(facts, component, binding, exempt).empty() ||
-                            !loader_env(facts, exempt).empty() || !host_access(facts).empty())) {
+      if (!unbound_outside_microvm(facts, component, binding, exempt).empty()) {
         a.warn("pod runs code Component " + q(component.name) +
                " does not declare: it would be denied if the sandbox went away");
         a.annotate("unbound-outside-microvm", "true");

@@ -130,6 +130,29 @@ Condition drifted(Decision d, std::size_t pods) {
               "): see the Component's Events; recreate them (or run with --evict-drifted)"};
 }
 
+Condition bound_outside_microvm(Decision d, const UnboundPods& unbound) {
+  switch (d) {
+    case Decision::RequireSetec: break;
+    case Decision::AllowInProcess:
+    case Decision::Deny:
+    default:
+      return {ConditionType::BoundOutsideMicroVM, ConditionStatus::True, "NotInMicroVM",
+              "its pods do not run in the setec sandbox now (" + std::string(policy::to_string(d)) +
+                  "): outside a microVM admission admits only what the Component declares"};
+  }
+  if (unbound.count == 0) {
+    return {ConditionType::BoundOutsideMicroVM, ConditionStatus::True, "PodsBound",
+            "every running pod of the Component runs only what it declares: none would be denied if the "
+            "sandbox went away"};
+  }
+  return {ConditionType::BoundOutsideMicroVM, ConditionStatus::False, "PodsUnboundOutsideMicroVM",
+          std::to_string(unbound.count) + (unbound.count == 1 ? " running pod runs" : " running pods run") +
+              " what the Component does not declare (pod " + quote(unbound.example_pod) + ": " +
+              unbound.example_phrase +
+              "): they run in the microVM now but would be denied if the sandbox went away; declare "
+              "spec.command/spec.args/spec.exec in the Component (docs/components.md) or remove it from the pod"};
+}
+
 }  // namespace
 
 std::string format_time(std::time_t t) {
@@ -258,7 +281,8 @@ json desired_status(const ComponentRecord& record, const StatusInputs& in) {
     case Decision::Deny: break;
   }
   json conditions = json::array();
-  for (const Condition& k : {admitted(c, d, in), trust_declared(c), drifted(d, in.drifted_pods)}) {
+  for (const Condition& k : {admitted(c, d, in), trust_declared(c), drifted(d, in.drifted_pods),
+                             bound_outside_microvm(d, in.unbound)}) {
     const ConditionMark& seen = record.conditions[static_cast<std::size_t>(k.type)];
     const std::time_t since =
         seen.status == k.status && seen.last_transition > 0 ? seen.last_transition : in.now;

@@ -16,11 +16,18 @@
 //    (policy::decide, the one decision site), its trust, and the drift count
 //    give status.{observedGeneration, contentTrust, trustDeclared,
 //    isolation, runtimeClassName (RequireSetec only), driftedPods,
-//    conditions}. Conditions are Admitted, TrustDeclared and Drifted, in that
-//    order, each with observedGeneration; a condition keeps the
+//    conditions}. Conditions are Admitted, TrustDeclared, Drifted and
+//    BoundOutsideMicroVM, in that order, each with observedGeneration; a condition keeps the
 //    lastTransitionTime the API server holds while its status is unchanged,
 //    else takes `now`. Messages name no counts that churn (node numbers), so
 //    a node joining does not rewrite every Component.
+//  - BoundOutsideMicroVM (positive, as Ready): with RequireSetec, True
+//    (PodsBound) when no running pod on the sandbox runs or reaches what its
+//    Component does not declare (admission::unbound_outside_microvm), else
+//    False (PodsUnboundOutsideMicroVM) naming the count and one example pod:
+//    admitted in the microVM, such pods would be denied outside one. With any
+//    other decision True (NotInMicroVM): the pods run outside a microVM, where
+//    admission already admits only what the Component declares.
 //  - The status is written with server-side apply, field manager
 //    kFieldManager: apply_configuration() is the whole object the gate sends
 //    (apiVersion, kind, metadata name/namespace, and only desired_status()'s
@@ -54,9 +61,9 @@
 
 namespace ig::controller {
 
-enum class ConditionType : std::uint8_t { Admitted, TrustDeclared, Drifted };
-inline constexpr std::array<std::string_view, 3> kConditionTypes = {"Admitted", "TrustDeclared",
-                                                                    "Drifted"};
+enum class ConditionType : std::uint8_t { Admitted, TrustDeclared, Drifted, BoundOutsideMicroVM };
+inline constexpr std::array<std::string_view, 4> kConditionTypes = {"Admitted", "TrustDeclared", "Drifted",
+                                                                    "BoundOutsideMicroVM"};
 
 enum class ConditionStatus : std::uint8_t { Absent, True, False, Unknown };
 
@@ -92,7 +99,7 @@ struct ComponentRecord {
   ObjectUid uid;
   std::int64_t generation = 0;
   std::uint64_t status_fingerprint = 0;  // 0: no status (or none readable)
-  std::array<ConditionMark, 3> conditions{};  // by ConditionType
+  std::array<ConditionMark, kConditionTypes.size()> conditions{};  // by ConditionType
 };
 
 Result<ComponentRecord> decode_component_record(const nlohmann::json& object);
@@ -111,11 +118,21 @@ struct ig::kube::KeyParts<ig::controller::ComponentRecord> {
 
 namespace ig::controller {
 
+// The running pods of a Component on the sandbox that would be unbound
+// outside a microVM (the drift audit's count), and one of them.
+struct UnboundPods {
+  std::size_t count = 0;
+  std::string example_pod;     // its name
+  std::string example_phrase;  // the first of admission::unbound_outside_microvm()
+  bool operator==(const UnboundPods&) const = default;
+};
+
 struct StatusInputs {
   policy::SandboxAvailability sandbox = policy::SandboxAvailability::Unavailable;
   policy::DeploymentShape shape = policy::DeploymentShape::SetecOnly;
   std::string_view runtime_class;
   std::size_t drifted_pods = 0;
+  UnboundPods unbound;
   std::time_t now = 0;
 };
 

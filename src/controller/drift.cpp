@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "admission/binding.h"
 #include "admission/namespace_guard.h"
 #include "admission/pod_rules.h"
 #include "base/quote.h"
@@ -29,6 +30,16 @@ std::string_view drift_phrase(Drift d, policy::Decision decision) {
     case Decision::AllowInProcess: break;
   }
   return "runs outside the sandbox";
+}
+
+// The pod runs in the microVM the gate decides for it: RequireSetec, on the sandbox.
+bool in_microvm(Decision decision, bool on_sandbox) noexcept {
+  switch (decision) {
+    case Decision::RequireSetec: return on_sandbox;
+    case Decision::AllowInProcess:
+    case Decision::Deny:
+    default: return false;
+  }
 }
 
 DriftOptions with_clock(DriftOptions o) {
@@ -60,6 +71,9 @@ Result<PodPlacement> decode_pod_placement(const json& pod) {
     p.runtime_class = string_at(*spec, "runtimeClassName");
   }
   p.running = pod_is_running(pod);
+  if (p.running) {
+    if (auto read = decode_audit_pod(pod)) p.facts = std::move(read.value().facts);
+  }
   return p;
 }
 
@@ -256,6 +270,12 @@ std::size_t DriftAudit::drifted(std::string_view component_key) const {
   return it == counts_.end() ? 0 : it->second;
 }
 
+UnboundPods DriftAudit::unbound(std::string_view component_key) const {
+  std::lock_guard lock(mu_);
+  auto it = unbound_.find(component_key);
+  return it == unbound_.end() ? UnboundPods{} : it->second;
+}
+
 DriftStats DriftAudit::stats() const {
   std::lock_guard lock(mu_);
   return stats_;
@@ -316,8 +336,9 @@ void DriftAudit::pass() {
   const auto sandbox = sandbox_.availability();
   std::map<std::string, std::size_t, std::less<>> counts;
   std::map<std::string, DriftedPod> drifted;
+  std::map<std::string, UnboundPods, std::less<>> unbound;
   struct Fresh {
-    PodPlacement pod;
+    std::shared_ptr<const PodPlacement> pod;  // shared with the cache: its facts are not copied
     std::shared_ptr<const ComponentRecord> record;
     Drift drift;
     Decision decision;
@@ -332,29 +353,47 @@ void DriftAudit::pass() {
     in.sandbox = sandbox;
     in.shape = options_.shape;
     const Decision decision = decision_for(record->component, in);
-    const Drift d = classify_drift(decision, pod->runtime_class == options_.runtime_class);
+    const bool on_sandbox = pod->runtime_class == options_.runtime_class;
+    if (in_microvm(decision, on_sandbox) && pod->facts) {
+      auto phrases = admission::unbound_outside_microvm(*pod->facts, record->component, options_.gate);
+      if (!phrases.empty()) {
+        UnboundPods& u = unbound[component_key];
+        if (u.count++ == 0 || pod->name < u.example_pod) {
+          u.example_pod = pod->name;
+          u.example_phrase = std::move(phrases.front());
+        }
+      }
+    }
+    const Drift d = classify_drift(decision, on_sandbox);
     if (d == Drift::None) continue;
     const std::string pod_key = kube::object_key(pod->namespace_, pod->name);
     ++counts[component_key];
     drifted[pod_key] = {component_key, pod->uid, d};
-    fresh.push_back({*pod, record, d, decision});
+    fresh.push_back({pod, record, d, decision});
   }
-  std::vector<std::string> changed;
+  std::set<std::string, std::less<>> changed;
   std::vector<Fresh> newly;
   std::vector<std::pair<std::string, Clock::duration>> to_evict;  // pod key, time left
   {
     std::lock_guard lock(mu_);
     for (const auto& [key, n] : counts) {
       auto old = counts_.find(key);
-      if (old == counts_.end() || old->second != n) changed.push_back(key);
+      if (old == counts_.end() || old->second != n) changed.insert(key);
     }
     for (const auto& [key, n] : counts_) {
-      if (!counts.count(key)) changed.push_back(key);
+      if (!counts.count(key)) changed.insert(key);
+    }
+    for (const auto& [key, u] : unbound) {
+      auto old = unbound_.find(key);
+      if (old == unbound_.end() || old->second != u) changed.insert(key);
+    }
+    for (const auto& [key, u] : unbound_) {
+      if (!unbound.count(key)) changed.insert(key);
     }
     for (auto& f : fresh) {
-      const std::string pod_key = kube::object_key(f.pod.namespace_, f.pod.name);
+      const std::string pod_key = kube::object_key(f.pod->namespace_, f.pod->name);
       auto old = drifted_pods_.find(pod_key);
-      if (old == drifted_pods_.end() || old->second.drift != f.drift || old->second.uid != f.pod.uid) {
+      if (old == drifted_pods_.end() || old->second.drift != f.drift || old->second.uid != f.pod->uid) {
         newly.push_back(f);
       }
     }
@@ -386,15 +425,16 @@ void DriftAudit::pass() {
       }
     }
     counts_ = std::move(counts);
+    unbound_ = std::move(unbound);
     drifted_pods_ = std::move(drifted);
     ++stats_.passes;
   }
   for (const auto& [key, wait] : to_evict) controller_->enqueue_after(key, wait);
   audited_.store(true, std::memory_order_release);
   for (const auto& f : newly) {
-    const std::string note = "pod " + quote(f.pod.name) + " " + std::string(drift_phrase(f.drift, f.decision)) +
+    const std::string note = "pod " + quote(f.pod->name) + " " + std::string(drift_phrase(f.drift, f.decision)) +
                              " (" + std::string(policy::to_string(f.decision)) + ", RuntimeClass " +
-                             (f.pod.runtime_class.empty() ? std::string("none") : quote(f.pod.runtime_class)) +
+                             (f.pod->runtime_class.empty() ? std::string("none") : quote(f.pod->runtime_class)) +
                              ")" +
                              (f.drift == Drift::LessSafe
                                   ? (options_.evict ? "; it will be evicted if it still is after the settle time (--drift-eviction-settle " +
@@ -402,7 +442,7 @@ void DriftAudit::pass() {
                                                  : "; recreate it, or run with --evict-drifted")
                                   : "; it is safe where it is and is not evicted");
     record_event(*f.record, "PodDrifted", "Audit", note);
-    if (options_.log) options_.log("warn", "drift: Component " + kube::object_key(f.pod.namespace_, f.pod.component) + ": " + note);
+    if (options_.log) options_.log("warn", "drift: Component " + kube::object_key(f.pod->namespace_, f.pod->component) + ": " + note);
   }
   for (const auto& key : changed) {
     if (options_.on_count_change) options_.on_count_change(key);

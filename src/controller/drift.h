@@ -13,8 +13,9 @@
 // Contract:
 //  - A pod cache of its own (a reflector on pods with the label
 //    gibson.zeroroot.ai/component, across namespaces, keeping only name,
-//    namespace, uid, the label, runtimeClassName, and whether it is still
-//    running: not Succeeded/Failed and no deletionTimestamp), started by
+//    namespace, uid, the label, runtimeClassName, whether it is still
+//    running: not Succeeded/Failed and no deletionTimestamp, and, while it
+//    runs, what admission reads of it: decode_audit_pod's facts), started by
 //    start() and stopped by stop() (each term of leadership).
 //  - A reconciler on the engine (runtime/controller.h; the controller,
 //    runnable(), runs while leading): the key kPass is the audit pass,
@@ -31,6 +32,12 @@
 //    count changed is reported to `on_count_change` (the status loop). A
 //    pod that newly drifted records one Warning Event (reason PodDrifted)
 //    on its Component.
+//  - Unbound outside a microVM (docs/security.md): each pass also counts, per
+//    Component whose decision is RequireSetec, its running pods on the
+//    sandbox that admission::unbound_outside_microvm() finds running or
+//    reaching what the Component does not declare (with `gate`), keeping one
+//    example (the first pod by name, and the first phrase); a Component whose
+//    count or example changed is reported to `on_count_change` too.
 //  - Eviction only with `evict`: LessSafe pods, through the Eviction API
 //    (so PodDisruptionBudgets hold), at most `evict_per_minute` (a token
 //    bucket, burst 1: a pod key without a token is requeued until the next
@@ -66,7 +73,8 @@
 //    Warning Event (reason WouldDenyWhenEnforced, action Audit) regarding the
 //    Namespace, related to the pod, for each pod newly found would-deny (or
 //    found again with another reason or uid), through the EventRecorder.
-//  - Thread-safe readers: drifted(component_key), synced(), write_metrics().
+//  - Thread-safe readers: drifted(component_key), unbound(component_key),
+//    synced(), write_metrics().
 #pragma once
 
 #include <atomic>
@@ -129,6 +137,9 @@ struct PodPlacement {
   std::string component;      // the label's value
   std::string runtime_class;  // spec.runtimeClassName, "" when unset
   bool running = true;        // not Succeeded/Failed, not being deleted
+  // What admission reads of it (decode_audit_pod), while running; nullopt
+  // when not running or not readable.
+  std::optional<model::PodFacts> facts;
 };
 Result<PodPlacement> decode_pod_placement(const nlohmann::json& pod);
 
@@ -229,6 +240,8 @@ class DriftAudit {
   // The pod cache has listed and a pass has run since start().
   bool synced() const noexcept { return audited_.load(std::memory_order_acquire); }
   std::size_t drifted(std::string_view component_key) const;
+  // Its running pods on the sandbox that would be unbound outside a microVM (RequireSetec only).
+  UnboundPods unbound(std::string_view component_key) const;
   DriftStats stats() const;
   // isolation_gate_drifted_pods{namespace,component}, isolation_gate_evictions_total{result}.
   void write_metrics(prometheus::TextWriter& out) const;
@@ -295,6 +308,7 @@ class DriftAudit {
   std::set<std::string, std::less<>> evict_queued_;  // pod keys queued for eviction this term
   std::atomic<bool> audited_{false};
   std::map<std::string, std::size_t, std::less<>> counts_;   // component key -> drifted pods
+  std::map<std::string, UnboundPods, std::less<>> unbound_;  // component key -> unbound outside a microVM (count > 0)
   std::map<std::string, DriftedPod> drifted_pods_;            // pod key -> why
   std::map<std::string, Clock::time_point> evict_after_;  // pod key -> not before
   DriftSettle settle_{options_.evict_settle};             // under mu_

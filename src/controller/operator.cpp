@@ -13,6 +13,7 @@ StatusWriterOptions Operator::status_options(OperatorOptions& o) {
   s.runtime_class = cluster_.options().runtime_class;
   s.shape = cluster_.options().shape;
   s.drifted_pods = [this](std::string_view key) { return drift_.drifted(key); };
+  s.unbound_pods = [this](std::string_view key) { return drift_.unbound(key); };
   // Neither loop acts on caches that have not synced, or while the Nodes are
   // listed again under a new scheduling: a Component not listed yet, or the
   // sandbox's initial or interim "unavailable", would be written as status.

@@ -100,6 +100,7 @@ Result<runtime::Requeue> StatusWriter::reconcile(const std::string& key, const r
   in.shape = options_.shape;
   in.runtime_class = options_.runtime_class;
   in.drifted_pods = options_.drifted_pods ? options_.drifted_pods(key) : 0;
+  if (options_.unbound_pods) in.unbound = options_.unbound_pods(key);
   in.now = options_.now ? options_.now() : std::time(nullptr);
   const json status = desired_status(*record, in);
   const std::uint64_t want = status_fingerprint(status);

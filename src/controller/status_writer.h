@@ -5,8 +5,8 @@
 //
 // A reconciler on the engine (runtime/controller.h): reconcile(key) is the
 // whole loop body; the queue, workers, retries and cancellation are the
-// engine's. Triggers: a Component change enqueues its key, a drift count
-// change its Component's key, a sandbox flip or a relist every key
+// engine's. Triggers: a Component change enqueues its key, a drift (or
+// unbound-outside-a-microVM) count change its Component's key, a sandbox flip or a relist every key
 // (enqueue_all: one sweep key, debounced), a new term of leadership every key.
 //
 // Contract:
@@ -72,6 +72,7 @@ struct StatusWriterOptions {
   std::string runtime_class;
   policy::DeploymentShape shape = policy::DeploymentShape::SetecOnly;
   std::function<std::size_t(std::string_view component_key)> drifted_pods;  // empty: 0
+  std::function<UnboundPods(std::string_view component_key)> unbound_pods;  // empty: none
   std::function<bool()> ready;                                              // empty: always
   std::function<std::time_t()> now;                                         // empty: time()
   std::chrono::milliseconds retry_initial{500}, retry_max{30'000};

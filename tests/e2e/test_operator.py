@@ -6,7 +6,8 @@ the repository's test API server (tests/apiserver/fake_apiserver.py):
   leader that cannot renew stops writing;
 - Component status: written once, not again when nothing changed, updated
   after a trust change and an availability flip, written again when another
-  writer overwrote it; nothing written (and no
+  writer overwrote it; BoundOutsideMicroVM False while a pod in the microVM
+  runs args its Component does not declare, True once it does; nothing written (and no
   drift reported) before the caches have synced, nor from the interim while
   a RuntimeClass scheduling edit has the Nodes listed again;
 - Events: a denial records one Event, repeats raise its series count, a dry
@@ -329,6 +330,39 @@ class ComponentStatus(OperatorCase):
         self.assertEqual(self.status_patches(since=mark), [], "a status rewritten by a scheduling change")
         self.assertEqual(self.status("report-parser")["isolation"], "RequireSetec")
         self.assertEqual(self.events("PodDrifted"), [], "a drift reported from the interim")
+
+    def test_a_pod_that_would_be_unbound_outside_the_microvm_turns_bound_outside_microvm_false(self):
+        # docs-indexer is trusted and declares no spec.args: with the sandbox
+        # there it runs in the microVM, where a pod of it with undeclared args
+        # is admitted; outside one it would be denied. Its status says so.
+        a = self.gate_with("gate-a")
+        self.wait_leader(a, "alone")
+        wait_until("both statuses", lambda: self.status("report-parser") and self.status("docs-indexer"))
+        bound = lambda: condition(self.status("docs-indexer"), "BoundOutsideMicroVM") or {}
+        self.assertEqual(bound().get("status"), "True")
+        self.assertEqual(bound().get("reason"), "PodsBound")
+        component = self.api.get("components", "docs-indexer", namespace=NS)
+        self.assertNotIn("args", component["spec"])
+        pod = running_pod("docs-0", "docs-indexer", runtime_class=tc.RC)
+        pod["spec"]["containers"][0].update(image=component["spec"]["image"], args=["--x"])
+        self.api.create("pods", pod)
+        wait_until("BoundOutsideMicroVM False", lambda: bound().get("status") == "False")
+        c = bound()
+        self.assertEqual(c["reason"], "PodsUnboundOutsideMicroVM")
+        self.assertIn('1 running pod runs what the Component does not declare (pod "docs-0": '
+                      'container "main" sets args ["--x"]', c["message"])
+        self.assertIn("would be denied if the sandbox went away", c["message"])
+        s = self.status("docs-indexer")
+        self.assertEqual(s["isolation"], "RequireSetec")
+        self.assertEqual(s["driftedPods"], 0)  # placed as decided: not drift
+        self.assertEqual(condition(self.status("report-parser"), "BoundOutsideMicroVM")["status"], "True")
+        if validate_against_crd_status:
+            self.assertEqual(validate_against_crd_status(s), [])
+        # The Component declares those args: bound again.
+        component["spec"]["args"] = ["--x"]
+        self.api.update("components", component, namespace=NS)
+        wait_until("BoundOutsideMicroVM True again", lambda: bound().get("status") == "True")
+        self.assertEqual(bound()["reason"], "PodsBound")
 
 
 class Events(OperatorCase):

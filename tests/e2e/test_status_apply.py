@@ -32,7 +32,7 @@ from kubernetes import client as kclient  # noqa: E402
 
 NS = to.NS
 GROUP, VERSION = "gibson.zeroroot.ai", "v1alpha1"
-OURS = ("Admitted", "TrustDeclared", "Drifted")
+OURS = ("Admitted", "TrustDeclared", "Drifted", "BoundOutsideMicroVM")
 wait_until = tc.wait_until
 
 

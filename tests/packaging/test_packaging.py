@@ -265,10 +265,11 @@ class CrdTest(unittest.TestCase):
              ("Isolation", "string", ".status.isolation"),
              ("Drifted", "string", '.status.conditions[?(@.type=="Drifted")].status'),
              ("Age", "date", ".metadata.creationTimestamp")])
-        # -o wide adds only the RuntimeClass.
+        # -o wide adds the RuntimeClass and whether the pods would be bound outside a microVM.
         self.assertEqual(
             [(c["name"], c["jsonPath"]) for c in columns if c.get("priority", 0) != 0],
-            [("RuntimeClass", ".status.runtimeClassName")])
+            [("RuntimeClass", ".status.runtimeClassName"),
+             ("BoundOutsideMicroVM", '.status.conditions[?(@.type=="BoundOutsideMicroVM")].status')])
         for c in columns:
             self.assertIn(c["type"], ("string", "integer", "number", "boolean", "date"))
 
@@ -472,6 +473,8 @@ SAMPLE_STATUS = {
          "lastTransitionTime": "2026-12-02T21:00:00Z", "reason": "Declared", "message": "..."},
         {"type": "Drifted", "status": "True", "observedGeneration": 2,
          "lastTransitionTime": "2026-12-02T21:00:00Z", "reason": "PodsDrifted", "message": "..."},
+        {"type": "BoundOutsideMicroVM", "status": "True", "observedGeneration": 2,
+         "lastTransitionTime": "2026-12-02T21:00:00Z", "reason": "NotInMicroVM", "message": "..."},
     ],
 }
 
@@ -580,7 +583,7 @@ class CrdStatusCheckerTest(unittest.TestCase):
 
         def duplicate(status):
             status["conditions"].append(copy.deepcopy(status["conditions"][0]))
-        self.assert_rejected(duplicate, "status.conditions[3]", "duplicate entry for type='Admitted'")
+        self.assert_rejected(duplicate, "status.conditions[4]", "duplicate entry for type='Admitted'")
 
     def test_checker_reads_this_crd(self):
         self.assertEqual(crd_schema.status_schema(), load_crd()["spec"]["versions"][0]["schema"]

@@ -282,6 +282,34 @@ TEST(SandboxedPod, UnboundCodeIsAdmittedWithAWarning) {
   EXPECT_TRUE(clean.answer.warnings.empty());
 }
 
+// What the warning names, and what the drift audit counts (one function):
+// host access first, then the entrypoint, then loader variables, as the
+// denial outside a microVM checks them; nothing for the Component's own pod.
+TEST(SandboxedPod, UnboundOutsideMicroVMNamesWhatTheDenialWouldInItsOrder) {
+  const model::Component c = component("untrusted-tool", "untrusted");
+  const auto facts = [](const json& pod) {
+    auto where = model::locate_pod(pod, "test");
+    EXPECT_TRUE(where.ok()) << where.error();
+    auto f = model::read_pod_facts(pod, *where, "test");
+    EXPECT_TRUE(f.ok()) << f.error();
+    return *f;
+  };
+  EXPECT_TRUE(unbound_outside_microvm(facts(good_pod("untrusted-tool")), c, settings()).empty());
+  json pod = good_pod("untrusted-tool");
+  pod["spec"]["containers"][0]["args"] = {"--x"};
+  pod["spec"]["containers"][0]["envFrom"] = json::array({{{"configMapRef", {{"name", "cfg"}}}}});
+  pod["spec"]["containers"][0]["securityContext"]["capabilities"]["add"] = {"NET_ADMIN"};
+  const std::vector<std::string> phrases = unbound_outside_microvm(facts(pod), c, settings());
+  ASSERT_EQ(phrases.size(), 3u);
+  EXPECT_THAT(phrases[0], HasSubstr("capability NET_ADMIN"));
+  EXPECT_EQ(phrases[1], R"(container "app" sets args ["--x"] where the Component declares spec.args ["--serve"])");
+  EXPECT_EQ(phrases[2], R"(container "app" takes envFrom (its keys cannot be checked))");
+  const PodVerdict v = admit(pod, SandboxAvailability::Available);
+  ASSERT_TRUE(v.answer.allowed()) << v.answer.message;
+  EXPECT_EQ(audit(v, "unbound-outside-microvm"), "true");
+  EXPECT_THAT(v.answer.warnings, ::testing::Contains(HasSubstr("would be denied if the sandbox went away")));
+}
+
 TEST(SandboxedPod, AnAllowedKataAnnotationIsAdmittedAndAnyOtherRefused) {
   json pod = good_pod("untrusted-tool");
   pod["metadata"]["annotations"] = {{"io.katacontainers.config.hypervisor.default_vcpus", "2"}};

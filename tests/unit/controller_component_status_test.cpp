@@ -100,11 +100,14 @@ TEST(ComponentStatus, EveryFieldFollowsTheGate) {
     EXPECT_EQ(s["contentTrust"], row.trust == "trusted" || !row.trust ? "trusted" : "untrusted");
     EXPECT_EQ(s["trustDeclared"], row.trust == "trusted" || row.trust == "untrusted");
     EXPECT_EQ(s["driftedPods"], 0);
-    ASSERT_EQ(s["conditions"].size(), 3u);
+    ASSERT_EQ(s["conditions"].size(), 4u);
     EXPECT_EQ((*condition(s, "Admitted"))["status"], row.admitted);
     EXPECT_EQ((*condition(s, "Admitted"))["reason"], row.admitted_reason);
     EXPECT_EQ((*condition(s, "TrustDeclared"))["reason"], row.trust_declared_reason);
     EXPECT_EQ((*condition(s, "Drifted"))["status"], "False");
+    EXPECT_EQ((*condition(s, "BoundOutsideMicroVM"))["status"], "True");
+    EXPECT_EQ((*condition(s, "BoundOutsideMicroVM"))["reason"],
+              row.isolation == "RequireSetec" ? "PodsBound" : "NotInMicroVM");
     for (const auto& c : s["conditions"]) {
       EXPECT_EQ(c["observedGeneration"], 3);
       EXPECT_EQ(c["lastTransitionTime"], "2026-09-21T14:13:20Z");
@@ -128,6 +131,71 @@ TEST(ComponentStatus, DriftIsCountedAndConditioned) {
   EXPECT_EQ((*condition(s, "Drifted"))["status"], "True");
   EXPECT_EQ((*condition(s, "Drifted"))["reason"], "PodsDrifted");
   EXPECT_THAT((*condition(s, "Drifted"))["message"].get<std::string>(), HasSubstr("2 running pods"));
+}
+
+// BoundOutsideMicroVM: True while every running pod on the sandbox runs only
+// what its Component declares; False names the count and one pod; True
+// NotInMicroVM whenever the decision is not RequireSetec (counted or not).
+TEST(ComponentStatus, PodsUnboundOutsideTheMicroVMAreCountedWithAnExample) {
+  struct Row {
+    SandboxAvailability sandbox;
+    std::size_t count;
+    std::string status, reason, message;
+  };
+  const Row rows[] = {
+      {SandboxAvailability::Available, 0, "True", "PodsBound", "runs only what it declares"},
+      {SandboxAvailability::Available, 1, "False", "PodsUnboundOutsideMicroVM",
+       "1 running pod runs what the Component does not declare (pod \"web-0\": container \"app\" sets args "
+       "[\"--x\"] where the Component declares spec.args none (the image's CMD)): they run in the microVM now but "
+       "would be denied if the sandbox went away; declare spec.command/spec.args/spec.exec in the Component "
+       "(docs/components.md) or remove it from the pod"},
+      {SandboxAvailability::Available, 3, "False", "PodsUnboundOutsideMicroVM", "3 running pods run what"},
+      {SandboxAvailability::Unavailable, 0, "True", "NotInMicroVM", "(Deny)"},
+      {SandboxAvailability::Unavailable, 2, "True", "NotInMicroVM", "(Deny)"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.reason + " " + std::to_string(row.count));
+    StatusInputs in = inputs(row.sandbox);
+    in.unbound = {row.count, "web-0", "container \"app\" sets args [\"--x\"] where the Component declares spec.args none (the image's CMD)"};
+    if (row.count == 0) in.unbound = {};
+    const json s = desired_status(record("untrusted"), in);
+    const json& c = *condition(s, "BoundOutsideMicroVM");
+    EXPECT_EQ(c["status"], row.status);
+    EXPECT_EQ(c["reason"], row.reason);
+    EXPECT_THAT(c["message"].get<std::string>(), HasSubstr(row.message));
+    EXPECT_EQ(s["conditions"].back()["type"], "BoundOutsideMicroVM");  // the fourth, last
+  }
+}
+
+// The fourth condition is read back (its mark, its transition time) and
+// counted in the fingerprint like the other three.
+TEST(ComponentStatus, TheFourthConditionIsDecodedAndFingerprinted) {
+  StatusInputs in = inputs(SandboxAvailability::Available);
+  const json bound = desired_status(record("untrusted"), in);
+  const ComponentRecord held = record("untrusted", bound);
+  EXPECT_EQ(held.conditions.size(), 4u);
+  EXPECT_EQ(held.conditions[static_cast<std::size_t>(ConditionType::BoundOutsideMicroVM)].status,
+            ConditionStatus::True);
+  EXPECT_EQ(held.conditions[static_cast<std::size_t>(ConditionType::BoundOutsideMicroVM)].last_transition,
+            static_cast<std::uint32_t>(in.now));
+  EXPECT_TRUE(holds_status(held, desired_status(held, in)));
+  StatusInputs later = in;
+  later.now += 60;
+  later.unbound = {1, "web-0", "container \"app\" takes envFrom (its keys cannot be checked)"};
+  const json unbound = desired_status(held, later);
+  EXPECT_FALSE(holds_status(held, unbound));
+  EXPECT_EQ((*condition(unbound, "BoundOutsideMicroVM"))["lastTransitionTime"], format_time(later.now));
+  EXPECT_EQ((*condition(unbound, "Drifted"))["lastTransitionTime"], format_time(in.now));
+  const ComponentRecord flipped = record("untrusted", unbound);
+  EXPECT_EQ(flipped.conditions[static_cast<std::size_t>(ConditionType::BoundOutsideMicroVM)].status,
+            ConditionStatus::False);
+  // Another example pod is another message: a change, the transition time kept.
+  const std::time_t flipped_at = later.now;
+  later.unbound.example_pod = "web-1";
+  later.now += 60;
+  const json other = desired_status(flipped, later);
+  EXPECT_FALSE(holds_status(flipped, other));
+  EXPECT_EQ((*condition(other, "BoundOutsideMicroVM"))["lastTransitionTime"], format_time(flipped_at));
 }
 
 TEST(ComponentStatus, WhatTheApiHoldsIsRecognisedSoNothingIsRewritten) {
@@ -216,6 +284,7 @@ TEST(ComponentStatus, HoldsStatusIgnoresOtherManagersAndSeesEveryChangeOfOurs) {
       {"our condition's status changed", [](json& s) { s["conditions"][0]["status"] = "False"; }, true},
       {"our condition's message changed", [](json& s) { s["conditions"][1]["message"] = "old words"; }, true},
       {"our condition missing", [](json& s) { s["conditions"].erase(s["conditions"].begin() + 2); }, true},
+      {"our fourth condition missing", [](json& s) { s["conditions"].erase(s["conditions"].begin() + 3); }, true},
       {"our condition replaced by another manager's",
        [&](json& s) { s["conditions"][2] = theirs; }, true},
       {"our field changed", [](json& s) { s["isolation"] = "Deny"; }, true},
@@ -335,8 +404,12 @@ TEST(DriftRule, APodKeepsOnlyWhatTheAuditReads) {
   EXPECT_EQ(p->component, "c");
   EXPECT_EQ(p->runtime_class, "kata-fc");
   EXPECT_TRUE(p->running);
+  ASSERT_TRUE(p->facts);  // what admission reads, while it runs (decode_audit_pod's)
+  EXPECT_EQ(p->facts->object_name, "p");
+  EXPECT_EQ(p->facts->runtime_class, "kata-fc");
   pod["status"]["phase"] = "Succeeded";
   EXPECT_FALSE(decode_pod_placement(pod)->running);
+  EXPECT_FALSE(decode_pod_placement(pod)->facts);
   pod["status"]["phase"] = "Running";
   pod["metadata"]["deletionTimestamp"] = "2026-12-02T21:00:00Z";
   EXPECT_FALSE(decode_pod_placement(pod)->running);

@@ -43,6 +43,13 @@ json untrusted_component() {
           {"spec", {{"kind", "tool"}, {"policy", {{"content_trust", "untrusted"}}}}}};
 }
 
+// The same, bound to the pods' image and declaring no command, args or exec.
+json bound_component() {
+  json c = untrusted_component();
+  c["spec"]["image"] = "registry.example/x:1";
+  return c;
+}
+
 json component_pod(const std::string& name, const std::string& runtime_class = "") {
   json pod = {{"metadata",
                {{"name", name},
@@ -69,10 +76,12 @@ struct DriftFixture {
   kube::Store<ComponentRecord> components{decode_component_record};
   std::unique_ptr<DriftAudit> audit;
   runtime::CancelToken live;  // never stopped
+  std::vector<std::string> count_changes;  // on_count_change, under mu
 
-  explicit DriftFixture(std::chrono::milliseconds settle, std::vector<json> pods = {component_pod("p0")}) {
+  explicit DriftFixture(std::chrono::milliseconds settle, std::vector<json> pods = {component_pod("p0")},
+                        json component = untrusted_component()) {
     components.begin_replace();
-    components.add_listed(untrusted_component());
+    components.add_listed(std::move(component));
     components.end_replace("1");
     for (auto& p : pods) api.put(kPodsPath, std::move(p));
     api.prepend_reactor("create", "/eviction", [this](const kube::fake::Action& a) -> std::optional<kube::fake::Reply> {
@@ -101,6 +110,10 @@ struct DriftFixture {
     o.evict_retry = 1s;
     o.evict_retry_max = 4s;
     o.clock = clock;
+    o.on_count_change = [this](std::string_view key) {
+      std::lock_guard lock(mu);
+      count_changes.emplace_back(key);
+    };
     audit = std::make_unique<DriftAudit>(api, components, sandbox, nullptr, std::move(o));
     audit->start();
   }
@@ -111,13 +124,21 @@ struct DriftFixture {
   // Passes (bounded, real time: the pod cache is a reflector) until the
   // Component has `n` drifted pods.
   bool pass_until_drifted(std::size_t n) {
+    return pass_until([&] { return audit->drifted("team-a/report-parser") == n; });
+  }
+  template <typename Pred>
+  bool pass_until(Pred done) {
     for (int i = 0; i < 1000; ++i) {
       auto r = audit->reconcile(std::string(DriftAudit::kPass), live);
       if (!r) return false;
-      if (audit->synced() && audit->drifted("team-a/report-parser") == n) return true;
+      if (audit->synced() && done()) return true;
       std::this_thread::sleep_for(10ms);
     }
     return false;
+  }
+  std::size_t changes() {
+    std::lock_guard lock(mu);
+    return count_changes.size();
   }
   Result<runtime::Requeue> evict_p0(const runtime::CancelToken& cancel) {
     return audit->reconcile("team-a/p0", cancel);
@@ -214,6 +235,44 @@ TEST(DriftAudit, APdbRefusalIsRetriedAfterRetryAfterAndANotFoundForgetsThePod) {
   r = f.evict_p0(f.live);  // forgotten: nothing sent
   ASSERT_TRUE(r) << r.error();
   EXPECT_EQ(f.count(), 2u);
+}
+
+// Pods on the sandbox that run what their Component does not declare are
+// counted per Component (one example: the first by name, and what it runs);
+// a bound pod is not, nor a pod off the sandbox (that one is drift). A change
+// of the count or the example is reported to on_count_change, no change is not.
+TEST(DriftAudit, SandboxedPodsUnboundOutsideAMicroVMAreCountedWithAnExample) {
+  constexpr std::string_view kKey = "team-a/report-parser";
+  json with_args = component_pod("web-b", "kata-fc");
+  with_args["spec"]["containers"][0]["args"] = {"--x"};
+  json with_env_from = component_pod("web-c", "kata-fc");
+  with_env_from["spec"]["containers"][0]["envFrom"] = json::array({{{"configMapRef", {{"name", "cfg"}}}}});
+  json off_sandbox = component_pod("web-d");
+  off_sandbox["spec"]["containers"][0]["args"] = {"--x"};
+  DriftFixture f(60s, {component_pod("web-a", "kata-fc"), with_args, with_env_from, off_sandbox},
+                 bound_component());
+  ASSERT_TRUE(f.pass_until([&] { return f.audit->unbound(kKey).count == 2; }));
+  UnboundPods u = f.audit->unbound(kKey);
+  EXPECT_EQ(u.example_pod, "web-b");
+  EXPECT_EQ(u.example_phrase,
+            R"(container "main" sets args ["--x"] where the Component declares spec.args none (the image's CMD))");
+  EXPECT_EQ(f.audit->drifted(kKey), 1u);  // web-d: drift, not counted here
+  EXPECT_EQ(f.changes(), 1u);             // one change of the Component: reported once
+  // Nothing changed: a pass reports nothing.
+  ASSERT_TRUE(f.audit->reconcile(std::string(DriftAudit::kPass), f.live));
+  EXPECT_EQ(f.changes(), 1u);
+  // The example goes: the count and the example change, reported.
+  ASSERT_TRUE(f.api.push(kPodsPath, {kube::WatchEvent::Type::Deleted, with_args}));
+  ASSERT_TRUE(f.pass_until([&] { return f.audit->unbound(kKey).count == 1; }));
+  u = f.audit->unbound(kKey);
+  EXPECT_EQ(u.example_pod, "web-c");
+  EXPECT_EQ(u.example_phrase, R"(container "main" takes envFrom (its keys cannot be checked))");
+  EXPECT_EQ(f.changes(), 2u);
+  // The last one goes: none left, reported.
+  ASSERT_TRUE(f.api.push(kPodsPath, {kube::WatchEvent::Type::Deleted, with_env_from}));
+  ASSERT_TRUE(f.pass_until([&] { return f.audit->unbound(kKey).count == 0; }));
+  EXPECT_EQ(f.audit->unbound(kKey), UnboundPods{});
+  EXPECT_EQ(f.changes(), 3u);
 }
 
 // Through the engine (a manager on the fake clock): an eviction that fails is
