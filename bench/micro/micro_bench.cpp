@@ -10,6 +10,8 @@
 //   decode  admission::decode_review(body): JSON parse (with the depth
 //           pre-scan) and the request fields
 //   facts   model::locate_pod + model::read_pod_facts on the decoded object
+//   podtext model::read_pod_text on request.object's text (the handlers'
+//           fast path for the same facts)
 //   decide  admission::admit_pod(Stage::Workload): catalog lookup, the gate
 //           (policy::decide), message, warnings, audit; no patch
 //   patch   admission::admit_pod(Stage::Mutate) and the dump of the patch
@@ -43,6 +45,7 @@
 #include "model/component.h"
 #include "model/document.h"
 #include "model/pod.h"
+#include "model/pod_text.h"
 #include "policy/gate.h"
 
 #ifndef IG_BENCH_CORPUS_DIR
@@ -130,6 +133,21 @@ void BM_Facts(benchmark::State& state, const Case* c) {
     auto facts = model::read_pod_facts(request.object, *where, "request.object");
     benchmark::DoNotOptimize(facts);
   }
+}
+
+void BM_PodText(benchmark::State& state, const Case* c) {
+  const auto d = admission::decode_review(c->body, admission::ObjectRead::Text);
+  const auto& r = d.request;
+  std::string api = r.kind_group.empty() ? r.kind_version : r.kind_group + "/" + r.kind_version;
+  if (d.kind != admission::DecodedReview::Kind::Ok || !model::read_pod_text(r.object_text, r.kind, api)) {
+    state.SkipWithError("not read as text");
+    return;
+  }
+  for (auto _ : state) {
+    auto facts = model::read_pod_text(r.object_text, r.kind, api);
+    benchmark::DoNotOptimize(facts);
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(r.object_text.size()));
 }
 
 void run_admit(benchmark::State& state, const Case* c, admission::Stage stage, bool dump) {
@@ -269,6 +287,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("decode/" + c.name).c_str(), BM_Decode, &c);
     if (pod_like) {
       benchmark::RegisterBenchmark(("facts/" + c.name).c_str(), BM_Facts, &c);
+      benchmark::RegisterBenchmark(("podtext/" + c.name).c_str(), BM_PodText, &c);
       benchmark::RegisterBenchmark(("decide/" + c.name).c_str(), BM_Decide, &c);
     }
     if (c.endpoint == "/mutate/pods") {

@@ -66,7 +66,9 @@ struct LocatedFacts {
 };
 
 Result<LocatedFacts> read_located(AdmissionRequest& r, nlohmann::json& object, std::string_view text,
-                                  std::string_view source, std::string_view missing) {
+                                  std::optional<model::PodText>& pod, std::string_view source,
+                                  std::string_view missing) {
+  if (pod) return LocatedFacts{std::move(pod->where), std::move(pod->facts)};  // read in the decode
   if (!text.empty()) {
     std::string joined;
     if (!r.kind_group.empty()) joined.append(r.kind_group).append("/").append(r.kind_version);
@@ -91,7 +93,7 @@ Result<LocatedFacts> read_located(AdmissionRequest& r, nlohmann::json& object, s
 // What the three pod endpoints share: read the pod (template) and run the
 // pod rules at `stage`.
 Answer admit_object(AdmissionRequest& r, const AdmissionContext& context, Stage stage) {
-  auto read = read_located(r, r.object, r.object_text, kSource, "request.object is missing or not an object");
+  auto read = read_located(r, r.object, r.object_text, r.object_pod, kSource, "request.object is missing or not an object");
   if (!read) return undecidable(read.error());
   model::PodFacts* facts = &read->facts;
   // Every kind these endpoints admit is namespaced, and the API server always
@@ -107,7 +109,7 @@ Answer admit_object(AdmissionRequest& r, const AdmissionContext& context, Stage 
   // An UPDATE is judged against the pod it replaces: read it as strictly.
   std::optional<model::PodFacts> old_facts;
   if (stage == Stage::Update) {
-    auto old = read_located(r, r.old_object, r.old_object_text, kOldSource,
+    auto old = read_located(r, r.old_object, r.old_object_text, r.old_object_pod, kOldSource,
                             "request.oldObject is missing or not an object on UPDATE");
     if (!old) return undecidable(old.error());
     if (!old->facts.namespace_.empty() && old->facts.namespace_ != r.namespace_) {

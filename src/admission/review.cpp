@@ -102,14 +102,30 @@ const Projection& admission_review_projection() {
 
 std::size_t admission_review_slot_count() noexcept { return kSlotCount; }
 
+namespace {
+
+// request.object's and oldObject's text read as a pod's, in the decode's
+// pass (model/pod_text.h); what it declines the decode validates itself.
+class PodTextReader final : public model::ObjectReader {
+ public:
+  const char* read(std::size_t slot, const char* p, const char* end, std::size_t depth) override {
+    if (slot != kObject && slot != kOldObject) return nullptr;
+    return model::scan_pod_text(p, end, depth, slot == kObject ? object : old_object);
+  }
+  model::PodScan object, old_object;
+};
+
+}  // namespace
+
 DecodedReview decode_review(std::string_view body, ObjectRead read) {
   DecodedReview out;
   // Validates the whole body; hands over only what the rules read, the
   // envelope's fields without a DOM (see json_projection.h, capture slots).
   std::array<model::Captured, kSlotCount> slots;
   const bool text = read == ObjectRead::Text;
-  auto parsed = model::parse_captured(
-      body, text ? admission_review_text_projection() : admission_review_projection(), slots, "request body");
+  PodTextReader pods;
+  auto parsed = model::parse_captured(body, text ? admission_review_text_projection() : admission_review_projection(),
+                                      slots, "request body", {}, text ? &pods : nullptr);
   if (!parsed) {
     out.error = parsed.error();
     return out;
@@ -224,9 +240,16 @@ DecodedReview decode_review(std::string_view body, ObjectRead read) {
       !take(slots[kOldObject], r.old_object, r.old_object_text)) {
     return out;
   }
+  if (text) {
+    std::string api = r.kind_version;
+    if (!r.kind_group.empty()) api = r.kind_group + "/" + r.kind_version;
+    r.object_pod = model::finish_pod_text(std::move(pods.object), r.kind, api);
+    r.old_object_pod = model::finish_pod_text(std::move(pods.old_object), r.kind, api);
+  }
   out.kind = DecodedReview::Kind::Ok;
   return out;
 }
+
 
 std::string base64_encode(std::string_view data) {
   std::string out;

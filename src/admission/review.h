@@ -28,6 +28,7 @@
 
 #include "admission/answer.h"
 #include "model/json_projection.h"
+#include "model/pod_text.h"
 
 namespace ig::admission {
 
@@ -71,9 +72,12 @@ struct AdmissionRequest {
   nlohmann::json old_object;
   // decode_review(body, ObjectRead::Text): request.object and oldObject,
   // when each is a JSON object, as their text (views into the body: valid
-  // while it lives), `object` / `old_object` then left null; read with
-  // model::read_pod_text, or parsed with admission_object_projection().
+  // while it lives), `object` / `old_object` then left null; and, when the
+  // text is a pod (template) of the usual shape, its facts, read in the
+  // decode's one pass (model::scan_pod_text). A text without them is read by
+  // the handlers (read_pod_text, or parsed with admission_object_projection()).
   std::string_view object_text, old_object_text;
+  std::optional<model::PodText> object_pod, old_object_pod;
   // request.userInfo: who asked. The API server always sends it; absent
   // fields read as empty.
   std::string username;
@@ -97,7 +101,9 @@ const model::Projection& admission_review_projection();
 std::size_t admission_review_slot_count() noexcept;
 
 // What request.object and request.oldObject are read as: projected DOMs,
-// or (for the pod endpoints' handlers) their text.
+// or (for the pod endpoints' handlers) their text, a pod's facts read in
+// the same pass. Either way the decode validates the whole body (a pod's
+// text as it reads it) and answers and words errors alike.
 enum class ObjectRead { Projected, Text };
 
 // The projection of request.object and oldObject (what every handler reads).

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <forward_list>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -34,6 +35,10 @@ constexpr auto kStringClass = [] {
   return t;
 }();
 
+}  // namespace
+
+namespace detail {
+
 class Scanner {
   class Names;
 
@@ -56,8 +61,9 @@ class Scanner {
   }
 
   // parse_captured(): the root delivered to its slot (json_projection.h).
-  bool parse_captured_document(const Projection& projection, std::span<Captured> slots) {
+  bool parse_captured_document(const Projection& projection, std::span<Captured> slots, ObjectReader* reader) {
     slots_ = slots;
+    reader_ = reader;
     if (end_ - p_ >= 3 && std::memcmp(p_, "\xEF\xBB\xBF", 3) == 0) p_ += 3;  // BOM, as nlohmann
     skip_ws();
     if (projection.slot() >= 0 ? !capture_value(projection) : !value(nullptr, nullptr)) return false;
@@ -68,6 +74,10 @@ class Scanner {
 
   const std::string& error() const { return error_; }
 
+  // ValueValidator::skip(): the fast path alone (exact: it fails only on
+  // invalid JSON, and its error text is not needed).
+  const char* validate(const char* p, std::size_t depth) { return fast_value(p, depth); }
+
  private:
   // ---- Capture mode: a value whose projection has a slot. ----
   // p_ on the value's first byte. The errors are value()'s, word for word:
@@ -77,10 +87,19 @@ class Scanner {
     if (p_ == end_) return fail("unexpected end of input");
     Captured& c = slots_[static_cast<std::size_t>(projection.slot())];
     if (projection.is_raw() && (*p_ == '{' || *p_ == '[' || *p_ == '"')) {
-      // Validated and skipped: the caller reads the text (Projection::raw).
+      // Validated and skipped, or read and validated by the ObjectReader:
+      // the caller reads the text (Projection::raw).
       const char* start = p_;
       c.type = *p_ == '{' ? json::value_t::object : *p_ == '[' ? json::value_t::array : json::value_t::string;
-      if (!skip_value()) return false;
+      const char* read = nullptr;
+      if (reader_ != nullptr && *p_ == '{') {
+        read = reader_->read(static_cast<std::size_t>(projection.slot()), p_, end_, depth_);
+      }
+      if (read != nullptr) {
+        p_ = read;
+      } else if (!skip_value()) {
+        return false;
+      }
       c.raw = std::string_view(start, static_cast<std::size_t>(p_ - start));
       return true;
     }
@@ -1026,11 +1045,21 @@ class Scanner {
   std::vector<std::string_view> sorted_;  // scratch of Names::finish()
   std::forward_list<std::string> escaped_;
   std::span<Captured> slots_;  // capture mode's slots
+  ObjectReader* reader_ = nullptr;  // capture mode's reader of raw() objects
   bool saw_escape_ = false;  // set by escape(): the last string had one
   bool fast_ = true;         // skip_value() may try the fast path
 };
 
+}  // namespace detail
+
+namespace {
+using detail::Scanner;
 }  // namespace
+
+ValueValidator::ValueValidator(std::string_view text, std::size_t max_depth)
+    : scanner_(std::make_unique<Scanner>(text, max_depth)) {}
+ValueValidator::~ValueValidator() = default;
+const char* ValueValidator::skip(const char* p, std::size_t depth) { return scanner_->validate(p, depth); }
 
 Projection Projection::whole() { return Projection(); }
 
@@ -1236,14 +1265,14 @@ Result<json> parse_projected(std::string_view text, const Projection& projection
 
 Result<void> parse_captured(std::string_view text, const Projection& projection,
                             std::span<Captured> slots, std::string_view source,
-                            const DecodeLimits& limits) {
+                            const DecodeLimits& limits, ObjectReader* reader) {
   for (auto& slot : slots) slot = Captured{};
   if (text.size() > limits.max_bytes) {
     return fail(std::string(source) + ": input is larger than " + std::to_string(limits.max_bytes) +
                 " bytes");
   }
   Scanner scanner(text, limits.max_depth);
-  if (!scanner.parse_captured_document(projection, slots)) {
+  if (!scanner.parse_captured_document(projection, slots, reader)) {
     return fail(std::string(source) + ": " + scanner.error());
   }
   return {};

@@ -145,6 +145,30 @@ class Projection {
   std::shared_ptr<const Needles> needles_;
 };
 
+namespace detail {
+class Scanner;
+}
+
+// Validates JSON values of one text one at a time, exactly as
+// parse_projected() validates them (grammar, UTF-8, numbers, duplicate
+// names, no NUL, nesting within max_depth), keeping nothing: for a reader
+// that walks the parts it reads itself (model/pod_text.h) and hands every
+// other value here. Not thread-safe; one per text.
+class ValueValidator {
+ public:
+  ValueValidator(std::string_view text, std::size_t max_depth);
+  ~ValueValidator();
+  ValueValidator(const ValueValidator&) = delete;
+  ValueValidator& operator=(const ValueValidator&) = delete;
+  // The byte after the valid value whose first byte is `p` (inside the
+  // text; whitespace already skipped), `depth` containers open around it;
+  // nullptr when the value is not valid JSON.
+  const char* skip(const char* p, std::size_t depth);
+
+ private:
+  std::unique_ptr<detail::Scanner> scanner_;
+};
+
 struct Projection::Field {
   std::string name;
   Projection projection;
@@ -183,11 +207,24 @@ struct Captured {
   }
 };
 
+// A reader of the objects in raw() slots that walks each itself, in the
+// parse's one pass (model/pod_text.h: a pod's facts): read() returns the
+// byte after the object whose '{' is at `p` when it read and validated all
+// of it as ValueValidator would (with `depth` containers open around it),
+// or nullptr when it declines; then parse_captured() validates the object
+// itself, so its verdict and errors never depend on the reader.
+class ObjectReader {
+ public:
+  virtual ~ObjectReader() = default;
+  virtual const char* read(std::size_t slot, const char* p, const char* end, std::size_t depth) = 0;
+};
+
 // `slots` must hold every slot the projection names (index < slots.size());
 // they are reset first. Errors are parse_projected()'s, word for word.
+// `reader`, when given, is offered every object a raw() slot receives.
 Result<void> parse_captured(std::string_view text, const Projection& projection,
                             std::span<Captured> slots, std::string_view source,
-                            const DecodeLimits& limits = {});
+                            const DecodeLimits& limits = {}, ObjectReader* reader = nullptr);
 
 // The reference: the slots filled from a value already parsed and projected
 // (parse_projected's result, or project(parse_json(text), p)).

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "model/json_projection.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -27,11 +30,72 @@ struct PodPart {
 
 constexpr std::array<std::string_view, 3> kPrefixes = {"", "init:", "ephemeral:"};
 
-// A reader over validated JSON text (pod_text.h): every read is bounded by
+// One object's member names, to refuse a repeated one as the projected
+// parser does: the first 16 in place (a name is compared with the earlier
+// ones only when its hash bit is already set), the rest appended to the
+// reader's spill and sorted at the object's end.
+class Names {
+ public:
+  explicit Names(std::vector<std::string_view>& spill) : spill_(spill), base_(spill.size()) {}
+
+  [[gnu::always_inline]] bool add(std::string_view name) {
+    if (n_ < kInPlace) {
+      const std::uint64_t bit = std::uint64_t{1} << (hash(name) & 63);
+      if ((seen_ & bit) != 0) {
+        for (std::size_t j = 0; j < n_; ++j)
+          if (std::string_view(names_[j].data, names_[j].size) == name) return false;
+      }
+      seen_ |= bit;
+      names_[n_++] = {name.data(), name.size()};
+      return true;
+    }
+    if (n_ == kInPlace) {
+      for (const Name& earlier : names_) spill_.emplace_back(earlier.data, earlier.size);
+    }
+    spill_.push_back(name);
+    ++n_;
+    return true;
+  }
+  // At the object's end: whether no name was repeated.
+  bool finish() {
+    if (n_ <= kInPlace) return true;
+    const auto first = spill_.begin() + static_cast<std::ptrdiff_t>(base_);
+    std::sort(first, spill_.end());
+    const bool unique = std::adjacent_find(first, spill_.end()) == spill_.end();
+    spill_.resize(base_);
+    return unique;
+  }
+
+ private:
+  static unsigned hash(std::string_view k) {
+    if (k.empty()) return 0;
+    return static_cast<unsigned>(k.size()) * 5u + static_cast<unsigned char>(k[0]) * 7u +
+           static_cast<unsigned char>(k.back()) * 13u;
+  }
+  static constexpr std::size_t kInPlace = 16;
+  struct Name {
+    const char* data;
+    std::size_t size;
+  };
+  std::vector<std::string_view>& spill_;
+  std::size_t base_;
+  Name names_[kInPlace];  // not initialised: names_[0..n_) are set before use
+  std::size_t n_ = 0;
+  std::uint64_t seen_ = 0;
+};
+
+// A reader that validates what it reads: the parts of the pod it reads by
+// itself (every name, and the strings it keeps, must be printable ASCII
+// without an escape; anything else ends the read), every other value by the
+// projected parser's rules (ValueValidator). Every read is bounded by
 // `end_`; any shape it does not read makes the whole read fail (nullopt).
 class Reader {
  public:
-  explicit Reader(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
+  Reader(std::string_view text, std::size_t depth, std::size_t max_depth)
+      : p_(text.data()), end_(text.data() + text.size()), depth_(depth), max_depth_(max_depth),
+        validator_(text, max_depth) {}
+
+  const char* position() const { return p_; }
 
   bool read_object(std::optional<std::string>& kind, std::optional<std::string>& api_version,
                    std::optional<std::string>& name, std::optional<std::string>& generate_name,
@@ -73,132 +137,61 @@ class Reader {
   }
 
  private:
-  // ---- Text primitives (the text is valid JSON; bounds are still kept). ----
+  // ---- Text primitives. ----
   [[gnu::always_inline]] void ws() {
     if (p_ < end_ && static_cast<unsigned char>(*p_) > ' ') return;  // the usual case: none
     while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
   }
-  // The next '"' or '\\' at or after p (end when none).
-  [[gnu::always_inline]] const char* quote_or_backslash(const char* p) const {
+  // The first byte at or after p that is '"', '\\', a control character or
+  // not ASCII (end when none).
+  [[gnu::always_inline]] const char* special(const char* p) const {
 #if defined(__SSE2__)
-    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
     while (end_ - p >= 16) {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-      const int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+      // Signed: bytes >= 0x80 are below 0x20 too.
+      const __m128i hit =
+          _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)), _mm_cmplt_epi8(v, space));
+      const int m = _mm_movemask_epi8(hit);
       if (m != 0) return p + __builtin_ctz(static_cast<unsigned>(m));
       p += 16;
     }
 #endif
-    while (p < end_ && *p != '"' && *p != '\\') ++p;
+    while (p < end_ && *p != '"' && *p != '\\' && static_cast<unsigned char>(*p) >= 0x20 &&
+           static_cast<unsigned char>(*p) < 0x80)
+      ++p;
     return p;
   }
-  // p_ on a string's opening quote: past its closing one.
-  bool skip_string() {
-    const char* p = p_ + 1;
-    while (true) {
-      p = quote_or_backslash(p);
-      if (p >= end_) return false;
-      if (*p == '"') {
-        p_ = p + 1;
-        return true;
-      }
-      p += 2;  // an escape: the next byte is escaped (\u's digits are plain)
-    }
-  }
-  // p_ on a string's opening quote: its bytes; false when it has an escape
-  // (its decoded text is not its bytes: the caller does not read it).
+  // p_ on a string's opening quote: its bytes, when they are printable
+  // ASCII without an escape (otherwise false: the read ends).
   [[gnu::always_inline]] bool string(std::string_view& out) {
     const char* first = p_ + 1;
-    const char* q = quote_or_backslash(first);
+    const char* q = special(first);
     if (q >= end_ || *q != '"') return false;
     out = std::string_view(first, static_cast<std::size_t>(q - first));
     p_ = q + 1;
     return true;
   }
-  // Skips one value, p_ on its first byte.
+  // Skips one value, p_ on its first byte, validating it: a plain string
+  // (printable ASCII without an escape, the commonest) here, any other
+  // value by the validator.
   bool skip() {
-    if (p_ >= end_) return false;
-    const char c = *p_;
-    if (c == '"') return skip_string();
-    if (c != '{' && c != '[') {  // a number or literal: up to its delimiter
-      while (p_ < end_ && *p_ != ',' && *p_ != '}' && *p_ != ']' && *p_ != ' ' && *p_ != '\n' &&
-             *p_ != '\r' && *p_ != '\t')
-        ++p_;
-      return true;
+    if (p_ < end_ && *p_ == '"') {
+      const char* q = special(p_ + 1);
+      if (q < end_ && *q == '"') {
+        p_ = q + 1;
+        return true;
+      }
     }
-    // An object or list: to the bracket that closes it. `depth` counts the
-    // brackets open outside strings, `in_string` says whether p is inside
-    // one (after its opening quote).
-    std::size_t depth = 0;
-    bool in_string = false;
-    const char* p = p_;
-    // Bytes [p, limit) one at a time; true when the value ends there (p_ past it).
-    const auto bytes = [&](const char* limit) {
-      while (p < limit) {
-        const char b = *p;
-        if (in_string) {
-          if (b == '\\') {
-            p += 2;  // the escaped byte too (\u's digits are plain)
-            continue;
-          }
-          if (b == '"') in_string = false;
-        } else if (b == '"') {
-          in_string = true;
-        } else if (b == '{' || b == '[') {
-          ++depth;
-        } else if (b == '}' || b == ']') {
-          if (--depth == 0) {
-            p_ = p + 1;
-            return true;
-          }
-        }
-        ++p;
-      }
-      return false;
-    };
-#if defined(__SSE2__)
-    // 16 bytes at a time: the quotes' running parity (a prefix XOR) marks
-    // the bytes inside strings, so the brackets outside them are found
-    // without stopping at each string. A block with a backslash is read
-    // byte by byte (an escaped quote does not end its string).
-    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), open = _mm_set1_epi8('{'),
-                  close = _mm_set1_epi8('}'), fold = _mm_set1_epi8(0x20);
-    while (end_ - p >= 16) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-      if (_mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash)) != 0) {
-        if (bytes(p + 16)) return true;
-        continue;
-      }
-      // 0x20 folds '[' into '{' and ']' into '}'.
-      const __m128i f = _mm_or_si128(v, fold);
-      unsigned inside = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)));
-      inside ^= inside << 1;
-      inside ^= inside << 2;
-      inside ^= inside << 4;
-      inside ^= inside << 8;
-      if (in_string) inside = ~inside;
-      inside &= 0xFFFFu;
-      in_string = (inside >> 15) != 0;
-      const unsigned opens = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(f, open))) & ~inside;
-      const unsigned closes = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(f, close))) & ~inside;
-      for (unsigned any = opens | closes; any != 0; any &= any - 1) {
-        const unsigned bit = any & (0u - any);
-        if (opens & bit) {
-          ++depth;
-        } else if (--depth == 0) {
-          p_ = p + __builtin_ctz(bit) + 1;
-          return true;
-        }
-      }
-      p += 16;
-    }
-#endif
-    return bytes(end_);
+    const char* after = validator_.skip(p_, depth_);
+    if (after == nullptr) return false;
+    p_ = after;
+    return true;
   }
   // A null value (consumed) or not (p_ unmoved).
   bool null() {
-    if (p_ < end_ && *p_ == 'n') {
-      p_ += std::min<std::ptrdiff_t>(4, end_ - p_);
+    if (end_ - p_ >= 4 && std::memcmp(p_, "null", 4) == 0) {
+      p_ += 4;
       return true;
     }
     return false;
@@ -237,19 +230,22 @@ class Reader {
     });
   }
   // An object's members: member(name) with p_ on the value, which it reads
-  // whole. False at a value that is not an object or a name with an escape.
+  // whole. False at a value that is not an object, a name that string()
+  // does not read, a repeated name or nesting past the limit.
   template <typename Member>
   bool members(Member member) {
-    if (p_ >= end_ || *p_ != '{') return false;
+    if (p_ >= end_ || *p_ != '{' || ++depth_ > max_depth_) return false;
     ++p_;
     ws();
     if (p_ < end_ && *p_ == '}') {
       ++p_;
+      --depth_;
       return true;
     }
+    Names names(spill_);
     while (true) {
       std::string_view name;
-      if (p_ >= end_ || *p_ != '"' || !string(name)) return false;
+      if (p_ >= end_ || *p_ != '"' || !string(name) || !names.add(name)) return false;
       ws();
       if (p_ >= end_ || *p_ != ':') return false;
       ++p_;
@@ -259,7 +255,8 @@ class Reader {
       if (p_ >= end_) return false;
       if (*p_ == '}') {
         ++p_;
-        return true;
+        --depth_;
+        return names.finish();
       }
       if (*p_ != ',') return false;
       ++p_;
@@ -270,11 +267,12 @@ class Reader {
   // not a list.
   template <typename Element>
   bool elements(Element element) {
-    if (p_ >= end_ || *p_ != '[') return false;
+    if (p_ >= end_ || *p_ != '[' || ++depth_ > max_depth_) return false;
     ++p_;
     ws();
     if (p_ < end_ && *p_ == ']') {
       ++p_;
+      --depth_;
       return true;
     }
     while (true) {
@@ -283,6 +281,7 @@ class Reader {
       if (p_ >= end_) return false;
       if (*p_ == ']') {
         ++p_;
+        --depth_;
         return true;
       }
       if (*p_ != ',') return false;
@@ -500,24 +499,55 @@ class Reader {
 
   const char* p_;
   const char* end_;
+  std::size_t depth_;  // containers open around p_
+  std::size_t max_depth_;
+  ValueValidator validator_;
+  std::vector<std::string_view> spill_;  // Names past the 16th, every open object's
 };
 
 }  // namespace
 
-std::optional<PodText> read_pod_text(std::string_view text, std::string_view kind,
-                                     std::string_view api_version) {
+// What scan_pod_text() read: the object's type meta and names, and the
+// three places a pod may sit (the object, spec.template,
+// spec.jobTemplate.spec.template).
+struct PodScanParts {
   std::optional<std::string> object_kind, object_api, name, generate_name, ns;
   PodPart top, tmpl, job_tmpl;
   bool has_template = false, has_job_template = false;
+};
+
+void PodScanDeleter::operator()(PodScanParts* parts) const noexcept { delete parts; }
+
+const char* scan_pod_text(const char* p, const char* end, std::size_t depth, PodScan& out) {
+  out.reset(new PodScanParts);
+  PodScanParts& s = *out;
+  Reader reader(std::string_view(p, static_cast<std::size_t>(end - p)), depth, DecodeLimits{}.max_depth);
+  if (!reader.read_object(s.object_kind, s.object_api, s.name, s.generate_name, s.ns, s.top, s.tmpl,
+                          s.job_tmpl, s.has_template, s.has_job_template)) {
+    out.reset();
+    return nullptr;
+  }
+  return reader.position();
+}
+
+std::optional<PodText> read_pod_text(std::string_view text, std::string_view kind,
+                                     std::string_view api_version, std::size_t depth) {
+  if (text.size() > DecodeLimits{}.max_bytes) return std::nullopt;
   // A UTF-8 byte order mark and white space before the value, as the parser.
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
-  while (!text.empty() && (text[0] == ' ' || text[0] == '\n' || text[0] == '\r' || text[0] == '\t'))
-    text.remove_prefix(1);
-  Reader reader(text);
-  if (!reader.read_object(object_kind, object_api, name, generate_name, ns, top, tmpl, job_tmpl,
-                          has_template, has_job_template)) {
-    return std::nullopt;
-  }
+  const auto json_space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+  while (!text.empty() && json_space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && json_space(text.back())) text.remove_suffix(1);
+  PodScan scan;
+  const char* end = text.data() + text.size();
+  if (scan_pod_text(text.data(), end, depth, scan) != end) return std::nullopt;
+  return finish_pod_text(std::move(scan), kind, api_version);
+}
+
+std::optional<PodText> finish_pod_text(PodScan scan, std::string_view kind, std::string_view api_version) {
+  if (!scan) return std::nullopt;
+  auto& [object_kind, object_api, name, generate_name, ns, top, tmpl, job_tmpl, has_template,
+         has_job_template] = *scan;
   // The type meta as the handler completes it; a disagreement is the DOM path's to word.
   if (object_kind && *object_kind != kind) return std::nullopt;
   if (object_api && *object_api != api_version) return std::nullopt;

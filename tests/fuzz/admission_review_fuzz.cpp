@@ -38,6 +38,7 @@
 #include "fuzz_support.h"
 #include "model/document.h"
 #include "model/json_projection.h"
+#include "pod_text_check.h"
 
 namespace {
 
@@ -247,6 +248,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const auto want = ig::model::capture(*got, projection, n);
       for (std::size_t i = 0; i < n; ++i)
         IG_FUZZ_CHECK(want[i] == slots[i], "capture slot differs from the projected DOM", text);
+    }
+  }
+
+  // 1c. The pod endpoints' decode, which reads a pod's text in its pass
+  // (model/pod_text.h), against the projected decode: the same verdict and
+  // error; and facts it read are the DOM path's (pod_text_check.h).
+  {
+    auto as_text = ig::admission::decode_review(text, ig::admission::ObjectRead::Text);
+    auto projected = ig::admission::decode_review(text, ig::admission::ObjectRead::Projected);
+    IG_FUZZ_CHECK(as_text.kind == projected.kind && as_text.error == projected.error,
+                  "the pod endpoints' decode and the projected decode disagree", text);
+    const auto& r = as_text.request;
+    const std::string api = r.kind_group.empty() ? r.kind_version : r.kind_group + "/" + r.kind_version;
+    for (auto [pod_text, pod] : {std::pair{r.object_text, &r.object_pod}, {r.old_object_text, &r.old_object_pod}}) {
+      if (!pod->has_value()) continue;
+      std::string disagreement;
+      const auto outcome = ig::pod_text_check::compare(pod_text, r.kind, api, disagreement);
+      IG_FUZZ_CHECK(disagreement.empty() && outcome == ig::pod_text_check::Outcome::Same,
+                    "facts read in the decode differ from the DOM path's: " + disagreement, text);
+      const auto again = ig::model::read_pod_text(pod_text, r.kind, api);
+      IG_FUZZ_CHECK(again && ig::pod_text_check::same_facts(again->facts, (*pod)->facts),
+                    "facts read in the decode differ from read_pod_text's", text);
     }
   }
 

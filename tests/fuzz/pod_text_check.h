@@ -27,14 +27,18 @@ inline bool same_facts(const model::PodFacts& a, const model::PodFacts& b) {
 enum class Outcome { NotInput, DomFails, TextDeclines, Same };
 
 // What happened; `disagreement` is set (and the outcome meaningless) when
-// the two paths disagree: facts from the text where the DOM path fails, or
-// other facts or another location than it gives.
+// the two paths disagree: facts from text the projected parser refuses,
+// facts from the text where the DOM path fails, or other facts or another
+// location than it gives.
 inline Outcome compare(std::string_view text, std::string_view kind, std::string_view api_version,
                        std::string& disagreement) {
   using nlohmann::json;
   auto dom = model::parse_projected(text, admission::admission_object_projection(), "request.object");
-  if (!dom) return Outcome::NotInput;  // read_pod_text reads validated text only
   const auto read = model::read_pod_text(text, kind, api_version);
+  if (!dom) {  // not JSON by the parser's rules: read_pod_text validates what it reads
+    if (read) disagreement = "read_pod_text gave facts on text the projected parser refuses: " + dom.error();
+    return Outcome::NotInput;
+  }
   json& object = *dom;
   bool ok = object.is_object();
   // ensure_type_meta (admission/handlers.cpp), spelled out again.

@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -170,6 +172,101 @@ TEST(PodText, SkippedValuesWithBracketsAndEscapesInStrings) {
     }
   }
   EXPECT_EQ(same, std::size(tricky) * 40);
+}
+
+// Text the projected parser refuses is never read, wherever the fault is:
+// in a part the reader reads itself or in a value it hands to the
+// validator (read_pod_text validates what it reads: decode_review hands it
+// a pod's text unvalidated, admission/review.h).
+TEST(PodText, TextThatIsNotJsonIsNeverRead) {
+  const std::string good = rich_pod().dump();
+  ASSERT_TRUE(read_pod_text(good, "Pod", "v1"));
+  // (what to find in the text, what to put there instead)
+  const std::pair<std::string, std::string> faults[] = {
+      {R"("kind":"Pod")", R"("kind":"Pod","kind":"Pod")"},               // a repeated name, at the top
+      {R"("name":"c",)", R"("name":"c","name":"c",)"},                   // in a container
+      {R"("limits":{"cpu":"1"})", R"("limits":{"cpu":"1","cpu":"2"})"},  // in a skipped object
+      {R"("app":"x")", R"("app":"x","a1":0,"a2":0,"a3":0,"a4":0,"a5":0,"a6":0,"a7":0,"a8":0,"a9":0,)"
+                       R"("b1":0,"b2":0,"b3":0,"b4":0,"b5":0,"b6":0,"b7":0,"b8":0,"b9":0,"a5":1)"},  // past 16
+      {R"("containerPort":80)", R"("containerPort":080)"},  // numbers
+      {R"("containerPort":80)", R"("containerPort":8.)"},
+      {R"("containerPort":80)", R"("containerPort":-)"},
+      {R"("hostNetwork":false)", R"("hostNetwork":fals)"},  // a literal it reads
+      {R"("hostPID":null)", R"("hostPID":nul)"},
+      {R"("runAsUser":1000)", R"("runAsUser":tru)"},  // a literal it skips
+      {R"("cpu":"1")", std::string("\"cpu\":\"1\x01\"")},       // a control character
+      {R"("cpu":"1")", std::string("\"cpu\":\"\xC3\x28\"")},    // invalid UTF-8
+      {R"("cpu":"1")", R"("cpu":"\x")"},                        // an invalid escape
+      {R"("ports":[{"containerPort":80}])", R"("ports":[{"containerPort":80},])"},  // a trailing comma
+      {R"("ports":[{"containerPort":80}])", R"("ports":[{"containerPort":80}}])"},  // mismatched brackets
+      {R"("args":[])", R"("args":[,])"},
+      {R"("app":"x")", R"("app" "x")"},                              // no colon
+      {R"("app":"x")", std::string("\"app\":\"x\"\0", 10)},          // NUL
+  };
+  for (const auto& [find, replace] : faults) {
+    std::string text = good;
+    const auto at = text.find(find);
+    ASSERT_NE(at, std::string::npos) << find;
+    text.replace(at, find.size(), replace);
+    EXPECT_FALSE(parse_projected(text, admission::admission_object_projection(), "t")) << text;
+    EXPECT_FALSE(read_pod_text(text, "Pod", "v1")) << replace;
+  }
+  EXPECT_FALSE(read_pod_text(good + " x", "Pod", "v1"));  // content after the value
+  EXPECT_FALSE(read_pod_text(good.substr(0, good.size() - 1), "Pod", "v1"));
+  // Nesting: 6 containers around "cpu"'s value, and the limit counts those
+  // around the text's value too.
+  const std::size_t limit = DecodeLimits{}.max_depth;
+  std::string deep = good;
+  const std::string cpu = R"("cpu":"1")";
+  deep.replace(deep.find(cpu), cpu.size(), "\"cpu\":" + std::string(limit - 6, '[') + std::string(limit - 6, ']'));
+  EXPECT_TRUE(parse_projected(deep, admission::admission_object_projection(), "t"));
+  EXPECT_TRUE(read_pod_text(deep, "Pod", "v1"));
+  EXPECT_FALSE(read_pod_text(deep, "Pod", "v1", 2));  // inside an AdmissionReview: too deep
+}
+
+// decode_review(ObjectRead::Text) reads a pod's text in its pass (the
+// reader validating it, the parser validating what it declines): on
+// reviews with random faults it answers as the projected decode does (the
+// same kind and error), and what it read is the DOM path's facts.
+TEST(PodText, TheDecodesReadOfAPodAnswersAsTheProjectedDecode) {
+  const std::filesystem::path root(IG_SOURCE_DIR);
+  std::vector<std::string> seeds;
+  for (const auto& e : std::filesystem::directory_iterator(root / "examples/reviews")) seeds.push_back(file_text(e.path()));
+  for (const auto& e : std::filesystem::directory_iterator(root / "tests/fuzz/corpus/admission_review_fuzz")) {
+    const std::string t = file_text(e.path());
+    if (t.size() > 1) seeds.push_back(t.substr(1));  // byte 0: the fuzzer's request line
+  }
+  std::sort(seeds.begin(), seeds.end());  // the directory's order is not fixed
+  std::mt19937 rng(20261206);  // fixed: the test is deterministic
+  const std::string specials[] = {"\"", "\\", "{", "}", "[", "]", ",", ":", "\\u", "\xc3", "\xff", "\x01",
+                                  "1e999", "-", "0", "null", "true", " ", "\"name\":\"x\",", "\"image\":"};
+  std::size_t read = 0;
+  for (int i = 0; i < 5000; ++i) {
+    std::string doc = seeds[rng() % seeds.size()];
+    const int edits = static_cast<int>(rng() % 3);  // some reviews unchanged
+    for (int e = 0; e < edits && !doc.empty(); ++e) {
+      const std::size_t pos = rng() % doc.size();
+      switch (rng() % 3) {
+        case 0: doc[pos] = static_cast<char>(rng() % 256); break;
+        case 1: doc.insert(pos, specials[rng() % std::size(specials)]); break;
+        default: doc.erase(pos, 1 + rng() % 8);
+      }
+    }
+    const auto as_text = admission::decode_review(doc, admission::ObjectRead::Text);
+    const auto projected = admission::decode_review(doc, admission::ObjectRead::Projected);
+    ASSERT_EQ(as_text.kind, projected.kind) << doc;
+    ASSERT_EQ(as_text.error, projected.error) << doc;
+    const auto& r = as_text.request;
+    const std::string api = r.kind_group.empty() ? r.kind_version : r.kind_group + "/" + r.kind_version;
+    for (auto [text, pod] : {std::pair{r.object_text, &r.object_pod}, {r.old_object_text, &r.old_object_pod}}) {
+      if (!pod->has_value()) continue;
+      ++read;
+      ASSERT_EQ(check_text(std::string(text), {r.kind, api}), Outcome::Same) << doc;
+      const auto again = read_pod_text(text, r.kind, api);
+      ASSERT_TRUE(again && pod_text_check::same_facts(again->facts, (*pod)->facts)) << doc;
+    }
+  }
+  EXPECT_GT(read, 500u);
 }
 
 // Every field the facts read, given every JSON type (and a few values that
