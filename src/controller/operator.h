@@ -15,7 +15,6 @@
 
 #include <atomic>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "admission/webhook.h"

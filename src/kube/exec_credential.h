@@ -34,7 +34,6 @@
 //    callers and is not cached: the next call runs the plugin again.
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <mutex>

@@ -153,13 +153,7 @@ class WorkQueue {
     return waiting_.size();
   }
 
-  void shut_down() {
-    std::lock_guard lock(mu_);
-    shutting_down_ = true;
-    waiting_.clear();
-    waiting_at_.clear();
-    cv_.notify_all();
-  }
+  void shut_down() { shut_down_with_drain(duration::zero()); }
 
   // True when no key was being processed any more within `bound`.
   bool shut_down_with_drain(duration bound) {
@@ -171,11 +165,6 @@ class WorkQueue {
     const time_point deadline = clock_->now() + bound;
     while (!processing_.empty() && clock_->now() < deadline) clock_->wait_until(lock, cv_, deadline);
     return processing_.empty();
-  }
-
-  bool shutting_down() {
-    std::lock_guard lock(mu_);
-    return shutting_down_;
   }
 
  private:
