@@ -14,7 +14,6 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
-#include <set>
 
 #include "admission/catalog.h"
 #include "admission/pod_rules.h"
@@ -379,7 +378,9 @@ json document_of(const Run& run) {
   return {{"results", std::move(results)}, {"summary", summary_of(run)}};
 }
 
-std::string xml_escape(std::string_view s) {
+// XML character data; `attribute`: quotes and newlines escaped too. XML 1.0
+// has no other control characters: they become '?'.
+std::string xml_escape(std::string_view s, bool attribute = true) {
   std::string out;
   out.reserve(s.size());
   for (char c : s) {
@@ -387,29 +388,10 @@ std::string xml_escape(std::string_view s) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
       case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      case '\n': out += "&#10;"; break;
-      default:
-        // XML 1.0 has no other control characters.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\r') {
-          out += '?';
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
-
-std::string xml_text(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      default: out += (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') ? '?' : c;
+      case '"': out += attribute ? "&quot;" : "\""; break;
+      case '\'': out += attribute ? "&apos;" : "'"; break;
+      case '\n': out += attribute ? "&#10;" : "\n"; break;
+      default: out += (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\r') ? '?' : c;
     }
   }
   return out;
@@ -436,10 +418,10 @@ std::string junit_of(const Run& run) {
     out += ">\n";
     if (!r.verdict.answer.allowed()) {
       out += "      <failure type=\"" + xml_escape(admission::to_string(r.verdict.answer.reason)) +
-             "\" message=\"" + xml_escape(r.verdict.answer.message) + "\">" + xml_text(text_of(r)) +
+             "\" message=\"" + xml_escape(r.verdict.answer.message) + "\">" + xml_escape(text_of(r), false) +
              "</failure>\n";
     } else {
-      out += "      <system-out>" + xml_text(text_of(r)) + "</system-out>\n";
+      out += "      <system-out>" + xml_escape(text_of(r), false) + "</system-out>\n";
     }
     out += "    </testcase>\n";
   }

@@ -2,8 +2,7 @@
 // webhook bootstrap"): a CA and a serving certificate kept in one Secret, the
 // CA published in the caBundle of every webhook of the Mutating and the
 // Validating WebhookConfiguration named --webhook-config-name, the served
-// certificate hot-reloaded from the Secret. This class wires five pieces,
-// each a file of its own:
+// certificate hot-reloaded from the Secret. This class wires five pieces:
 //   certificate_plan.h  what to write into the Secret and when (pure)
 //   secret_source.h     every replica: the Secret watch and hot reload
 //   ca_injector.h       leader: one configuration's caBundles, per kind
@@ -11,41 +10,25 @@
 //   served_observer.h   leader: the leaf each ready replica serves (dialled)
 //
 // Contract:
-//  - add_to(manager) adds two runnables to the process's runtime::Manager
-//    (this object outlives the manager's run of them):
-//  - Every replica: the SecretSource (a runtime::Service). loaded() is its.
-//  - The leader: a controller on the engine (runtime/controller.h, one key
-//    kKey), a needs_leader runnable; each term
-//    starts the leader's watches (begin_term()), runs the controller, then
-//    stops them (end_term()). Every watch event of the Secret, a webhook
-//    configuration, the template or the Service's EndpointSlices enqueues the
-//    key. reconcile() is one pass: the applier and the injector of each kind
-//    towards base64(ca.crt), then the plan; a plan that writes is an
-//    update() with the resourceVersion read (a create when there is no
-//    Secret; the chart pre-creates it); a conflict re-reads (GET) and plans
-//    again. A plan that wants_served gets the ServedObserver's observation
-//    and is made again with it: the old CA leaves the bundle only once every
-//    ready replica serves a leaf of the new one; what keeps it is logged
-//    once per distinct observation. `bundle_confirmed_since` is the moment
-//    every configuration was first seen settled on this ca.crt; `grace` is
-//    rotation_grace capped at a tenth of the serving certificate's validity.
-//    A valid existing Secret is kept: leaders change, material does not.
-//  - Timed steps are Requeue{after}: the plan's wake, at most
-//    `recheck_interval`. A failed Secret read or write is an error for the
-//    engine's per-key backoff (retry_initial doubling to recheck_interval).
-//  - Nothing is written once the reconcile's CancelToken is stopped
-//    (the manager's stop_leading() returns when no pass runs; a caBundle patch in flight
-//    is abandoned, a Secret write is bounded by `request_timeout`, a dial of
-//    a replica by `probe_timeout`).
-//  - Failures are logged, kept as last_error() (a template error is logged
-//    once per distinct message, counted each pass).
-//  - write_metrics(): isolation_gate_certificate_expiry_seconds
-//    {certificate="serving"|"ca"} (notAfter as Unix time: the served leaf;
-//    the earliest CA of ca.crt), isolation_gate_certificate_rotations_total
-//    {certificate=...} (this replica's writes as leader),
-//    isolation_gate_ca_bundle_repairs_total, isolation_gate_certificate_loaded,
-//    isolation_gate_webhook_configuration_applies_total,
-//    isolation_gate_certificate_errors_total.
+//  - add_to(manager): the SecretSource on every replica (loaded() is its),
+//    and on the leader a controller of one key (kKey) whose term starts the
+//    leader's watches (begin_term()) and stops them (end_term()). Any change
+//    of the Secret, a configuration, the template or the EndpointSlices
+//    enqueues kKey. This object outlives the manager's run of them.
+//  - reconcile() is one pass: the applier and the injectors towards
+//    base64(ca.crt), then the plan; a plan that writes is an update with the
+//    resourceVersion read (a create when there is no Secret); a conflict
+//    re-reads and plans again. A plan that wants_served is made again with
+//    the ServedObserver's observation. A valid existing Secret is kept.
+//  - Timed steps are Requeue{after} (at most `recheck_interval`); a failed
+//    Secret read or write is retried with the engine's backoff
+//    (retry_initial doubling to recheck_interval).
+//  - Nothing is written once the CancelToken is stopped (a caBundle patch in
+//    flight is abandoned; a Secret write is bounded by `request_timeout`, a
+//    dial of a replica by `probe_timeout`).
+//  - Failures are logged (once per distinct message) and kept as
+//    last_error(); write_metrics() gives the expiry, rotation, repair, load,
+//    apply and error families (docs/operations.md, "Self-managed certificates").
 #pragma once
 
 #include <chrono>

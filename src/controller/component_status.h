@@ -1,54 +1,38 @@
 // A Component as the operator caches it, and the status the operator wants
 // it to carry (docs/operations.md, "Component status").
 //
-// ComponentRecord is what the Components cache holds: the model::Component
-// the admission rules read, plus what the status loop needs of the object
-// (uid, generation) and a compact mark of the status the API server holds
-// (a fingerprint of its content and each condition's status and transition
-// time), so "written only when it changes" needs no GET and no copy of the
-// status JSON per Component.
+// ComponentRecord is what the Components cache holds: the model::Component,
+// the object's uid and generation, and a compact mark of the status the API
+// server holds (a fingerprint, each condition's status and transition time),
+// so "written only when it changes" needs no GET and no copy of the status.
 //
 // Contract:
-//  - decode_component_record() accepts any JSON; a status it cannot read is
-//    not an error (the record just carries no marks, so the status is
-//    rewritten); the Component itself decodes as model::decode_component.
-//  - desired_status() is pure: the gate's decision for the Component now
-//    (policy::decide, the one decision site), its trust, and the drift count
-//    give status.{observedGeneration, contentTrust, trustDeclared,
-//    isolation, runtimeClassName (RequireSetec only), driftedPods,
-//    conditions}. Conditions are Admitted, TrustDeclared, Drifted and
-//    BoundOutsideMicroVM, in that order, each with observedGeneration; a condition keeps the
-//    lastTransitionTime the API server holds while its status is unchanged,
-//    else takes `now`. Messages name no counts that churn (node numbers), so
-//    a node joining does not rewrite every Component.
-//  - BoundOutsideMicroVM (positive, as Ready): with RequireSetec, True
-//    (PodsBound) when no running pod on the sandbox runs or reaches what its
-//    Component does not declare (admission::unbound_outside_microvm), else
-//    False (PodsUnboundOutsideMicroVM) naming the count and one example pod:
-//    admitted in the microVM, such pods would be denied outside one. With any
-//    other decision True (NotInMicroVM): the pods run outside a microVM, where
-//    admission already admits only what the Component declares.
-//  - The status is written with server-side apply, field manager
-//    kFieldManager: apply_configuration() is the whole object the gate sends
-//    (apiVersion, kind, metadata name/namespace, and only desired_status()'s
-//    fields), so the API server keeps what other managers own (their fields,
-//    their conditions: status.conditions is a list keyed by type) and
-//    removes what the gate applied before and no longer applies
-//    (runtimeClassName once the decision is not RequireSetec).
-//  - status_fingerprint() hashes only what the gate owns in a status: the
-//    fields desired_status() writes and the conditions of kConditionTypes
-//    (in that order, wherever they stand), without lastTransitionTime; other
-//    managers' fields and conditions do not count. Equal fingerprints mean
-//    nothing the gate applies changed: holds_status() is that comparison,
-//    the one test of "needs a write", so another manager's condition causes
-//    no write (and no write loop).
+//  - decode_component_record() decodes the Component as
+//    model::decode_component; a status it cannot read is no error (no marks:
+//    the status is rewritten).
+//  - desired_status() is pure: from the gate's decision now (decision_for(),
+//    the one call to policy::decide), the trust and the drift figures, the
+//    status fields and the conditions Admitted, TrustDeclared, Drifted and
+//    BoundOutsideMicroVM, in that order. A condition keeps the
+//    lastTransitionTime the API server holds while its status is unchanged.
+//    Messages name no counts that churn (node numbers).
+//  - BoundOutsideMicroVM: with RequireSetec, True (PodsBound) unless a
+//    running pod on the sandbox runs or reaches what its Component does not
+//    declare, else False (PodsUnboundOutsideMicroVM) with the count and one
+//    example pod; with any other decision True (NotInMicroVM).
+//  - Writes are server-side applies by kFieldManager of
+//    apply_configuration(): the API server keeps other managers' fields and
+//    conditions and removes what the gate no longer applies.
+//  - status_fingerprint() hashes only what the gate owns (its fields and
+//    kConditionTypes, without lastTransitionTime); holds_status() compares
+//    it, the one test of "needs a write", so another manager's condition
+//    causes no write loop.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <ctime>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 

@@ -32,6 +32,11 @@ std::string_view drift_phrase(Drift d, policy::Decision decision) {
   return "runs outside the sandbox";
 }
 
+DriftOptions with_clock(DriftOptions o) {
+  if (!o.clock) o.clock = Clock::steady();
+  return o;
+}
+
 // The pod runs in the microVM the gate decides for it: RequireSetec, on the sandbox.
 bool in_microvm(Decision decision, bool on_sandbox) noexcept {
   switch (decision) {
@@ -42,9 +47,16 @@ bool in_microvm(Decision decision, bool on_sandbox) noexcept {
   }
 }
 
-DriftOptions with_clock(DriftOptions o) {
-  if (!o.clock) o.clock = Clock::steady();
-  return o;
+// The keys whose value differs between `before` and `after` (or is in one only).
+template <typename Map>
+void add_changed_keys(const Map& before, const Map& after, std::set<std::string, std::less<>>& changed) {
+  for (const auto& [key, value] : after) {
+    auto old = before.find(key);
+    if (old == before.end() || !(old->second == value)) changed.insert(key);
+  }
+  for (const auto& [key, value] : before) {
+    if (!after.count(key)) changed.insert(key);
+  }
 }
 
 }  // namespace
@@ -376,20 +388,8 @@ void DriftAudit::pass() {
   std::vector<std::pair<std::string, Clock::duration>> to_evict;  // pod key, time left
   {
     std::lock_guard lock(mu_);
-    for (const auto& [key, n] : counts) {
-      auto old = counts_.find(key);
-      if (old == counts_.end() || old->second != n) changed.insert(key);
-    }
-    for (const auto& [key, n] : counts_) {
-      if (!counts.count(key)) changed.insert(key);
-    }
-    for (const auto& [key, u] : unbound) {
-      auto old = unbound_.find(key);
-      if (old == unbound_.end() || old->second != u) changed.insert(key);
-    }
-    for (const auto& [key, u] : unbound_) {
-      if (!unbound.count(key)) changed.insert(key);
-    }
+    add_changed_keys(counts_, counts, changed);
+    add_changed_keys(unbound_, unbound, changed);
     for (auto& f : fresh) {
       const std::string pod_key = kube::object_key(f.pod->namespace_, f.pod->name);
       auto old = drifted_pods_.find(pod_key);

@@ -1,80 +1,34 @@
-// The drift audit (leader only; docs/operations.md, "Drift"): running
-// component pods whose placement contradicts what the gate decides for
-// their Component now, reported and (opt-in) evicted.
-//
-//   classify_drift(decision, on_sandbox) (pure):
-//     RequireSetec,   not on the sandbox -> LessSafe   (it should be in a microVM)
-//     Deny,           not on the sandbox -> LessSafe   (it would not be admitted now)
-//     Deny,           on the sandbox     -> Elsewhere  (safe, but not what the gate decides)
-//     AllowInProcess, on the sandbox     -> Elsewhere
-//     otherwise                          -> None
-//   "on the sandbox" = spec.runtimeClassName is the configured RuntimeClass.
+// The drift audit (leader only; docs/operations.md, "Drift" and "Audit
+// before enforcing"): running component pods whose placement contradicts what
+// the gate decides for their Component now, reported and (opt-in) evicted.
 //
 // Contract:
-//  - A pod cache of its own (a reflector on pods with the label
-//    gibson.zeroroot.ai/component, across namespaces, keeping only name,
-//    namespace, uid, the label, runtimeClassName, whether it is still
-//    running: not Succeeded/Failed and no deletionTimestamp, and, while it
-//    runs, what admission reads of it: decode_audit_pod's facts), started by
-//    start() and stopped by stop() (each term of leadership).
-//  - A reconciler on the engine (runtime/controller.h; the controller,
-//    runnable(), runs while leading): the key kPass is the audit pass,
-//    requeued after `resync`; each drifted pod to evict is its own key
-//    (namespace/name). The queue, worker, retries and cancellation are the
-//    engine's; this class owns no thread.
-//  - No pass runs until the pod cache has listed, nor while `inputs_ready`
-//    is false (kPass is requeued after `not_ready_poll`): from the sandbox's
-//    initial (or a relist's interim) "unavailable" a pass would report drift
-//    that is not there (and miss pods of Components not listed yet). Then a
-//    pass runs after any change (pods, Components, sandbox: mark_dirty()),
-//    at most every `min_interval`, and every `resync`. A pass reads whole snapshots and
-//    replaces the per-Component drift counts at once; a Component whose
-//    count changed is reported to `on_count_change` (the status loop). A
-//    pod that newly drifted records one Warning Event (reason PodDrifted)
-//    on its Component.
-//  - Unbound outside a microVM (docs/security.md): each pass also counts, per
-//    Component whose decision is RequireSetec, its running pods on the
-//    sandbox that admission::unbound_outside_microvm() finds running or
-//    reaching what the Component does not declare (with `gate`), keeping one
-//    example (the first pod by name, and the first phrase); a Component whose
-//    count or example changed is reported to `on_count_change` too.
-//  - Eviction only with `evict`: LessSafe pods, through the Eviction API
-//    (so PodDisruptionBudgets hold), at most `evict_per_minute` (a token
-//    bucket, burst 1: a pod key without a token is requeued until the next
-//    one); 429 (a PDB) retries that pod after Retry-After (else
-//    `evict_retry`); 404 forgets it; any other failure is an error the
-//    engine retries with per-key backoff (`evict_retry` doubling to
-//    `evict_retry_max`). Each eviction is an Event (reason Evicted) and a
-//    counter. Elsewhere pods are never evicted.
-//  - The fence: no eviction is sent once the reconcile's CancelToken is
-//    stopped (leadership lost), and one in flight is abandoned
-//    (kube::Client::create_cancellable).
-//  - Settle time: a pod is evicted only once it has stayed LessSafe for
-//    `evict_settle` (--drift-eviction-settle, default 60 s) since the pass
-//    that first saw it so (DriftSettle, per pod uid: a pod that stops
-//    drifting, or goes, is forgotten and starts again), so a transient state
-//    (a Node flapping, an edit undone) evicts nothing. Its key is requeued
-//    after the time left (Requeue{after}); every time is on `clock`.
-//  - Audit namespaces (gibson.zeroroot.ai/isolation=audit; docs/operations.md,
-//    "Audit before enforcing"): each pass also judges every running pod of
-//    every audit namespace, labelled or not, with admission's own rules
-//    (admission::admit_pod at Stage::Mutate, the answer /mutate/pods would
-//    give were the pod created now under enforcement: the same Component
-//    catalog, sandbox and shape as the drift pass; audit_would_deny(), pure).
-//    Which namespaces are in audit mode: a cache of Namespaces selected by
-//    that label (name and uid only). Their pods: a second pod cache, without
-//    a label selector, that holds only running pods of audit namespaces,
-//    reduced to what admission reads (model::PodFacts), and runs only while
-//    some namespace is in audit mode (started, listed again when the set of
-//    audit namespaces changes, stopped and emptied when none is left).
-//    Reported: the gauge isolation_gate_audit_pods_would_deny{namespace,
-//    reason} (a pass replaces it whole: a pod that stopped running, or whose
-//    namespace left audit mode, leaves it; a series at 0 is removed), and one
-//    Warning Event (reason WouldDenyWhenEnforced, action Audit) regarding the
-//    Namespace, related to the pod, for each pod newly found would-deny (or
-//    found again with another reason or uid), through the EventRecorder.
-//  - Thread-safe readers: drifted(component_key), unbound(component_key),
-//    synced(), write_metrics().
+//  - A reconciler on the engine (runnable(), run while leading between
+//    start() and stop(), which own its caches); it owns no thread.
+//  - Key kPass, the pass: over the pods labelled gibson.zeroroot.ai/component
+//    (a cache of PodPlacement). None until that cache has listed and
+//    `inputs_ready` holds (else after `not_ready_poll`): an interim
+//    "unavailable" sandbox would report drift that is not there. Then after
+//    any change (mark_dirty(), at most every `min_interval`) and every
+//    `resync`. A pass replaces the per-Component drift counts and the pods
+//    unbound outside a microVM (RequireSetec on the sandbox, with
+//    admission::unbound_outside_microvm; one example: first pod by name)
+//    at once, reports Components whose figures changed to `on_count_change`,
+//    and records one Warning Event (PodDrifted) per newly drifted pod.
+//  - Audit namespaces (gibson.zeroroot.ai/isolation=audit): each pass judges
+//    their running pods as /mutate/pods would now (audit_would_deny),
+//    replaces the gauge isolation_gate_audit_pods_would_deny{namespace,
+//    reason}, and records one Warning Event (WouldDenyWhenEnforced) regarding
+//    the Namespace per pod newly found (or with another reason or uid). Their
+//    pod cache runs only while some namespace is in audit mode.
+//  - A pod key (namespace/name): its eviction, only with `evict`, only of a
+//    LessSafe pod that stayed so for `evict_settle` (DriftSettle), through
+//    the Eviction API (PodDisruptionBudgets hold), at most `evict_per_minute`.
+//    429 retries after Retry-After (else `evict_retry`), 404 forgets, other
+//    failures are retried with the engine's backoff (`evict_retry` doubling
+//    to `evict_retry_max`). Nothing is sent once the CancelToken is stopped;
+//    one in flight is abandoned. Elsewhere pods are never evicted.
+//  - Thread-safe readers: drifted(), unbound(), synced(), write_metrics().
 #pragma once
 
 #include <atomic>
@@ -89,7 +43,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -111,6 +64,10 @@
 namespace ig::controller {
 
 enum class Drift : std::uint8_t { None, LessSafe, Elsewhere };
+// Pure; "on the sandbox": spec.runtimeClassName is the configured RuntimeClass.
+//   RequireSetec or Deny, not on the sandbox -> LessSafe
+//   Deny or AllowInProcess, on the sandbox   -> Elsewhere
+//   otherwise                                -> None
 Drift classify_drift(policy::Decision decision, bool on_sandbox) noexcept;
 
 // When each drifted pod may be evicted: `settle` after the pass that first

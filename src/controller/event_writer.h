@@ -1,34 +1,22 @@
 // The Event writer: a kube::EventRecorder whose writes are reconciles on the
-// engine (runtime/controller.h). Events are written on every replica (the
-// webhook's denials), so runnable() is added to the process's
-// runtime::Manager as one that needs no leadership. What to write is
-// kube::EventCorrelator's (kube/event_recorder.h); this file sends it.
+// engine, on every replica (runnable() needs no leadership). What to write
+// is kube::EventCorrelator's (kube/event_recorder.h); this file sends it.
 //
 // Contract:
-//  - record(spec) (any thread, the admission path included): validates,
-//    counts the occurrence into the correlator under a short mutex and
-//    enqueues its key; never blocks on I/O. Refused and counted: an invalid
-//    spec (dropped_invalid), a full queue (dropped_queue_full: queue_capacity
-//    occurrences not yet looked at by a reconcile), after stop()
-//    (dropped_stopped). Records made before the manager runs runnable() are
-//    written once it does.
-//  - reconcile(key, cancel): one write of the key (a 404 on its series PATCH:
-//    the new Event's create too). No token yet: requeued after the wait.
-//    Retriable failures (ApiError::retriable()): requeued with the engine's
-//    per-key backoff (retry_initial .. retry_max; an answer's Retry-After
-//    instead, at most retry_max), max_attempts in all, keeping the Event's
-//    name, so a create answered 409 AlreadyExists after a lost answer is a
-//    success. Other failures and spent retries: dropped, counted in
-//    send_errors, logged once per distinct error.
-//    Cancelled: nothing is sent (a PATCH in flight is abandoned).
-//  - The key kSweep enqueues every pending key (a new run, wake(), flush()).
-//  - flush(timeout): writes what is pending ignoring the per-object buckets
-//    (the global one still applies); true once nothing is pending. stop()
-//    (before the manager stops runnable()): record() refuses, a flush of at
-//    most stop_flush; occurrences still unwritten are counted in
-//    dropped_rate_limited (dropped_stopped when runnable() is not running:
-//    no flush then). The destructor (after the manager stopped) is such a
-//    stop() without a flush.
+//  - record(spec) (any thread, the admission path included) never blocks on
+//    I/O: it counts the occurrence into the correlator and enqueues its key.
+//    Refused and counted: an invalid spec (dropped_invalid), a full queue
+//    (dropped_queue_full), after stop() (dropped_stopped).
+//  - reconcile(key, cancel): the key's next write (a 404 on its series PATCH:
+//    the create too). No token yet: requeued after the wait. Retriable
+//    failures: the engine's backoff (retry_initial .. retry_max, or
+//    Retry-After), max_attempts in all, keeping the Event's name (a 409
+//    AlreadyExists after a lost answer is a success). Other failures: dropped,
+//    counted in send_errors, logged once per distinct error. The key kSweep
+//    enqueues every pending key.
+//  - flush(timeout) writes what is pending ignoring the per-object buckets.
+//    stop() (before the manager stops runnable()): record() refuses, a flush
+//    of at most stop_flush, the rest counted in dropped_rate_limited.
 //  - Thread-safe; stop() is noexcept. The writer outlives the manager's run
 //    of runnable().
 #pragma once

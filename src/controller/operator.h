@@ -1,33 +1,20 @@
-// The operator: the loops that write to the API (docs/operations.md,
-// "Loops"), started and stopped with leadership, plus the Events every
-// replica records for its own denials.
-//
-//   Cluster (every replica: caches) --listener--> Operator
-//     leader: StatusWriter (Component status, a controller on the engine)
-//                           <- Component/sandbox changes, drift counts
-//             DriftAudit   (pods cache, drift, opt-in eviction; audit namespaces'
-//                           running pods enforcement would deny; a controller)
-//                           <- the same
-//   Webhook denial (every replica) --record_denial--> kube::EventRecorder
+// The operator (docs/operations.md, "Loops"): the loops that write to the
+// API, run while leading, plus the Events every replica records for its own
+// denials and guarded changes.
 //
 // Contract:
-//  - add_to(manager): three needs_leader runnables on the process's
-//    runtime::Manager (this object outlives the manager's run of them): the
-//    drift caches (a runtime::Service), the status and the drift
-//    controllers. The manager's stop_leading() returns when no loop can start
-//    a write any more (the status writes and evictions in flight are
-//    cancelled: their reconciles' CancelTokens). Term after term.
+//  - add_to(manager): three needs_leader runnables (this object outlives the
+//    manager's run of them): the drift caches (a runtime::Service), the
+//    StatusWriter and the DriftAudit controllers. Once stop_leading()
+//    returns, no write starts; those in flight are cancelled.
 //  - The ClusterListener methods only enqueue work (reflector threads).
-//  - record_denial() never blocks and never does I/O (the webhook's request
-//    thread): it builds one Warning Event regarding the Component the denial
-//    names when the cache has it, else the namespace, with the denial's
-//    reason and message, and queues it on the recorder (deduplicated and
-//    rate-limited there).
+//  - record_denial() and record_guarded_change() never block or do I/O (the
+//    webhook's request thread): one Event regarding the Component when the
+//    cache has it, else the Namespace, queued on the recorder.
 #pragma once
 
 #include <atomic>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "admission/webhook.h"
@@ -70,8 +57,6 @@ class Operator final : public ClusterListener {
   // loosening or a refused change).
   void record_guarded_change(const admission::GuardedChangeNotice& notice) noexcept;
 
-  StatusWriterStats status_stats() const { return status_.stats(); }
-  const DriftAudit& drift() const noexcept { return drift_; }
   // The leader's caches (pods, audit namespaces, their pods); none otherwise.
   std::vector<CacheView> caches() const { return drift_.cache_views(); }
   void write_metrics(prometheus::TextWriter& out) const;

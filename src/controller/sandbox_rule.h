@@ -1,9 +1,6 @@
 // Whether the setec sandbox is available, from plain facts about the
-// RuntimeClass and the Nodes (docs/architecture.md,
-// "Where cluster mode plugs in"). One small pure function, unit-tested as a
-// table, kept apart from the watch plumbing that gathers the facts.
-//
-// available only when all hold:
+// RuntimeClass and the Nodes (docs/architecture.md, "Where cluster mode plugs
+// in"). Pure; available only when all hold:
 //  1. the configured RuntimeClass exists;
 //  2. in setec-only it is platform-operated: it carries the label
 //     setec.zeroroot.ai/runtime (customer-isolation may name any RuntimeClass);
@@ -12,18 +9,11 @@
 //     has no NoSchedule/NoExecute taint that scheduling.tolerations do not
 //     tolerate (PreferNoSchedule never excludes a node).
 //
-// The facts decoders read only those fields and fail on a wrong type
-// (the object is then left out of the cache, so it cannot make the sandbox
-// look available).
-//
-// The Node cache keeps far less than NodeFacts: a NodeFit, the four facts
-// of rule 3 for one Node, its labels and taints already evaluated against
-// the RuntimeClass's scheduling (a NodeProjection) when the Node was
-// decoded, 8 bytes instead of every label and taint. A NodeFit is only
-// meaningful under the projection it names: when the RuntimeClass's
-// scheduling changes, the cache is listed again under the new projection
-// (controller/cluster.h). assess_sandbox on NodeFacts projects them the
-// same way, so there is one rule.
+// The decoders fail on a wrong type (the object is then left out of the
+// cache, so it cannot make the sandbox look available). The Node cache keeps
+// a NodeFit: rule 3's facts for one Node, already evaluated against the
+// RuntimeClass's scheduling (the NodeProjection it names); when that
+// scheduling changes, the Nodes are listed again (controller/cluster.h).
 #pragma once
 
 #include <cstddef>

@@ -1,51 +1,28 @@
 // The Component status loop (leader only; docs/operations.md, "Component
-// status"): keeps every Component's status subresource equal to
-// desired_status() (controller/component_status.h), writing only when the
-// cached object's status differs from it.
-//
-// A reconciler on the engine (runtime/controller.h): reconcile(key) is the
-// whole loop body; the queue, workers, retries and cancellation are the
-// engine's. Triggers: a Component change enqueues its key, a drift (or
-// unbound-outside-a-microVM) count change its Component's key, a sandbox flip or a relist every key
-// (enqueue_all: one sweep key, debounced), a new term of leadership every key.
+// status"): a reconciler on the engine keeping every Component's status
+// subresource equal to desired_status(), writing only when it differs.
+// Triggers: a Component change (its key), a drift or unbound count change
+// (its Component's key), a sandbox flip, a relist or a new term (kSweep:
+// every key, debounced to one sweep per sweep_interval).
 //
 // Contract:
-//  - reconcile(key): the desired status is compared with the status the
-//    Components CACHE holds (its fingerprint), never with what this replica
-//    last sent: a status another writer overwrote, or one lost in a relist,
-//    is written again at the next event or sweep of that Component. One
-//    exception, bounded: a key reconciled again before the watch shows our
-//    write (the cache still holds what it held when we wrote, and we want
-//    what we wrote) is not written twice for up to echo_wait; it is checked
-//    again when echo_wait has passed (the interim state of a write followed
-//    by its leftover merge patch counts as not moved), so a write the cache never shows (lost
-//    in a relist, say) is repeated. A new term of leadership forgets what
-//    the last one sent.
-//  - Nothing is written while ready() is false (the operator's: caches
-//    synced, Cluster::settled(), the drift audit has made a pass): the key is
-//    requeued after not_ready_poll; nor once the reconcile's CancelToken is
-//    stopped (leadership lost): the write is cancellable, so a write in
-//    flight is abandoned too.
-//  - The comparison covers only the gate's own fields and conditions
-//    (status_fingerprint(), holds_status()): another manager's condition
-//    causes no write.
-//  - The write (write_status(), the one place): a server-side apply of the
-//    status subresource (apply_configuration(), field manager kFieldManager,
-//    force: the gate is the sole owner of its fields), bounded by
-//    write_timeout; runtimeClassName is left out when not RequireSetec, so
-//    the API server removes it (and, when the answer still holds it, a merge
-//    patch removes it: an earlier version's merge patches co-own it;
-//    leftover_fields_patch()).
-//  - Errors: 404 (the Component is gone) drops the key; Retry-After is
-//    honoured; others are errors the engine retries with per-key backoff
-//    (retry_initial doubling to retry_max), logged once per distinct message.
-//  - Sweeps are debounced: a sweep runs at once when none ran for
-//    sweep_interval, else when sweep_interval has passed since the last one
-//    (requests meanwhile merge into that one). Over T seconds of sandbox
-//    flips a Component is therefore written at most 1 + ceil(T /
-//    sweep_interval) times by sweeps.
+//  - reconcile(key) compares with the status the Components CACHE holds
+//    (status_fingerprint(), holds_status(): the gate's own fields and
+//    conditions only), never with what this replica last sent, so a status
+//    overwritten or lost in a relist is written again. Bounded exception: a
+//    key reconciled again before the watch shows our write is not written
+//    twice for up to echo_wait, then checked again. A new term forgets it.
+//  - Nothing is written while ready() is false (requeued after
+//    not_ready_poll), nor once the CancelToken is stopped (a write in flight
+//    is abandoned).
+//  - The write (write_status(), the one place): a forced server-side apply
+//    (apply_configuration(), kFieldManager) bounded by write_timeout, then
+//    leftover_fields_patch() when the answer still holds a field left out.
+//  - 404 drops the key; Retry-After is honoured; other errors are retried
+//    with the engine's backoff (retry_initial doubling to retry_max), logged
+//    once per distinct message.
 //  - enqueue*() are thread-safe, never block on the network, and are dropped
-//    while not leading (a term starts with a sweep).
+//    while not leading.
 #pragma once
 
 #include <chrono>
@@ -114,7 +91,6 @@ class StatusWriter {
 
  private:
   Result<runtime::Requeue> sweep();
-  // The one write of a status (to become a server-side apply).
   // `interim`: the fingerprint of the apply's answer when a merge patch
   // followed it (a state of our own the cache may show first), else 0.
   kube::ApiResult<nlohmann::json> write_status(const ComponentRecord& record, const nlohmann::json& status,

@@ -4,41 +4,31 @@
 // credential plugin: kube/exec_credential.h).
 //
 // Contract:
-//  - Everything is loaded and checked at start: the CA and client
-//    certificate/key are read into memory as PEM and parsed once; a token file
-//    must be readable and non-empty. Nothing throws; every failure is one line
-//    naming the source and field ("kubeconfig /home/me/.kube/config: user
-//    \"alice\": field auth-provider is not supported (...)").
-//  - TLS trusts only the cluster CA (no system roots), so a CA is required.
-//  - The server is an https:// URL; it is kept without a trailing '/'.
+//  - Everything is loaded and checked at start (PEM read and parsed once, a
+//    token file readable and non-empty). Nothing throws; every failure is one
+//    line naming the source and field ("kubeconfig /home/me/.kube/config:
+//    user \"alice\": field auth-provider is not supported (...)").
+//  - TLS trusts only the cluster CA (required); the server is an https://
+//    URL, kept without a trailing '/'.
 //  - Anything the client would not honour is a start-up error, never a silent
-//    anonymous or unverified client: user auth-provider,
-//    username/password, impersonation (as, as-groups, as-uid, as-user-extra);
-//    cluster proxy-url, tls-server-name, insecure-skip-tls-verify: true; an
-//    exec plugin beside a token, tokenFile or client certificate (client-go
-//    would silently ignore the plugin).
-//  - users[].user.exec (client.authentication.k8s.io/v1 and v1beta1) is read
-//    into ClusterConfig::exec and checked as client-go's clientcmd does:
-//    command and apiVersion required, env names non-empty, interactiveMode
-//    Never, IfAvailable or Always (required for v1, IfAvailable by default for
-//    v1beta1). A command holding a '/' is relative to the kubeconfig's
-//    directory; a bare name is looked up on $PATH when the plugin runs. The
-//    plugin runs on the first request, not at load (kube/exec_credential.h).
-//  - Duplicate keys anywhere in the kubeconfig YAML, and two clusters, users or
-//    contexts of the same name, are errors (yaml-cpp keeps duplicates and
-//    answers with the first; the API server's client would take the last).
-//  - Relative paths in a kubeconfig (certificate-authority,
-//    client-certificate, client-key, tokenFile) are relative to the
-//    kubeconfig's directory, as client-go resolves them. A `-data` field wins
-//    over its file field; tokenFile wins over token (client-go's rules).
+//    anonymous or unverified client: auth-provider, username/password,
+//    impersonation, proxy-url, tls-server-name, insecure-skip-tls-verify:
+//    true, an exec plugin beside a token, tokenFile or client certificate.
+//  - users[].user.exec is checked as client-go's clientcmd does (command and
+//    apiVersion required, env names non-empty, interactiveMode Never,
+//    IfAvailable or Always: required for v1, IfAvailable by default for
+//    v1beta1); a command holding a '/' is relative to the kubeconfig's
+//    directory. The plugin runs on the first request, not at load.
+//  - Duplicate YAML keys, and two clusters, users or contexts of one name, are
+//    errors (yaml-cpp would take the first, client-go the last).
+//  - Relative paths are relative to the kubeconfig's directory; a `-data`
+//    field wins over its file field, tokenFile over token (client-go's rules).
 //  - TokenSource is thread-safe. A token file is re-read when it changes
-//    (device, inode, size or mtime, checked at most once a second, or at once
-//    through refresh() after a 401), so service-account token rotation never
-//    breaks a long watch. A failed re-read keeps the last good token. With an
-//    exec plugin the credentials are the plugin's (ExecCredentialSource):
-//    cached until their expirationTimestamp, re-run after a 401.
-//  - $ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT (a duration, "60s", "2m") bounds one
-//    run of an exec plugin; kExecPluginTimeout (60 s) when unset.
+//    (checked at most once a second, or at once through refresh() after a
+//    401), keeping the last good token on a failed read. An exec plugin's
+//    credentials are cached until their expirationTimestamp, renewed after a
+//    401; $ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT bounds one run
+//    (kExecPluginTimeout, 60 s, when unset).
 #pragma once
 
 #include <chrono>

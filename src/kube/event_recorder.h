@@ -1,40 +1,31 @@
 // Kubernetes Events (events.k8s.io/v1, with series) in the shape of client-go:
-// the EventRecorder interface callers record through (tools/record's
-// EventRecorder), and EventCorrelator, the pure bookkeeping of what each
-// Event's next write is (tools/record/events_cache.go's EventCorrelator, with
-// tools/events' series). The writer that sends the writes is
-// controller/event_writer.h (a reconciler on the runtime engine; kube does not
-// depend on runtime). This file knows nothing of the product.
+// the EventRecorder interface callers record through, and EventCorrelator,
+// the pure bookkeeping of each Event's next write (tools/record's
+// EventCorrelator with tools/events' series). The writer that sends them is
+// controller/event_writer.h. This file knows nothing of the product.
 //
-// EventCorrelator contract (no I/O, no threads, time passed in; not
-// thread-safe: its owner locks it):
-//  - observe(spec, now, wall) counts one occurrence of a valid spec
-//    (valid_event()) under its key: (regarding, related, type, reason,
-//    action). A key idle past series_window whose Event shows every
-//    occurrence starts over (a new Event); a new key beyond max_series evicts
-//    the least recently used one (its unwritten occurrences are counted in
-//    dropped_rate_limited). The note is cut at kMaxEventNote; a key's note is
-//    its latest occurrence's.
-//  - next(key, now, flushing): the key's next write. None: the key is gone or
-//    its Event shows every occurrence. Wait: no token yet, from the regarding
-//    object's bucket (client-go's spam filter: object_burst, one token per
-//    object_refill; ignored when `flushing`) or the global one (global_qps,
-//    global_burst). Create: POST of a new Event (name "<object>.<16 hex>", or
-//    32 hex when that is no DNS subdomain; namespace the object's, "default"
-//    for a cluster-scoped one), with the series so far when count >= 2. Patch:
-//    a merge PATCH of the live Event's series {count, lastObservedTime} only
-//    (every other field of an events.k8s.io/v1 Event is immutable). A write
-//    under way (a retry, a re-create after 404) takes no object token and the
-//    global one as a debt. Occurrences held back by a bucket are not dropped:
-//    the next write carries their count.
+// EventCorrelator contract (no I/O, no threads, time passed in; its owner
+// locks it):
+//  - observe(spec, now, wall) counts one occurrence of a valid_event() under
+//    its key (regarding, related, type, reason, action). A key idle past
+//    series_window whose Event shows every occurrence starts a new Event; a
+//    new key beyond max_series evicts the least recently used (its unwritten
+//    occurrences count in dropped_rate_limited). The note is cut at
+//    kMaxEventNote; a key's note is its latest occurrence's.
+//  - next(key, now, flushing): None (gone, or every occurrence shown); Wait
+//    (no token: the regarding object's bucket, object_burst refilled one per
+//    object_refill and ignored when `flushing`, or the global one); Create (a
+//    new Event "<object>.<16 hex>", else 32 hex, in the object's namespace,
+//    "default" when cluster-scoped, with the series when count >= 2); Patch
+//    (a merge PATCH of series {count, lastObservedTime} only). A write under way takes no
+//    object token and the global one as a debt. Occurrences held back are
+//    not dropped: the next write carries their count.
 //  - done(key, write, outcome): Written (a create answered AlreadyExists is
-//    one: our earlier attempt landed though its answer was lost); Gone (the
-//    PATCH answered 404: the next write creates a new Event carrying the
-//    series); Retry (the same write again, same Event name); Failed (given up:
-//    a failed create forgets the key, a failed patch counts the occurrences
-//    as written).
-//  - queued(): occurrences observed since next() last looked at their key
-//    (the writer's bounded queue); pending(): occurrences no Event shows yet.
+//    one); Gone (the PATCH answered 404: the next write creates a new Event);
+//    Retry (the same write, same name); Failed (a failed create forgets the
+//    key, a failed patch counts the occurrences as written).
+//  - queued(): occurrences not yet looked at by next(); pending():
+//    occurrences no Event shows yet.
 #pragma once
 
 #include <chrono>

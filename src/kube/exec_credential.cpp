@@ -10,7 +10,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>

@@ -1,40 +1,30 @@
 // Kubeconfig exec credential plugins (client.authentication.k8s.io v1 and
-// v1beta1), as client-go's plugin/pkg/client/auth/exec runs them: EKS's
-// `aws eks get-token`, GKE's `gke-gcloud-auth-plugin`, AKS's `kubelogin`,
-// OIDC helpers.
+// v1beta1), run as client-go's plugin/pkg/client/auth/exec runs them
+// (docs/operations.md, "Kubeconfig exec plugins").
 //
 // Contract:
-//  - A run: the command (posix_spawnp: a bare name is looked up on this
-//    process's $PATH) with its args; the environment is this process's, then
-//    exec.env over it, then KUBERNETES_EXEC_INFO: an ExecCredential of the
-//    configured apiVersion whose spec holds `interactive` and, only with
-//    provideClusterInfo, `cluster` (server, certificate-authority-data).
-//  - interactiveMode: Never: not interactive; IfAvailable: interactive when
-//    standard input is a terminal; Always: refused (no run) unless standard
-//    input is a terminal. An interactive run gets our standard input and
-//    standard error and stays in our process group (it may prompt on the
-//    terminal); otherwise its standard input is /dev/null, its standard error
-//    is captured (the last 2 KiB are quoted in an error) and it runs in a
-//    process group of its own. No other descriptor of ours is inherited.
-//  - Bounded: a run that has not exited within ExecConfig::timeout is killed
-//    (SIGKILL to its process group; to the process alone when interactive)
-//    and is an error. At most 1 MiB of standard output is read.
-//  - The answer must be an ExecCredential of the configured apiVersion with a
-//    status holding a token and/or clientCertificateData with clientKeyData
-//    (both or neither; the pair must load); expirationTimestamp (RFC 3339),
-//    when given, ends the credentials' use.
-//  - Errors are values naming the plugin and its kubeconfig user: not found
-//    (with installHint), exit code or signal (with the end of its standard
-//    error), timed out, output that is not a valid ExecCredential.
-//  - ExecCredentialSource is thread-safe; one run at a time: callers that
-//    need credentials while a run is under way wait for its result. The
-//    answer is used until its expirationTimestamp (none: until a 401), as
-//    client-go does; after a 401, renew() runs the plugin again unless the
-//    credentials were already replaced. A failed run is an error to its
-//    callers and is not cached: the next call runs the plugin again.
+//  - A run: the command (posix_spawnp: a bare name on $PATH) with its args,
+//    this process's environment with exec.env over it, and
+//    KUBERNETES_EXEC_INFO (`interactive`; `cluster` only with
+//    provideClusterInfo). An interactive run (Always, or IfAvailable with a
+//    terminal on standard input; Always without one is refused) shares our
+//    standard input, standard error and process group; any other gets
+//    /dev/null, has its standard error captured (the last 2 KiB quoted in an
+//    error) and a process group of its own. No other descriptor is inherited.
+//  - Bounded: a run past ExecConfig::timeout is killed (SIGKILL to its
+//    process group; to the process alone when interactive) and is an error.
+//    At most 1 MiB of standard output is read.
+//  - The answer must be an ExecCredential of the configured apiVersion with
+//    a token and/or clientCertificateData with clientKeyData (a pair that
+//    loads); its expirationTimestamp ends its use.
+//  - Errors name the plugin and its kubeconfig user: not found (with
+//    installHint), exit code or signal, timed out, a bad ExecCredential.
+//  - ExecCredentialSource is thread-safe, one run at a time (callers wait for
+//    it). Its answer is used until it expires (none: until a 401); renew()
+//    after a 401 runs the plugin again unless the credentials were already
+//    replaced. A failed run is not cached.
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <mutex>

@@ -4,61 +4,32 @@
 // cpprestsdk stays inside http_client.cpp (this header does not include it).
 //
 // Contract:
-//  - Every call blocks the calling thread, which must be one of ours (a
-//    reflector thread, a webhook request thread with a deadline), never a
-//    cpprestsdk pool thread (docs/architecture.md, "Library traps"). Inside, cpprestsdk's tasks
-//    only set our own completion state; our thread waits on it with a
-//    deadline, and on the deadline cancels the request (a pplx cancellation
-//    token closes the connection) and returns code 0.
-//  - The pool: the first client made in the process sizes cpprestsdk's thread
-//    pool (crossplat::threadpool::initialize_with_threads, options.pool_threads,
-//    2 to 4) before anything uses it; later clients share it.
-//  - TLS trusts only the cluster CA: the SSL context's certificate store is
-//    replaced by a new one holding only config.ca_pem's certificates; the
-//    server's certificate must name the server's host (DNS name or IP
-//    address); TLS 1.2 or later; the client certificate and key when given.
-//    No proxy is used.
+//  - Every call blocks the calling thread, which must be one of ours, never a
+//    cpprestsdk pool thread (docs/architecture.md, "Library traps"). It waits
+//    with a deadline; on the deadline the request is cancelled (its
+//    connection closed) and the answer is code 0. The first client sizes
+//    cpprestsdk's thread pool (options.pool_threads, 2 to 4); later ones
+//    share it.
+//  - TLS trusts only the cluster CA (no system roots), TLS 1.2 or later, the
+//    server's certificate must name its host; no proxy.
 //  - Every request: the rate limiter first (its wait counts against the
-//    call's deadline), then `Authorization: Bearer` from the token source
-//    (re-read as the file rotates; an exec plugin's until it expires) when
-//    there is a token, `User-Agent: isolation-gate/VERSION`, `Accept:
-//    application/json`. On a 401 with a token file or an exec plugin, the file
-//    is re-read or the plugin run again at once and, when the credentials
-//    changed, the request is sent once more (rate-limited again); a plugin
-//    that fails then is named in the 401's error.
-//  - Client certificates: the config's, or an exec plugin's. Connections are
-//    made with the certificate of the credentials in use; when a plugin
-//    answers with another certificate, the shared pool is replaced (new
-//    connections present the new one; a running watch keeps its connection
-//    until it ends).
-//  - Answers >= 400 are ApiErrors with the API server's Status (message,
-//    reason, code; the HTTP reason phrase when the body is not a Status), and
-//    Retry-After (seconds; else Status details.retryAfterSeconds) on 429 and
-//    503. No answer (connection refused or reset, TLS failure, timeout, rate
-//    limit deadline), an oversized body or an undecodable one is code 0, with
-//    the cause in the message (`refused` set for a refused connection);
-//    `rv_too_large` is set from the Status's causes. Messages are one line: "GET /api/v1/nodes/a:
-//    404 NotFound: nodes \"a\" not found".
-//  - Bodies: at most options.max_body_bytes, nesting checked with
-//    ig::json_nesting_depth before nlohmann parses them; objects answer GET,
-//    CREATE, PATCH and APPLY, a list (items, metadata.resourceVersion,
-//    metadata.continue) answers LIST.
-//  - watch(): returns once the answer's headers are in (within
-//    options.request_timeout); the stream is read from the thread calling
-//    next(), chunk by chunk as the bytes arrive, through kube::WatchDecoder.
-//    Each watch has its own connection, whose inactivity timeout is the
-//    server-side timeoutSeconds plus 30 s, so a silent dead connection ends
-//    in an error, never a hang; with WatchOptions::silence set, a stream that
-//    delivers no byte for that long ends sooner, in an error with `silent`. next(): an event; nullopt when the server
-//    ended the stream cleanly or after stop(); an error (code 0) when the
-//    connection dropped, the stream ended inside an event or an event did not
-//    decode. stop() may be called from any thread; it cancels the connection
-//    and wakes a blocked next() at once. The stream outlives its client
-//    safely.
-//    An ERROR event (e.g. 410 Expired) is an event, with the Status as its
-//    object: the caller decides (the reflector relists).
-//  - Connections are kept alive and shared by the client's calls; after a
-//    call that got no answer the client starts a fresh pool.
+//    deadline), then the token source's bearer token, if any. On a 401 with a
+//    token file or an exec plugin, the credentials are renewed at once and,
+//    when they changed, the request is sent once more. Connections present
+//    the client certificate of the credentials in use (a plugin's new one
+//    replaces the shared pool).
+//  - Answers >= 400 are ApiErrors with the API server's Status and
+//    Retry-After; no answer, an oversized body (options.max_body_bytes) or
+//    an undecodable one is code 0 with the cause. Messages are one line:
+//    "GET /api/v1/nodes/a: 404 NotFound: nodes \"a\" not found".
+//  - watch() returns once the headers are in; next() reads the stream on the
+//    caller's thread through kube::WatchDecoder: an event (an ERROR event,
+//    e.g. 410 Expired, is an event for the caller), nullopt when the stream
+//    ended cleanly or after stop(), or an error (code 0; `silent` after
+//    WatchOptions::silence without a byte). The connection's inactivity
+//    timeout is timeoutSeconds + 30 s, so a dead one never hangs. stop() may
+//    come from any thread and wakes next() at once; a stream outlives its
+//    client safely.
 //  - Thread-safe: one client serves any number of threads at once.
 #pragma once
 

@@ -1,65 +1,38 @@
 // Leader election on a coordination.k8s.io/v1 Lease, in the shape of
-// client-go's tools/leaderelection (LeaderElector + resourcelock.LeaseLock).
+// client-go's tools/leaderelection (LeaderElector + resourcelock.LeaseLock):
+// the Lease's spec.holderIdentity names the leader; every replica runs an
+// elector with its own identity.
 //
-// One Lease (namespace/name) names the leader in spec.holderIdentity. Every
-// replica runs an elector with its own identity:
-//
-//   candidate, every retry_period * (1 + U[0, 0.2)) (wait.JitterUntil):
-//     GET the Lease;
-//       404            -> CREATE it holding it ourselves (409 AlreadyExists:
-//                         someone else created it first; retry next period)
-//       held by other  -> acquire only when the observed record (its spec)
-//                         has not changed for lease_duration measured on OUR
-//                         clock since we first observed it (client-go's
-//                         observedTime rule: the holder's renewTime is never
-//                         compared with our wall clock, so clock skew between
-//                         nodes does not matter)
-//       free (holder "", or expired as above, or ours) -> PUT carrying the
-//                         observed metadata.resourceVersion (409: lost the
-//                         race, retry), holder = us, acquireTime = renewTime =
-//                         now, leaseTransitions + 1 when the holder was not us
-//     on success: leader; on_started_leading().
-//   leader, every retry_period:
-//     PUT (renewTime = now) with the last resourceVersion we wrote; the call's
-//     timeout is the time left until renew_deadline after the last successful
-//     renew. 409 (or 404) re-reads the Lease: someone else holds it -> lost at
-//     once; still ours -> retried at once with the new resourceVersion.
-//     No successful renew for renew_deadline -> LOST: on_stopped_leading()
-//     runs (synchronously, on the elector thread) before the elector goes
-//     back to candidate. renew_deadline < lease_duration, so the leader's
-//     loops have stopped before any other replica may take over.
+//   candidate, every retry_period * (1 + U[0, 0.2)): GET the Lease; 404 ->
+//     CREATE it holding it; held by another -> take it only once its spec has
+//     not changed for lease_duration on OUR clock since we first saw it
+//     (client-go's observedTime rule: no clock skew between nodes matters);
+//     free, expired or ours -> PUT with the observed resourceVersion (409:
+//     lost the race). On success: on_started_leading().
+//   leader, every retry_period: PUT renewTime with the last resourceVersion
+//     we wrote, bounded by the time left until renew_deadline; 409/404
+//     re-reads (another holder: lost at once). No renew for renew_deadline:
+//     on_stopped_leading(), then candidate again. renew_deadline <
+//     lease_duration, so our loops stop before another replica may take over.
 //
 // Contract:
-//  - make() validates the config: lease_duration > renew_deadline >
-//    retry_period * 1.2 (client-go's JitterFactor check), all positive,
-//    namespace/name/identity set, both leading callbacks set.
-//  - start() runs the loop on a thread of its own; stop() (noexcept, for
-//    SIGTERM) makes it end: when leading it calls on_stopped_leading() FIRST
-//    (at once, from the calling thread, even when the elector thread is in
-//    an API call), then joins the elector thread (at most one API call in
-//    flight, bounded by its timeout), then releases the Lease (client-go's
-//    ReleaseOnCancel: holderIdentity "", leaseDurationSeconds 1, renewTime
-//    now, leaseTransitions kept; conditional on our last resourceVersion,
-//    bounded by release_timeout) so a successor takes over within about one
-//    retry period. A Lease we do not hold (never acquired, or lost) is never
-//    released.
+//  - make() validates: lease_duration > renew_deadline > retry_period * 1.2,
+//    all positive, namespace/name/identity and both callbacks set.
+//  - start() runs the loop on a thread of its own. stop() (noexcept): when
+//    leading, on_stopped_leading() FIRST (from the calling thread), then joins
+//    the thread (one API call at most in flight), then releases a Lease we
+//    hold (holder "", leaseDurationSeconds 1, conditional on our last
+//    resourceVersion, bounded by release_timeout) so a successor takes over
+//    within about one retry period.
 //  - Callbacks run on the elector thread (on_stopped_leading also from
-//    stop()), never concurrently with each other, and never two
-//    on_started_leading() without an on_stopped_leading() between them.
-//    on_started_leading() must return promptly (start loops, do not run
-//    them); on_stopped_leading() runs to completion before the elector
-//    proceeds (the caller stops its loops there). on_new_leader(identity)
-//    reports every change of the observed holder ("" when released); for logs.
-//  - is_leader(), holder() and stats() are thread-safe and cheap.
-//  - API errors are logged once per distinct message (warn), and a recovery
-//    once (info); never every retry period.
-//  - Time: `clock` (an ig::Clock; only now() is used) measures every
-//    interval; `wall_clock` stamps the Lease's MicroTimes
-//    ("2026-12-02T21:00:00.123456Z"); `wait` replaces the interruptible
-//    wait. Tests inject all three; defaults are steady_clock, system_clock
-//    and a condition variable that stop() wakes.
-//  - This folder knows nothing of the product: the caller turns stats() into
-//    metrics.
+//    stop()), never concurrently, strictly alternating started/stopped.
+//    on_started_leading() must return promptly; on_stopped_leading() runs to
+//    completion before the elector proceeds. on_new_leader(identity) reports
+//    every change of the observed holder ("" when released).
+//  - is_leader(), holder() and stats() are thread-safe and cheap. API errors
+//    are logged once per distinct message, a recovery once.
+//  - Time: `clock` measures intervals, `wall_clock` stamps the Lease's
+//    MicroTimes, `wait` is the interruptible wait (tests inject all three).
 #pragma once
 
 #include <atomic>

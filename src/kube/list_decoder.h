@@ -1,26 +1,18 @@
 // The decoder of a LIST answer ({"kind":"...List","metadata":{...},
 // "items":[...]}) that hands over the items one at a time, as they are
-// parsed, instead of building the page as one DOM.
-//
-// Why: a page of 5,000 objects parsed whole is several MiB of small DOM
-// nodes, alive while every item is decoded into the caches; the caches' long-
-// lived objects then sit scattered between the freed nodes, on pages the
-// allocator cannot give back (docs/benchmarks-cluster.md). Parsed item by
-// item, only one item's DOM exists at a time, and its freed nodes are reused
-// by the next item's.
+// parsed, so only one item's DOM exists at a time (a whole page's DOM
+// scattered the caches' objects: docs/benchmarks-cluster.md).
 //
 // Contract:
 //  - `each` is called once per element of the top-level "items" array, in
-//    order, with the element (any JSON value; the caller judges it), as soon
-//    as that element is complete; the element is the caller's to keep.
-//  - Before any parsing the nesting depth is checked (base/json_depth.h)
-//    against `max_depth`.
-//  - Errors (one line): nesting deeper than max_depth, not JSON, not a JSON
-//    object, "items" neither a list nor null, "items" twice, metadata not an
-//    object, metadata.resourceVersion or metadata.continue neither a string
-//    nor null. Items handed over before an error was found stay handed over:
-//    a caller that must be all-or-nothing (a reflector's list) starts over
-//    on an error.
+//    order, as soon as that element is complete; it is the caller's to keep.
+//  - The nesting depth is checked first (base/json_depth.h) against
+//    `max_depth`.
+//  - Errors (one line): too deep, not JSON, not an object, "items" neither a
+//    list nor null or given twice, metadata not an object, its
+//    resourceVersion or continue neither a string nor null. Items handed over
+//    before an error stay handed over: an all-or-nothing caller (a
+//    reflector's list) starts over.
 //  - The result carries the list's resourceVersion and continue token; its
 //    `items` is empty.
 #pragma once

@@ -16,7 +16,6 @@
 //    pass a fake, so no test sleeps. The bucket is base/token_bucket.h's.
 #pragma once
 
-#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>

@@ -1,6 +1,5 @@
 #include "kube/watch_decoder.h"
 
-#include <cstring>
 
 #include "base/json_depth.h"
 #include "base/quote.h"

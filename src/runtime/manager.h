@@ -1,31 +1,20 @@
-// runtime::Manager: controller-runtime's manager (pkg/manager/internal.go,
-// runnable_group.go): owns the threads of the operator's loops.
+// runtime::Manager: controller-runtime's manager (pkg/manager/internal.go):
+// owns the threads of the operator's loops; one per process.
 //
-//   start():          every runnable added with needs_leader = false (caches
-//                     first: add them first), each on a thread of its own, in
-//                     the order added; then waits until every one is synced()
-//                     (bounded by sync_timeout on the clock: an error after it).
-//   start_leading():  (the leader elector's on_started_leading) runs the
-//                     needs_leader runnables, each with a stop source of this
-//                     term; returns at once.
-//   stop_leading():   (on_stopped_leading) requests stop on every leader
-//                     runnable at once (their reconciles' CancelTokens, and so
-//                     the API requests they have in flight) and joins them in
-//                     reverse order; returns when none of them runs.
-//   stop():           stop_leading(), then each other runnable in reverse
-//                     order (stop requested, joined), the caches last.
-//   probes():         /healthz, /readyz and /metrics (runtime/probes.h); the
-//                     manager's registry holds the engine's families for
-//                     every controller added, and collectors add theirs.
-//
-// One manager per process: everything that runs adds itself to it.
-//
-// Contract: start_leading() before start(), after a start() that failed, or
-// after stop(), does nothing; one called while start() waits for the caches
-// waits for it (then leads if they synced). Terms may follow one another (a runnable's run() is called once per
-// term). All methods are thread-safe; stop() and stop_leading() are noexcept
-// and may be called more than once. leader_callbacks() are the elector's
-// (kube/leader_election.h).
+// Contract:
+//  - start(): runs every runnable added with needs_leader = false, each on a
+//    thread of its own, in the order added (caches first), then waits until
+//    every one is synced() (an error after sync_timeout on the clock).
+//  - start_leading() (the elector's on_started_leading) runs the needs_leader
+//    runnables with a stop source of this term and returns at once; before
+//    start(), after a failed start() or after stop() it does nothing; while
+//    start() waits for the caches it waits too (then leads if they synced).
+//  - stop_leading() requests stop on every leader runnable at once (their
+//    CancelTokens, and so their API requests in flight), joins them in
+//    reverse order and returns when none runs. Terms may follow one another.
+//  - stop(): stop_leading(), then the other runnables in reverse order.
+//  - probes(): /healthz, /readyz and /metrics (runtime/probes.h).
+//  - Thread-safe; stop() and stop_leading() are noexcept and idempotent.
 #pragma once
 
 #include <chrono>

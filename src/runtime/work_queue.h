@@ -1,27 +1,22 @@
 // runtime::WorkQueue<Key>: client-go's rate-limited delaying work queue
-// (util/workqueue: queue.go, delaying_queue.go, rate_limiting_queue.go,
-// default_rate_limiters.go), the queue every controller of the engine reads.
+// (util/workqueue), the queue every controller of the engine reads.
 //
 // Contract (client-go's semantics):
-//  - add(key): a key is queued at most once (the dirty set); a key being
-//    processed (handed out by get(), not yet done()) is not queued again but
-//    marked, and done() queues it once more: no key is handed to two workers
-//    at once, and an add during processing is never lost.
-//  - get() blocks until a key is there (it is then "processing") or the queue
-//    is shut down and empty: nullopt. Keys queued before shut_down() are still
-//    handed out; keys added after it, and delayed keys not yet due, are not.
-//  - add_after(key, d): queued once `d` has passed on the queue's clock; a key
-//    already waiting keeps the earlier of the two times; d <= 0 is add().
-//    Counts a retry (workqueue_retries_total), as client-go does.
-//  - add_rate_limited(key): add_after(key, max(per-key backoff, overall
-//    bucket)): the key's n-th consecutive retry waits base * 2^n (5 ms ..
-//    1000 s, base/backoff.h), and all retries together are paced by a token
-//    bucket (10 QPS, burst 100; base/token_bucket.h): client-go's
-//    DefaultControllerRateLimiter (MaxOfRateLimiter). forget(key) ends the
-//    key's backoff; num_requeues(key) is its count of failures.
+//  - add(key): queued at most once (the dirty set); a key being processed
+//    (handed out by get(), not yet done()) is queued again by done(), so no
+//    key is handed to two workers at once and no add is lost.
+//  - get() blocks until a key is there or the queue is shut down and empty
+//    (nullopt). Keys queued before shut_down() are still handed out; keys
+//    added after it, and delayed keys not yet due, are not.
+//  - add_after(key, d): queued once `d` has passed on the queue's clock (the
+//    earlier time wins; d <= 0 is add()); counted as a retry.
+//  - add_rate_limited(key): add_after the max of the key's exponential
+//    backoff (base/backoff.h) and an overall token bucket
+//    (base/token_bucket.h): DefaultControllerRateLimiter. forget(key) ends
+//    the key's backoff; num_requeues(key) is its count of failures.
 //  - shut_down() wakes every get(); shut_down_with_drain(bound) also waits
-//    (at most `bound` on the clock) until no key is being processed.
-//  - len() is the number of queued keys (not those waiting for their time).
+//    (at most `bound`) until no key is being processed.
+//  - len(): queued keys (not those waiting for their time).
 //  - Thread-safe; every wait is on the injected clock (base/clock.h).
 #pragma once
 
@@ -153,13 +148,7 @@ class WorkQueue {
     return waiting_.size();
   }
 
-  void shut_down() {
-    std::lock_guard lock(mu_);
-    shutting_down_ = true;
-    waiting_.clear();
-    waiting_at_.clear();
-    cv_.notify_all();
-  }
+  void shut_down() { shut_down_with_drain(duration::zero()); }
 
   // True when no key was being processed any more within `bound`.
   bool shut_down_with_drain(duration bound) {
@@ -171,11 +160,6 @@ class WorkQueue {
     const time_point deadline = clock_->now() + bound;
     while (!processing_.empty() && clock_->now() < deadline) clock_->wait_until(lock, cv_, deadline);
     return processing_.empty();
-  }
-
-  bool shutting_down() {
-    std::lock_guard lock(mu_);
-    return shutting_down_;
   }
 
  private:
