@@ -44,6 +44,11 @@
 //    (requests meanwhile merge into that one). Over T seconds of sandbox
 //    flips a Component is therefore written at most 1 + ceil(T /
 //    sweep_interval) times by sweeps.
+//  - A sweep feeds the queue kSweepBatch keys at a time (the next batch
+//    when the sweep's continuation, queued behind a batch, comes round); the
+//    rest wait packed, about 30 bytes a key instead of a queue entry each
+//    (~270 bytes: the queue's deque, dirty set and added-at map each hold a
+//    copy), so a sweep of 100,000 Components holds about 3 MiB, not 27.
 //  - enqueue*() are thread-safe, never block on the network, and are dropped
 //    while not leading (a term starts with a sweep).
 #pragma once
@@ -58,6 +63,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "admission/context.h"
 #include "base/clock.h"
@@ -97,6 +103,9 @@ class StatusWriter {
  public:
   // The key of a sweep (no Component key is empty).
   static constexpr std::string_view kSweep = "";
+  // The key of a sweep's next batch (no Component key is "/").
+  static constexpr std::string_view kSweepMore = "/";
+  static constexpr std::size_t kSweepBatch = 1000;
 
   StatusWriter(kube::Client& client, const kube::Store<ComponentRecord>& components,
                const admission::SandboxView& sandbox, StatusWriterOptions options);
@@ -113,7 +122,8 @@ class StatusWriter {
   Result<runtime::Requeue> reconcile(const std::string& key, const runtime::CancelToken& cancel);
 
  private:
-  Result<runtime::Requeue> sweep();
+  // A new sweep (`fresh`: every key of the cache packed) or its next batch.
+  Result<runtime::Requeue> sweep(bool fresh);
   // The one write of a status (to become a server-side apply).
   // `interim`: the fingerprint of the apply's answer when a merge patch
   // followed it (a state of our own the cache may show first), else 0.
@@ -138,6 +148,10 @@ class StatusWriter {
   StatusWriterStats stats_;
   std::optional<Clock::time_point> last_sweep_;
   std::unordered_map<std::string, Sent> sent_;
+  // The sweep's keys not yet queued: one string, where each key ends.
+  std::string sweep_keys_;
+  std::vector<std::uint32_t> sweep_ends_;
+  std::size_t sweep_next_ = 0;
 };
 
 }  // namespace ig::controller
