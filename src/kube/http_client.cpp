@@ -14,9 +14,11 @@
 #include <condition_variable>
 #include <exception>
 #include <functional>
+#include <istream>
 #include <mutex>
 #include <optional>
 #include <stop_token>
+#include <streambuf>
 #include <utility>
 #include <vector>
 
@@ -248,6 +250,63 @@ class BodyReader {
   concurrency::streams::streambuf<std::uint8_t> buf_;
   std::shared_ptr<Shared> shared_;
   std::string error_;
+};
+
+// A body as a std::streambuf, for a parser that reads it as it arrives
+// (kube::decode_list): one chunk held at a time, never the whole body. Reads
+// end at the body's end, by `deadline`, or once an item (the bytes since the
+// last mark()) passes `max_item` bytes; failure() then says why.
+class BodyStreambuf final : public std::streambuf {
+ public:
+  BodyStreambuf(BodyReader& reader, Deadline deadline, std::size_t max_item)
+      : reader_(reader), deadline_(deadline), max_item_(max_item) {}
+
+  // An item was handed over: the bound counts from here.
+  void mark() noexcept { item_start_ = consumed(); }
+  // Why the body stopped before its end; "" when it did not.
+  const std::string& failure() const noexcept { return failure_; }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    if (ended_) return traits_type::eof();
+    before_ += chunk_.size();
+    chunk_.clear();
+    setg(nullptr, nullptr, nullptr);
+    switch (reader_.read(chunk_, deadline_)) {
+      case BodyReader::Status::Data:
+        if (before_ + chunk_.size() - item_start_ > max_item_)
+          return stop("an item of the answer is larger than " + std::to_string(max_item_) + " bytes");
+        setg(chunk_.data(), chunk_.data(), chunk_.data() + chunk_.size());
+        return traits_type::to_int_type(*gptr());
+      case BodyReader::Status::End:
+        if (auto err = reader_.completion_error(deadline_)) return stop("reading the answer: " + *err);
+        return stop("");
+      case BodyReader::Status::Error:
+        return stop("reading the answer: " + reader_.error());
+      case BodyReader::Status::Timeout:
+      case BodyReader::Status::Stopped:
+        break;
+    }
+    return stop("the answer did not complete within the deadline");
+  }
+
+ private:
+  std::size_t consumed() const noexcept { return before_ + static_cast<std::size_t>(gptr() - eback()); }
+  int_type stop(std::string why) {
+    ended_ = true;
+    failure_ = std::move(why);
+    return traits_type::eof();
+  }
+
+  BodyReader& reader_;
+  const Deadline deadline_;
+  const std::size_t max_item_;
+  std::string chunk_;
+  std::size_t before_ = 0;      // bytes of the chunks before chunk_
+  std::size_t item_start_ = 0;  // where the current item began
+  bool ended_ = false;
+  std::string failure_;
 };
 
 // --- errors -------------------------------------------------------------------
@@ -581,17 +640,26 @@ struct HttpClient::Impl {
     return parse_json(out, *body);
   }
 
-  // A whole exchange; the answer's body, not yet parsed.
-  ApiResult<std::string> call_for_body(const Outgoing& out, Deadline deadline, const std::stop_token& cancel = {}) {
-    std::shared_ptr<http::client::http_client> c;
+  // An exchange on the shared pool up to a successful answer's headers
+  // (`*c`: the client it went through).
+  ApiResult<Sent> open(const Outgoing& out, Deadline deadline, std::shared_ptr<http::client::http_client>* c,
+                       const std::stop_token& cancel = {}) {
     auto sent = send([this](const std::shared_ptr<const Credentials>& creds) { return pooled_client(creds); }, out,
-                     deadline, &c, cancel);
+                     deadline, c, cancel);
     if (!sent) {
       // (A refusal by our own rate limiter never reached the network.)
-      if (sent.error().find(": client rate limit (") == std::string::npos) renew_client(c);
+      if (sent.error().find(": client rate limit (") == std::string::npos) renew_client(*c);
       return sent.failure();
     }
     if (sent->response.status_code() >= 400) return error_from(*sent, out, deadline);
+    return sent;
+  }
+
+  // A whole exchange; the answer's body, not yet parsed.
+  ApiResult<std::string> call_for_body(const Outgoing& out, Deadline deadline, const std::stop_token& cancel = {}) {
+    std::shared_ptr<http::client::http_client> c;
+    auto sent = open(out, deadline, &c, cancel);
+    if (!sent) return sent.failure();
     auto body = read_body(*sent, out, deadline, options.max_body_bytes);
     if (!body) {
       renew_client(c);
@@ -760,10 +828,27 @@ ApiResult<ListPage> HttpClient::list_each(std::string_view path, const ListOptio
                                           const std::function<void(nlohmann::json&&)>& each) {
   Outgoing out{"LIST", http::methods::GET, std::string(path), std::string(path) + list_query(options),
                std::nullopt, {}};
-  auto body = impl_->call_for_body(out, SteadyClock::now() + impl_->options.request_timeout);
-  if (!body) return body.failure();
-  auto page = decode_list(*body, impl_->options.max_json_depth, each);
-  if (!page) return no_answer(out.verb, out.path, page.error());
+  const Deadline deadline = SteadyClock::now() + impl_->options.request_timeout;
+  std::shared_ptr<http::client::http_client> c;
+  auto sent = impl_->open(out, deadline, &c);
+  if (!sent) return sent.failure();
+  // Parsed as it arrives: a LIST answered whole (resourceVersion "0": the
+  // watch cache ignores the limit) is tens of MiB of text never held.
+  BodyReader reader(sent->response);
+  BodyStreambuf buf(reader, deadline, impl_->options.max_body_bytes);
+  std::istream body(&buf);
+  auto page = decode_list(body, impl_->options.max_json_depth, [&](nlohmann::json&& item) {
+    buf.mark();
+    each(std::move(item));
+  });
+  if (!buf.failure().empty() || !page) {
+    sent->cts->cancel();  // the rest of the body is not read
+    if (!buf.failure().empty()) {
+      impl_->renew_client(c);
+      return no_answer(out.verb, out.path, buf.failure());
+    }
+    return no_answer(out.verb, out.path, page.error());
+  }
   return std::move(*page);
 }
 

@@ -14,7 +14,9 @@
 //    order, with the element (any JSON value; the caller judges it), as soon
 //    as that element is complete; the element is the caller's to keep.
 //  - Before any parsing the nesting depth is checked (base/json_depth.h)
-//    against `max_depth`.
+//    against `max_depth`; a stream (below), which is not held, is checked as
+//    it is parsed, so the items before the one nested too deep are handed
+//    over (the error is the same).
 //  - Errors (one line): nesting deeper than max_depth, not JSON, not a JSON
 //    object, "items" neither a list nor null, "items" twice, metadata not an
 //    object, metadata.resourceVersion or metadata.continue neither a string
@@ -27,6 +29,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <istream>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -37,6 +40,13 @@
 namespace ig::kube {
 
 Result<ListPage> decode_list(std::string_view body, std::size_t max_depth,
+                             const std::function<void(nlohmann::json&&)>& each);
+
+// The same, read from `body` as the parser goes (an HTTP answer taken chunk
+// by chunk as it arrives): the answer is never held whole, so a LIST of
+// 100,000 objects costs one item's DOM and one chunk, not the tens of MiB of
+// its text. The stream's end is the document's end.
+Result<ListPage> decode_list(std::istream& body, std::size_t max_depth,
                              const std::function<void(nlohmann::json&&)>& each);
 
 }  // namespace ig::kube
