@@ -43,8 +43,10 @@
 //    ig::json_nesting_depth before nlohmann parses them; objects answer GET,
 //    CREATE, PATCH and APPLY, a list (items, metadata.resourceVersion,
 //    metadata.continue) answers LIST. A LIST answer is parsed as it arrives
-//    and never held whole (kube/list_decoder.h): max_body_bytes bounds each
-//    of its items, and its nesting is checked as it is parsed.
+//    and never held whole (kube/list_decoder.h): at most 1 MiB of it waits
+//    unread (cpprestsdk reads no more from the socket meanwhile),
+//    max_body_bytes bounds each of its items, and its nesting is checked as
+//    it is parsed.
 //  - watch(): returns once the answer's headers are in (within
 //    options.request_timeout); the stream is read from the thread calling
 //    next(), chunk by chunk as the bytes arrive, through kube::WatchDecoder.
@@ -81,7 +83,10 @@ namespace ig::kube {
 struct HttpClientOptions {
   double qps = RateLimiter::kDefaultQps;    // --kube-api-qps (<= 0: no limit)
   int burst = RateLimiter::kDefaultBurst;   // --kube-api-burst
-  std::chrono::milliseconds request_timeout{30000};  // LIST, CREATE, PATCH; a watch's headers
+  // CREATE, PATCH; a watch's headers; a LIST's headers, then each wait for
+  // more of its answer (which is decoded as it arrives: the decoding's time
+  // does not count).
+  std::chrono::milliseconds request_timeout{30000};
   std::size_t max_body_bytes = 64u << 20;  // one answer (of a LIST: one item)
   std::size_t max_json_depth = 128;
   WatchDecoderLimits watch_limits;
