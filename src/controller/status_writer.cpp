@@ -24,7 +24,9 @@ StatusWriter::StatusWriter(kube::Client& client, const kube::Store<ComponentReco
     return std::vector<std::string>{std::string(kSweep)};
   };
   c.log = options_.log;
-  c.describe = [](const std::string& key) { return key.empty() ? std::string("sweep") : "Component " + key; };
+  c.describe = [](const std::string& key) {
+    return key == kSweep || key == kSweepMore ? std::string("sweep") : "Component " + key;
+  };
   controller_ = std::make_shared<runtime::Controller<std::string>>(std::move(c));
 }
 
@@ -53,14 +55,42 @@ StatusWriterStats StatusWriter::stats() const {
   return s;
 }
 
-Result<runtime::Requeue> StatusWriter::sweep() {
+Result<runtime::Requeue> StatusWriter::sweep(bool fresh) {
+  std::string keys;
+  std::vector<std::uint32_t> ends;
+  if (fresh) {
+    const auto records = components_.snapshot();
+    ends.reserve(records.size());
+    for (const auto& r : records) {
+      keys += kube::object_key(r->component.namespace_, r->component.name);
+      ends.push_back(static_cast<std::uint32_t>(keys.size()));
+    }
+  }
+  std::vector<std::string> batch;
+  bool more = false;
   {
     std::lock_guard lock(mu_);
-    last_sweep_ = options_.clock->now();
-    ++stats_.sweeps;
+    if (fresh) {
+      last_sweep_ = options_.clock->now();
+      ++stats_.sweeps;
+      sweep_keys_.swap(keys);
+      sweep_ends_.swap(ends);
+      sweep_next_ = 0;
+    }
+    for (; sweep_next_ < sweep_ends_.size() && batch.size() < kSweepBatch; ++sweep_next_) {
+      const std::size_t begin = sweep_next_ == 0 ? 0 : sweep_ends_[sweep_next_ - 1];
+      batch.emplace_back(sweep_keys_, begin, sweep_ends_[sweep_next_] - begin);
+    }
+    more = sweep_next_ < sweep_ends_.size();
+    if (!more) {  // done: its memory goes
+      std::string().swap(sweep_keys_);
+      std::vector<std::uint32_t>().swap(sweep_ends_);
+      sweep_next_ = 0;
+    }
   }
-  for (const auto& r : components_.snapshot())
-    controller_->enqueue(kube::object_key(r->component.namespace_, r->component.name));
+  for (const auto& key : batch) controller_->enqueue(key);
+  // Behind this batch: the next one is queued once this one is handed out.
+  if (more) controller_->enqueue(std::string(kSweepMore));
   return runtime::Requeue{};
 }
 
@@ -88,7 +118,7 @@ Result<runtime::Requeue> StatusWriter::reconcile(const std::string& key, const r
   // Not ready: nothing is read yet (a sweep of a Components cache not
   // listed would miss keys).
   if (options_.ready && !options_.ready()) return runtime::Requeue{false, options_.not_ready_poll};
-  if (key == kSweep) return sweep();
+  if (key == kSweep || key == kSweepMore) return sweep(key == kSweep);
   auto record = components_.find(key);
   if (!record) {
     std::lock_guard lock(mu_);

@@ -21,6 +21,11 @@
 //  - 404 drops the key; Retry-After is honoured; other errors are retried
 //    with the engine's backoff (retry_initial doubling to retry_max), logged
 //    once per distinct message.
+//  - Sweeps are debounced: at most one per sweep_interval, so over T seconds
+//    of sandbox flips a Component is written at most 1 + ceil(T /
+//    sweep_interval) times by sweeps.
+//  - A sweep feeds the queue kSweepBatch keys at a time; the rest wait
+//    packed (about 30 bytes a key, not a queue entry's ~270).
 //  - enqueue*() are thread-safe, never block on the network, and are dropped
 //    while not leading.
 #pragma once
@@ -35,6 +40,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "admission/context.h"
 #include "base/clock.h"
@@ -74,6 +80,9 @@ class StatusWriter {
  public:
   // The key of a sweep (no Component key is empty).
   static constexpr std::string_view kSweep = "";
+  // The key of a sweep's next batch (no Component key is "/").
+  static constexpr std::string_view kSweepMore = "/";
+  static constexpr std::size_t kSweepBatch = 1000;
 
   StatusWriter(kube::Client& client, const kube::Store<ComponentRecord>& components,
                const admission::SandboxView& sandbox, StatusWriterOptions options);
@@ -90,7 +99,8 @@ class StatusWriter {
   Result<runtime::Requeue> reconcile(const std::string& key, const runtime::CancelToken& cancel);
 
  private:
-  Result<runtime::Requeue> sweep();
+  // A new sweep (`fresh`: every key of the cache packed) or its next batch.
+  Result<runtime::Requeue> sweep(bool fresh);
   // `interim`: the fingerprint of the apply's answer when a merge patch
   // followed it (a state of our own the cache may show first), else 0.
   kube::ApiResult<nlohmann::json> write_status(const ComponentRecord& record, const nlohmann::json& status,
@@ -114,6 +124,10 @@ class StatusWriter {
   StatusWriterStats stats_;
   std::optional<Clock::time_point> last_sweep_;
   std::unordered_map<std::string, Sent> sent_;
+  // The sweep's keys not yet queued: one string, where each key ends.
+  std::string sweep_keys_;
+  std::vector<std::uint32_t> sweep_ends_;
+  std::size_t sweep_next_ = 0;
 };
 
 }  // namespace ig::controller

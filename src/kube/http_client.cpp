@@ -14,9 +14,12 @@
 #include <condition_variable>
 #include <exception>
 #include <functional>
+#include <istream>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <stop_token>
+#include <streambuf>
 #include <utility>
 #include <vector>
 
@@ -35,6 +38,8 @@ using namespace std::chrono_literals;
 
 constexpr std::size_t kMaxErrorBody = 1u << 20;
 constexpr std::size_t kReadChunk = 64u << 10;
+// At most this much of a LIST answer waits unread in memory (BoundedBodyBuffer).
+constexpr std::size_t kListUnread = 1u << 20;
 // How long a cancelled request (or body read) is waited for: cpprestsdk
 // completes it on its own threads within moments. Left behind, its
 // continuations would never run in a process that exits right after (a leak
@@ -131,6 +136,93 @@ void add_param(std::string& q, std::string_view key, std::string_view value) {
 
 // --- reading a response body --------------------------------------------------
 
+// cpprestsdk's producer/consumer buffer with a bound on what it holds unread
+// (a response stream for answers parsed as they arrive: LIST). cpprestsdk
+// reads the socket again only once its write into the body's buffer has
+// completed (the asio client's handle_read_content), so a write parked here
+// while `limit` bytes are unread holds the rest of the answer in the kernel
+// and at the server (TCP flow control), instead of all of it here while the
+// parser works: a 52 MB LIST answer held about 40 MiB of it. cpprestsdk
+// closes a response stream it did not make neither at the end of the body
+// nor on an error: end_write() does, from content_ready(). abandon() (the
+// reader is gone) fails a parked write, which ends the exchange.
+class BoundedBodyBuffer final
+    : public concurrency::streams::details::basic_producer_consumer_buffer<std::uint8_t> {
+  using Base = concurrency::streams::details::basic_producer_consumer_buffer<std::uint8_t>;
+
+ public:
+  explicit BoundedBodyBuffer(std::size_t limit) : Base(512), limit_(limit) {}
+
+  void end_write(std::exception_ptr error) {
+    if (error) {
+      (void)close(std::ios_base::out, error);
+    } else {
+      (void)close(std::ios_base::out);
+    }
+  }
+
+  void abandon() {
+    std::optional<Parked> parked;
+    {
+      std::lock_guard lock(mu_);
+      abandoned_ = true;
+      parked.swap(parked_);
+    }
+    if (parked) parked->done.set_exception(std::make_exception_ptr(std::runtime_error("the body was abandoned")));
+  }
+
+ protected:
+  pplx::task<size_t> _putn(const std::uint8_t* ptr, size_t count) override {
+    {
+      std::lock_guard lock(mu_);
+      if (abandoned_) return pplx::task_from_exception<size_t>(std::runtime_error("the body was abandoned"));
+      if (written_ - read_ >= limit_) {
+        parked_.emplace(Parked{ptr, count, {}});
+        return pplx::create_task(parked_->done);
+      }
+      written_ += count;
+    }
+    return Base::_putn(ptr, count);
+  }
+
+  pplx::task<size_t> _getn(std::uint8_t* ptr, size_t count) override {
+    auto self = std::static_pointer_cast<BoundedBodyBuffer>(shared_from_this());
+    return Base::_getn(ptr, count).then([self](size_t n) {
+      self->taken(n);
+      return n;
+    });
+  }
+
+ private:
+  struct Parked {
+    const std::uint8_t* ptr;  // cpprestsdk's, valid until `done` is set
+    size_t count;
+    pplx::task_completion_event<size_t> done;
+  };
+
+  void taken(size_t n) {
+    std::optional<Parked> parked;
+    {
+      std::lock_guard lock(mu_);
+      read_ += n;
+      if (!parked_ || written_ - read_ >= limit_) return;
+      parked.swap(parked_);
+      written_ += parked->count;
+    }
+    try {
+      parked->done.set(Base::_putn(parked->ptr, parked->count).get());
+    } catch (...) {
+      parked->done.set_exception(std::current_exception());
+    }
+  }
+
+  const std::size_t limit_;
+  std::mutex mu_;
+  std::size_t written_ = 0, read_ = 0;
+  std::optional<Parked> parked_;
+  bool abandoned_ = false;
+};
+
 // Reads a response body as it arrives. cpprestsdk's producer/consumer buffer
 // completes getn(n) only once n bytes are there (or the body ended), so a
 // read asks for what is already buffered (at least one byte, at most a
@@ -151,14 +243,29 @@ class BodyReader {
     std::vector<std::uint8_t> bytes = std::vector<std::uint8_t>(kReadChunk);
   };
 
-  explicit BodyReader(http::http_response response)
+  // `bounded`: the response stream the request was given (else the body is
+  // cpprestsdk's own buffer).
+  explicit BodyReader(http::http_response response, std::shared_ptr<BoundedBodyBuffer> bounded = nullptr)
       : response_(std::move(response)),
-        buf_(response_.body().streambuf()),
-        shared_(std::make_shared<Shared>()) {}
+        buf_(bounded ? concurrency::streams::streambuf<std::uint8_t>(bounded) : response_.body().streambuf()),
+        bounded_(std::move(bounded)),
+        shared_(std::make_shared<Shared>()) {
+    if (bounded_) {
+      response_.content_ready().then([b = bounded_](pplx::task<http::http_response> t) {
+        try {
+          t.get();
+          b->end_write(nullptr);
+        } catch (...) {
+          b->end_write(std::current_exception());
+        }
+      });
+    }
+  }
 
   // An outstanding getn is waited for (kCancelledWait): its owner cancelled
   // the request first.
   ~BodyReader() {
+    if (bounded_) bounded_->abandon();
     std::unique_lock lock(shared_->mu);
     if (shared_->pending)
       shared_->cv.wait_until(lock, SteadyClock::now() + kCancelledWait, [this] { return shared_->done; });
@@ -246,8 +353,69 @@ class BodyReader {
  private:
   http::http_response response_;
   concurrency::streams::streambuf<std::uint8_t> buf_;
+  std::shared_ptr<BoundedBodyBuffer> bounded_;
   std::shared_ptr<Shared> shared_;
   std::string error_;
+};
+
+// A body as a std::streambuf, for a parser that reads it as it arrives
+// (kube::decode_list): one chunk held at a time, never the whole body. Reads
+// end at the body's end, when no byte came for `idle` (the parse's own time
+// does not count: a large answer may take longer than one request's timeout
+// to decode), or once an item (the bytes since the last mark()) passes
+// `max_item` bytes; failure() then says why.
+class BodyStreambuf final : public std::streambuf {
+ public:
+  BodyStreambuf(BodyReader& reader, std::chrono::milliseconds idle, std::size_t max_item)
+      : reader_(reader), idle_(idle), max_item_(max_item) {}
+
+  // An item was handed over: the bound counts from here.
+  void mark() noexcept { item_start_ = consumed(); }
+  // Why the body stopped before its end; "" when it did not.
+  const std::string& failure() const noexcept { return failure_; }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    if (ended_) return traits_type::eof();
+    before_ += chunk_.size();
+    chunk_.clear();
+    setg(nullptr, nullptr, nullptr);
+    const Deadline deadline = SteadyClock::now() + idle_;
+    switch (reader_.read(chunk_, deadline)) {
+      case BodyReader::Status::Data:
+        if (before_ + chunk_.size() - item_start_ > max_item_)
+          return stop("an item of the answer is larger than " + std::to_string(max_item_) + " bytes");
+        setg(chunk_.data(), chunk_.data(), chunk_.data() + chunk_.size());
+        return traits_type::to_int_type(*gptr());
+      case BodyReader::Status::End:
+        if (auto err = reader_.completion_error(deadline)) return stop("reading the answer: " + *err);
+        return stop("");
+      case BodyReader::Status::Error:
+        return stop("reading the answer: " + reader_.error());
+      case BodyReader::Status::Timeout:
+      case BodyReader::Status::Stopped:
+        break;
+    }
+    return stop("no byte of the answer came for " + std::to_string(idle_.count()) + "ms");
+  }
+
+ private:
+  std::size_t consumed() const noexcept { return before_ + static_cast<std::size_t>(gptr() - eback()); }
+  int_type stop(std::string why) {
+    ended_ = true;
+    failure_ = std::move(why);
+    return traits_type::eof();
+  }
+
+  BodyReader& reader_;
+  const std::chrono::milliseconds idle_;
+  const std::size_t max_item_;
+  std::string chunk_;
+  std::size_t before_ = 0;      // bytes of the chunks before chunk_
+  std::size_t item_start_ = 0;  // where the current item began
+  bool ended_ = false;
+  std::string failure_;
 };
 
 // --- errors -------------------------------------------------------------------
@@ -331,11 +499,14 @@ struct Outgoing {
   std::string path_and_query;   // sent
   std::optional<std::string> body;
   std::string content_type;
+  // The answer's body into a BoundedBodyBuffer of this many bytes (0: cpprestsdk's own, unbounded).
+  std::size_t bounded_body = 0;
 };
 
 struct Sent {
   http::http_response response;
   std::shared_ptr<pplx::cancellation_token_source> cts;
+  std::shared_ptr<BoundedBodyBuffer> body;  // the response stream, when Outgoing::bounded_body
 };
 
 }  // namespace
@@ -468,6 +639,11 @@ struct HttpClient::Impl {
         req.set_body(concurrency::streams::bytestream::open_istream(std::move(bytes)), size,
                      out.content_type);
       }
+      std::shared_ptr<BoundedBodyBuffer> body;
+      if (out.bounded_body > 0) {
+        body = std::make_shared<BoundedBodyBuffer>(out.bounded_body);
+        req.set_response_stream(concurrency::streams::streambuf<std::uint8_t>(body).create_ostream());
+      }
       auto cts = std::make_shared<pplx::cancellation_token_source>();
       auto done = track(c.request(req, cts->get_token()));
       if (!wait_until(*done, deadline, cancel)) {
@@ -486,7 +662,7 @@ struct HttpClient::Impl {
         e.refused = done->refused;
         return e;
       }
-      return Sent{std::move(*done->value), std::move(cts)};
+      return Sent{std::move(*done->value), std::move(cts), std::move(body)};
     } catch (...) {
       return no_answer(out.verb, out.path, exception_text(std::current_exception()));
     }
@@ -494,7 +670,7 @@ struct HttpClient::Impl {
 
   // Reads the whole body (at most `max` bytes) by `deadline`.
   ApiResult<std::string> read_body(Sent& sent, const Outgoing& out, Deadline deadline, std::size_t max) {
-    BodyReader reader(sent.response);
+    BodyReader reader(sent.response, sent.body);
     std::string body;
     for (;;) {
       switch (reader.read(body, deadline)) {
@@ -581,17 +757,26 @@ struct HttpClient::Impl {
     return parse_json(out, *body);
   }
 
-  // A whole exchange; the answer's body, not yet parsed.
-  ApiResult<std::string> call_for_body(const Outgoing& out, Deadline deadline, const std::stop_token& cancel = {}) {
-    std::shared_ptr<http::client::http_client> c;
+  // An exchange on the shared pool up to a successful answer's headers
+  // (`*c`: the client it went through).
+  ApiResult<Sent> open(const Outgoing& out, Deadline deadline, std::shared_ptr<http::client::http_client>* c,
+                       const std::stop_token& cancel = {}) {
     auto sent = send([this](const std::shared_ptr<const Credentials>& creds) { return pooled_client(creds); }, out,
-                     deadline, &c, cancel);
+                     deadline, c, cancel);
     if (!sent) {
       // (A refusal by our own rate limiter never reached the network.)
-      if (sent.error().find(": client rate limit (") == std::string::npos) renew_client(c);
+      if (sent.error().find(": client rate limit (") == std::string::npos) renew_client(*c);
       return sent.failure();
     }
     if (sent->response.status_code() >= 400) return error_from(*sent, out, deadline);
+    return sent;
+  }
+
+  // A whole exchange; the answer's body, not yet parsed.
+  ApiResult<std::string> call_for_body(const Outgoing& out, Deadline deadline, const std::stop_token& cancel = {}) {
+    std::shared_ptr<http::client::http_client> c;
+    auto sent = open(out, deadline, &c, cancel);
+    if (!sent) return sent.failure();
     auto body = read_body(*sent, out, deadline, options.max_body_bytes);
     if (!body) {
       renew_client(c);
@@ -759,11 +944,29 @@ ApiResult<ListPage> HttpClient::list(std::string_view path, const ListOptions& o
 ApiResult<ListPage> HttpClient::list_each(std::string_view path, const ListOptions& options,
                                           const std::function<void(nlohmann::json&&)>& each) {
   Outgoing out{"LIST", http::methods::GET, std::string(path), std::string(path) + list_query(options),
-               std::nullopt, {}};
-  auto body = impl_->call_for_body(out, SteadyClock::now() + impl_->options.request_timeout);
-  if (!body) return body.failure();
-  auto page = decode_list(*body, impl_->options.max_json_depth, each);
-  if (!page) return no_answer(out.verb, out.path, page.error());
+               std::nullopt, {}, kListUnread};
+  const Deadline deadline = SteadyClock::now() + impl_->options.request_timeout;
+  std::shared_ptr<http::client::http_client> c;
+  auto sent = impl_->open(out, deadline, &c);
+  if (!sent) return sent.failure();
+  // Parsed as it arrives, at most kListUnread of it waiting: a LIST answered
+  // whole (resourceVersion "0": the watch cache ignores the limit) is tens of
+  // MiB of text never held.
+  BodyReader reader(sent->response, sent->body);
+  BodyStreambuf buf(reader, impl_->options.request_timeout, impl_->options.max_body_bytes);
+  std::istream body(&buf);
+  auto page = decode_list(body, impl_->options.max_json_depth, [&](nlohmann::json&& item) {
+    buf.mark();
+    each(std::move(item));
+  });
+  if (!buf.failure().empty() || !page) {
+    sent->cts->cancel();  // the rest of the body is not read
+    if (!buf.failure().empty()) {
+      impl_->renew_client(c);
+      return no_answer(out.verb, out.path, buf.failure());
+    }
+    return no_answer(out.verb, out.path, page.error());
+  }
   return std::move(*page);
 }
 

@@ -22,6 +22,10 @@
 //    Retry-After; no answer, an oversized body (options.max_body_bytes) or
 //    an undecodable one is code 0 with the cause. Messages are one line:
 //    "GET /api/v1/nodes/a: 404 NotFound: nodes \"a\" not found".
+//  - A LIST answer is parsed as it arrives, never held whole
+//    (kube/list_decoder.h): at most 1 MiB of it waits unread (cpprestsdk
+//    reads no more from the socket meanwhile), and max_body_bytes bounds
+//    each of its items.
 //  - watch() returns once the headers are in; next() reads the stream on the
 //    caller's thread through kube::WatchDecoder: an event (an ERROR event,
 //    e.g. 410 Expired, is an event for the caller), nullopt when the stream
@@ -50,8 +54,11 @@ namespace ig::kube {
 struct HttpClientOptions {
   double qps = RateLimiter::kDefaultQps;    // --kube-api-qps (<= 0: no limit)
   int burst = RateLimiter::kDefaultBurst;   // --kube-api-burst
-  std::chrono::milliseconds request_timeout{30000};  // LIST, CREATE, PATCH; a watch's headers
-  std::size_t max_body_bytes = 64u << 20;  // one answer (a LIST page)
+  // CREATE, PATCH; a watch's headers; a LIST's headers, then each wait for
+  // more of its answer (which is decoded as it arrives: the decoding's time
+  // does not count).
+  std::chrono::milliseconds request_timeout{30000};
+  std::size_t max_body_bytes = 64u << 20;  // one answer (of a LIST: one item)
   std::size_t max_json_depth = 128;
   WatchDecoderLimits watch_limits;
   std::size_t pool_threads = 2;            // cpprestsdk's pool (first client only), 2..4

@@ -18,7 +18,8 @@ using json = nlohmann::json;
 // document's DOM keeps "items" as an empty array.
 class ListSax {
  public:
-  ListSax(json& root, const std::function<void(json&&)>& each) : root_(root), each_(each) {}
+  ListSax(json& root, std::size_t max_depth, const std::function<void(json&&)>& each)
+      : root_(root), each_(each), max_depth_(max_depth) {}
 
   bool null() { return put(json(nullptr)); }
   bool boolean(bool v) { return put(json(v)); }
@@ -84,6 +85,10 @@ class ListSax {
     // The top-level object's "items", when a list: its elements are streamed.
     const bool items = type == json::value_t::array && stack_.size() == 1 && root_.is_object() &&
                        key_ == "items";
+    if (stack_.size() >= max_depth_) {
+      refusal_ = "the answer nests deeper than " + std::to_string(max_depth_) + " levels";
+      return false;
+    }
     json* v = place(json(type));
     if (v == nullptr) return false;
     stack_.push_back(v);
@@ -107,6 +112,7 @@ class ListSax {
 
   json& root_;
   const std::function<void(json&&)>& each_;
+  const std::size_t max_depth_;
   std::vector<json*> stack_;
   std::string key_;
   json item_;
@@ -118,15 +124,12 @@ class ListSax {
   std::string refusal_;
 };
 
-}  // namespace
-
-Result<ListPage> decode_list(std::string_view body, std::size_t max_depth,
-                             const std::function<void(json&&)>& each) {
-  if (json_nesting_depth(body, max_depth) > max_depth)
-    return fail("the answer nests deeper than " + std::to_string(max_depth) + " levels");
+// `parse(sax)` runs nlohmann's SAX parser over the input.
+Result<ListPage> decode(const std::function<bool(ListSax&)>& parse, std::size_t max_depth,
+                        const std::function<void(json&&)>& each) {
   json doc;
-  ListSax sax(doc, each);
-  const bool ok = json::sax_parse(body.data(), body.data() + body.size(), &sax);
+  ListSax sax(doc, max_depth, each);
+  const bool ok = parse(sax);
   if (!ok) {
     if (!sax.refusal().empty()) return fail(sax.refusal());
     return fail("the answer is not JSON" + (sax.error().empty() ? std::string() : ": " + sax.error()));
@@ -147,6 +150,20 @@ Result<ListPage> decode_list(std::string_view body, std::size_t max_depth,
     }
   }
   return page;
+}
+
+}  // namespace
+
+Result<ListPage> decode_list(std::string_view body, std::size_t max_depth,
+                             const std::function<void(json&&)>& each) {
+  if (json_nesting_depth(body, max_depth) > max_depth)
+    return fail("the answer nests deeper than " + std::to_string(max_depth) + " levels");
+  return decode([&](ListSax& sax) { return json::sax_parse(body.data(), body.data() + body.size(), &sax); },
+                max_depth, each);
+}
+
+Result<ListPage> decode_list(std::istream& body, std::size_t max_depth, const std::function<void(json&&)>& each) {
+  return decode([&](ListSax& sax) { return json::sax_parse(body, &sax); }, max_depth, each);
 }
 
 }  // namespace ig::kube

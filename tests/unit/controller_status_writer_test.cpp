@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -376,6 +377,30 @@ TEST(StatusWriter, FailuresAreRetriedAndAVanishedComponentIsDropped) {
 
 namespace ig::controller {
 namespace {
+
+// A sweep queues its keys a batch at a time (the rest packed): every
+// Component is still checked once, and the queue never holds much more than
+// one batch.
+TEST(StatusWriter, ASweepQueuesItsKeysABatchAtATime) {
+  const std::size_t n = 2 * StatusWriter::kSweepBatch + 500;
+  std::vector<json> components;
+  for (std::size_t i = 0; i < n; ++i) components.push_back(component("c" + std::to_string(i), "untrusted"));
+  Fixture f(components);
+  f.start();
+  std::size_t most_queued = 0;
+  for (int i = 0; i < 3000 && f.api.count() < n; ++i) {
+    most_queued = std::max(most_queued, f.writer->stats().queued);
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_TRUE(f.processed(n));
+  EXPECT_EQ(f.api.count(), n);
+  std::set<std::string> paths;
+  for (const auto& a : f.api.patches()) paths.insert(a.path);
+  EXPECT_EQ(paths.size(), n);
+  EXPECT_EQ(f.writer->stats().sweeps, 1u);
+  EXPECT_LE(most_queued, StatusWriter::kSweepBatch + 1);
+  f.stop();
+}
 
 TEST(StatusWriter, WorkersWriteInParallelButNeverOneComponentTwiceAtOnce) {
   std::vector<json> components;

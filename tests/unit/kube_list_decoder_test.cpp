@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,49 @@ TEST(ListDecoder, RefusesNestingDeeperThanTheLimitBeforeParsing) {
   seen = list_of(deep, 30);
   ASSERT_TRUE(seen.page) << seen.page.error();
   EXPECT_EQ(seen.items.size(), 1u);
+}
+
+// From a stream (an HTTP answer as it arrives): the same items, page and
+// errors as from the whole text; nesting is checked as it is parsed.
+TEST(ListDecoder, AStreamDecodesAsTheWholeTextDoes) {
+  const std::vector<std::string> bodies = {
+      R"({"kind":"NodeList","metadata":{"resourceVersion":"42","continue":"c"},"items":[{"a":[1,{"b":null}]},2]})",
+      R"({"items":[{"metadata":{"name":"a"}},{"metadata":{"name":)",
+      R"({"items":[1],"items":[2]})",
+      R"({"items":[],"metadata":{"resourceVersion":5}})",
+      "[]",
+      "",
+  };
+  for (const std::string& body : bodies) {
+    SCOPED_TRACE(body);
+    const auto whole = list_of(body);
+    std::istringstream in(body);
+    ListSeen streamed{fail("not run"), {}};
+    streamed.page = decode_list(in, 128, [&streamed](json&& item) { streamed.items.push_back(std::move(item)); });
+    EXPECT_EQ(json(streamed.items), json(whole.items));
+    ASSERT_EQ(bool(streamed.page), bool(whole.page));
+    if (whole.page) {
+      EXPECT_EQ(streamed.page->resource_version, whole.page->resource_version);
+      EXPECT_EQ(streamed.page->continue_token, whole.page->continue_token);
+    } else {
+      EXPECT_EQ(streamed.page.error(), whole.page.error());
+    }
+  }
+  std::string deep = R"({"items":[{"ok":[]},)";
+  for (int i = 0; i < 20; ++i) deep += "[";
+  for (int i = 0; i < 20; ++i) deep += "]";
+  deep += "]}";
+  std::istringstream in(deep);
+  std::vector<json> items;
+  auto page = decode_list(in, 10, [&items](json&& item) { items.push_back(std::move(item)); });
+  ASSERT_FALSE(page);
+  EXPECT_EQ(page.error(), "the answer nests deeper than 10 levels");
+  ASSERT_EQ(items.size(), 1u);  // the item before the deep one
+  std::istringstream again(deep);
+  items.clear();
+  page = decode_list(again, 30, [&items](json&& item) { items.push_back(std::move(item)); });
+  ASSERT_TRUE(page) << page.error();
+  EXPECT_EQ(items.size(), 2u);
 }
 
 TEST(ListDecoder, AThousandItemsComeOutInOrder) {
