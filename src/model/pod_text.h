@@ -23,7 +23,7 @@
 //    answer or words the error. It never returns facts where that path fails.
 //  - Nothing outside `text` is read.
 //  - tests/unit/model_pod_text_test.cpp and tests/fuzz/pod_text_fuzz.cpp
-//    check this differentially.
+//    check this differentially. Why one pass: docs/decisions/0013.
 #pragma once
 
 #include <cstddef>
