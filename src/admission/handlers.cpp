@@ -93,7 +93,8 @@ Result<LocatedFacts> read_located(AdmissionRequest& r, nlohmann::json& object, s
 // What the three pod endpoints share: read the pod (template) and run the
 // pod rules at `stage`.
 Answer admit_object(AdmissionRequest& r, const AdmissionContext& context, Stage stage) {
-  auto read = read_located(r, r.object, r.object_text, r.object_pod, kSource, "request.object is missing or not an object");
+  auto read = read_located(r, r.object, r.object_text, r.object_pod, kSource,
+                           "request.object is missing or not an object");
   if (!read) return undecidable(read.error());
   model::PodFacts* facts = &read->facts;
   // Every kind these endpoints admit is namespaced, and the API server always

@@ -250,7 +250,6 @@ DecodedReview decode_review(std::string_view body, ObjectRead read) {
   return out;
 }
 
-
 std::string base64_encode(std::string_view data) {
   std::string out;
   json_text::append_base64(out, data);

@@ -231,7 +231,8 @@ TEST(PodText, TextThatIsNotJsonIsNeverRead) {
 TEST(PodText, TheDecodesReadOfAPodAnswersAsTheProjectedDecode) {
   const std::filesystem::path root(IG_SOURCE_DIR);
   std::vector<std::string> seeds;
-  for (const auto& e : std::filesystem::directory_iterator(root / "examples/reviews")) seeds.push_back(file_text(e.path()));
+  for (const auto& e : std::filesystem::directory_iterator(root / "examples/reviews"))
+    seeds.push_back(file_text(e.path()));
   for (const auto& e : std::filesystem::directory_iterator(root / "tests/fuzz/corpus/admission_review_fuzz")) {
     const std::string t = file_text(e.path());
     if (t.size() > 1) seeds.push_back(t.substr(1));  // byte 0: the fuzzer's request line
