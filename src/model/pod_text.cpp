@@ -14,19 +14,29 @@
 #endif
 
 namespace ig::model {
+// What scan_pod_text() read: the object's type meta and names, and the
+// three places a pod may sit (the object, spec.template,
+// spec.jobTemplate.spec.template).
+struct PodScanParts {
+  // One pod (template): its metadata and spec as read_pod_facts() reads them.
+  struct Part {
+    bool has_metadata = false, has_annotations = false, has_spec = false;
+    std::optional<std::string> component, isolation;
+    std::vector<std::string> kata;
+    std::optional<std::string> runtime_class;
+    bool host_network = false, host_pid = false, host_ipc = false;
+    // containers, initContainers, ephemeralContainers (read_pod_facts' order).
+    std::array<std::vector<ContainerFacts>, 3> lists;
+    std::vector<VolumeFacts> volumes;
+  };
+  std::optional<std::string> object_kind, object_api, name, generate_name, ns;
+  Part top, tmpl, job_tmpl;
+  bool has_template = false, has_job_template = false;
+};
+
 namespace {
 
-// One pod (template): its metadata and spec as read_pod_facts() reads them.
-struct PodPart {
-  bool has_metadata = false, has_annotations = false, has_spec = false;
-  std::optional<std::string> component, isolation;
-  std::vector<std::string> kata;
-  std::optional<std::string> runtime_class;
-  bool host_network = false, host_pid = false, host_ipc = false;
-  // containers, initContainers, ephemeralContainers (read_pod_facts' order).
-  std::array<std::vector<ContainerFacts>, 3> lists;
-  std::vector<VolumeFacts> volumes;
-};
+using PodPart = PodScanParts::Part;
 
 constexpr std::array<std::string_view, 3> kPrefixes = {"", "init:", "ephemeral:"};
 
@@ -506,15 +516,6 @@ class Reader {
 };
 
 }  // namespace
-
-// What scan_pod_text() read: the object's type meta and names, and the
-// three places a pod may sit (the object, spec.template,
-// spec.jobTemplate.spec.template).
-struct PodScanParts {
-  std::optional<std::string> object_kind, object_api, name, generate_name, ns;
-  PodPart top, tmpl, job_tmpl;
-  bool has_template = false, has_job_template = false;
-};
 
 void PodScanDeleter::operator()(PodScanParts* parts) const noexcept { delete parts; }
 
