@@ -283,6 +283,8 @@ class BodyReader {
       shared_->done = false;
       lock.unlock();
       std::shared_ptr<Shared> s = shared_;
+      // in_avail() is read without the buffer's lock: a hint, never above
+      // what is buffered (tests/unit/tsan_suppressions.txt).
       const std::size_t count = std::clamp<std::size_t>(buf_.in_avail(), 1, kReadChunk);
       try {
         buf_.getn(s->bytes.data(), count).then([s](pplx::task<std::size_t> t) {
