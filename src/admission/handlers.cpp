@@ -41,9 +41,7 @@ std::string ensure_type_meta(AdmissionRequest& r, nlohmann::json& object,
   } else if (!kind->is_string() || kind->get_ref<const std::string&>() != r.kind) {
     return std::string(field) + ".kind does not match request.kind " + r.kind;
   }
-  std::string joined;
-  if (!r.kind_group.empty()) joined.append(r.kind_group).append("/").append(r.kind_version);
-  const std::string& api_version = r.kind_group.empty() ? r.kind_version : joined;
+  const std::string api_version = request_api_version(r);
   auto api = object.find("apiVersion");
   if (api == object.end() || api->is_null()) {
     object["apiVersion"] = api_version;
@@ -70,9 +68,7 @@ Result<LocatedFacts> read_located(AdmissionRequest& r, nlohmann::json& object, s
                                   std::string_view missing) {
   if (pod) return LocatedFacts{std::move(pod->where), std::move(pod->facts)};  // read in the decode
   if (!text.empty()) {
-    std::string joined;
-    if (!r.kind_group.empty()) joined.append(r.kind_group).append("/").append(r.kind_version);
-    if (auto read = model::read_pod_text(text, r.kind, r.kind_group.empty() ? r.kind_version : joined)) {
+    if (auto read = model::read_pod_text(text, r.kind, request_api_version(r))) {
       return LocatedFacts{std::move(read->where), std::move(read->facts)};
     }
     auto dom = model::parse_projected(text, admission_object_projection(), source);

@@ -241,13 +241,16 @@ DecodedReview decode_review(std::string_view body, ObjectRead read) {
     return out;
   }
   if (text) {
-    std::string api = r.kind_version;
-    if (!r.kind_group.empty()) api = r.kind_group + "/" + r.kind_version;
+    const std::string api = request_api_version(r);
     r.object_pod = model::finish_pod_text(std::move(pods.object), r.kind, api);
     r.old_object_pod = model::finish_pod_text(std::move(pods.old_object), r.kind, api);
   }
   out.kind = DecodedReview::Kind::Ok;
   return out;
+}
+
+std::string request_api_version(const AdmissionRequest& r) {
+  return r.kind_group.empty() ? r.kind_version : r.kind_group + "/" + r.kind_version;
 }
 
 std::string base64_encode(std::string_view data) {

@@ -113,6 +113,9 @@ DecodedReview decode_review(std::string_view body, ObjectRead read = ObjectRead:
 
 std::string encode_response(const AdmissionRequest& request, const Answer& answer);
 
+// request.kind's apiVersion: "group/version", or "version" for the core group.
+std::string request_api_version(const AdmissionRequest& r);
+
 std::string base64_encode(std::string_view data);
 
 }  // namespace ig::admission
