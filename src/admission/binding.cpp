@@ -129,34 +129,35 @@ std::vector<std::string> entrypoint_binding(const model::PodFacts& facts, const 
                                             const ImageBinding& images, const Exempt& exempt) {
   std::vector<std::string> out;
   if (!images.bound) return out;
+  const model::Entrypoint& declared = component.entrypoint();
   for (std::size_t i = 0; i < facts.containers.size(); ++i) {
     const auto& c = facts.containers[i];
     if (exempted(exempt, i) || i >= images.own_image.size() || !images.own_image[i]) continue;
-    const bool declared_entrypoint = c.command == component.command && c.args == component.args;
+    const bool declared_entrypoint = c.command == declared.command && c.args == declared.args;
     // An init container may instead run one of spec.exec, its command followed by its args (a migration).
     if (c.init && !declared_entrypoint && c.command) {
       std::vector<std::string> argv = *c.command;
       if (c.args) argv.insert(argv.end(), c.args->begin(), c.args->end());
-      if (std::find(component.exec.begin(), component.exec.end(), argv) != component.exec.end()) continue;
+      if (std::find(declared.exec.begin(), declared.exec.end(), argv) != declared.exec.end()) continue;
       out.push_back(container_phrase(c) + " runs " + show_command(argv) +
                     ", which is neither the Component's entrypoint (spec.command, spec.args) nor one of its "
                     "spec.exec commands");
       continue;
     }
-    if (c.command != component.command) {
+    if (c.command != declared.command) {
       out.push_back(container_phrase(c) + " sets command " + show_declared(c.command, "(none)") +
                     " where the Component declares spec.command " +
-                    show_declared(component.command, "none (the image's entrypoint)"));
+                    show_declared(declared.command, "none (the image's entrypoint)"));
     }
-    if (c.args != component.args) {
+    if (c.args != declared.args) {
       out.push_back(container_phrase(c) + " sets args " + show_declared(c.args, "(none)") +
-                    " where the Component declares spec.args " + show_declared(component.args, "none (the image's CMD)"));
+                    " where the Component declares spec.args " + show_declared(declared.args, "none (the image's CMD)"));
     }
     for (const auto& e : c.exec) {
-      if (std::find(component.exec.begin(), component.exec.end(), e.command) != component.exec.end()) continue;
+      if (std::find(declared.exec.begin(), declared.exec.end(), e.command) != declared.exec.end()) continue;
       out.push_back(container_phrase(c) + " runs " + show_command(e.command) + " in " + e.field +
                     ".exec, which is not one of the Component's spec.exec commands" +
-                    (component.exec.empty() ? std::string(" (it declares none)") : std::string()));
+                    (declared.exec.empty() ? std::string(" (it declares none)") : std::string()));
     }
   }
   return out;

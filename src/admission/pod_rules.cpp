@@ -34,12 +34,12 @@ std::string denied_prefix(const model::PodFacts& facts, std::string_view ns) {
 
 std::string trust_phrase(const model::Component& c) {
   if (!c.trust.valid) {
-    return "is treated as untrusted (content_trust " + q(c.trust_raw.value_or("")) +
+    return "is treated as untrusted (content_trust " + q(c.trust_raw().value_or("")) +
            " is not valid; use trusted or untrusted)";
   }
   if (!c.trust.declared) return "is trusted (content_trust omitted, treated as trusted)";
   return std::string("is ") + std::string(policy::effective_trust_name(c.trust.trust)) +
-         " (content_trust: " + *c.trust_raw + ")";
+         " (content_trust: " + *c.trust_raw() + ")";
 }
 
 std::string sandbox_phrase(const GateInputsReport& in) {
@@ -292,7 +292,7 @@ PodVerdict admit_pod(const model::PodFacts& facts, const model::PodLocation& whe
   const model::Component& component = *found.component;
 
   in.trust = component.trust;
-  in.trust_raw = component.trust_raw.value_or("");
+  in.trust_raw = component.trust_raw().value_or("");
   const std::string trust_name(policy::effective_trust_name(component.trust.trust));
   if (!component.trust.valid) {
     a.warn("Component " + q(component.name) + " has invalid content_trust " + q(in.trust_raw) +

@@ -5,7 +5,7 @@
 namespace ig::admission {
 namespace {
 
-std::string trust_as_written(const model::Component& c) { return c.trust_raw.value_or(""); }
+std::string trust_as_written(const model::Component& c) { return c.trust_raw().value_or(""); }
 
 std::string trust_shown(const std::optional<std::string>& raw) {
   return raw ? quote(*raw) : std::string("omitted");
@@ -21,9 +21,9 @@ std::optional<Answer> guard_trust_change(const AdmissionRequest& r, const model:
   const bool was_trusted = old && policy::is_trusted(old->trust.trust);
   const bool is_trusted = policy::is_trusted(now.trust.trust);
   if (was_trusted == is_trusted) return std::nullopt;
-  const std::optional<std::string> before_raw = old ? old->trust_raw : std::optional<std::string>("(unreadable)");
+  const std::optional<std::string> before_raw = old ? old->trust_raw() : std::optional<std::string>("(unreadable)");
   const std::string subject = "Component " + quote(now.name) + " in namespace " + quote(r.namespace_);
-  const std::string change = "content_trust from " + trust_shown(before_raw) + " to " + trust_shown(now.trust_raw);
+  const std::string change = "content_trust from " + trust_shown(before_raw) + " to " + trust_shown(now.trust_raw());
   auto annotate = [&](Answer a) {
     a.component = now.name;
     a.annotate("content-trust-before", before_raw.value_or(""));

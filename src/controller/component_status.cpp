@@ -106,7 +106,7 @@ Condition admitted(const model::Component& c, Decision d, const StatusInputs& in
 Condition trust_declared(const model::Component& c) {
   if (!c.trust.valid) {
     return {ConditionType::TrustDeclared, ConditionStatus::False, "Invalid",
-            "spec.policy.content_trust " + quote(c.trust_raw.value_or("")) +
+            "spec.policy.content_trust " + quote(c.trust_raw().value_or("")) +
                 " is neither trusted nor untrusted: treated as untrusted; set one of them"};
   }
   if (!c.trust.declared) {

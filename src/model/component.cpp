@@ -90,6 +90,41 @@ bool looks_like_component(const json& doc) noexcept {
   return a.rfind(std::string(kComponentGroup) + "/", 0) == 0;
 }
 
+const std::optional<std::string>& Component::trust_raw() const noexcept {
+  static const std::optional<std::string> omitted, trusted("trusted"), untrusted("untrusted");
+  switch (written_) {
+    case Written::Omitted: return omitted;
+    case Written::Trusted: return trusted;
+    case Written::Untrusted: return untrusted;
+    case Written::Other: break;
+  }
+  return out_of_line_ ? out_of_line_->trust_raw : omitted;  // null only when moved from
+}
+
+const Entrypoint& Component::entrypoint() const noexcept {
+  static const Entrypoint none;
+  return out_of_line_ ? out_of_line_->entrypoint : none;
+}
+
+void Component::set_trust_raw(std::optional<std::string> raw) {
+  trust = policy::parse_content_trust(raw ? std::optional<std::string_view>(*raw) : std::nullopt);
+  // Declared and valid is exactly "trusted" or "untrusted" (policy::parse_content_trust).
+  if (!raw) written_ = Written::Omitted;
+  else if (!trust.declared || !trust.valid) written_ = Written::Other;
+  else written_ = policy::is_trusted(trust.trust) ? Written::Trusted : Written::Untrusted;
+  if (written_ != Written::Other) raw.reset();  // trust_raw() answers it
+  keep_out_of_line(entrypoint(), std::move(raw));
+}
+
+void Component::set_entrypoint(Entrypoint e) {
+  keep_out_of_line(std::move(e), written_ == Written::Other ? trust_raw() : std::nullopt);
+}
+
+void Component::keep_out_of_line(Entrypoint e, std::optional<std::string> trust_raw) {
+  const bool none = !e.command && !e.args && e.exec.empty() && !trust_raw;
+  out_of_line_ = none ? nullptr : std::make_shared<const OutOfLine>(OutOfLine{std::move(e), std::move(trust_raw)});
+}
+
 Result<Component> decode_component(const json& doc, std::string_view source) {
   const std::string src(source);
   if (!doc.is_object()) {
@@ -135,24 +170,22 @@ Result<Component> decode_component(const json& doc, std::string_view source) {
     c.image = image->value_or("");
     auto command = optional_strings(**spec, "command", "spec.command", source);
     if (!command) return fail(command.error());
-    c.command = std::move(*command);
     auto args = optional_strings(**spec, "args", "spec.args", source);
     if (!args) return fail(args.error());
-    c.args = std::move(*args);
     auto exec = exec_commands(**spec, source);
     if (!exec) return fail(exec.error());
-    c.exec = std::move(*exec);
+    c.set_entrypoint({std::move(*command), std::move(*args), std::move(*exec)});
     auto pol = optional_map(**spec, "policy", "spec.policy", source);
     if (!pol) return fail(pol.error());
     policy_map = *pol;
   }
+  std::optional<std::string> trust;
   if (policy_map != nullptr) {
-    auto trust = optional_string(*policy_map, "content_trust", kTrustField, source);
-    if (!trust) return fail(trust.error());
-    c.trust_raw = std::move(*trust);
+    auto written = optional_string(*policy_map, "content_trust", kTrustField, source);
+    if (!written) return fail(written.error());
+    trust = std::move(*written);
   }
-  c.trust = policy::parse_content_trust(c.trust_raw ? std::optional<std::string_view>(*c.trust_raw)
-                                                    : std::nullopt);
+  c.set_trust_raw(std::move(trust));
   return c;
 }
 
@@ -160,7 +193,7 @@ std::vector<std::string> component_problems(const Component& c, std::string_view
   std::vector<std::string> problems;
   if (!c.trust.valid) {
     problems.push_back(std::string(source) + ": " + std::string(kTrustField) + ": " +
-                       quote(c.trust_raw.value_or("")) + " is not a valid content trust; " +
+                       quote(c.trust_raw().value_or("")) + " is not a valid content trust; " +
                        "expected one of: " + std::string(policy::kValidTrustValues) +
                        " (or omit it to mean trusted)");
   }
@@ -175,14 +208,15 @@ std::vector<std::string> component_problems(const Component& c, std::string_view
       problems.push_back(std::string(source) + ": spec.image: " + image.error());
     }
   }
-  for (std::size_t i = 0; i < c.exec.size(); ++i) {
-    if (c.exec[i].empty()) {
+  const Entrypoint& declared = c.entrypoint();
+  for (std::size_t i = 0; i < declared.exec.size(); ++i) {
+    if (declared.exec[i].empty()) {
       problems.push_back(std::string(source) + ": spec.exec[" + std::to_string(i) +
                          "].command: required, a non-empty list of strings (the command a hook or "
                          "probe runs)");
     }
   }
-  if (c.image.empty() && (c.command || c.args || !c.exec.empty())) {
+  if (c.image.empty() && (declared.command || declared.args || !declared.exec.empty())) {
     problems.push_back(std::string(source) +
                        ": spec.command, spec.args and spec.exec declare what runs in spec.image; "
                        "declare spec.image too");

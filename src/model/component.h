@@ -10,6 +10,8 @@
 // component_problems().
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,20 +31,40 @@ inline constexpr std::string_view kComponentKind = "Component";
 inline constexpr std::string_view kTrustField = "spec.policy.content_trust";
 inline constexpr std::string_view kValidComponentKinds = "tool, agent, plugin, connector";
 
+// What a Component's pods may run besides the image (docs/components.md,
+// "Declaring the entrypoint"): spec.command and spec.args (nullopt when
+// omitted, null or []: the image's own ENTRYPOINT and CMD, and pods may not
+// set them), and spec.exec[].command, the commands its exec hooks and exec
+// probes may run (empty: none).
+struct Entrypoint {
+  std::optional<std::vector<std::string>> command, args;
+  std::vector<std::vector<std::string>> exec;
+};
+
 struct Component {
   std::string name;
   std::string namespace_;  // "" when the manifest names none
   std::string kind;        // spec.kind, "" when omitted
   std::string image;       // spec.image, "" when omitted (pods are then not bound to an image)
-  // What its pods may run besides the image (docs/components.md, "Declaring
-  // the entrypoint"): spec.command and spec.args (nullopt when omitted, null
-  // or []: the image's own ENTRYPOINT and CMD, and pods may not set them),
-  // and spec.exec[].command, the commands its exec hooks and exec probes may
-  // run (empty: none).
-  std::optional<std::vector<std::string>> command, args;
-  std::vector<std::vector<std::string>> exec;
-  std::optional<std::string> trust_raw;  // spec.policy.content_trust as written; nullopt = omitted/null
-  policy::TrustSetting trust;            // effective trust, declared or not, valid or not
+  policy::TrustSetting trust;  // effective trust, declared or not, valid or not
+
+  // spec.policy.content_trust as written (nullopt: omitted or null), and the
+  // entrypoint. The caches hold 100,000s of Components, nearly all with
+  // "trusted" or "untrusted" and no entrypoint, so the rest is out of line.
+  const std::optional<std::string>& trust_raw() const noexcept;
+  const Entrypoint& entrypoint() const noexcept;
+  void set_trust_raw(std::optional<std::string> raw);  // sets `trust` from it too
+  void set_entrypoint(Entrypoint entrypoint);
+
+ private:
+  enum class Written : std::uint8_t { Omitted, Trusted, Untrusted, Other };
+  struct OutOfLine {
+    Entrypoint entrypoint;
+    std::optional<std::string> trust_raw;  // when Written::Other
+  };
+  void keep_out_of_line(Entrypoint e, std::optional<std::string> trust_raw);
+  Written written_ = Written::Omitted;
+  std::shared_ptr<const OutOfLine> out_of_line_;  // null: no entrypoint, trust not Other
 };
 
 Result<Component> decode_component(const nlohmann::json& doc, std::string_view source);

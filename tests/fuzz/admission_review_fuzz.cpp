@@ -52,8 +52,7 @@ constexpr std::string_view kLabel = "gibson.zeroroot.ai/component";
 ig::model::Component component(std::string_view name, std::string_view trust) {
   ig::model::Component comp;
   comp.name = std::string(name);
-  comp.trust_raw = std::string(trust);
-  comp.trust = ig::policy::parse_content_trust(trust);
+  comp.set_trust_raw(std::string(trust));
   return comp;
 }
 

@@ -52,7 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     using ig::policy::ContentTrust;
     const auto& t = c->trust;
-    const std::string raw = c->trust_raw.value_or("");
+    const std::string raw = c->trust_raw().value_or("");
     // What the manifest says, read again from the document itself.
     std::optional<std::string> written;
     if (doc.is_object() && doc.contains("spec") && doc["spec"].is_object() && doc["spec"].contains("policy") &&

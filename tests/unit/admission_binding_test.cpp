@@ -362,10 +362,10 @@ TEST(DebugContainers, OnlyAnEnforcementAdminMayAddOneAndNeverPrivileged) {
 
 TEST(ComponentSpec, DeclaresCommandArgsAndExec) {
   const model::Component c = component("t", "trusted");
-  EXPECT_EQ(c.command, std::nullopt);
-  EXPECT_EQ(c.args, (std::vector<std::string>{"--serve"}));
-  ASSERT_EQ(c.exec.size(), 2u);
-  EXPECT_EQ(c.exec[0], (std::vector<std::string>{"/bin/healthcheck"}));
+  EXPECT_EQ(c.entrypoint().command, std::nullopt);
+  EXPECT_EQ(c.entrypoint().args, (std::vector<std::string>{"--serve"}));
+  ASSERT_EQ(c.entrypoint().exec.size(), 2u);
+  EXPECT_EQ(c.entrypoint().exec[0], (std::vector<std::string>{"/bin/healthcheck"}));
 }
 
 TEST(ComponentSpec, WrongShapesAreErrorsNamingTheField) {
@@ -392,9 +392,12 @@ TEST(ComponentSpec, WrongShapesAreErrorsNamingTheField) {
 
 TEST(ComponentSpec, ProblemsAreAnEmptyExecCommandAndDeclarationsWithoutAnImage) {
   model::Component c = component("t", "trusted");
-  c.exec.push_back({});
+  model::Entrypoint declared = c.entrypoint();
+  declared.exec.push_back({});
+  c.set_entrypoint(declared);
   EXPECT_THAT(model::component_problems(c, "c"), ::testing::Contains(HasSubstr("spec.exec[2].command: required")));
-  c.exec.pop_back();
+  declared.exec.pop_back();
+  c.set_entrypoint(declared);
   c.image.clear();
   EXPECT_THAT(model::component_problems(c, "c"), ::testing::Contains(HasSubstr("declare spec.image too")));
 }

@@ -61,13 +61,11 @@ model::Component make_component(const std::string& name, Trust t) {
   c.kind = "tool";
   c.image = kImage;
   switch (t) {
-    case Trust::Untrusted: c.trust_raw = "untrusted"; break;
-    case Trust::Trusted: c.trust_raw = "trusted"; break;
-    case Trust::Omitted: break;
-    case Trust::Invalid: c.trust_raw = "maybe"; break;
+    case Trust::Untrusted: c.set_trust_raw("untrusted"); break;
+    case Trust::Trusted: c.set_trust_raw("trusted"); break;
+    case Trust::Omitted: c.set_trust_raw(std::nullopt); break;
+    case Trust::Invalid: c.set_trust_raw("maybe"); break;
   }
-  c.trust = policy::parse_content_trust(c.trust_raw ? std::optional<std::string_view>(*c.trust_raw)
-                                                    : std::nullopt);
   return c;
 }
 
@@ -747,8 +745,7 @@ TEST(PodRulesMessages, EveryWarningIsUnder120CharactersEvenWithA253CharacterName
   const std::string long_name(253, 'c');
   StaticCatalog catalog;
   model::Component invalid = make_component(long_name, Trust::Invalid);
-  invalid.trust_raw = std::string(300, 'v');
-  invalid.trust = policy::parse_content_trust(*invalid.trust_raw);
+  invalid.set_trust_raw(std::string(300, 'v'));
   ASSERT_TRUE(catalog.add(invalid, kNs));
   ASSERT_TRUE(catalog.add(make_component(long_name + "-x", Trust::Omitted), kNs));
 

@@ -37,8 +37,7 @@ model::Component make_component(const std::string& name, const std::string& trus
   c.namespace_ = kAudit;
   c.kind = "tool";
   c.image = kImage;
-  c.trust_raw = trust;
-  c.trust = policy::parse_content_trust(std::string_view(trust));
+  c.set_trust_raw(trust);
   return c;
 }
 

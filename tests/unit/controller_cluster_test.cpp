@@ -260,7 +260,7 @@ TEST(Cluster, CachedComponentsAreFoundWithoutAnApiCall) {
   auto r = f.cluster->components().find("team-a", "c1");
   ASSERT_EQ(r.status, Status::Found);
   EXPECT_EQ(r.component->name, "c1");
-  EXPECT_EQ(r.component->trust_raw, "untrusted");
+  EXPECT_EQ(r.component->trust_raw(), "untrusted");
   EXPECT_EQ(f.gets(), 0u);
   EXPECT_EQ(f.cluster->component_count(), 1u);
 }
@@ -409,7 +409,7 @@ TEST(ClusterComponents, ConcurrentMissesOfOneComponentShareOneGetAndItsAnswer) {
   for (const auto& r : results) {
     ASSERT_EQ(r.status, Status::Found);
     EXPECT_EQ(r.component->name, "fresh");
-    EXPECT_EQ(r.component->trust_raw, "untrusted");
+    EXPECT_EQ(r.component->trust_raw(), "untrusted");
   }
   // Remembered briefly: a miss within the second needs no GET; after it, one.
   f.now_ms += 999;

@@ -55,7 +55,7 @@ TEST(ComponentExamples, ReportParserIsDeclaredUntrusted) {
   EXPECT_EQ(c->namespace_, "team-a");
   EXPECT_EQ(c->kind, "tool");
   EXPECT_EQ(c->image, "registry.example.com/gibson/report-parser:1.4.2");
-  EXPECT_EQ(c->trust_raw, std::optional<std::string>("untrusted"));
+  EXPECT_EQ(c->trust_raw(), std::optional<std::string>("untrusted"));
   EXPECT_EQ(c->trust.trust, ContentTrust::Untrusted);
   EXPECT_TRUE(c->trust.declared);
   EXPECT_TRUE(c->trust.valid);
@@ -67,7 +67,7 @@ TEST(ComponentExamples, DocsIndexerIsDeclaredTrusted) {
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c->name, "docs-indexer");
   EXPECT_EQ(c->kind, "agent");
-  EXPECT_EQ(c->trust_raw, std::optional<std::string>("trusted"));
+  EXPECT_EQ(c->trust_raw(), std::optional<std::string>("trusted"));
   EXPECT_EQ(c->trust.trust, ContentTrust::Trusted);
   EXPECT_TRUE(c->trust.declared);
   EXPECT_TRUE(c->trust.valid);
@@ -79,7 +79,7 @@ TEST(ComponentExamples, LegacyExporterOmitsTrustSoItIsUnspecifiedAndNotDeclared)
   ASSERT_TRUE(c.ok()) << c.error();
   EXPECT_EQ(c->name, "legacy-exporter");
   EXPECT_EQ(c->kind, "plugin");
-  EXPECT_EQ(c->trust_raw, std::nullopt);
+  EXPECT_EQ(c->trust_raw(), std::nullopt);
   EXPECT_EQ(c->trust.trust, ContentTrust::Unspecified);
   EXPECT_FALSE(c->trust.declared);
   EXPECT_TRUE(c->trust.valid);
@@ -208,7 +208,7 @@ TEST_P(UnknownContentTrust, DecodesAsInvalidAndFailsClosedWithAProblemNamingFiel
   doc["spec"]["policy"]["content_trust"] = value;
   auto c = decode_component(doc, "components/x.yaml");
   ASSERT_TRUE(c.ok()) << c.error();
-  EXPECT_EQ(c->trust_raw, std::optional<std::string>(value));
+  EXPECT_EQ(c->trust_raw(), std::optional<std::string>(value));
   EXPECT_FALSE(c->trust.valid);
   EXPECT_TRUE(c->trust.declared);
   EXPECT_EQ(c->trust.trust, ContentTrust::Untrusted);
@@ -278,7 +278,7 @@ TEST(ComponentDecoding, NullContentTrustMeansOmitted) {
   doc["spec"]["policy"]["content_trust"] = nullptr;
   auto c = decode_component(doc, "x.yaml");
   ASSERT_TRUE(c.ok()) << c.error();
-  EXPECT_EQ(c->trust_raw, std::nullopt);
+  EXPECT_EQ(c->trust_raw(), std::nullopt);
   EXPECT_EQ(c->trust.trust, ContentTrust::Unspecified);
   EXPECT_FALSE(c->trust.declared);
   EXPECT_TRUE(c->trust.valid);
@@ -381,6 +381,35 @@ TEST(ComponentDecoding, KindOfTheWrongTypeNamesTheField) {
   auto c = decode_component(doc, "x.yaml");
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error(), "x.yaml: kind: expected a string, got a list");
+}
+
+// The caches hold 100,000s of Components: the entrypoint and an unusual
+// content_trust are kept out of line, each setter keeping what the other set.
+TEST(ComponentOutOfLine, TrustAsWrittenAndTheEntrypointSurviveEachOthersSettersAndCopies) {
+  Component c;
+  EXPECT_EQ(c.trust_raw(), std::nullopt);
+  EXPECT_FALSE(c.entrypoint().command.has_value());
+  c.set_trust_raw("maybe");
+  c.set_entrypoint({std::vector<std::string>{"/bin/serve"}, std::nullopt, {{"/bin/check"}}});
+  const Component copy = c;
+  c.set_trust_raw("untrusted");
+  EXPECT_EQ(copy.trust_raw(), std::optional<std::string>("maybe"));
+  EXPECT_FALSE(copy.trust.valid);
+  EXPECT_EQ(c.trust_raw(), std::optional<std::string>("untrusted"));
+  EXPECT_TRUE(c.trust.valid && c.trust.declared);
+  EXPECT_EQ(c.trust.trust, ContentTrust::Untrusted);
+  for (const Component* x : {static_cast<const Component*>(&c), &copy}) {
+    EXPECT_EQ(x->entrypoint().command, (std::vector<std::string>{"/bin/serve"}));
+    EXPECT_EQ(x->entrypoint().exec, (std::vector<std::vector<std::string>>{{"/bin/check"}}));
+  }
+  c.set_trust_raw("");  // written, empty: omitted for the gate, "" as written
+  EXPECT_EQ(c.trust_raw(), std::optional<std::string>(""));
+  EXPECT_FALSE(c.trust.declared);
+  c.set_entrypoint({});
+  EXPECT_EQ(c.trust_raw(), std::optional<std::string>(""));
+  EXPECT_TRUE(c.entrypoint().exec.empty());
+  // Nothing unusual: four strings, the trust and one pointer (bench/history.md §22).
+  EXPECT_LE(sizeof(Component), 4 * sizeof(std::string) + 32);
 }
 
 TEST(LooksLikeComponent, RecognisesTheGroupAndKindOnly) {
