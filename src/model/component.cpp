@@ -90,6 +90,20 @@ bool looks_like_component(const json& doc) noexcept {
   return a.rfind(std::string(kComponentGroup) + "/", 0) == 0;
 }
 
+Component::Component(const Component& other)
+    : name(other.name),
+      namespace_(other.namespace_),
+      kind(other.kind),
+      image(other.image),
+      trust(other.trust),
+      written_(other.written_),
+      out_of_line_(other.out_of_line_ ? std::make_unique<const OutOfLine>(*other.out_of_line_) : nullptr) {}
+
+Component& Component::operator=(const Component& other) {
+  if (this != &other) *this = Component(other);
+  return *this;
+}
+
 const std::optional<std::string>& Component::trust_raw() const noexcept {
   static const std::optional<std::string> omitted, trusted("trusted"), untrusted("untrusted");
   switch (written_) {
@@ -122,7 +136,7 @@ void Component::set_entrypoint(Entrypoint e) {
 
 void Component::keep_out_of_line(Entrypoint e, std::optional<std::string> trust_raw) {
   const bool none = !e.command && !e.args && e.exec.empty() && !trust_raw;
-  out_of_line_ = none ? nullptr : std::make_shared<const OutOfLine>(OutOfLine{std::move(e), std::move(trust_raw)});
+  out_of_line_ = none ? nullptr : std::make_unique<const OutOfLine>(OutOfLine{std::move(e), std::move(trust_raw)});
 }
 
 Result<Component> decode_component(const json& doc, std::string_view source) {

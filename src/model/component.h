@@ -48,6 +48,12 @@ struct Component {
   std::string image;       // spec.image, "" when omitted (pods are then not bound to an image)
   policy::TrustSetting trust;  // effective trust, declared or not, valid or not
 
+  Component() = default;
+  Component(const Component& other);
+  Component& operator=(const Component& other);
+  Component(Component&&) noexcept = default;
+  Component& operator=(Component&&) noexcept = default;
+
   // spec.policy.content_trust as written (nullopt: omitted or null), and the
   // entrypoint. The caches hold 100,000s of Components, nearly all with
   // "trusted" or "untrusted" and no entrypoint, so the rest is out of line.
@@ -64,7 +70,7 @@ struct Component {
   };
   void keep_out_of_line(Entrypoint e, std::optional<std::string> trust_raw);
   Written written_ = Written::Omitted;
-  std::shared_ptr<const OutOfLine> out_of_line_;  // null: no entrypoint, trust not Other
+  std::unique_ptr<const OutOfLine> out_of_line_;  // null: no entrypoint, trust not Other
 };
 
 Result<Component> decode_component(const nlohmann::json& doc, std::string_view source);

@@ -408,8 +408,8 @@ TEST(ComponentOutOfLine, TrustAsWrittenAndTheEntrypointSurviveEachOthersSettersA
   c.set_entrypoint({});
   EXPECT_EQ(c.trust_raw(), std::optional<std::string>(""));
   EXPECT_TRUE(c.entrypoint().exec.empty());
-  // Nothing unusual: four strings, the trust and one pointer (bench/history.md §22).
-  EXPECT_LE(sizeof(Component), 4 * sizeof(std::string) + 32);
+  // Four strings, the trust and one pointer (bench/history.md §22).
+  EXPECT_LE(sizeof(Component), 4 * sizeof(std::string) + 16);
 }
 
 TEST(LooksLikeComponent, RecognisesTheGroupAndKindOnly) {
