@@ -3,11 +3,11 @@
 //    in the order added, and waits until all are synced() (an error after
 //    sync_timeout).
 //  - start_leading() runs the needs_leader runnables with this term's stop
-//    source and returns at once (nothing before a successful start() or after
-//    stop()); stop_leading() stops them all at once (cancelling their API
-//    requests), joins them in reverse order. Terms may follow one another.
-//  - stop(): stop_leading(), then the other runnables in reverse order.
-//  - Thread-safe; stop() and stop_leading() are noexcept and idempotent.
+//    source and returns (nothing before a successful start() or after
+//    stop(); during start() it waits for it); stop_leading() stops them all
+//    at once (cancelling their requests), joins them in reverse order.
+//  - stop(): stop_leading(), then the others in reverse order. Terms may
+//    follow one another. Thread-safe; stop(), stop_leading(): noexcept, idempotent.
 #pragma once
 
 #include <chrono>
