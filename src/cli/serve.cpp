@@ -1,5 +1,3 @@
-// `isolation-gate serve`: the admission webhook over HTTPS plus a plain-HTTP
-// listener for probes and metrics, in local or cluster mode (cli/serve.h).
 #include "cli/serve.h"
 
 #include <atomic>
@@ -14,8 +12,7 @@
 namespace ig::cli {
 namespace {
 
-// Descriptors beyond the webhook's connections: the probe listener's, the API
-// clients', files, the log.
+// Descriptors beyond the webhook's connections (probes, API clients, files).
 constexpr std::size_t probe_headroom = 256;
 
 std::string endpoint_text(const boost::asio::ip::tcp::endpoint& e) {
@@ -23,9 +20,7 @@ std::string endpoint_text(const boost::asio::ip::tcp::endpoint& e) {
   return (addr.is_v6() ? "[" + addr.to_string() + "]" : addr.to_string()) + ":" + std::to_string(e.port());
 }
 
-// One line per guarded change: a warning when enforcement goes off or trust
-// is loosened (or either was refused), info when it tightens. Never blocks
-// for long (stderr).
+// One line per guarded change: info when it tightens, else a warning.
 void log_guarded_change(const admission::GuardedChangeNotice& n) {
   using admission::Reason;
   const admission::GuardedChange& c = n.change;
@@ -52,8 +47,6 @@ void log_guarded_change(const admission::GuardedChangeNotice& n) {
                     {"reason", reason}});
 }
 
-// The process's own families: transport, static facts, the catalog's size
-// and the serving certificate.
 void write_process_metrics(prometheus::TextWriter& out, const server::TransportCounters& webhook,
                            const server::TransportCounters& probes, const admission::AdmissionContext& context,
                            const ModeFacts& facts, const tls::ReloadingTlsContext& serving) {
@@ -65,15 +58,13 @@ void write_process_metrics(prometheus::TextWriter& out, const server::TransportC
               {"shape", policy::to_string(context.settings.shape.shape)},
               {"runtime_class", context.settings.runtime_class}},
              std::uint64_t{1});
-  out.family("isolation_gate_components", Type::Gauge, "Components known to the catalog.");
-  out.sample("isolation_gate_components", {}, std::uint64_t{facts.component_count()});
-  out.family("isolation_gate_tls_reloads_total", Type::Counter, "Serving certificate reloads.");
-  out.sample("isolation_gate_tls_reloads_total", {}, serving.reload_count());
-  out.family("isolation_gate_tls_certificate_expiry_seconds", Type::Gauge,
-             "Unix time at which the serving certificate expires.");
-  out.sample("isolation_gate_tls_certificate_expiry_seconds", {},
-             static_cast<double>(
-                 std::chrono::duration_cast<std::chrono::seconds>(serving.not_after().time_since_epoch()).count()));
+  runtime::write_single(out, "isolation_gate_components", Type::Gauge, "Components known to the catalog.",
+                        std::uint64_t{facts.component_count()});
+  runtime::write_single(out, "isolation_gate_tls_reloads_total", Type::Counter, "Serving certificate reloads.",
+                        serving.reload_count());
+  const auto expiry = std::chrono::duration_cast<std::chrono::seconds>(serving.not_after().time_since_epoch());
+  runtime::write_single(out, "isolation_gate_tls_certificate_expiry_seconds", Type::Gauge,
+                        "Unix time at which the serving certificate expires.", static_cast<double>(expiry.count()));
 }
 
 }  // namespace
@@ -122,9 +113,8 @@ std::variant<std::unique_ptr<tls::ReloadingTlsContext>, int> serving_tls(const S
   return std::move(*loaded);
 }
 
-// Builds, in this order, so that nothing is set after construction: the
-// transport counters, the Webhook, the manager's checks and collectors, the
-// two servers (their handlers call the manager's probes and the Webhook).
+// Builds the Webhook, the manager's checks and collectors, then the two
+// servers (their handlers call them): nothing is set after construction.
 int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& context, const ModeFacts& facts,
                   runtime::Manager& manager, tls::ReloadingTlsContext& serving, SteadyClock::time_point started) {
   const sigset_t signals = block_stop_signals();
@@ -197,16 +187,12 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
   const int signal_number = wait_for_stop(signals);
   config::log_info("stopping", {{"signal", signal_number == SIGTERM ? "SIGTERM" : "SIGINT"},
                                 {"drain_delay_ms", std::to_string(o.drain_delay.count())}});
-  // From now on every webhook response carries Connection: close: clients
-  // reconnect, and reach a replica that is still in the endpoints. Idle
-  // keep-alive connections stay open until the delay is over (a request may
-  // be on its way on them). Before readiness fails, so that whoever sees
-  // /readyz fail gets Connection: close from then on.
+  // Every response now carries Connection: close (clients reconnect to a
+  // replica still in the endpoints), before /readyz fails.
   https.begin_drain();
   ready.store(false, std::memory_order_release);
   if (facts.on_stopping) facts.on_stopping();
-  // Keep answering while the endpoints controller and the API server notice
-  // the replica is not ready; a second signal ends the delay.
+  // Keep answering while the replica leaves the endpoints.
   wait_drain_delay(signals, o.drain_delay);
   config::log_info("draining: closing idle connections, finishing requests in flight",
                    {{"grace_ms", "10000"}});

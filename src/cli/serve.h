@@ -1,12 +1,7 @@
-// `isolation-gate serve`'s two modes and what they share. A mode builds its
-// Component lookup, sandbox view and metrics and hands them to
-// serve_webhook(), which serves them until SIGTERM/SIGINT: serve_local()
-// reads Components from files and the sandbox from a flag; serve_cluster()
-// builds both from the API server's caches (docs/architecture.md, "Where
-// cluster mode plugs in").
-//
-// Contract: every mode calls block_stop_signals() (cli/serve_process.h)
-// before it starts a thread; each returns the process's exit code.
+// `isolation-gate serve`'s two modes: each builds its Component lookup,
+// sandbox view and metrics and hands them to serve_webhook(), which serves
+// until SIGTERM/SIGINT. Every mode calls block_stop_signals() before it
+// starts a thread; each returns the process's exit code.
 #pragma once
 
 #include <chrono>
@@ -27,9 +22,8 @@ namespace ig::cli {
 
 using SteadyClock = std::chrono::steady_clock;
 
-// What a mode gives serve_webhook() beyond the admission context and the
-// process's runtime::Manager (whose probes the listeners serve: the mode adds
-// its readiness checks and metric collectors to it first).
+// What a mode gives serve_webhook() besides the admission context and the
+// manager (to whose probes it added its checks and collectors first).
 struct ModeFacts {
   std::string_view mode;  // the `mode` label and log field
   std::function<std::size_t()> component_count;
@@ -44,9 +38,8 @@ void log_adapter(std::string_view level, std::string_view msg);
 // GIBSON_UNTRUSTED_EXEC's shape, logged (a warning when it fell back).
 config::ShapeFromEnv read_shape();
 
-// The serving TLS context: the --tls-cert/--tls-key files (watched), or a
-// fresh chain for localhost and the Service, its CA written to --ca-out. On
-// failure: logged, and the exit code.
+// The --tls-cert/--tls-key files (watched), or a fresh chain for localhost
+// and the Service (its CA written to --ca-out); on failure, logged: the exit code.
 std::variant<std::unique_ptr<tls::ReloadingTlsContext>, int> serving_tls(const ServeOptions& o);
 
 int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& context, const ModeFacts& facts,

@@ -1,8 +1,5 @@
-// Cluster mode: Components, RuntimeClasses and Nodes from the API server's
-// caches on every replica; ready once they have synced and the serving
-// certificate is loaded. The leader (a Lease) runs the writing loops: status,
-// drift and eviction (controller::Operator) and, self-managed, certificates.
-// Every replica records Events for its own denials.
+// Cluster mode: build the pieces, add them to the manager, run. Every replica
+// serves from the caches; the leader runs the writing loops.
 #include <atomic>
 #include <cstdlib>
 
@@ -43,23 +40,21 @@ void write_event_metrics(prometheus::TextWriter& out, const kube::EventRecorderS
       {"failed", s.send_errors},
   };
   for (const auto& [result, n] : rows) out.sample("isolation_gate_events_total", {{"result", result}}, n);
-  out.family("isolation_gate_events_pending", Type::Gauge,
-             "Repeats waiting for a rate-limit token (they are written into the series later).");
-  out.sample("isolation_gate_events_pending", {}, s.pending);
+  runtime::write_single(out, "isolation_gate_events_pending", Type::Gauge,
+                        "Repeats waiting for a rate-limit token (they are written into the series later).", s.pending);
 }
 
 void write_election_metrics(prometheus::TextWriter& out, const kube::LeaderElectionStats& s) {
   using prometheus::Type;
-  out.family("isolation_gate_leader_transitions_total", Type::Counter,
-             "Changes of the Lease's holder this replica observed.");
-  out.sample("isolation_gate_leader_transitions_total", {}, s.transitions_observed);
-  out.family("isolation_gate_leader_acquisitions_total", Type::Counter, "Times this replica became leader.");
-  out.sample("isolation_gate_leader_acquisitions_total", {}, s.acquisitions);
-  out.family("isolation_gate_leader_lost_total", Type::Counter,
-             "Times this replica stopped leading because it could not renew in time.");
-  out.sample("isolation_gate_leader_lost_total", {}, s.lost);
-  out.family("isolation_gate_leader_renew_failures_total", Type::Counter, "Lease renewals that failed.");
-  out.sample("isolation_gate_leader_renew_failures_total", {}, s.renew_failures);
+  using runtime::write_single;
+  write_single(out, "isolation_gate_leader_transitions_total", Type::Counter,
+               "Changes of the Lease's holder this replica observed.", s.transitions_observed);
+  write_single(out, "isolation_gate_leader_acquisitions_total", Type::Counter, "Times this replica became leader.",
+               s.acquisitions);
+  write_single(out, "isolation_gate_leader_lost_total", Type::Counter,
+               "Times this replica stopped leading because it could not renew in time.", s.lost);
+  write_single(out, "isolation_gate_leader_renew_failures_total", Type::Counter, "Lease renewals that failed.",
+               s.renew_failures);
 }
 
 }  // namespace
@@ -75,29 +70,21 @@ int serve_cluster(ServeOptions o, SteadyClock::time_point started) {
   if (!o.namespace_given && !cluster_config->namespace_name.empty()) {
     o.gate.own_namespace = cluster_config->namespace_name;
   }
-  // Two clients, two rate limits: the caches and the loops that write much
-  // (status, Events, evictions) never starve the Lease renewals and the
-  // certificate loop.
-  // One credential source for both: a token file is followed once, an exec
-  // plugin runs once per rotation.
+  // Three clients, three rate limits, one credential source: the caches and
+  // the writing loops (status, Events, evictions) never starve admission's
+  // live GETs, nor the Lease renewals and the certificate loop.
   auto tokens = std::make_shared<kube::TokenSource>(*cluster_config);
-  kube::HttpClientOptions client_options;
-  client_options.tokens = tokens;
-  client_options.qps = o.kube_api_qps;
-  client_options.burst = o.kube_api_burst;
-  client_options.request_timeout = o.kube_request_timeout;
-  auto client = kube::HttpClient::make(*cluster_config, IG_VERSION, client_options);
-  // Admission's live GETs: their own rate limit, so a storm of status
-  // writes or Events never makes a review wait past its deadline.
-  kube::HttpClientOptions lookup_options;
-  lookup_options.tokens = tokens;
-  lookup_options.qps = o.kube_lookup_qps;
-  lookup_options.burst = o.kube_lookup_burst;
-  auto lookup = kube::HttpClient::make(*cluster_config, IG_VERSION, lookup_options);
-  kube::HttpClientOptions control_options;
-  control_options.tokens = tokens;
-  control_options.request_timeout = o.renew_deadline;
-  auto control = kube::HttpClient::make(*cluster_config, IG_VERSION, control_options);
+  auto make_client = [&](double qps, int burst, std::chrono::milliseconds request_timeout) {
+    kube::HttpClientOptions c;
+    c.tokens = tokens;
+    c.qps = qps;
+    c.burst = burst;
+    c.request_timeout = request_timeout;
+    return kube::HttpClient::make(*cluster_config, IG_VERSION, c);
+  };
+  auto client = make_client(o.kube_api_qps, o.kube_api_burst, o.kube_request_timeout);
+  auto lookup = make_client(o.kube_lookup_qps, o.kube_lookup_burst, kube::HttpClientOptions{}.request_timeout);
+  auto control = make_client(kube::RateLimiter::kDefaultQps, kube::RateLimiter::kDefaultBurst, o.renew_deadline);
   if (!client || !control || !lookup) {
     config::log_error("cannot make the Kubernetes API client",
                       {{"error", !client ? client.error() : !control ? control.error() : lookup.error()}});
@@ -132,14 +119,12 @@ int serve_cluster(ServeOptions o, SteadyClock::time_point started) {
   operator_options.gate = settings;
   controller::Operator op(**client, cluster, &events, std::move(operator_options));
 
-  // The serving certificate: the files (cert-manager), or self-managed: a
-  // throwaway one until the Secret's is loaded (not ready until then).
+  // Self-managed: a throwaway certificate until the Secret's is loaded.
   auto tls_or_exit = serving_tls(o);
   if (auto* exit_code = std::get_if<int>(&tls_or_exit)) return *exit_code;
   auto& serving = *std::get<std::unique_ptr<tls::ReloadingTlsContext>>(tls_or_exit);
   std::unique_ptr<controller::SelfManagedCertificates> certs;
-  // Set once the listeners accept and never unset: with the caches synced
-  // and the Secret's certificate served, this replica can answer.
+  // Set once the listeners accept, never unset.
   std::atomic<bool> serving_started{false};
   if (o.cert_mode == ServeOptions::CertMode::SelfManaged) {
     controller::CertificateOptions c;
@@ -214,8 +199,7 @@ int serve_cluster(ServeOptions o, SteadyClock::time_point started) {
   facts.component_count = [&cluster] { return cluster.component_count(); };
   facts.on_denial = [&op](const admission::DenialNotice& d) { op.record_denial(d); };
   facts.on_guarded_change = [&op](const admission::GuardedChangeNotice& n) { op.record_guarded_change(n); };
-  // SIGTERM: stop leading and release the Lease first, so a successor takes
-  // over within a retry period while this replica drains.
+  // SIGTERM: release the Lease first, so a successor takes over while this replica drains.
   facts.on_stopping = [&elector] { (*elector)->stop(); };
   facts.on_serving = [&serving_started] { serving_started.store(true, std::memory_order_release); };
   const int code = serve_webhook(o, context, facts, manager, serving, started);

@@ -25,10 +25,9 @@ int serve_local(const ServeOptions& o, SteadyClock::time_point started) {
   facts.component_count = [&catalog] { return catalog->size(); };
   runtime::Manager manager;  // nothing runs: its probes and metrics
   manager.probes().metrics().add([&sandbox](prometheus::TextWriter& out) {
-    out.family("isolation_gate_sandbox_available", prometheus::Type::Gauge,
-               "1 when the setec sandbox is available.");
-    out.sample("isolation_gate_sandbox_available", {},
-               std::uint64_t{policy::is_available(sandbox.availability()) ? 1u : 0u});
+    runtime::write_single(out, "isolation_gate_sandbox_available", prometheus::Type::Gauge,
+                          "1 when the setec sandbox is available.",
+                          std::uint64_t{policy::is_available(sandbox.availability()) ? 1u : 0u});
   });
   return serve_webhook(o, context, facts, manager, serving, started);
 }

@@ -34,6 +34,13 @@ int usage_error(const std::string& message) {
   return kExitBadInput;
 }
 
+// A number option within [lo, hi] (the help text states the range).
+template <typename T, typename Bound>
+void add_number(CLI::App& app, const std::string& name, T& target, Bound lo, Bound hi, const char* type,
+                const std::string& help) {
+  app.add_option(name, target, help)->check(CLI::Range(lo, hi).description(""))->type_name(type);
+}
+
 std::string show_groups(const std::vector<std::string>& groups) {
   if (groups.empty()) return "(none)";
   std::string out;
@@ -66,9 +73,7 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
       ->type_name("FILE");
   app->add_option("--service-name", o.service, "the webhook's Service (names in the made certificate)")
       ->type_name("NAME");
-  app->add_option("--threads", o.threads, "I/O threads of the webhook listener (0: one per core)")
-      ->check(CLI::Range(0u, 999u).description(""))
-      ->type_name("N");
+  add_number(*app, "--threads", o.threads, 0u, 999u, "N", "I/O threads of the webhook listener (0: one per core)");
   add_duration_option(*app, "--drain-delay", o.drain_delay,
                       "at SIGTERM: /readyz fails at once, the listeners keep serving\n"
                       "this long (endpoints are removed meanwhile), then requests in\n"
@@ -86,15 +91,12 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
   add_duration_option(*app, "--tls-handshake-timeout", o.tls_handshake_timeout,
                       "webhook listener: a connection must finish its TLS handshake\n"
                       "this soon after it is accepted, or it is closed; 100ms..60s");
-  app->add_option("--max-connections", o.max_connections,
-                  "webhook listener: open connections at most; more are closed at once")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}).description(""))
-      ->type_name("N");
-  app->add_option("--max-connections-per-source", o.max_connections_per_source,
-                  "webhook listener: open connections from one source address at\n"
-                  "most (the API server is few addresses: keep it high)")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}).description(""))
-      ->type_name("N");
+  add_number(*app, "--max-connections", o.max_connections, std::size_t{1}, std::size_t{1'000'000}, "N",
+             "webhook listener: open connections at most; more are closed at once");
+  add_number(*app, "--max-connections-per-source", o.max_connections_per_source, std::size_t{1},
+             std::size_t{1'000'000}, "N",
+             "webhook listener: open connections from one source address at\n"
+             "most (the API server is few addresses: keep it high)");
   app->add_option("--client-ca", o.client_ca,
                   "require a client certificate signed by a CA in FILE (PEM) on the\n"
                   "webhook listener (the API server's, see docs/operations.md);\n"
@@ -152,45 +154,32 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
   app->add_flag("--evict-drifted", o.evict_drifted,
                 "cluster mode: evict pods whose placement is less safe than the\n"
                 "gate decides now (through the Eviction API: PDBs hold)");
-  app->add_option("--evict-rate", o.evict_rate, "--evict-drifted: evictions per minute at most")
-      ->check(CLI::Range(0.1, 10000.0).description(""))
-      ->type_name("N");
+  add_number(*app, "--evict-rate", o.evict_rate, 0.1, 10000.0, "N", "--evict-drifted: evictions per minute at most");
   add_duration_option(*app, "--drift-eviction-settle", o.drift_eviction_settle,
                       "--evict-drifted: a pod is evicted only once it has stayed drifted\n"
                       "this long (a passing state evicts nothing; 0s: at once)");
-  app->add_option("--kube-api-qps", o.kube_api_qps, "cluster mode: Kubernetes API requests per second")
-      ->check(CLI::Range(0.0, 10000.0).description(""))
-      ->type_name("QPS");
-  app->add_option("--kube-api-burst", o.kube_api_burst, "cluster mode: Kubernetes API request burst")
-      ->check(CLI::Range(1, 10000).description(""))
-      ->type_name("N");
-  app->add_option("--kube-lookup-qps", o.kube_lookup_qps,
-                  "cluster mode: live GETs per second of Components that admission\n"
-                  "misses in the cache (a rate limit of their own: status writes,\n"
-                  "Events and watches never delay them; concurrent misses of one\n"
-                  "Component share one GET)")
-      ->check(CLI::Range(0.0, 10000.0).description(""))
-      ->type_name("QPS");
-  app->add_option("--kube-lookup-burst", o.kube_lookup_burst, "cluster mode: burst of those live GETs")
-      ->check(CLI::Range(1, 10000).description(""))
-      ->type_name("N");
+  add_number(*app, "--kube-api-qps", o.kube_api_qps, 0.0, 10000.0, "QPS",
+             "cluster mode: Kubernetes API requests per second");
+  add_number(*app, "--kube-api-burst", o.kube_api_burst, 1, 10000, "N", "cluster mode: Kubernetes API request burst");
+  add_number(*app, "--kube-lookup-qps", o.kube_lookup_qps, 0.0, 10000.0, "QPS",
+             "cluster mode: live GETs per second of Components that admission\n"
+             "misses in the cache (a rate limit of their own: status writes,\n"
+             "Events and watches never delay them; concurrent misses of one\n"
+             "Component share one GET)");
+  add_number(*app, "--kube-lookup-burst", o.kube_lookup_burst, 1, 10000, "N", "cluster mode: burst of those live GETs");
   add_duration_option(*app, "--kube-lookup-timeout", o.kube_lookup_timeout,
                       "cluster mode: the longest a review waits for that live GET (then\n"
                       "it is denied as a lookup error); keep it well inside the webhooks'\n"
                       "timeoutSeconds; 100ms..29s");
-  app->add_option("--status-workers", o.status_workers,
-                  "cluster mode, leader: Component status writes in flight at once\n"
-                  "(all under the --kube-api-qps limit; more help only when the API\n"
-                  "server's round trip, not the limit, bounds the rate)")
-      ->check(CLI::Range(1, 64).description(""))
-      ->type_name("N");
-  app->add_option("--kube-list-page-size", o.kube_list_page_size,
-                  "cluster mode: objects per LIST page of the Component, RuntimeClass\n"
-                  "and Node caches (each page is one rate-limited request; larger\n"
-                  "pages make the initial list fit the burst, at the cost of a larger\n"
-                  "transient response buffer; client-go uses 500)")
-      ->check(CLI::Range(1, 100000).description(""))
-      ->type_name("N");
+  add_number(*app, "--status-workers", o.status_workers, 1, 64, "N",
+             "cluster mode, leader: Component status writes in flight at once\n"
+             "(all under the --kube-api-qps limit; more help only when the API\n"
+             "server's round trip, not the limit, bounds the rate)");
+  add_number(*app, "--kube-list-page-size", o.kube_list_page_size, 1, 100000, "N",
+             "cluster mode: objects per LIST page of the Component, RuntimeClass\n"
+             "and Node caches (each page is one rate-limited request; larger\n"
+             "pages make the initial list fit the burst, at the cost of a larger\n"
+             "transient response buffer; client-go uses 500)");
   add_duration_option(*app, "--kube-request-timeout", o.kube_request_timeout,
                       "cluster mode: the longest a LIST, CREATE or PATCH of the caches,\n"
                       "status, Events and evictions may wait for its answer (then it is\n"

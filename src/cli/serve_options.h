@@ -1,10 +1,8 @@
-// `serve`'s flags: parse_serve_options() declares them (CLI11), parses and
-// checks them into a ServeOptions; check_config() prints what serve would
+// `serve`'s flags. parse_serve_options() declares, parses and checks them
+// into a ServeOptions (listen and metrics_listen parsed from their texts):
+// nullopt when ready to serve, else the exit code (--help: 0; a bad flag,
+// reported on stderr: kExitBadInput). check_config() prints what serve would
 // run with (--check-config).
-//
-// Contract: parse_serve_options() returns nullopt when the options are ready
-// to serve, otherwise the exit code (--help printed: 0; a bad flag reported on
-// stderr: kExitBadInput). listen and metrics_listen are set from their texts.
 #pragma once
 
 #include <chrono>

@@ -16,14 +16,10 @@
 namespace ig::cli {
 namespace {
 
-// How often wait_for_stop() returns malloc's free pages (tune_malloc).
-constexpr time_t kMallocTrimSeconds = 60;
+constexpr time_t kMallocTrimSeconds = 60;  // wait_for_stop() returns malloc's free pages this often
 
 }  // namespace
 
-// Signals are taken by serve_webhook's thread only: every mode blocks them
-// first thing, before any thread starts (caches, certificate watchers); a
-// signal during start-up waits.
 sigset_t block_stop_signals() {
   sigset_t signals;
   sigemptyset(&signals);
@@ -36,8 +32,6 @@ sigset_t block_stop_signals() {
 
 int wait_for_stop(const sigset_t& signals) {
   for (;;) {
-    // Between signals, once a minute, hand the pages malloc holds free back
-    // to the kernel (see tune_malloc below).
     timespec trim_interval{};
     trim_interval.tv_sec = kMallocTrimSeconds;
     siginfo_t info{};
@@ -47,8 +41,6 @@ int wait_for_stop(const sigset_t& signals) {
       continue;  // the interval passed (EAGAIN), or EINTR
     }
     if (signal_number != SIGHUP) return signal_number;
-    // Certificates reload on their own (files watched, the Secret watched);
-    // there is nothing else to reload.
     config::log_info("SIGHUP ignored: certificates reload by themselves when they change");
   }
 }
@@ -68,10 +60,6 @@ void wait_drain_delay(const sigset_t& signals, std::chrono::milliseconds delay) 
   }
 }
 
-// Every accepted connection is a descriptor: at the soft RLIMIT_NOFILE accept()
-// fails (EMFILE) and nobody is served, so raise the soft limit to the hard one
-// (as the Go runtime does) and say so when even that is below what the
-// connection caps allow.
 void raise_open_files_limit(std::size_t wanted) {
   rlimit lim{};
   if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
@@ -89,22 +77,9 @@ void raise_open_files_limit(std::size_t wanted) {
   }
 }
 
-// glibc gives each thread that allocates an arena of its own (up to 8 per
-// core) and keeps what is freed there: under the soak (docs/security.md,
-// "Soak") RSS grew 8-12 % over 25 minutes with a flat live heap. So serve
-// caps the arenas, but at the I/O threads plus two (the main thread's arena
-// and one for the rest), not lower: with two arenas the I/O threads shared
-// one and contended on its lock, which cost 2.4x the CPU per review
-// (docs/decisions/0002-malloc-arenas.md). What the arenas keep free goes back
-// to the kernel once a minute (malloc_trim, from wait_for_stop()). MALLOC_ARENA_MAX, when set, wins.
-//
-// And the mmap and trim thresholds are fixed at 4 MiB (above the 3 MiB body
-// limit): by default a body over 128 KiB was mmapped and unmapped per request,
-// and an arena's top was trimmed back (madvise) after each large review, so
-// a 200 KB pod took 10-26 page faults per request and its CPU was bimodal,
-// 470-720 us, against about 335 us with the thresholds fixed
-// (docs/decisions/0003-malloc-thresholds.md). The minute's malloc_trim still returns
-// what is free. MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_, when set, win.
+// Arenas capped at the I/O threads plus two (fewer contend:
+// docs/decisions/0002-malloc-arenas.md); mmap and trim thresholds fixed at
+// 4 MiB, above the body limit (docs/decisions/0003-malloc-thresholds.md).
 constexpr int kMallocThresholdBytes = 4 << 20;
 
 void tune_malloc(unsigned io_threads) {

@@ -1,12 +1,9 @@
-// `serve`'s process: signals, the open files limit, malloc, and the waits of
-// a serving process (until a stop signal; the drain delay).
-//
-// Contract: block_stop_signals() blocks SIGINT, SIGTERM and SIGHUP in the
-// calling thread (call it before any thread starts, so that every thread
-// inherits the mask) and returns them. wait_for_stop() waits for SIGINT or
-// SIGTERM (SIGHUP is logged and ignored; malloc's free pages go back to the
-// kernel once a minute meanwhile) and returns it. wait_drain_delay() returns
-// after `delay`, or at once on a second SIGINT/SIGTERM.
+// `serve`'s process: signals, the open files limit, malloc, and its waits.
+// block_stop_signals() blocks SIGINT, SIGTERM and SIGHUP in the calling
+// thread (call it before any thread starts) and returns them.
+// wait_for_stop() returns the first SIGINT or SIGTERM (SIGHUP is logged and
+// ignored; malloc's free pages go back to the kernel once a minute).
+// wait_drain_delay() returns after `delay`, or at a second SIGINT/SIGTERM.
 #pragma once
 
 #include <signal.h>

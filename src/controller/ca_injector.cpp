@@ -3,11 +3,8 @@
 #include "kube/object_meta.h"
 
 namespace ig::controller {
-namespace {
 
-using json = nlohmann::json;
-
-}  // namespace
+using nlohmann::json;
 
 CaInjector::CaInjector(kube::Client& client, const kube::Resource& kind, std::string name,
                        const WatchSettings& settings, std::function<void()> on_change)

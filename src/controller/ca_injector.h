@@ -1,17 +1,10 @@
-// CA injection, on the leader (the shape of cert-manager's cainjector: one
-// small reconciler per target kind): keeps clientConfig.caBundle of every
-// webhook of one webhook configuration (kind + name) equal to the bundle.
-//
-// Contract of reconcile(bundle_b64):
-//  - every webhook whose caBundle differs is JSON-patched (a "test" on its
-//    name guards the index) and counted in `patched`; no request when all
-//    hold it, nor while the watch has not yet shown the object after our own
-//    patch;
-//  - settled: the configuration holds the bundle, or our patch of it was
-//    accepted, or it does not exist (waited for, logged once: a missing
-//    configuration calls no one and does not hold up a rotation); not
-//    settled before the watch has synced or when a patch failed;
-//  - a failed patch other than 404 is the error.
+// CA injection, on the leader: keeps clientConfig.caBundle of every webhook
+// of one webhook configuration (kind + name) equal to the bundle. reconcile()
+// JSON-patches the webhooks that differ (a "test" on each name guards the
+// index) and is settled when the configuration holds the bundle, our patch
+// was accepted (not patched again before the watch shows it), or it does not
+// exist (logged once); not before the watch has synced. A failed patch other
+// than 404 is the error.
 #pragma once
 
 #include <cstdint>
@@ -48,9 +41,7 @@ class CaInjector {
   kube::Client& client_;
   const std::function<void(std::string_view, std::string_view)> log_;
   ObjectWatch watch_;
-  // The resourceVersion last patched and the bundle it was patched to: the
-  // cache may still show that version with the old bundle.
-  std::string patched_rv_, patched_bundle_;
+  std::string patched_rv_, patched_bundle_;  // our last patch (the cache may still show the old bundle)
   LogOnce missing_logged_;
 };
 

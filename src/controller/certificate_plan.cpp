@@ -116,8 +116,7 @@ Result<CertificatePlan> plan_secret(const SecretMaterial& in, CertTime now, cons
     plan.leaf_rotated = true;
     also("issued a serving certificate (" + *leaf_bad + ")");
   } else if (!by_signer) {
-    // CA rotation, the switch: only once every caBundle has held the new CA
-    // for the grace.
+    // The switch to the new CA: once every caBundle has held it for the grace.
     if (confirmed && now >= *confirmed + settings.grace) {
       if (auto s = sign_leaf(signer->pem, out.ca_key, signer->not_after); !s) return fail(s.error());
       plan.leaf_rotated = true;

@@ -1,23 +1,15 @@
-// The leader's certificate plan: from the Secret's material, the clock's now
-// and what the leader has observed, what to write into the Secret and when
-// to look again. Pure: no I/O, no clock, no globals (it does make keys).
-//
-// The rules (the Secret holds tls.crt, tls.key, ca.crt: every CA to trust,
-// ca.key: the key of the newest CA):
-//  - no Secret: a CA and a leaf signed by it;
-//  - expired or invalid certificates leave ca.crt;
-//  - a new CA joins ca.crt when none can sign or the signing one is two
-//    thirds through its lifetime (the leaf stays: the bundle grows first);
-//  - the leaf is renewed at two thirds of its lifetime, or at once when it
-//    does not verify for every name against ca.crt or its key does not match;
-//  - the leaf switches to the new CA only once every caBundle has held the
-//    new ca.crt for `grace` (bundle_confirmed_since);
-//  - the old CA leaves once the leaf is signed by the new one and every
-//    ready replica is observed serving a leaf that the new CA alone verifies
-//    (PlanFacts::served: an observation, not a timer); until then it stays,
-//    as it does when no ready replica is observed at all. A plan that could
-//    drop it but has no observation says wants_served. An expired CA leaves
-//    at once, observed or not.
+// The leader's certificate plan (pure: no I/O, no clock; it makes keys): from
+// the Secret's material, now and what the leader observed, what to write and
+// when to look again. The Secret holds tls.crt, tls.key, ca.crt (every CA to
+// trust) and ca.key (the newest CA's). Rules:
+//  - no Secret: a CA and a leaf; expired or invalid certificates leave ca.crt;
+//  - a new CA joins ca.crt when none can sign or the signer is two thirds
+//    through its lifetime; the leaf is renewed at two thirds, or at once
+//    when it does not verify for every name or its key does not match;
+//  - the leaf switches to the new CA once every caBundle held it for `grace`;
+//  - the old CA leaves once every ready replica is observed serving a leaf
+//    the new CA alone verifies (wants_served: observe, plan again); an
+//    expired one at once.
 #pragma once
 
 #include <chrono>
@@ -46,12 +38,8 @@ struct PlanSettings {
 
 // What the leader has seen of the world besides the Secret.
 struct PlanFacts {
-  // Since when every webhook configuration has held base64(ca.crt) of this
-  // very Secret; nullopt: not (yet) seen.
-  std::optional<CertTime> bundle_confirmed_since;
-  // The leaf each ready replica serves, observed just now: one PEM per ready
-  // replica, "" for one that could not be read; nullopt: not observed.
-  std::optional<std::vector<std::string>> served;
+  std::optional<CertTime> bundle_confirmed_since;  // every caBundle holds this ca.crt since
+  std::optional<std::vector<std::string>> served;  // each ready replica's leaf ("": unread); nullopt: not observed
 };
 
 struct CertificatePlan {
@@ -61,9 +49,7 @@ struct CertificatePlan {
   bool ca_rotated = false;     // a new CA (not the first)
   std::string why;             // for the log, when write
   std::optional<CertTime> wake;  // the next moment something is due
-  // The old CA could leave if every ready replica served a leaf of the new
-  // one: observe (PlanFacts::served) and plan again.
-  bool wants_served = false;
+  bool wants_served = false;   // the old CA could leave: observe PlanFacts::served, plan again
 };
 
 Result<CertificatePlan> plan_secret(const SecretMaterial& secret, CertTime now, const PlanFacts& facts,

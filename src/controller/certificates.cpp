@@ -46,7 +46,6 @@ SelfManagedCertificates::SelfManagedCertificates(kube::Client& client, tls::Relo
   plan_settings_.names = config::service_dns_names(options_.service_name, options_.ns);
   runtime::Controller<std::string>::Options c;
   c.name = "certificates";
-  c.clock = options_.engine_clock;
   c.rate_limit.backoff = BackoffOptions{std::min(options_.retry_initial, options_.recheck_interval),
                                         options_.recheck_interval};
   c.reconcile = [this](const std::string& key, const runtime::CancelToken& cancel) { return reconcile(key, cancel); };
@@ -60,11 +59,7 @@ SelfManagedCertificates::SelfManagedCertificates(kube::Client& client, tls::Relo
 SelfManagedCertificates::~SelfManagedCertificates() = default;
 
 WatchSettings SelfManagedCertificates::watch_settings() const {
-  WatchSettings s;
-  s.watch_timeout = options_.watch_timeout;
-  s.backoff = options_.backoff;
-  s.log = options_.log;
-  return s;
+  return {options_.log, options_.backoff};
 }
 
 CertTime SelfManagedCertificates::now() const {
@@ -86,8 +81,12 @@ void SelfManagedCertificates::note_error(const std::string& message) {
 
 void SelfManagedCertificates::report(const std::string& source, const std::string& message) {
   if (reported_[source].first(message)) return note_error(message);
+  count(&CertificateStats::errors);
+}
+
+void SelfManagedCertificates::count(std::uint64_t CertificateStats::*field, std::uint64_t n) {
   std::lock_guard lock(state_mu_);
-  ++stats_.errors;
+  stats_.*field += n;
 }
 
 void SelfManagedCertificates::add_to(runtime::Manager& manager) {
@@ -127,8 +126,8 @@ void SelfManagedCertificates::begin_term() {
                                                       options_.request_timeout);
   }
   observer_ = std::make_unique<ServedObserver>(
-      client_, options_.ns, options_.service_name, options_.service_port_name,
-      options_.service_name + "." + options_.ns + ".svc", ws, [this] { enqueue(); }, options_.probe_timeout);
+      client_, options_.ns, options_.service_name, "https", options_.service_name + "." + options_.ns + ".svc", ws,
+      [this] { enqueue(); }, std::chrono::seconds(3));  // the ready replicas' webhook port, each dial's bound
   reported_.clear();
   served_logged_.cleared();
   seen_secret_.reset();
@@ -156,13 +155,10 @@ Result<runtime::Requeue> SelfManagedCertificates::reconcile(const std::string&, 
   try {
     next = leader_pass(cancel);
   } catch (const std::exception& e) {  // allocation failure, a malformed object
-    note_error(std::string("certificates: leader pass failed: ") + e.what());
     next = fail(std::string("certificates: leader pass failed: ") + e.what());
+    note_error(next.error());
   }
-  {
-    std::lock_guard lock(state_mu_);
-    ++stats_.leader_passes;
-  }
+  count(&CertificateStats::leader_passes);
   if (!next) return fail(next.error());
   const auto delay = std::chrono::duration_cast<std::chrono::milliseconds>(*next - now());
   // At least 1 ms: "at once" is a requeue, not a backoff.
@@ -182,10 +178,7 @@ void SelfManagedCertificates::reconcile_configurations(const std::string& b64, c
         continue;
       }
       reported_.erase("template " + kind);
-      if (applied->written) {
-        std::lock_guard lock(state_mu_);
-        ++stats_.config_applies;
-      }
+      if (applied->written) count(&CertificateStats::config_applies);
       if (!applied->settled) {
         all = false;
         continue;
@@ -197,10 +190,7 @@ void SelfManagedCertificates::reconcile_configurations(const std::string& b64, c
       all = false;
       continue;
     }
-    if (injected->patched > 0) {
-      std::lock_guard lock(state_mu_);
-      stats_.bundle_repairs += injected->patched;
-    }
+    count(&CertificateStats::bundle_repairs, injected->patched);
     if (!injected->settled) all = false;
   }
   if (!all) {
@@ -213,6 +203,10 @@ void SelfManagedCertificates::reconcile_configurations(const std::string& b64, c
 }
 
 Result<CertTime> SelfManagedCertificates::leader_pass(const runtime::CancelToken& cancel) {
+  const auto failed = [this](const std::string& message) -> Result<CertTime> {
+    note_error(message);
+    return fail(message);
+  };
   const CertTime recheck = now() + options_.recheck_interval;
   if (!source_->synced()) return recheck;
   if (auto seen = source_->secret(); seen != seen_secret_) {
@@ -237,10 +231,7 @@ Result<CertTime> SelfManagedCertificates::leader_pass(const runtime::CancelToken
       plan = plan_secret(material, now(), facts, plan_settings_);
       if (plan && !plan->write) log_kept_ca(seen);
     }
-    if (!plan) {
-      note_error("certificates: " + plan.error());
-      return fail("certificates: " + plan.error());
-    }
+    if (!plan) return failed("certificates: " + plan.error());
     if (!plan->write) {
       wake = plan->wake;
       break;
@@ -277,17 +268,13 @@ Result<CertTime> SelfManagedCertificates::leader_pass(const runtime::CancelToken
           working_secret_.reset();
           continue;
         }
-        note_error("certificates: reading the Secret: " + fresh.error());
-        return fail("certificates: reading the Secret: " + fresh.error());
+        return failed("certificates: reading the Secret: " + fresh.error());
       }
       if (e.not_found()) {
         working_secret_.reset();
         continue;
       }
-      const std::string message =
-          "certificates: writing the Secret " + options_.ns + "/" + options_.secret_name + ": " + e.message;
-      note_error(message);
-      return fail(message);
+      return failed("certificates: writing the Secret " + options_.ns + "/" + options_.secret_name + ": " + e.message);
     }
     working_secret_ = std::move(*written);
     {
@@ -346,18 +333,17 @@ void SelfManagedCertificates::write_metrics(prometheus::TextWriter& out) const {
              "Serving certificates and CAs this replica issued as leader after the first.");
   out.sample("isolation_gate_certificate_rotations_total", {{"certificate", "serving"}}, s.leaf_rotations);
   out.sample("isolation_gate_certificate_rotations_total", {{"certificate", "ca"}}, s.ca_rotations);
-  out.family("isolation_gate_ca_bundle_repairs_total", Type::Counter,
-             "Webhooks whose clientConfig.caBundle was patched back to the Secret's ca.crt.");
-  out.sample("isolation_gate_ca_bundle_repairs_total", {}, s.bundle_repairs);
-  out.family("isolation_gate_webhook_configuration_applies_total", Type::Counter,
-             "Webhook configurations created or replaced from the template ConfigMap (leader).");
-  out.sample("isolation_gate_webhook_configuration_applies_total", {}, s.config_applies);
-  out.family("isolation_gate_certificate_loaded", Type::Gauge,
-             "1 once the certificate of the Secret is the one served.");
-  out.sample("isolation_gate_certificate_loaded", {}, std::uint64_t{loaded() ? 1u : 0u});
-  out.family("isolation_gate_certificate_errors_total", Type::Counter,
-             "Failed certificate operations (Secret writes, caBundle patches, unusable Secret contents).");
-  out.sample("isolation_gate_certificate_errors_total", {}, s.errors);
+  runtime::write_single(out, "isolation_gate_ca_bundle_repairs_total", Type::Counter,
+                        "Webhooks whose clientConfig.caBundle was patched back to the Secret's ca.crt.",
+                        s.bundle_repairs);
+  runtime::write_single(out, "isolation_gate_webhook_configuration_applies_total", Type::Counter,
+                        "Webhook configurations created or replaced from the template ConfigMap (leader).",
+                        s.config_applies);
+  runtime::write_single(out, "isolation_gate_certificate_loaded", Type::Gauge,
+                        "1 once the certificate of the Secret is the one served.", std::uint64_t{loaded() ? 1u : 0u});
+  runtime::write_single(out, "isolation_gate_certificate_errors_total", Type::Counter,
+                        "Failed certificate operations (Secret writes, caBundle patches, unusable Secret contents).",
+                        s.errors);
 }
 
 }  // namespace ig::controller

@@ -1,34 +1,16 @@
-// Self-managed webhook certificates (our own cert-manager "cainjector +
-// webhook bootstrap"): a CA and a serving certificate kept in one Secret, the
-// CA published in the caBundle of every webhook of the Mutating and the
-// Validating WebhookConfiguration named --webhook-config-name, the served
-// certificate hot-reloaded from the Secret. This class wires five pieces:
-//   certificate_plan.h  what to write into the Secret and when (pure)
-//   secret_source.h     every replica: the Secret watch and hot reload
-//   ca_injector.h       leader: one configuration's caBundles, per kind
-//   webhook_applier.h   leader: the configurations from the template ConfigMap
-//   served_observer.h   leader: the leaf each ready replica serves (dialled)
-//
-// Contract:
-//  - add_to(manager): the SecretSource on every replica (loaded() is its),
-//    and on the leader a controller of one key (kKey) whose term starts the
-//    leader's watches (begin_term()) and stops them (end_term()). Any change
-//    of the Secret, a configuration, the template or the EndpointSlices
-//    enqueues kKey. This object outlives the manager's run of them.
-//  - reconcile() is one pass: the applier and the injectors towards
-//    base64(ca.crt), then the plan; a plan that writes is an update with the
-//    resourceVersion read (a create when there is no Secret); a conflict
-//    re-reads and plans again. A plan that wants_served is made again with
-//    the ServedObserver's observation. A valid existing Secret is kept.
-//  - Timed steps are Requeue{after} (at most `recheck_interval`); a failed
-//    Secret read or write is retried with the engine's backoff
-//    (retry_initial doubling to recheck_interval).
-//  - Nothing is written once the CancelToken is stopped (a caBundle patch in
-//    flight is abandoned; a Secret write is bounded by `request_timeout`, a
-//    dial of a replica by `probe_timeout`).
-//  - Failures are logged (once per distinct message) and kept as
-//    last_error(); write_metrics() gives the expiry, rotation, repair, load,
-//    apply and error families (docs/operations.md, "Self-managed certificates").
+// Self-managed webhook certificates: a CA and a serving certificate kept in
+// one Secret, the CA published in the caBundle of both webhook configurations
+// named --webhook-config-name, the served certificate hot-reloaded from the
+// Secret. Wires certificate_plan.h (pure), secret_source.h (every replica),
+// ca_injector.h, webhook_applier.h and served_observer.h (leader).
+//  - add_to(manager): the SecretSource on every replica; on the leader one
+//    key (kKey), enqueued by any change of what the term watches.
+//  - reconcile(): the applier and injectors towards base64(ca.crt), then
+//    plan_secret(); a write is an update of the resourceVersion read (a
+//    create without Secret), a conflict re-reads and plans again. Timed steps
+//    requeue (at most recheck_interval); failures retry with backoff, are
+//    logged once per distinct message and kept as last_error().
+//  - Nothing is written once the CancelToken is stopped.
 #pragma once
 
 #include <chrono>
@@ -60,9 +42,6 @@
 
 namespace ig::controller {
 
-// The clock every lifetime decision and every issued certificate uses.
-using CertificateClock = std::function<std::chrono::system_clock::time_point()>;
-
 struct CertificateOptions {
   std::string ns{config::kDefaultNamespace};           // the Secret's and Service's namespace
   std::string secret_name;                              // --tls-secret
@@ -70,29 +49,18 @@ struct CertificateOptions {
   std::string service_name{config::kDefaultServiceName};  // SANs: config::service_dns_names
   std::chrono::seconds cert_validity{std::chrono::hours(24 * 365)};       // --cert-validity
   std::chrono::seconds ca_validity{std::chrono::hours(24 * 365 * 10)};    // --ca-validity
-  // How long every caBundle must have held a new CA before the leaf switches
-  // to it (the API servers' caches); capped at a tenth of the serving
-  // certificate's validity so short lifetimes work. The old CA's leaving is
-  // observed, not timed.
+  // Every caBundle holds a new CA this long before the leaf switches to it
+  // (capped at a tenth of cert_validity).
   std::chrono::seconds rotation_grace{std::chrono::minutes(2)};
   std::chrono::milliseconds recheck_interval{std::chrono::seconds(5)};
   std::chrono::milliseconds retry_initial{std::chrono::milliseconds(200)};  // capped at recheck_interval
   std::chrono::milliseconds request_timeout{std::chrono::seconds(10)};
-  // The ready replicas: the Service's (service_name) EndpointSlices, this
-  // port of them (or their only one); each dial bounded by probe_timeout.
-  std::string service_port_name{"https"};
-  std::chrono::milliseconds probe_timeout{std::chrono::seconds(3)};
-  std::chrono::seconds watch_timeout{300};
-  // The ConfigMap (in `ns`) holding the configurations to apply; empty: the
-  // configurations are someone else's and only their caBundle is kept.
-  std::string webhook_template_configmap;
-  // Whether this replica can answer admission requests now (caches synced,
-  // serving certificate loaded); empty: always.
-  std::function<bool()> replica_ready;
+  std::string webhook_template_configmap;  // empty: only the caBundles are kept
+  std::function<bool()> replica_ready;      // this replica can answer now; empty: always
   kube::BackoffPolicy backoff;
   tls::LogFn log;          // may be empty
-  CertificateClock clock;  // empty: std::chrono::system_clock::now
-  std::shared_ptr<Clock> engine_clock;  // the engine's queue (requeues, backoff); empty: steady
+  // Every lifetime decision's and issued certificate's; empty: system_clock::now.
+  std::function<std::chrono::system_clock::time_point()> clock;
 };
 
 struct CertificateStats {
@@ -108,20 +76,16 @@ struct CertificateStats {
 
 class SelfManagedCertificates {
  public:
-  // `serving` is the listener's context (made with a throwaway certificate
-  // until the Secret's is loaded); both must outlive this object.
+  // `serving`: the listener's context; both outlive this object.
   SelfManagedCertificates(kube::Client& client, tls::ReloadingTlsContext& serving,
                           CertificateOptions options);
   ~SelfManagedCertificates();
-  SelfManagedCertificates(const SelfManagedCertificates&) = delete;
-  SelfManagedCertificates& operator=(const SelfManagedCertificates&) = delete;
 
   // The Secret watch and hot reload (every replica) and the leader's term.
   void add_to(runtime::Manager& manager);
 
-  // The controller's one key, and its pass. The engine calls reconcile()
-  // within a term; tests call it between begin_term() and end_term()
-  // without leading (never both at once).
+  // The engine calls reconcile() within a term; tests call it between
+  // begin_term() and end_term() without leading (never both at once).
   static constexpr std::string_view kKey = "certificates";
   Result<runtime::Requeue> reconcile(const std::string& key, const runtime::CancelToken& cancel);
   void begin_term();
@@ -132,7 +96,7 @@ class SelfManagedCertificates {
   std::string last_error() const;
   void write_metrics(prometheus::TextWriter& out) const;
 
-  // The Secret as this replica last saw it (its watch), for tests and status.
+  // The Secret as this replica's watch last saw it.
   std::optional<nlohmann::json> observed_secret() const;
 
  private:
@@ -144,6 +108,7 @@ class SelfManagedCertificates {
   void note_error(const std::string& message);
   // note_error, but a message equal to the last one from `source` is only counted.
   void report(const std::string& source, const std::string& message);
+  void count(std::uint64_t CertificateStats::*field, std::uint64_t n = 1);
   void enqueue() { controller_->enqueue(std::string(kKey)); }
   // One pass; when the next one is due (an error: the Secret was not read or written).
   Result<CertTime> leader_pass(const runtime::CancelToken& cancel);

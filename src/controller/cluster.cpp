@@ -1,7 +1,9 @@
 #include "controller/cluster.h"
 
 #include "base/quote.h"
+#include "controller/object_watch.h"
 #include "kube/resources.h"
+#include "runtime/metrics.h"
 
 namespace ig::controller {
 
@@ -56,8 +58,7 @@ admission::LookupResult ClusterComponents::find(std::string_view ns, std::string
     // Aliasing: the Component inside the cached record, sharing its lifetime.
     return {Status::Found, std::shared_ptr<const model::Component>(cached, &cached->component), {}};
   }
-  // Not cached (yet): one bounded live GET before calling it unknown, shared
-  // by every miss of the same Component meanwhile and remembered briefly.
+  // Not cached (yet): one bounded live GET, shared by concurrent misses.
   auto answer = flights_.run(
       kube::object_key(ns, name), timeout_,
       [&]() -> admission::LookupResult {
@@ -124,17 +125,10 @@ Cluster::Cluster(kube::Client& client, ClusterOptions options, kube::Client* loo
       nodes_([this](const nlohmann::json& o) { return decode_node_fit(o, *projection()); },
              [this](std::string_view) { recompute_sandbox(); }),
       lookup_(components_, lookup_client != nullptr ? *lookup_client : client_, options_.lookup_timeout,
-              options_.lookup_error_log_interval, options_.log, options_.lookup_remember) {
-  auto reflector = [this](std::string name, const kube::Resource& r, kube::ReflectorSink& sink) {
-    kube::ReflectorOptions o;
-    o.name = std::move(name);
-    o.path = kube::collection_path(r);
-    o.page_size = options_.page_size;
-    o.watch_timeout = options_.watch_timeout;
-    o.watch_silence = options_.watch_silence;
-    o.backoff = options_.backoff;
-    o.log = options_.log;
-    return std::make_unique<kube::Reflector>(client_, sink, std::move(o));
+              options_.lookup_error_log_interval, options_.log) {
+  const WatchSettings ws{options_.log, {}, options_.page_size, options_.watch_silence};
+  auto reflector = [&](std::string name, const kube::Resource& r, kube::ReflectorSink& sink) {
+    return std::make_unique<kube::Reflector>(client_, sink, reflector_options(std::move(name), r, "", ws));
   };
   component_reflector_ = reflector("components", kComponents, components_);
   runtime_class_reflector_ = reflector("runtimeclasses", kube::kRuntimeClasses, runtime_classes_);
@@ -187,8 +181,7 @@ void Cluster::recompute_sandbox() {
   if (!runtime_classes_.synced()) return;
   std::optional<RuntimeClassFacts> rc;
   if (auto found = runtime_classes_.find(options_.runtime_class)) rc = *found;
-  // `complete`: made from the RuntimeClass and every Node's fit under its
-  // scheduling (not the interim "unavailable" of a scheduling change).
+  // `complete`: not the interim "unavailable" of a scheduling change.
   const auto publish = [&](const SandboxAssessment& a, bool complete) {
     const bool was = policy::is_available(sandbox_.availability());
     if (sandbox_.update(a) && options_.log) {
@@ -199,17 +192,14 @@ void Cluster::recompute_sandbox() {
     if (listener_ && was != policy::is_available(a.availability)) listener_->sandbox_changed();
   };
   if (!rc) {
-    // No RuntimeClass: unavailable whatever the Nodes are (rule 1), at once.
-    // The fits stay as they are: a RuntimeClass that comes back with the same
-    // scheduling needs no new list.
+    // No RuntimeClass: unavailable at once (rule 1); the fits stay for its return.
     start_nodes();
     publish(assess_sandbox(options_.runtime_class, rc, std::vector<NodeFit>{}, options_.shape), true);
     return;
   }
   auto current = projection();
   if (!current->same_scheduling(rc)) {
-    // Fits made under the old scheduling say nothing of the new one: list
-    // the Nodes again under it; the list's end comes back here.
+    // Fits made under the old scheduling say nothing of the new one: list again.
     auto next = std::make_shared<NodeProjection>();
     next->generation = current->generation + 1;
     next->node_selector = rc->node_selector;
@@ -224,8 +214,7 @@ void Cluster::recompute_sandbox() {
     }
     node_reflector_->relist();
     start_nodes();
-    // Until every Node is fitted under the new scheduling, no Node is known to
-    // run it: unavailable (fail closed), not the old scheduling's answer.
+    // Unavailable (fail closed) until every Node is fitted under the new scheduling.
     publish(assess_sandbox(options_.runtime_class, rc, std::vector<NodeFit>{}, options_.shape), false);
     return;
   }
@@ -245,24 +234,22 @@ void Cluster::recompute_sandbox() {
 
 void Cluster::write_metrics(prometheus::TextWriter& out, std::span<const CacheView> more) const {
   using prometheus::Type;
-  out.family("isolation_gate_sandbox_available", Type::Gauge,
-             "1 when the setec sandbox is available to admission (RuntimeClass present, a capable Node, "
-             "caches not stale).");
-  out.sample("isolation_gate_sandbox_available", {},
-             std::uint64_t{policy::is_available(fresh_sandbox_->availability()) ? 1u : 0u});
-  out.family("isolation_gate_sandbox_capable_nodes", Type::Gauge,
-             "Nodes that can run the setec RuntimeClass now.");
-  out.sample("isolation_gate_sandbox_capable_nodes", {}, std::uint64_t{sandbox_.capable_nodes()});
-  out.family("isolation_gate_component_live_gets_total", Type::Counter,
-             "Live GETs of Components that missed the cache (concurrent misses of one share one).");
-  out.sample("isolation_gate_component_live_gets_total", {}, lookup_.live_gets());
-  out.family("isolation_gate_component_lookups_shared_total", Type::Counter,
-             "Component cache misses answered by another miss's live GET (in flight, or its answer "
-             "remembered for a second) instead of a GET of their own.");
-  out.sample("isolation_gate_component_lookups_shared_total", {}, lookup_.shared());
-  out.family("isolation_gate_component_lookup_errors_total", Type::Counter,
-             "Component lookups that missed the cache and whose live GET failed (the pod is denied).");
-  out.sample("isolation_gate_component_lookup_errors_total", {}, lookup_.lookup_errors());
+  runtime::write_single(out, "isolation_gate_sandbox_available", Type::Gauge,
+                        "1 when the setec sandbox is available to admission (RuntimeClass present, a capable "
+                        "Node, caches not stale).",
+                        std::uint64_t{policy::is_available(fresh_sandbox_->availability()) ? 1u : 0u});
+  runtime::write_single(out, "isolation_gate_sandbox_capable_nodes", Type::Gauge,
+                        "Nodes that can run the setec RuntimeClass now.", std::uint64_t{sandbox_.capable_nodes()});
+  runtime::write_single(out, "isolation_gate_component_live_gets_total", Type::Counter,
+                        "Live GETs of Components that missed the cache (concurrent misses of one share one).",
+                        lookup_.live_gets());
+  runtime::write_single(out, "isolation_gate_component_lookups_shared_total", Type::Counter,
+                        "Component cache misses answered by another miss's live GET (in flight, or its answer "
+                        "remembered for a second) instead of a GET of their own.",
+                        lookup_.shared());
+  runtime::write_single(out, "isolation_gate_component_lookup_errors_total", Type::Counter,
+                        "Component lookups that missed the cache and whose live GET failed (the pod is denied).",
+                        lookup_.lookup_errors());
 
   const CacheView mine[] = {
       {"components", component_reflector_.get(), components_.size(), components_.synced(),

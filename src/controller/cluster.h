@@ -1,66 +1,27 @@
-// The product's view of a cluster: informer caches of Components,
-// RuntimeClasses and Nodes (kube::Reflector + kube::Store), adapted to
-// admission's ComponentLookup and SandboxView interfaces. Runs on every
-// replica; it only reads from the API.
-//
-// Contract:
-//  - start() starts one reflector thread per resource; stop() stops and
-//    joins them. synced() is true once all three caches have listed and
-//    the sandbox has been assessed from them.
-//  - components().find() is a map find on immutable, already-decoded
-//    Components; on a miss it makes ONE live GET bounded by
-//    `lookup_timeout` (well inside the webhook's timeoutSeconds) before
-//    answering NotFound, so a Component applied together with its Deployment
-//    is found; an API error (or an undecodable Component) is Status::Error,
-//    which the pod rules deny as a lookup error (fail closed). Each such
-//    error counts in isolation_gate_component_lookup_errors_total and is
-//    logged ("warn") at most once per `lookup_error_log_interval`, the line
-//    saying how many failed since the last one (never one line per request).
-//  - Live GETs are collapsed (singleflight): concurrent misses of one
-//    (namespace, name) wait for the one GET in flight, at most
-//    `lookup_timeout`, and share its answer, an error included. A Found or
-//    NotFound answer is remembered for `lookup_remember` (default 1 s; the
-//    cache, read first, serves a Component once its watch delivers it), an
-//    error never. So 100 reviews of a just-created Component cost one GET,
-//    not 100 of the shared rate limit. The GETs go through `lookup_client`
-//    when given (serve: a client with its own rate limit, --kube-lookup-qps),
-//    so status writes, Events and watches never queue ahead of them.
-//  - sandbox() is recomputed by controller::assess_sandbox on every
-//    RuntimeClass or Node event, so a change reaches decisions as soon as its
-//    watch event arrives; until the caches have synced it reads unavailable.
-//    Each change of availability (or of the reason while unavailable) is
-//    logged once.
-//  - The Node cache holds NodeFits (controller/sandbox_rule.h): each Node
-//    evaluated against the RuntimeClass's scheduling (nodeSelector,
-//    tolerations) when it arrived, not its labels and taints. So the Node
-//    reflector starts once the RuntimeClass cache has listed, and when the
-//    RuntimeClass's scheduling changes the Node cache is listed again under
-//    the new projection; until every cached Node was fitted under it the
-//    sandbox reads unavailable (fail closed: no Node is known to run the new
-//    scheduling), never an answer made from fits of another scheduling. A
-//    deleted RuntimeClass reads unavailable at once and lists nothing; when
-//    it comes back with the same scheduling, the fits still hold.
-//  - A ClusterListener set before start() hears, on the reflector threads,
-//    each Component change (its key; "" after a relist) and each change of
-//    sandbox availability: the operator's loops (controller/operator.h)
-//    recompute from that. The listener must not block.
-//  - admission_sandbox() is what admission decides with: sandbox(), unless
-//    the RuntimeClass or the Node cache has had no list, event or bookmark
-//    for longer than `sandbox_stale_after` (a watch that cannot be reopened,
-//    an API server that is gone): then the sandbox is unknown, read as
-//    unavailable, so untrusted pods are denied in the hosted shape rather
-//    than decided from old facts (docs/operations.md, "Stale caches").
-//    sandbox() itself (the operator's status and drift loops) keeps the last
-//    assessment: a stale cache must not turn into status writes or evictions.
-//  - write_metrics() exports the sandbox gauges and per-cache counters
-//    (write_cache_metrics, shared with the operator's pod cache), the
-//    staleness of each cache and its relists by cause.
+// The product's view of a cluster, on every replica (it only reads): caches
+// of Components, RuntimeClasses and Nodes adapted to admission's
+// ComponentLookup and SandboxView.
+//  - components().find(): the cache; on a miss ONE live GET bounded by
+//    `lookup_timeout` (through `lookup_client` when given), collapsed across
+//    concurrent misses of one Component, a Found/NotFound answer remembered
+//    for a second. An API or decode error is Status::Error (the pod
+//    rules deny it: fail closed), counted and logged at most once per
+//    `lookup_error_log_interval`.
+//  - sandbox() is assess_sandbox() of the caches, recomputed on every
+//    RuntimeClass or Node event; unavailable until they have synced. The
+//    Node cache holds NodeFits under the RuntimeClass's scheduling: when it
+//    changes the Nodes are listed again, and the sandbox reads unavailable
+//    until every Node is fitted under the new one.
+//  - admission_sandbox(): sandbox(), but unavailable once the RuntimeClass or
+//    Node cache has made no progress for `sandbox_stale_after`. sandbox()
+//    (status, drift) keeps the last assessment.
+//  - A ClusterListener set before start() hears each Component change and
+//    each availability change on the reflector threads; it must not block.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -87,13 +48,10 @@ struct ClusterOptions {
   std::string runtime_class;       // --runtime-class
   policy::DeploymentShape shape{};  // GIBSON_UNTRUSTED_EXEC
   std::chrono::milliseconds lookup_timeout{2000};
-  std::chrono::milliseconds lookup_remember{1000};  // a live GET's Found/NotFound; 0: not remembered
   std::chrono::milliseconds lookup_error_log_interval{10'000};
   std::size_t page_size = 500;
-  std::chrono::seconds watch_timeout{300};
   std::chrono::milliseconds watch_silence{150'000};        // kube::ReflectorOptions::watch_silence
   std::chrono::milliseconds sandbox_stale_after{300'000};  // see admission_sandbox(); 0: never
-  kube::BackoffPolicy backoff;
   std::function<void(std::string_view level, std::string_view message)> log;
 };
 
@@ -129,9 +87,7 @@ class ClusterSandbox final : public admission::SandboxView {
   std::string reason_ = "unavailable: the RuntimeClass and Node caches have not synced yet";
 };
 
-// Admission's sandbox view: `sandbox`'s assessment while the caches it is
-// made from are fresh; unavailable ("unknown") once either has made no
-// progress for longer than `stale_after`. Reads two atomics and the clock.
+// `sandbox`, but unavailable once either cache is stale (admission_sandbox()).
 class FreshSandbox final : public admission::SandboxView {
  public:
   FreshSandbox(const ClusterSandbox& sandbox, std::chrono::milliseconds stale_after,
@@ -172,9 +128,6 @@ class ClusterComponents final : public admission::ComponentLookup {
   std::uint64_t shared() const noexcept { return flights_.shared(); }
 
  private:
-  // Remembered answers at most; past it a new answer is not remembered
-  // while none has expired (misses then each make their GET, collapsed
-  // while in flight).
   static constexpr std::size_t kMaxRemembered = 4096;
   admission::LookupResult fetch(std::string_view ns, std::string_view name) const;
   void note_error(std::string_view ns, std::string_view name, std::string_view error) const;
@@ -194,27 +147,19 @@ class ClusterComponents final : public admission::ComponentLookup {
 
 class Cluster {
  public:
-  // `lookup_client`: the client of components()' live GETs (not owned;
-  // nullptr: `client`).
+  // `lookup_client`: components()' live GETs (not owned; nullptr: `client`).
   Cluster(kube::Client& client, ClusterOptions options, kube::Client* lookup_client = nullptr);
   ~Cluster();
-  Cluster(const Cluster&) = delete;
-  Cluster& operator=(const Cluster&) = delete;
 
   // Before start(); not owned; nullptr: none.
   void set_listener(ClusterListener* listener) noexcept { listener_ = listener; }
   void start();
   void stop() noexcept;
-  // Every cache has listed once and the sandbox has been assessed from them
-  // (the RuntimeClass and every Node's fit): until then availability() is
-  // the initial "unavailable", which nothing may act on (the webhook is not
-  // ready, the operator's loops wait). Turns true once and stays true.
+  // Every cache has listed and the sandbox was assessed from them (until
+  // then nothing may act on its "unavailable"); stays true.
   bool synced() const noexcept;
-  // synced(), and the sandbox's current assessment is a whole one: false
-  // while the Nodes are listed again under a RuntimeClass's new scheduling
-  // (admission denies what needs the sandbox meanwhile: fail closed). What
-  // writes to the cluster from the sandbox (status, drift) waits for it, so
-  // a nodeSelector edit does not rewrite every Component's status twice.
+  // synced(), and not while the Nodes are listed again under a new
+  // scheduling: what writes from the sandbox (status, drift) waits for it.
   bool settled() const noexcept;
 
   const admission::ComponentLookup& components() const noexcept { return lookup_; }

@@ -28,21 +28,15 @@ ConditionStatus condition_status(const json& value) noexcept {
   return ConditionStatus::Unknown;
 }
 
-std::string_view status_word(ConditionStatus s) noexcept {
-  switch (s) {
-    case ConditionStatus::True: return "True";
-    case ConditionStatus::False: return "False";
-    default: return "Unknown";
-  }
-}
+// By ConditionStatus (Absent: never written).
+constexpr std::array<std::string_view, 4> kStatusWords = {"Unknown", "True", "False", "Unknown"};
 
 // The fields desired_status() writes (conditions apart).
 constexpr std::array<const char*, 6> kOwnedFields = {"observedGeneration", "contentTrust", "trustDeclared",
                                                      "isolation", "runtimeClassName", "driftedPods"};
 
-// What the fingerprint covers: the gate's fields, and its conditions in
-// kConditionTypes order (the API server may hold others' among them), each
-// without lastTransitionTime.
+// What the fingerprint covers: the gate's fields and conditions (in
+// kConditionTypes order, without lastTransitionTime).
 json owned_part(const json& status) {
   json ours = json::object();
   if (!status.is_object()) return ours;
@@ -287,7 +281,7 @@ json desired_status(const ComponentRecord& record, const StatusInputs& in) {
     const std::time_t since =
         seen.status == k.status && seen.last_transition > 0 ? seen.last_transition : in.now;
     conditions.push_back({{"type", kConditionTypes[static_cast<std::size_t>(k.type)]},
-                          {"status", status_word(k.status)},
+                          {"status", kStatusWords[static_cast<std::size_t>(k.status)]},
                           {"observedGeneration", record.generation},
                           {"lastTransitionTime", format_time(since)},
                           {"reason", k.reason},

@@ -1,32 +1,14 @@
-// A Component as the operator caches it, and the status the operator wants
-// it to carry (docs/operations.md, "Component status").
-//
-// ComponentRecord is what the Components cache holds: the model::Component,
-// the object's uid and generation, and a compact mark of the status the API
-// server holds (a fingerprint, each condition's status and transition time),
-// so "written only when it changes" needs no GET and no copy of the status.
-//
-// Contract:
-//  - decode_component_record() decodes the Component as
-//    model::decode_component; a status it cannot read is no error (no marks:
-//    the status is rewritten).
-//  - desired_status() is pure: from the gate's decision now (decision_for(),
-//    the one call to policy::decide), the trust and the drift figures, the
-//    status fields and the conditions Admitted, TrustDeclared, Drifted and
-//    BoundOutsideMicroVM, in that order. A condition keeps the
-//    lastTransitionTime the API server holds while its status is unchanged.
-//    Messages name no counts that churn (node numbers).
-//  - BoundOutsideMicroVM: with RequireSetec, True (PodsBound) unless a
-//    running pod on the sandbox runs or reaches what its Component does not
-//    declare, else False (PodsUnboundOutsideMicroVM) with the count and one
-//    example pod; with any other decision True (NotInMicroVM).
-//  - Writes are server-side applies by kFieldManager of
-//    apply_configuration(): the API server keeps other managers' fields and
-//    conditions and removes what the gate no longer applies.
-//  - status_fingerprint() hashes only what the gate owns (its fields and
-//    kConditionTypes, without lastTransitionTime); holds_status() compares
-//    it, the one test of "needs a write", so another manager's condition
-//    causes no write loop.
+// A Component as the operator caches it, and the status it should carry
+// (docs/operations.md, "Component status").
+//  - ComponentRecord: the Component, its uid and generation, and a compact
+//    mark of the status the API server holds (fingerprint, each condition's
+//    status and transition time); a status it cannot read is no error.
+//  - desired_status() is pure: the status fields and the conditions
+//    Admitted, TrustDeclared, Drifted and BoundOutsideMicroVM; a condition
+//    keeps its lastTransitionTime while its status is unchanged.
+//  - Writes are server-side applies by kFieldManager; status_fingerprint()
+//    covers only the gate's own fields and conditions, so holds_status(),
+//    the one test of "needs a write", ignores other managers.
 #pragma once
 
 #include <array>
@@ -51,17 +33,14 @@ inline constexpr std::array<std::string_view, 4> kConditionTypes = {"Admitted", 
 
 enum class ConditionStatus : std::uint8_t { Absent, True, False, Unknown };
 
-// One condition as the API server holds it (8 bytes).
+// One condition as the API server holds it.
 struct ConditionMark {
-  // Unix seconds; 0 when absent, unreadable, before 1970 or after 2106 (then
-  // the status loop treats it as unknown and takes `now`, as for unreadable).
-  std::uint32_t last_transition = 0;
+  std::uint32_t last_transition = 0;  // Unix seconds; 0: absent or unreadable (then `now` is taken)
   ConditionStatus status = ConditionStatus::Absent;
 };
 
-// metadata.uid in 24 bytes: the API server's UUIDs (36 characters, lower-case
-// hex) as their 16 bytes, anything else as written; str() gives back the
-// text exactly.
+// metadata.uid in 24 bytes (a lower-case UUID as its 16 bytes); str() gives
+// back the text exactly.
 class ObjectUid {
  public:
   ObjectUid() = default;
@@ -90,8 +69,7 @@ Result<ComponentRecord> decode_component_record(const nlohmann::json& object);
 
 }  // namespace ig::controller
 
-// The Components cache keys a record by the namespace and name it carries:
-// no copy of the key per Component.
+// The Components cache keys a record by the namespace and name it carries.
 template <>
 struct ig::kube::KeyParts<ig::controller::ComponentRecord> {
   static constexpr bool kCarried = true;
@@ -102,8 +80,8 @@ struct ig::kube::KeyParts<ig::controller::ComponentRecord> {
 
 namespace ig::controller {
 
-// The running pods of a Component on the sandbox that would be unbound
-// outside a microVM (the drift audit's count), and one of them.
+// A Component's running pods on the sandbox that would be unbound outside a
+// microVM (the drift audit's count), and one of them.
 struct UnboundPods {
   std::size_t count = 0;
   std::string example_pod;     // its name
@@ -120,33 +98,26 @@ struct StatusInputs {
   std::time_t now = 0;
 };
 
-// What the gate decides for this Component's pods under `in`: the
-// controller's one call to policy::decide (the status and the drift audit
-// both ask here).
+// What the gate decides for this Component's pods: the controller's one call
+// to policy::decide (status and drift both ask here).
 policy::Decision decision_for(const model::Component& c, const StatusInputs& in) noexcept;
 
 nlohmann::json desired_status(const ComponentRecord& record, const StatusInputs& in);
 
-// The field manager of the gate's status writes (server-side apply).
 inline constexpr std::string_view kFieldManager = "isolation-gate";
 
-// The apply configuration of `status` (a desired_status()) for the record's
-// Component: {apiVersion, kind, metadata: {name, namespace}, status}.
+// {apiVersion, kind, metadata: {name, namespace}, status} of the record's Component.
 nlohmann::json apply_configuration(const ComponentRecord& record, nlohmann::json status);
 
 std::uint64_t status_fingerprint(const nlohmann::json& status);
 
-// After an apply: a merge patch of the status removing the gate's fields the
-// API server still holds though `desired` leaves them out (null: none). They
-// stay when another manager co-owns them, as the Update entry of the merge
-// patches an earlier version of the gate wrote does, on an upgraded cluster
-// (runtimeClassName, once the decision is no longer RequireSetec); removing
-// them disowns them for every manager, so this happens once.
+// After an apply: a merge patch removing the gate's fields the API server
+// still holds though `desired` leaves them out (co-owned by an earlier
+// version's merge patches); null: none.
 nlohmann::json leftover_fields_patch(const nlohmann::json& desired, const nlohmann::json& held);
 
-// The status the API server holds (the record's) already carries exactly
-// `desired`'s fields and conditions, whatever other managers add to it:
-// nothing to write.
+// The record's status already carries exactly `desired`'s fields and
+// conditions, whatever other managers add: nothing to write.
 bool holds_status(const ComponentRecord& record, const nlohmann::json& desired);
 
 // "2026-12-02T21:00:00Z" and back (metav1.Time: seconds); 0 when unreadable.

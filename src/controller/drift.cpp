@@ -7,6 +7,7 @@
 #include "admission/namespace_guard.h"
 #include "admission/pod_rules.h"
 #include "base/quote.h"
+#include "controller/object_watch.h"
 #include "kube/object_meta.h"
 #include "kube/resources.h"
 #include "model/pod.h"
@@ -198,26 +199,17 @@ void DriftAudit::start() {
   if (!stopping_) return;
   stopping_ = false;
   audited_.store(false, std::memory_order_release);
-  kube::ReflectorOptions o;
-  o.name = "pods";
-  o.path = kube::collection_path(kube::kPods);
-  o.label_selector = std::string(model::kComponentLabel);
-  o.page_size = options_.page_size;
-  o.watch_timeout = options_.watch_timeout;
-  o.backoff = options_.backoff;
-  o.log = options_.log;
-  kube::ReflectorOptions n = o;
-  kube::ReflectorOptions a = o;
-  reflector_ = std::make_unique<kube::Reflector>(client_, pods_, std::move(o));
+  const WatchSettings ws{options_.log, {}, options_.page_size};
+  reflector_ = std::make_unique<kube::Reflector>(
+      client_, pods_, reflector_options("pods", kube::kPods, "", ws, {}, std::string(model::kComponentLabel)));
   reflector_->start();
-  n.name = "audit_namespaces";
-  n.path = kube::collection_path(kube::kNamespaces);
-  n.label_selector = std::string(admission::kEnforcementLabel) + "=" + std::string(kAuditValue);
-  namespace_reflector_ = std::make_unique<kube::Reflector>(client_, audit_namespaces_, std::move(n));
+  const std::string audit_label = std::string(admission::kEnforcementLabel) + "=" + std::string(kAuditValue);
+  namespace_reflector_ = std::make_unique<kube::Reflector>(
+      client_, audit_namespaces_, reflector_options("audit_namespaces", kube::kNamespaces, "", ws, {}, audit_label));
   namespace_reflector_->start();
-  a.name = "audit_pods";
-  a.label_selector.clear();  // unlabelled pods too; kept only in audit namespaces (keep_audit_pod)
-  audit_pod_reflector_ = std::make_unique<kube::Reflector>(client_, audit_pods_, std::move(a));
+  // Unlabelled pods too; kept only in audit namespaces (keep_audit_pod).
+  audit_pod_reflector_ = std::make_unique<kube::Reflector>(client_, audit_pods_,
+                                                           reflector_options("audit_pods", kube::kPods, "", ws));
 }
 
 void DriftAudit::stop() noexcept {
@@ -271,8 +263,7 @@ void DriftAudit::mark_dirty() noexcept {
     } else {
       controller_->enqueue(std::string(kPass));
     }
-  } catch (...) {
-    // Out of memory: the next change or resync runs the pass.
+  } catch (...) {  // out of memory: the next change or resync runs the pass
   }
 }
 
@@ -307,11 +298,6 @@ std::vector<CacheView> DriftAudit::cache_views() const {
   return out;
 }
 
-WouldDenyCounts DriftAudit::would_deny() const {
-  std::lock_guard lock(mu_);
-  return audit_counts_;
-}
-
 void DriftSettle::observe(const std::set<std::string, std::less<>>& uids, time_point now) {
   std::erase_if(first_seen_, [&](const auto& e) { return !uids.contains(e.first); });
   for (const auto& uid : uids) first_seen_.try_emplace(uid, now);
@@ -324,11 +310,7 @@ std::optional<DriftSettle::time_point> DriftSettle::evictable_at(std::string_vie
 }
 
 Result<runtime::Requeue> DriftAudit::reconcile(const std::string& key, const runtime::CancelToken& cancel) {
-  if (key == kPass) return audit(cancel);
-  return evict(key, cancel);
-}
-
-Result<runtime::Requeue> DriftAudit::audit(const runtime::CancelToken& cancel) {
+  if (key != kPass) return evict(key, cancel);
   {
     std::lock_guard lock(mu_);
     if (stopping_) return runtime::Requeue{};  // between terms: the next one starts with a pass
@@ -418,8 +400,7 @@ void DriftAudit::pass() {
       }
     }
     if (options_.evict && !stopping_) {
-      // Each pod to evict is a key of its own, queued once per term; it
-      // leaves evict_queued_ when its reconcile is done with it.
+      // Each pod to evict is a key of its own, queued once per term.
       for (const auto& [key, at] : evict_after_) {
         if (evict_queued_.insert(key).second) to_evict.emplace_back(key, std::max(Clock::duration::zero(), at - now));
       }
@@ -451,8 +432,7 @@ void DriftAudit::pass() {
 }
 
 void DriftAudit::audit_pass() {
-  // Until the Namespace cache has listed this term, which namespaces are in
-  // audit mode is not known: the last report stands.
+  // Until the Namespace cache has listed this term, the last report stands.
   if (!namespace_reflector_ || namespace_reflector_->stats().lists == 0) return;
   std::set<std::string, std::less<>> names;
   std::map<std::string, std::string, std::less<>> uids;
@@ -468,8 +448,7 @@ void DriftAudit::audit_pass() {
         std::lock_guard lock(audit_set_mu_);
         audit_set_ = std::make_shared<const std::set<std::string, std::less<>>>(names);
       }
-      // The cache holds the pods of the namespaces published when each
-      // arrived: list again under the new set (or for the first time).
+      // The cache kept pods by the set published when each arrived: list again.
       if (!audit_pods_running_.exchange(true, std::memory_order_acq_rel)) {
         audit_pod_reflector_->start();
       } else {
@@ -480,10 +459,8 @@ void DriftAudit::audit_pass() {
   }
   std::vector<WouldDeny> found;
   if (audit_pods_running_.load(std::memory_order_acquire)) {
-    // Pods of a namespace that just left audit mode may still be cached
-    // until the list made for the new set ends: audit_would_deny reads only
-    // the namespaces in audit mode now. Those of one that just entered it
-    // are reported once that list has them.
+    // Pods of a namespace that just left audit mode may still be cached:
+    // audit_would_deny reads only the namespaces in audit mode now.
     const auto pods = audit_pods_.snapshot();
     found = audit_would_deny(pods, names, audit_context_);
   }
@@ -509,15 +486,9 @@ void DriftAudit::audit_pass() {
                              " were enforced (" + reason + "): " + f->message;
     if (options_.log) options_.log("warn", "audit: " + note);
     if (!events_) continue;
-    kube::EventSpec spec;
     auto uid = uids.find(f->namespace_);
-    spec.regarding = {"Namespace", "v1", "", f->namespace_, uid == uids.end() ? std::string() : uid->second};
-    spec.related = {"Pod", "v1", f->namespace_, f->name, f->uid};
-    spec.type = "Warning";
-    spec.reason = "WouldDenyWhenEnforced";
-    spec.action = "Audit";
-    spec.note = note;
-    events_->record(std::move(spec));
+    events_->record({{"Namespace", "v1", "", f->namespace_, uid == uids.end() ? std::string() : uid->second},
+                     {"Pod", "v1", f->namespace_, f->name, f->uid}, "Warning", "WouldDenyWhenEnforced", "Audit", note});
   }
 }
 
@@ -529,8 +500,7 @@ Result<runtime::Requeue> DriftAudit::evict(const std::string& pod_key, const run
     auto d = drifted_pods_.find(pod_key);
     if (stopping_ || !options_.evict || after == evict_after_.end() || d == drifted_pods_.end() ||
         d->second.drift != Drift::LessSafe) {
-      // Not drifted (less safe) any more, or gone: nothing to evict. A pass
-      // that sees it drift again queues it again.
+      // Not drifted (less safe) any more, or gone: a pass that sees it drift queues it again.
       if (after != evict_after_.end() && (d == drifted_pods_.end() || d->second.drift != Drift::LessSafe))
         evict_after_.erase(after);
       evict_queued_.erase(pod_key);
@@ -586,17 +556,15 @@ Result<runtime::Requeue> DriftAudit::evict(const std::string& pod_key, const run
   return fail("cannot evict it (retried): " + e.message);
 }
 
-void DriftAudit::record_event(const ComponentRecord& record, std::string reason,
-                              std::string action, std::string note) {
+kube::ObjectReference component_reference(std::string_view ns, std::string_view name, std::string uid) {
+  return {std::string(model::kComponentKind), std::string(model::kComponentApiVersion), std::string(ns),
+          std::string(name), std::move(uid)};
+}
+
+void DriftAudit::record_event(const ComponentRecord& record, std::string reason, std::string action, std::string note) {
   if (!events_) return;
-  kube::EventSpec spec;
-  spec.regarding = {std::string(model::kComponentKind), std::string(model::kComponentApiVersion),
-                    record.component.namespace_, record.component.name, record.uid.str()};
-  spec.type = "Warning";
-  spec.reason = std::move(reason);
-  spec.action = std::move(action);
-  spec.note = std::move(note);
-  events_->record(std::move(spec));
+  events_->record({component_reference(record.component.namespace_, record.component.name, record.uid.str()), {},
+                   "Warning", std::move(reason), std::move(action), std::move(note)});
 }
 
 void DriftAudit::write_metrics(prometheus::TextWriter& out) const {

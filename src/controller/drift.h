@@ -1,34 +1,17 @@
-// The drift audit (leader only; docs/operations.md, "Drift" and "Audit
-// before enforcing"): running component pods whose placement contradicts what
-// the gate decides for their Component now, reported and (opt-in) evicted.
-//
-// Contract:
-//  - A reconciler on the engine (runnable(), run while leading between
-//    start() and stop(), which own its caches); it owns no thread.
-//  - Key kPass, the pass: over the pods labelled gibson.zeroroot.ai/component
-//    (a cache of PodPlacement). None until that cache has listed and
-//    `inputs_ready` holds (else after `not_ready_poll`): an interim
-//    "unavailable" sandbox would report drift that is not there. Then after
-//    any change (mark_dirty(), at most every `min_interval`) and every
-//    `resync`. A pass replaces the per-Component drift counts and the pods
-//    unbound outside a microVM (RequireSetec on the sandbox, with
-//    admission::unbound_outside_microvm; one example: first pod by name)
-//    at once, reports Components whose figures changed to `on_count_change`,
-//    and records one Warning Event (PodDrifted) per newly drifted pod.
-//  - Audit namespaces (gibson.zeroroot.ai/isolation=audit): each pass judges
-//    their running pods as /mutate/pods would now (audit_would_deny),
-//    replaces the gauge isolation_gate_audit_pods_would_deny{namespace,
-//    reason}, and records one Warning Event (WouldDenyWhenEnforced) regarding
-//    the Namespace per pod newly found (or with another reason or uid). Their
-//    pod cache runs only while some namespace is in audit mode.
-//  - A pod key (namespace/name): its eviction, only with `evict`, only of a
-//    LessSafe pod that stayed so for `evict_settle` (DriftSettle), through
-//    the Eviction API (PodDisruptionBudgets hold), at most `evict_per_minute`.
-//    429 retries after Retry-After (else `evict_retry`), 404 forgets, other
-//    failures are retried with the engine's backoff (`evict_retry` doubling
-//    to `evict_retry_max`). Nothing is sent once the CancelToken is stopped;
-//    one in flight is abandoned. Elsewhere pods are never evicted.
-//  - Thread-safe readers: drifted(), unbound(), synced(), write_metrics().
+// The drift audit (leader only; docs/operations.md, "Drift"): running
+// component pods placed against what the gate decides now, reported and
+// (opt-in) evicted. A reconciler on the engine; start()/stop() own its caches.
+//  - kPass: once the pod cache has listed and `inputs_ready` holds (else
+//    after not_ready_poll), after changes (at most every min_interval) and
+//    every resync. It replaces the per-Component drift and unbound counts,
+//    tells `on_count_change` which changed, records PodDrifted per newly
+//    drifted pod, and judges audit namespaces' running pods as /mutate/pods
+//    would (the would-deny gauge, WouldDenyWhenEnforced per new pod).
+//  - A pod key: its eviction, only with `evict`, of a LessSafe pod drifted
+//    for evict_settle, through the Eviction API, at most evict_per_minute;
+//    429 waits Retry-After, 404 forgets, other failures back off. Nothing
+//    is sent once the CancelToken is stopped.
+//  - drifted(), unbound(), synced(), write_metrics() are thread-safe.
 #pragma once
 
 #include <atomic>
@@ -64,21 +47,17 @@
 namespace ig::controller {
 
 enum class Drift : std::uint8_t { None, LessSafe, Elsewhere };
-// Pure; "on the sandbox": spec.runtimeClassName is the configured RuntimeClass.
-//   RequireSetec or Deny, not on the sandbox -> LessSafe
-//   Deny or AllowInProcess, on the sandbox   -> Elsewhere
-//   otherwise                                -> None
+// Pure: RequireSetec or Deny off the sandbox -> LessSafe; Deny or
+// AllowInProcess on it -> Elsewhere; otherwise None.
 Drift classify_drift(policy::Decision decision, bool on_sandbox) noexcept;
 
-// When each drifted pod may be evicted: `settle` after the pass that first
-// saw it drifted, per pod uid. Plain data, no clock: the caller passes the
-// time of each pass.
+// When each drifted pod (by uid) may be evicted: `settle` after the pass
+// that first saw it drifted. The caller passes each pass's time.
 class DriftSettle {
  public:
   using time_point = std::chrono::steady_clock::time_point;
   explicit DriftSettle(std::chrono::milliseconds settle) : settle_(settle) {}
-  // One pass: `uids` are the pods drifted (LessSafe) now; every other uid is
-  // forgotten (no longer drifted, or gone).
+  // `uids`: the pods drifted (LessSafe) now; every other uid is forgotten.
   void observe(const std::set<std::string, std::less<>>& uids, time_point now);
   // First seen drifted + settle; nullopt when not drifted at the last pass.
   std::optional<time_point> evictable_at(std::string_view uid) const;
@@ -89,31 +68,28 @@ class DriftSettle {
   std::map<std::string, time_point, std::less<>> first_seen_;
 };
 
+// The Component as an Event's regarding object (`uid` empty: unknown).
+kube::ObjectReference component_reference(std::string_view ns, std::string_view name, std::string uid);
+
 struct PodPlacement {
   std::string namespace_, name, uid;
   std::string component;      // the label's value
   std::string runtime_class;  // spec.runtimeClassName, "" when unset
   bool running = true;        // not Succeeded/Failed, not being deleted
-  // What admission reads of it (decode_audit_pod), while running; nullopt
-  // when not running or not readable.
-  std::optional<model::PodFacts> facts;
+  std::optional<model::PodFacts> facts;  // decode_audit_pod's, while running and readable
 };
 Result<PodPlacement> decode_pod_placement(const nlohmann::json& pod);
 
-// The label value that puts a namespace in audit mode (the key is
-// admission::kEnforcementLabel).
+// admission::kEnforcementLabel's value that puts a namespace in audit mode.
 inline constexpr std::string_view kAuditValue = "audit";
 
-// A namespace in audit mode: what the audit keeps of it.
 struct AuditNamespace {
   std::string name, uid;
 };
 Result<AuditNamespace> decode_audit_namespace(const nlohmann::json& ns);
 
-// A running pod, reduced to what admission reads of it on CREATE. Its
-// ephemeral containers are left out: a pod is created without any (they are
-// added later through pods/ephemeralcontainers, which /validate/pods judges
-// on its own), so they are no part of what enforcement would say to it.
+// A running pod as admission reads it on CREATE: without ephemeral
+// containers (added later, judged on their own by /validate/pods).
 struct AuditPod {
   std::string uid;
   model::PodFacts facts;  // facts.namespace_ and facts.object_name: the pod's
@@ -128,10 +104,8 @@ struct WouldDeny {
   admission::Reason reason{};
   std::string message;  // the denial's message, as /mutate/pods would give it
 };
-// Pure: the pods of `pods` in one of `audit_namespaces` that admission, with
-// `context`, would deny on CREATE (Stage::Mutate: the sandbox's
-// runtimeClassName would be patched in, so its absence is no denial),
-// sorted by namespace and name.
+// Pure: the pods in `audit_namespaces` that admission would deny on CREATE
+// (Stage::Mutate), sorted by namespace and name.
 std::vector<WouldDeny> audit_would_deny(std::span<const std::shared_ptr<const AuditPod>> pods,
                                         const std::set<std::string, std::less<>>& audit_namespaces,
                                         const admission::AdmissionContext& context);
@@ -151,16 +125,10 @@ struct DriftOptions {
   std::chrono::milliseconds not_ready_poll{100};
   std::chrono::milliseconds evict_settle{60'000};  // --drift-eviction-settle
   std::size_t page_size = 500;
-  std::chrono::seconds watch_timeout{300};
-  kube::BackoffPolicy backoff;
   std::shared_ptr<Clock> clock;  // the engine's: passes, settle time, rate limit; empty: steady
-  // The Component and sandbox caches have synced and the sandbox is settled
-  // (Cluster::settled()); no pass runs otherwise. Empty: always.
-  std::function<bool()> inputs_ready;
+  std::function<bool()> inputs_ready;  // Cluster::settled(); no pass runs otherwise; empty: always
   std::function<void(std::string_view component_key)> on_count_change;
-  // What admission decides audit namespaces' pods with (runtime class and
-  // shape: the two above win). Components: the cache only (no live GET).
-  admission::GateSettings gate;
+  admission::GateSettings gate;  // the audit's admission settings (Components: the cache only)
   std::function<void(std::string_view level, std::string_view message)> log;
 };
 
@@ -173,26 +141,19 @@ struct DriftStats {
 
 class DriftAudit {
  public:
-  // The key of the audit pass (no pod key is empty).
   static constexpr std::string_view kPass = "";
 
-  // `events` may be null (no Events). Not owned; outlive this.
+  // `events` may be null. Not owned; they outlive this.
   DriftAudit(kube::Client& client, const kube::Store<ComponentRecord>& components,
              const admission::SandboxView& sandbox, kube::EventRecorder* events, DriftOptions options);
   ~DriftAudit();
-  DriftAudit(const DriftAudit&) = delete;
-  DriftAudit& operator=(const DriftAudit&) = delete;
 
-  // The controller to run while leading (runtime::Manager::add(..., true)),
-  // between start() and stop().
+  // Run while leading, between start() and stop() of the term's caches.
   std::shared_ptr<runtime::Runnable> runnable() const { return controller_; }
-  // The caches of a term of leadership: start() before the controller runs,
-  // stop() once it has stopped.
   void start();
   void stop() noexcept;
   // A pass soon (at most every min_interval); dropped while not leading.
   void mark_dirty() noexcept;
-  // The whole loop body: kPass, or a pod key (its eviction).
   Result<runtime::Requeue> reconcile(const std::string& key, const runtime::CancelToken& cancel);
   // The pod cache has listed and a pass has run since start().
   bool synced() const noexcept { return audited_.load(std::memory_order_acquire); }
@@ -200,14 +161,9 @@ class DriftAudit {
   // Its running pods on the sandbox that would be unbound outside a microVM (RequireSetec only).
   UnboundPods unbound(std::string_view component_key) const;
   DriftStats stats() const;
-  // isolation_gate_drifted_pods{namespace,component}, isolation_gate_evictions_total{result}.
   void write_metrics(prometheus::TextWriter& out) const;
-  // The caches' figures (for the shared cache metric families): the pods,
-  // the audit namespaces and (while it runs) the audit namespaces' pods;
-  // none while not leading.
+  // The running caches' figures; none while not leading.
   std::vector<CacheView> cache_views() const;
-  // The audit gauge now (tests).
-  WouldDenyCounts would_deny() const;
 
  private:
   struct DriftedPod {
@@ -215,11 +171,9 @@ class DriftAudit {
     std::string uid;
     Drift drift;
   };
-  Result<runtime::Requeue> audit(const runtime::CancelToken& cancel);
   void pass();
   Result<runtime::Requeue> evict(const std::string& pod_key, const runtime::CancelToken& cancel);
-  void record_event(const ComponentRecord& record, std::string reason,
-                    std::string action, std::string note);
+  void record_event(const ComponentRecord& record, std::string reason, std::string action, std::string note);
   void audit_pass();
   void stop_audit_pods() noexcept;
   bool keep_audit_pod(const nlohmann::json& pod) const;
@@ -243,10 +197,8 @@ class DriftAudit {
   kube::Store<PodPlacement> pods_;
   std::unique_ptr<kube::Reflector> reflector_;
 
-  // Audit mode. The reflectors are made by start() (the pod one started by
-  // audit_pass() only while a namespace is in audit mode); the rest is the
-  // drift thread's, but for the published namespace set (the audit pod
-  // cache's `keep`, on its reflector thread).
+  // Audit mode: the pod reflector runs only while a namespace is in audit
+  // mode; audit_set_ is what its `keep` reads.
   CachedComponents cached_components_;
   const admission::AdmissionContext audit_context_;
   kube::Store<AuditNamespace> audit_namespaces_;

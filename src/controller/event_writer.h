@@ -1,24 +1,14 @@
 // The Event writer: a kube::EventRecorder whose writes are reconciles on the
-// engine, on every replica (runnable() needs no leadership). What to write
-// is kube::EventCorrelator's (kube/event_recorder.h); this file sends it.
-//
-// Contract:
-//  - record(spec) (any thread, the admission path included) never blocks on
-//    I/O: it counts the occurrence into the correlator and enqueues its key.
-//    Refused and counted: an invalid spec (dropped_invalid), a full queue
-//    (dropped_queue_full), after stop() (dropped_stopped).
-//  - reconcile(key, cancel): the key's next write (a 404 on its series PATCH:
-//    the create too). No token yet: requeued after the wait. Retriable
-//    failures: the engine's backoff (retry_initial .. retry_max, or
-//    Retry-After), max_attempts in all, keeping the Event's name (a 409
-//    AlreadyExists after a lost answer is a success). Other failures: dropped,
-//    counted in send_errors, logged once per distinct error. The key kSweep
-//    enqueues every pending key.
-//  - flush(timeout) writes what is pending ignoring the per-object buckets.
-//    stop() (before the manager stops runnable()): record() refuses, a flush
-//    of at most stop_flush, the rest counted in dropped_rate_limited.
-//  - Thread-safe; stop() is noexcept. The writer outlives the manager's run
-//    of runnable().
+// engine, on every replica. What to write is kube::EventCorrelator's.
+//  - record() (any thread) never blocks on I/O: it counts the occurrence and
+//    enqueues its key; an invalid spec, a full queue or a stopped writer is
+//    refused and counted.
+//  - reconcile(key): the key's next write. Retriable failures back off
+//    (Retry-After honoured), max_attempts in all, keeping the Event's name
+//    (409 AlreadyExists counts as written); others are dropped, counted and
+//    logged once per kind. kSweep enqueues every pending key.
+//  - stop() (before the manager stops runnable()): record() refuses, then a
+//    flush of at most stop_flush. Thread-safe; stop() is noexcept.
 #pragma once
 
 #include <chrono>
@@ -42,8 +32,6 @@ class EventWriter : public kube::EventRecorder {
 
   EventWriter(kube::Client& client, kube::EventRecorderOptions options);
   ~EventWriter() override;
-  EventWriter(const EventWriter&) = delete;
-  EventWriter& operator=(const EventWriter&) = delete;
 
   bool record(kube::EventSpec spec) noexcept override;
   std::shared_ptr<runtime::Runnable> runnable() const { return controller_; }

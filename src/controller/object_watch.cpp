@@ -2,16 +2,17 @@
 
 namespace ig::controller {
 
-kube::ReflectorOptions reflector_options(const kube::Resource& r, const std::string& ns, std::string_view what,
+kube::ReflectorOptions reflector_options(std::string name, const kube::Resource& r, const std::string& ns,
                                          const WatchSettings& settings, std::string field_selector,
                                          std::string label_selector) {
   kube::ReflectorOptions o;
-  o.name = std::string(r.plural) + "/" + std::string(what);
+  o.name = std::move(name);
   o.path = kube::collection_path(r, ns);
   o.field_selector = std::move(field_selector);
   o.label_selector = std::move(label_selector);
-  o.page_size = 100;
+  o.page_size = settings.page_size;
   o.watch_timeout = settings.watch_timeout;
+  o.watch_silence = settings.watch_silence;
   o.backoff = settings.backoff;
   o.log = settings.log;
   return o;
@@ -27,6 +28,7 @@ ObjectWatch::ObjectWatch(kube::Client& client, const kube::Resource& resource, s
                changes_.fetch_add(1, std::memory_order_acq_rel);
                if (cb) cb();
              }),
-      reflector_(client, store_, reflector_options(resource, ns, name, settings, "metadata.name=" + name)) {}
+      reflector_(client, store_, reflector_options(std::string(resource.plural) + "/" + name, resource, ns, settings,
+                                             "metadata.name=" + name)) {}
 
 }  // namespace ig::controller

@@ -1,8 +1,7 @@
-// One named object of one collection, kept current: a kube::Reflector with
-// the field selector metadata.name=NAME (which RBAC resourceNames authorize)
-// filling a kube::Store of the object's JSON. get() never blocks on the
-// network; each change is a new shared object, so a reader can tell a change
-// by pointer. on_change runs on the reflector's thread after every change.
+// One named object kept current by a reflector (field selector
+// metadata.name=NAME, which RBAC resourceNames authorize). get() never blocks;
+// each change is a new shared object. on_change runs on the reflector's
+// thread after every change.
 #pragma once
 
 #include <atomic>
@@ -21,16 +20,17 @@
 namespace ig::controller {
 
 struct WatchSettings {
-  std::chrono::seconds watch_timeout{300};
-  kube::BackoffPolicy backoff;
   std::function<void(std::string_view, std::string_view)> log;  // may be empty
+  kube::BackoffPolicy backoff;
+  std::size_t page_size = 100;
+  std::chrono::milliseconds watch_silence{150'000};
+  std::chrono::seconds watch_timeout{300};
 };
 
-// The one way controller/ configures a reflector: of `r` in `ns` (empty:
-// cluster-scoped) with `settings`, named "<plural>/<what>", listing 100 a
-// page, narrowed by `field_selector` and/or `label_selector`.
-kube::ReflectorOptions reflector_options(const kube::Resource& r, const std::string& ns, std::string_view what,
-                                         const WatchSettings& settings, std::string field_selector,
+// The one way controller/ configures a reflector: `name`d, of `r` in `ns`
+// (empty: every namespace, or cluster-scoped), narrowed by the selectors.
+kube::ReflectorOptions reflector_options(std::string name, const kube::Resource& r, const std::string& ns,
+                                         const WatchSettings& settings, std::string field_selector = {},
                                          std::string label_selector = {});
 
 class ObjectWatch {
@@ -38,8 +38,6 @@ class ObjectWatch {
   // `ns` empty for a cluster-scoped resource.
   ObjectWatch(kube::Client& client, const kube::Resource& resource, std::string ns, std::string name,
               const WatchSettings& settings, std::function<void()> on_change);
-  ObjectWatch(const ObjectWatch&) = delete;
-  ObjectWatch& operator=(const ObjectWatch&) = delete;
 
   void start() { reflector_.start(); }
   void stop() noexcept { reflector_.stop(); }

@@ -14,9 +14,7 @@ StatusWriterOptions Operator::status_options(OperatorOptions& o) {
   s.shape = cluster_.options().shape;
   s.drifted_pods = [this](std::string_view key) { return drift_.drifted(key); };
   s.unbound_pods = [this](std::string_view key) { return drift_.unbound(key); };
-  // Neither loop acts on caches that have not synced, or while the Nodes are
-  // listed again under a new scheduling: a Component not listed yet, or the
-  // sandbox's initial or interim "unavailable", would be written as status.
+  // Never from caches not synced or a sandbox not settled (its interim "unavailable").
   s.ready = [this] { return cluster_.settled() && drift_.synced(); };
   if (!s.log) s.log = o.log;
   return s;
@@ -84,23 +82,14 @@ void Operator::sandbox_changed() {
 void Operator::record_denial(const admission::DenialNotice& d) noexcept {
   if (!events_) return;
   try {
-    kube::EventSpec spec;
     std::shared_ptr<const ComponentRecord> record;
     if (!d.component.empty()) record = cluster_.component_records().find(kube::object_key(d.namespace_, d.component));
-    if (record) {
-      spec.regarding = {std::string(model::kComponentKind), std::string(model::kComponentApiVersion),
-                        std::string(d.namespace_), std::string(d.component), record->uid.str()};
-    } else {
-      spec.regarding = {"Namespace", "v1", "", std::string(d.namespace_), ""};
-    }
-    spec.type = "Warning";
-    spec.reason = std::string(admission::to_string(d.reason));
-    spec.action = "Admit";
-    spec.note = std::string(d.kind) + (d.name.empty() ? "" : " " + quote(d.name)) + " denied by " +
-                std::string(d.endpoint) + ": " + std::string(d.message);
-    events_->record(std::move(spec));
-  } catch (...) {
-    // Never let an Event disturb an answer.
+    events_->record({record ? component_reference(d.namespace_, d.component, record->uid.str())
+                            : kube::ObjectReference{"Namespace", "v1", "", std::string(d.namespace_), ""},
+                     {}, "Warning", std::string(admission::to_string(d.reason)), "Admit",
+                     std::string(d.kind) + (d.name.empty() ? "" : " " + quote(d.name)) + " denied by " +
+                         std::string(d.endpoint) + ": " + std::string(d.message)});
+  } catch (...) {  // never let an Event disturb an answer
   }
 }
 
@@ -112,8 +101,7 @@ void Operator::record_guarded_change(const admission::GuardedChangeNotice& n) no
     kube::EventSpec spec;
     if (c.kind == model::kComponentKind) {
       auto record = cluster_.component_records().find(kube::object_key(c.namespace_, c.name));
-      spec.regarding = {std::string(model::kComponentKind), std::string(model::kComponentApiVersion), c.namespace_,
-                        c.name, record ? record->uid.str() : std::string()};
+      spec.regarding = component_reference(c.namespace_, c.name, record ? record->uid.str() : std::string());
       spec.action = "Review";
     } else {
       spec.regarding = {"Namespace", "v1", "", c.name, ""};
@@ -124,23 +112,22 @@ void Operator::record_guarded_change(const admission::GuardedChangeNotice& n) no
     spec.reason = std::string(admission::to_string(n.reason));
     spec.note = std::string(n.message) + (c.username.empty() ? "" : " (requested by " + quote(c.username) + ")");
     events_->record(std::move(spec));
-  } catch (...) {
-    // Never let an Event disturb an answer.
+  } catch (...) {  // never let an Event disturb an answer
   }
 }
 
 void Operator::write_metrics(prometheus::TextWriter& out) const {
   using prometheus::Type;
-  out.family("isolation_gate_leader", Type::Gauge, "1 while this replica leads (runs the writing loops).");
-  out.sample("isolation_gate_leader", {}, std::uint64_t{leading() ? 1u : 0u});
+  runtime::write_single(out, "isolation_gate_leader", Type::Gauge, "1 while this replica leads (runs the writing loops).",
+                        std::uint64_t{leading() ? 1u : 0u});
   const StatusWriterStats s = status_.stats();
   out.family("isolation_gate_status_writes_total", Type::Counter,
              "Component status checks by result: written, unchanged (no write), error.");
   out.sample("isolation_gate_status_writes_total", {{"result", "written"}}, s.writes);
   out.sample("isolation_gate_status_writes_total", {{"result", "unchanged"}}, s.unchanged);
   out.sample("isolation_gate_status_writes_total", {{"result", "error"}}, s.errors);
-  out.family("isolation_gate_status_queue", Type::Gauge, "Components waiting for a status check.");
-  out.sample("isolation_gate_status_queue", {}, std::uint64_t{s.queued});
+  runtime::write_single(out, "isolation_gate_status_queue", Type::Gauge, "Components waiting for a status check.",
+                        std::uint64_t{s.queued});
   drift_.write_metrics(out);
 }
 

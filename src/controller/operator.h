@@ -1,16 +1,10 @@
-// The operator (docs/operations.md, "Loops"): the loops that write to the
-// API, run while leading, plus the Events every replica records for its own
-// denials and guarded changes.
-//
-// Contract:
-//  - add_to(manager): three needs_leader runnables (this object outlives the
-//    manager's run of them): the drift caches (a runtime::Service), the
-//    StatusWriter and the DriftAudit controllers. Once stop_leading()
-//    returns, no write starts; those in flight are cancelled.
-//  - The ClusterListener methods only enqueue work (reflector threads).
-//  - record_denial() and record_guarded_change() never block or do I/O (the
-//    webhook's request thread): one Event regarding the Component when the
-//    cache has it, else the Namespace, queued on the recorder.
+// The operator: the loops that write while leading (status, drift), plus the
+// Events every replica records for its own denials and guarded changes.
+//  - add_to(manager): the drift caches, the StatusWriter and the DriftAudit,
+//    needs_leader; once stop_leading() returns no write starts.
+//  - The ClusterListener methods only enqueue work.
+//  - record_*() never block or do I/O (the webhook's thread): one Event
+//    regarding the Component when cached, else the Namespace.
 #pragma once
 
 #include <atomic>
@@ -31,17 +25,15 @@ struct OperatorOptions {
   bool evict = false;                 // --evict-drifted
   double evict_per_minute = 10;       // --evict-rate
   DriftOptions drift;                 // tests: intervals; runtime class, shape and eviction come from above
-  // What admission decides with (the audit of audit namespaces' running pods
-  // decides as the webhook does); its runtime class and shape are the cluster's.
-  admission::GateSettings gate;
+  admission::GateSettings gate;       // admission's (for the audit); runtime class and shape: the cluster's
   StatusWriterOptions status;         // tests: clock, retry; runtime class and shape come from the cluster
   std::function<void(std::string_view level, std::string_view message)> log;
 };
 
 class Operator final : public ClusterListener {
  public:
-  // `events` may be null. Not owned; both outlive this. Sets itself as the
-  // cluster's listener (before the cluster starts).
+  // `events` may be null. Not owned; both outlive this. Listens to the
+  // cluster (construct before it starts).
   Operator(kube::Client& client, Cluster& cluster, kube::EventRecorder* events, OperatorOptions options);
   ~Operator() override;
 
@@ -52,9 +44,7 @@ class Operator final : public ClusterListener {
   void sandbox_changed() override;
 
   void record_denial(const admission::DenialNotice& denial) noexcept;
-  // Like record_denial: one Event regarding the Namespace or the Component
-  // (Normal for EnforcementAdded and ContentTrustTightened, Warning for a
-  // loosening or a refused change).
+  // Normal when enforcement or trust tightens, else Warning.
   void record_guarded_change(const admission::GuardedChangeNotice& notice) noexcept;
 
   // The leader's caches (pods, audit namespaces, their pods); none otherwise.

@@ -16,11 +16,13 @@ std::string type_phrase(const json& v) {
   return "null";
 }
 
-// A member that must be of `want` type when present (null counts as absent).
+// A member that must be of `want` type when present; absent (or null): an
+// empty value of that type.
 Result<const json*> member(const json& parent, std::string_view key, json::value_t want,
                            const std::string& path) {
+  static const json kEmpty[] = {nullptr, json::object(), json::array(), "", false, 0};
   auto it = parent.find(key);
-  if (it == parent.end() || it->is_null()) return static_cast<const json*>(nullptr);
+  if (it == parent.end() || it->is_null()) return &kEmpty[static_cast<int>(want)];
   const bool ok = want == json::value_t::number_integer ? it->is_number() : it->type() == want;
   if (!ok) {
     static const char* names[] = {"null", "a map", "a list", "a string", "a boolean",
@@ -33,7 +35,7 @@ Result<const json*> member(const json& parent, std::string_view key, json::value
 Result<std::string> string_member(const json& parent, std::string_view key, const std::string& path) {
   auto m = member(parent, key, json::value_t::string, path);
   if (!m) return fail(m.error());
-  return *m ? (*m)->get<std::string>() : std::string();
+  return (*m)->get<std::string>();
 }
 
 Result<std::map<std::string, std::string>> string_map(const json& parent, std::string_view key,
@@ -41,7 +43,6 @@ Result<std::map<std::string, std::string>> string_map(const json& parent, std::s
   auto m = member(parent, key, json::value_t::object, path);
   if (!m) return fail(m.error());
   std::map<std::string, std::string> out;
-  if (!*m) return out;
   for (const auto& [k, v] : (*m)->items()) {
     if (!v.is_string()) return fail(path + "." + k + ": expected a string, got " + type_phrase(v));
     out.emplace(k, v.get<std::string>());
@@ -174,33 +175,23 @@ Result<RuntimeClassFacts> decode_runtime_class(const json& object) {
   out.platform_operated = labels->count(std::string(kSetecRuntimeLabel)) != 0;
   auto scheduling = member(object, "scheduling", json::value_t::object, "scheduling");
   if (!scheduling) return fail(scheduling.error());
-  if (*scheduling) {
-    auto selector = string_map(**scheduling, "nodeSelector", "scheduling.nodeSelector");
-    if (!selector) return fail(selector.error());
-    out.node_selector = std::move(*selector);
-    auto tolerations = member(**scheduling, "tolerations", json::value_t::array,
-                              "scheduling.tolerations");
-    if (!tolerations) return fail(tolerations.error());
-    if (*tolerations) {
-      std::size_t i = 0;
-      for (const auto& t : **tolerations) {
-        const std::string path = "scheduling.tolerations[" + std::to_string(i++) + "]";
-        if (!t.is_object()) return fail(path + ": expected a map, got " + type_phrase(t));
-        Toleration tol;
-        auto key = string_member(t, "key", path + ".key");
-        auto op = string_member(t, "operator", path + ".operator");
-        auto value = string_member(t, "value", path + ".value");
-        auto effect = string_member(t, "effect", path + ".effect");
-        for (auto* r : {&key, &op, &value, &effect}) {
-          if (!*r) return fail(r->error());
-        }
-        tol.key = *key;
-        tol.op = op->empty() ? "Equal" : *op;
-        tol.value = *value;
-        tol.effect = *effect;
-        out.tolerations.push_back(std::move(tol));
-      }
+  auto selector = string_map(**scheduling, "nodeSelector", "scheduling.nodeSelector");
+  if (!selector) return fail(selector.error());
+  out.node_selector = std::move(*selector);
+  auto tolerations = member(**scheduling, "tolerations", json::value_t::array, "scheduling.tolerations");
+  if (!tolerations) return fail(tolerations.error());
+  std::size_t i = 0;
+  for (const auto& t : **tolerations) {
+    const std::string path = "scheduling.tolerations[" + std::to_string(i++) + "]";
+    if (!t.is_object()) return fail(path + ": expected a map, got " + type_phrase(t));
+    auto key = string_member(t, "key", path + ".key");
+    auto op = string_member(t, "operator", path + ".operator");
+    auto value = string_member(t, "value", path + ".value");
+    auto effect = string_member(t, "effect", path + ".effect");
+    for (auto* r : {&key, &op, &value, &effect}) {
+      if (!*r) return fail(r->error());
     }
+    out.tolerations.push_back({*key, op->empty() ? "Equal" : *op, *value, *effect});
   }
   return out;
 }
@@ -215,41 +206,33 @@ Result<NodeFacts> decode_node(const json& object) {
   out.labels = std::move(*labels);
   auto spec = member(object, "spec", json::value_t::object, "spec");
   if (!spec) return fail(spec.error());
-  if (*spec) {
-    auto unsched = member(**spec, "unschedulable", json::value_t::boolean, "spec.unschedulable");
-    if (!unsched) return fail(unsched.error());
-    out.unschedulable = *unsched && (*unsched)->get<bool>();
-    auto taints = member(**spec, "taints", json::value_t::array, "spec.taints");
-    if (!taints) return fail(taints.error());
-    if (*taints) {
-      std::size_t i = 0;
-      for (const auto& t : **taints) {
-        const std::string path = "spec.taints[" + std::to_string(i++) + "]";
-        if (!t.is_object()) return fail(path + ": expected a map, got " + type_phrase(t));
-        auto key = string_member(t, "key", path + ".key");
-        auto value = string_member(t, "value", path + ".value");
-        auto effect = string_member(t, "effect", path + ".effect");
-        for (auto* r : {&key, &value, &effect}) {
-          if (!*r) return fail(r->error());
-        }
-        out.taints.push_back({*key, *value, *effect});
-      }
+  auto unsched = member(**spec, "unschedulable", json::value_t::boolean, "spec.unschedulable");
+  if (!unsched) return fail(unsched.error());
+  out.unschedulable = (*unsched)->get<bool>();
+  auto taints = member(**spec, "taints", json::value_t::array, "spec.taints");
+  if (!taints) return fail(taints.error());
+  std::size_t i = 0;
+  for (const auto& t : **taints) {
+    const std::string path = "spec.taints[" + std::to_string(i++) + "]";
+    if (!t.is_object()) return fail(path + ": expected a map, got " + type_phrase(t));
+    auto key = string_member(t, "key", path + ".key");
+    auto value = string_member(t, "value", path + ".value");
+    auto effect = string_member(t, "effect", path + ".effect");
+    for (auto* r : {&key, &value, &effect}) {
+      if (!*r) return fail(r->error());
     }
+    out.taints.push_back({*key, *value, *effect});
   }
   auto status = member(object, "status", json::value_t::object, "status");
   if (!status) return fail(status.error());
-  if (*status) {
-    auto conditions = member(**status, "conditions", json::value_t::array, "status.conditions");
-    if (!conditions) return fail(conditions.error());
-    if (*conditions) {
-      for (const auto& c : **conditions) {
-        if (!c.is_object()) continue;
-        auto type = c.find("type");
-        auto value = c.find("status");
-        if (type != c.end() && type->is_string() && *type == "Ready") {
-          out.ready = value != c.end() && value->is_string() && *value == "True";
-        }
-      }
+  auto conditions = member(**status, "conditions", json::value_t::array, "status.conditions");
+  if (!conditions) return fail(conditions.error());
+  for (const auto& c : **conditions) {
+    if (!c.is_object()) continue;
+    auto type = c.find("type");
+    auto value = c.find("status");
+    if (type != c.end() && type->is_string() && *type == "Ready") {
+      out.ready = value != c.end() && value->is_string() && *value == "True";
     }
   }
   return out;

@@ -1,19 +1,11 @@
-// Whether the setec sandbox is available, from plain facts about the
-// RuntimeClass and the Nodes (docs/architecture.md, "Where cluster mode plugs
-// in"). Pure; available only when all hold:
+// Whether the setec sandbox is available, from facts about the RuntimeClass
+// and the Nodes (pure). Available only when:
 //  1. the configured RuntimeClass exists;
-//  2. in setec-only it is platform-operated: it carries the label
-//     setec.zeroroot.ai/runtime (customer-isolation may name any RuntimeClass);
-//  3. at least one Node is Ready, not unschedulable (cordoned), matches the
-//     RuntimeClass's scheduling.nodeSelector (any node when it has none), and
-//     has no NoSchedule/NoExecute taint that scheduling.tolerations do not
-//     tolerate (PreferNoSchedule never excludes a node).
-//
-// The decoders fail on a wrong type (the object is then left out of the
-// cache, so it cannot make the sandbox look available). The Node cache keeps
-// a NodeFit: rule 3's facts for one Node, already evaluated against the
-// RuntimeClass's scheduling (the NodeProjection it names); when that
-// scheduling changes, the Nodes are listed again (controller/cluster.h).
+//  2. in setec-only, it carries the label setec.zeroroot.ai/runtime;
+//  3. a Node is Ready, schedulable, matches its scheduling.nodeSelector and
+//     has no NoSchedule/NoExecute taint its tolerations do not tolerate.
+// Decoders fail on a wrong type (the object is left out of the cache). The
+// Node cache keeps NodeFits: rule 3 evaluated under one NodeProjection.
 #pragma once
 
 #include <cstddef>

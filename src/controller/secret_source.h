@@ -1,15 +1,9 @@
-// The serving certificate's source, on every replica (the shape of
-// cert-manager's pkg/server/tls certificate source): watches the one TLS
-// Secret and hot-reloads its tls.crt/tls.key into the listener's
-// tls::ReloadingTlsContext.
-//
-// Contract: a pair that differs from the one last tried and forms a valid
-// pair is swapped in (replace_pem: open connections keep their old context,
-// none is dropped). loaded() turns true once the Secret's certificate is the
-// one served, and stays true: the replica is healthy. A broken pair keeps the
-// current certificate and is reported once per distinct content through
-// on_error. on_change runs after every change of the Secret (the leader's
-// wake-up), after the reload.
+// The serving certificate's source, on every replica: watches the TLS Secret
+// and swaps a new valid tls.crt/tls.key pair into the listener's context
+// (open connections keep theirs). loaded() turns true once the Secret's
+// certificate is served, and stays true. A broken pair keeps the current one
+// and is reported once per content through on_error; on_change runs after
+// every change of the Secret.
 #pragma once
 
 #include <atomic>

@@ -6,6 +6,8 @@
 #include "tls/peer_certificate.h"
 
 namespace ig::controller {
+namespace {
+
 Result<SliceEndpoints> decode_endpoint_slice(const nlohmann::json& slice, std::string_view port_name) {
   SliceEndpoints out;
   const auto ports = slice.find("ports");
@@ -33,6 +35,8 @@ Result<SliceEndpoints> decode_endpoint_slice(const nlohmann::json& slice, std::s
   return out;
 }
 
+}  // namespace
+
 ServedObserver::ServedObserver(kube::Client& client, std::string ns, std::string service, std::string port_name,
                                std::string server_name, const WatchSettings& settings,
                                std::function<void()> on_change, std::chrono::milliseconds dial_timeout)
@@ -43,7 +47,8 @@ ServedObserver::ServedObserver(kube::Client& client, std::string ns, std::string
                if (cb) cb();
              }),
       reflector_(client, store_,
-                 reflector_options(kube::kEndpointSlices, ns, service, settings, {}, "kubernetes.io/service-name=" + service)) {}
+                 reflector_options("endpointslices/" + service, kube::kEndpointSlices, ns, settings, {},
+                                   "kubernetes.io/service-name=" + service)) {}
 
 std::optional<ServedObservation> ServedObserver::observe() const {
   if (!store_.synced()) return std::nullopt;

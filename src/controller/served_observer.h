@@ -1,11 +1,7 @@
 // What each ready replica serves, as the leader observes it: the ready
-// endpoints of the webhook Service (its EndpointSlices, label
-// kubernetes.io/service-name=<service>, port `port_name` or the only one),
-// each TLS-dialled for the leaf it presents (tls::fetch_peer_certificate).
-// Why dial rather than have replicas report: the endpoints are exactly the
-// set the API server's calls reach, what is observed is what a client gets,
-// and it needs only list/watch on EndpointSlices in our own namespace (no
-// write on Pods); the chart's NetworkPolicy already opens the webhook port.
+// endpoints of the webhook Service's EndpointSlices (port `port_name` or the
+// only one), each TLS-dialled for the leaf it presents. Dialled, not
+// reported: the endpoints are what the API server's calls reach.
 #pragma once
 
 #include <chrono>
@@ -27,7 +23,6 @@ struct SliceEndpoints {
   std::vector<std::string> ready;  // addresses
   std::uint16_t port = 0;          // 0: the slice names no such port
 };
-Result<SliceEndpoints> decode_endpoint_slice(const nlohmann::json& slice, std::string_view port_name);
 
 struct ServedObservation {
   std::vector<std::string> endpoints;  // "ADDRESS:PORT", one per ready endpoint
@@ -42,8 +37,7 @@ class ServedObserver {
                  std::chrono::milliseconds dial_timeout);
   void start() { reflector_.start(); }
   void stop() noexcept { reflector_.stop(); }
-  // Dials every ready endpoint now, one after the other; nullopt before the
-  // EndpointSlices have been listed.
+  // Dials every ready endpoint now, one after the other; nullopt before the list.
   std::optional<ServedObservation> observe() const;
 
  private:

@@ -102,8 +102,7 @@ kube::ApiResult<json> StatusWriter::write_status(const ComponentRecord& record, 
   auto applied = client_.apply(path, apply_configuration(record, status), kFieldManager, /*force=*/true,
                                options_.write_timeout, cancel);
   if (applied) {
-    // Fields still there though not applied (co-owned by an earlier version's
-    // merge patches): removed once; a failure is retried with the next write.
+    // Leftover fields: removed once; a failure is retried with the next write.
     const json held = applied->value("status", json::object());
     json leftover = leftover_fields_patch(status, held);
     if (!leftover.is_null()) {
@@ -115,8 +114,7 @@ kube::ApiResult<json> StatusWriter::write_status(const ComponentRecord& record, 
 }
 
 Result<runtime::Requeue> StatusWriter::reconcile(const std::string& key, const runtime::CancelToken& cancel) {
-  // Not ready: nothing is read yet (a sweep of a Components cache not
-  // listed would miss keys).
+  // Not ready: nothing is read yet (a sweep would miss keys).
   if (options_.ready && !options_.ready()) return runtime::Requeue{false, options_.not_ready_poll};
   if (key == kSweep || key == kSweepMore) return sweep(key == kSweep);
   auto record = components_.find(key);
@@ -154,8 +152,7 @@ Result<runtime::Requeue> StatusWriter::reconcile(const std::string& key, const r
       sent_.erase(sent);
     }
   }
-  // The inputs may have changed under it (a relist began): computed from
-  // what may be an interim state. Again once ready.
+  // The inputs may have changed meanwhile (a relist began): again once ready.
   if (options_.ready && !options_.ready()) return runtime::Requeue{false, options_.not_ready_poll};
   if (cancel.stop_requested()) return runtime::Requeue{};  // the fence: no write after leadership is lost
   std::uint64_t interim = 0;

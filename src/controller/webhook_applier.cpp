@@ -24,8 +24,8 @@ std::string fingerprint(std::string_view text) {
   return out;
 }
 
-}  // namespace
-
+// The configuration `kind` named `name` that the template ConfigMap holds
+// under `key`, as it should be stored.
 Result<json> configuration_from_template(const json& configmap, std::string_view key, std::string_view kind,
                                          std::string_view name, const std::string& b64) {
   const auto data = configmap.find("data");
@@ -51,8 +51,7 @@ Result<json> configuration_from_template(const json& configmap, std::string_view
   json& md = object["metadata"];
   for (const char* owned : {"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"})
     md.erase(owned);
-  // Made by the leader, not by Helm: say so, and carry no instance label, which
-  // GitOps tools (Argo CD's default tracking) would take for theirs and prune.
+  // Made by the leader, not by Helm: no instance label (GitOps tools would prune it).
   if (!md.contains("labels") || !md["labels"].is_object()) md["labels"] = json::object();
   md["labels"].erase("app.kubernetes.io/instance");
   md["labels"]["app.kubernetes.io/managed-by"] = "isolation-gate";
@@ -66,6 +65,8 @@ Result<json> configuration_from_template(const json& configmap, std::string_view
   md["annotations"][std::string(kFingerprintAnnotation)] = print;
   return object;
 }
+
+}  // namespace
 
 ConfigurationApplier::ConfigurationApplier(kube::Client& client, std::string ns, std::string configmap,
                                            const WatchSettings& settings, std::function<void()> on_change,

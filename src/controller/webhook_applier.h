@@ -1,23 +1,11 @@
 // The webhook configurations' applier, on the leader: creates or replaces
-// the Mutating and the Validating WebhookConfiguration from the chart's
-// template ConfigMap (keys mutating.yaml / validating.yaml: each a whole
-// configuration without caBundle), only while a replica can answer: no
-// configuration is ever created that no replica could answer (a dead
-// fail-closed webhook).
-//
-// Contract of reconcile(target, bundle_b64), for the target's kind:
-//  - settled when the live configuration carries the fingerprint annotation
-//    (isolation-gate.zeroroot.ai/template-fingerprint) of the template's
-//    object; its caBundle is the injector's business;
-//  - otherwise, while `replica_ready()` holds, the configuration is created
-//    (missing) or replaced (stale fingerprint) with caBundle filled in, labels
-//    app.kubernetes.io/managed-by: isolation-gate and without the template's
-//    app.kubernetes.io/instance (GitOps tools would claim and prune it); a
-//    write is not repeated until the watch has shown something newer; a
-//    conflict waits for the watch; it never deletes one (`isolation-gate
-//    cleanup` does, at uninstall);
-//  - a template that does not parse, or names another kind or name, is the
-//    error, and the live configuration stays as it is.
+// each configuration from the template ConfigMap (mutating.yaml,
+// validating.yaml), only while `replica_ready()`: no fail-closed webhook
+// nobody answers. reconcile(target) is settled when the live configuration
+// carries the template's fingerprint annotation (the caBundle is the
+// injector's); a write is not repeated until the watch shows something newer,
+// a conflict waits for the watch, nothing is ever deleted. A bad template is
+// the error and leaves the live configuration as it is.
 #pragma once
 
 #include <chrono>
@@ -34,12 +22,6 @@
 #include "controller/object_watch.h"
 
 namespace ig::controller {
-
-// The configuration `kind` named `name` that the template ConfigMap holds
-// under `key`, as it should be stored (pure).
-Result<nlohmann::json> configuration_from_template(const nlohmann::json& configmap, std::string_view key,
-                                                   std::string_view kind, std::string_view name,
-                                                   const std::string& bundle_b64);
 
 struct Applied {
   bool settled = false;  // the live configuration is as the template says

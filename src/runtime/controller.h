@@ -1,25 +1,13 @@
-// runtime::Controller<Key>: controller-runtime's controller
-// (pkg/internal/controller/controller.go): `workers` threads take keys from a
-// WorkQueue<Key> and call reconcile(key, cancel); reconcilers are thin shells
-// around pure functions and never own threads.
-//
-// Contract:
-//  - run(stop) (a Runnable: the manager calls it, once per term for a
-//    leader-only controller) makes a fresh queue, queues initial_keys(),
-//    runs the workers until `stop`, then shuts the queue down and joins them.
-//    Keys queued when `stop` comes are not reconciled.
-//  - enqueue(key) / enqueue_after(key, d) reach the running term's queue, and
-//    are dropped between terms (a term starts from initial_keys()). They never
-//    block on the network.
-//  - The result of reconcile(), as controller-runtime's reconcileHandler:
-//      error                     -> add_rate_limited (counted as an error)
-//      Requeue{after > 0}        -> forget, add_after(after)
-//      Requeue{requeue = true}   -> add_rate_limited
-//      Requeue{}                 -> forget
-//    An exception is an error; an error is logged when its message differs
-//    from the last one logged. A key is never reconciled by two workers at
-//    once (the queue's processing set).
-//  - Metrics: runtime/metrics.h, labelled with `name`.
+// runtime::Controller: `workers` threads take keys from a WorkQueue and call
+// reconcile(key, cancel); reconcilers never own threads.
+//  - run(stop) (once per term for a leader-only controller) makes a fresh
+//    queue seeded with initial_keys(), runs until `stop`, then joins; keys
+//    queued at `stop` are not reconciled. enqueue*() reach the running
+//    term's queue, are dropped between terms and never block.
+//  - reconcile()'s result: an error (or exception) -> rate-limited retry,
+//    logged once per distinct message; Requeue{after} -> forget, add_after;
+//    Requeue{true} -> rate-limited; Requeue{} -> forget. A key is never
+//    reconciled by two workers at once. Metrics: runtime/metrics.h.
 #pragma once
 
 #include <exception>
@@ -73,8 +61,7 @@ class Controller final : public Runnable {
   ~Controller() override { metrics_.depth = nullptr; }
 
   std::string_view name() const override { return options_.name; }
-  // Synced once run() has made its queue: it takes work (the manager's
-  // start() waits for that for a controller that needs no leadership).
+  // Once run() has made its queue: it takes work.
   bool synced() const override { return queue() != nullptr; }
   const ControllerMetrics* metrics() const override { return &metrics_; }
   const ControllerMetrics& stats() const { return metrics_; }

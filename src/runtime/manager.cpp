@@ -29,13 +29,6 @@ void Manager::launch(Running& r, const std::function<void(std::string_view, std:
   });
 }
 
-void Manager::halt(std::vector<Running>& running) noexcept {
-  for (auto& r : running) r.stop.request_stop();
-  for (auto it = running.rbegin(); it != running.rend(); ++it)
-    if (it->thread.joinable()) it->thread.join();
-  running.clear();
-}
-
 Result<void> Manager::start() {
   std::lock_guard life(lifecycle_);
   std::vector<Runnable*> watch;
@@ -89,7 +82,9 @@ void Manager::stop_leading() noexcept {
     leading_ = false;
     running.swap(running_leader_);
   }
-  halt(running);
+  for (auto& r : running) r.stop.request_stop();  // all at once, then joined in reverse order
+  for (auto it = running.rbegin(); it != running.rend(); ++it)
+    if (it->thread.joinable()) it->thread.join();
 }
 
 void Manager::stop() noexcept {
@@ -102,22 +97,15 @@ void Manager::stop() noexcept {
     running.swap(running_always_);
   }
   // One by one, the last added first: a controller stops before the caches it reads.
-  while (!running.empty()) {
-    std::vector<Running> last;
-    last.push_back(std::move(running.back()));
-    running.pop_back();
-    halt(last);
+  for (auto it = running.rbegin(); it != running.rend(); ++it) {
+    it->stop.request_stop();
+    if (it->thread.joinable()) it->thread.join();
   }
 }
 
 bool Manager::leading() const {
   std::lock_guard lock(mu_);
   return leading_;
-}
-
-bool Manager::started() const {
-  std::lock_guard lock(mu_);
-  return started_;
 }
 
 kube::LeaderCallbacks Manager::leader_callbacks() {

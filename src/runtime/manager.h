@@ -1,20 +1,13 @@
-// runtime::Manager: controller-runtime's manager (pkg/manager/internal.go):
-// owns the threads of the operator's loops; one per process.
-//
-// Contract:
-//  - start(): runs every runnable added with needs_leader = false, each on a
-//    thread of its own, in the order added (caches first), then waits until
-//    every one is synced() (an error after sync_timeout on the clock).
-//  - start_leading() (the elector's on_started_leading) runs the needs_leader
-//    runnables with a stop source of this term and returns at once; before
-//    start(), after a failed start() or after stop() it does nothing; while
-//    start() waits for the caches it waits too (then leads if they synced).
-//  - stop_leading() requests stop on every leader runnable at once (their
-//    CancelTokens, and so their API requests in flight), joins them in
-//    reverse order and returns when none runs. Terms may follow one another.
-//  - stop(): stop_leading(), then the other runnables in reverse order.
-//  - probes(): /healthz, /readyz and /metrics (runtime/probes.h).
-//  - Thread-safe; stop() and stop_leading() are noexcept and idempotent.
+// runtime::Manager: owns the threads of the operator's loops; one per process.
+//  - start() runs the needs_leader = false runnables, each on its own thread
+//    in the order added, and waits until all are synced() (an error after
+//    sync_timeout).
+//  - start_leading() runs the needs_leader runnables with this term's stop
+//    source and returns (nothing before a successful start() or after
+//    stop(); during start() it waits for it); stop_leading() stops them all
+//    at once (cancelling their requests), joins them in reverse order.
+//  - stop(): stop_leading(), then the others in reverse order. Terms may
+//    follow one another. Thread-safe; stop(), stop_leading(): noexcept, idempotent.
 #pragma once
 
 #include <chrono>
@@ -47,8 +40,6 @@ class Manager {
  public:
   explicit Manager(ManagerOptions options = {});
   ~Manager();
-  Manager(const Manager&) = delete;
-  Manager& operator=(const Manager&) = delete;
 
   // Before start(); not owned beyond the shared pointer.
   void add(std::shared_ptr<Runnable> runnable, bool needs_leader);
@@ -59,23 +50,19 @@ class Manager {
   void stop() noexcept;
 
   bool leading() const;
-  bool started() const;
   kube::LeaderCallbacks leader_callbacks();
 
-  // controller-runtime's and client-go's families for every controller added
-  // (in probes().metrics() from construction).
-  void write_metrics(prometheus::TextWriter& out) const;
+  // /healthz, /readyz and /metrics; the engine's families are in its metrics from construction.
   Probes& probes() noexcept { return probes_; }
-  const Probes& probes() const noexcept { return probes_; }
 
  private:
+  void write_metrics(prometheus::TextWriter& out) const;
   struct Running {
     Runnable* runnable;
     std::stop_source stop;
     std::thread thread;
   };
   static void launch(Running& r, const std::function<void(std::string_view, std::string_view)>& log);
-  static void halt(std::vector<Running>& running) noexcept;  // stop all, join in reverse order
 
   ManagerOptions options_;
   mutable std::mutex mu_;

@@ -1,17 +1,6 @@
 // The engine's metrics, named as controller-runtime and client-go name them
-// (so dashboards written for Go operators read ours):
-//   controller_runtime_reconcile_total{controller,result}   result: success, error, requeue, requeue_after
-//   controller_runtime_reconcile_errors_total{controller}
-//   controller_runtime_reconcile_time_seconds{controller}    histogram
-//   workqueue_depth{name}                                    gauge
-//   workqueue_adds_total{name}
-//   workqueue_retries_total{name}
-//   workqueue_queue_duration_seconds{name}                   histogram (time from add to get)
-// The queue's name is its controller's.
-//
-// Contract: counters and histograms are thread-safe and live as long as their
-// controller (across terms of leadership); write_controller_metrics() writes
-// each family once for any number of controllers (promtool-valid).
+// (controller_runtime_reconcile_*, workqueue_*; the queue's name is its
+// controller's). Thread-safe; they live as long as their controller.
 #pragma once
 
 #include <array>
@@ -33,8 +22,8 @@ class Histogram {
  public:
   explicit Histogram(std::vector<double> bounds);
   void observe(double seconds);
-  void write(prometheus::TextWriter& out, std::string_view name, std::initializer_list<prometheus::Label> labels) const;
   std::uint64_t count() const;
+  void write(prometheus::TextWriter& out, std::string_view name, std::initializer_list<prometheus::Label> labels) const;
 
  private:
   mutable std::mutex mu_;
@@ -64,6 +53,14 @@ struct ControllerMetrics {
 
   std::uint64_t reconciled(ReconcileOutcome o) const { return reconciles[static_cast<std::size_t>(o)].load(); }
 };
+
+// A family of one sample without labels.
+template <typename Value>
+void write_single(prometheus::TextWriter& out, std::string_view name, prometheus::Type type, prometheus::Help help,
+                  Value value) {
+  out.family(name, type, help);
+  out.sample(name, {}, value);
+}
 
 void write_controller_metrics(prometheus::TextWriter& out, const std::vector<const ControllerMetrics*>& controllers);
 

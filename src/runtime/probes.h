@@ -1,16 +1,7 @@
-// The manager's /healthz, /readyz and /metrics (controller-runtime's health
-// probe and metrics endpoints): named checks, and a registry that collectors
-// add themselves to.
-//
-// Contract: checks and collectors are added before the listeners start and
-// never removed; serve() may then be called from many threads. serve()
-// answers GET and HEAD of the three paths (a query string is ignored) and
-// gives nullopt for any other path, so a listener can pass those on:
-//   /healthz  200 {"status":"ok"} while every healthz check passes
-//   /readyz   200 {"status":"ready"} while every readyz check passes, else
-//             503 with a Kubernetes Status naming the first failing check
-//   /metrics  the registry's text (Prometheus text format 0.0.4)
-// Another method on those paths is 405. A check that throws fails.
+// The manager's /healthz, /readyz and /metrics: named checks and a metrics
+// registry, added before the listeners start. serve() answers GET and HEAD of
+// the three paths (405 for other methods; 503 naming the first failing readyz
+// check; a check that throws fails) and gives nullopt for any other path.
 #pragma once
 
 #include <functional>

@@ -1,15 +1,7 @@
-// What the manager runs (runtime/manager.h): a cache, a controller, a timer
-// loop. The engine's cancellation is std::stop_token (CancelToken): passed to
-// run() and on to every reconcile, and to the API client's cancellable calls
-// (kube::Client::patch_cancellable), so stopping it also abandons requests in
-// flight.
-//
-// Contract: run(stop) does the work on the calling thread (the manager gives
-// each runnable a thread of its own) and returns promptly once `stop` is
-// requested; it is called once per start (a leader-only runnable once per
-// term of leadership). synced() says whether a cache has listed, or a
-// controller runs (others: always true); metrics() gives a controller's
-// metrics for /metrics.
+// What the manager runs. run(stop) works on the calling thread and returns
+// promptly once `stop` (passed on to every reconcile and cancellable API
+// call) is requested; once per start, or per term when leader-only.
+// synced(): a cache has listed, a controller runs.
 #pragma once
 
 #include <stop_token>

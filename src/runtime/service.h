@@ -1,7 +1,5 @@
-// A runnable around a piece with a start() and a stop() of its own (a cache
-// whose reflectors run on their own threads): run() starts it, waits for the
-// stop request, stops it. synced() is the piece's (empty: always), so the
-// manager's start() waits for it.
+// A runnable around a piece with its own start() and stop(): run() starts
+// it, waits for the stop request, stops it; synced() is the piece's.
 #pragma once
 
 #include <condition_variable>

@@ -1,19 +1,8 @@
-// Collapsed calls (golang.org/x/sync/singleflight's shape, plus a short
-// memory): concurrent calls of run() for one key make one call of `fn`,
-// whose answer every caller gets.
-//
-// Contract:
-//  - The first caller for a key runs `fn` on its own thread; callers of that
-//    key meanwhile wait for its answer at most `wait` (then nullopt: the
-//    caller decides what a missing answer means; admission fails closed).
-//  - An answer `keep(answer)` accepts is remembered for `remember` on the
-//    injected clock and served without a call until then; at most
-//    `max_remembered` answers (expired ones are dropped first; when none has
-//    expired a new answer is not remembered). remember == 0: nothing is.
-//  - An exception out of `fn` is not swallowed here: callers make `fn`
-//    noexcept in effect (a value for every failure), so no waiter is left
-//    without an answer.
-//  - Thread-safe; shared() counts calls answered without running `fn`.
+// Collapsed calls (singleflight with a short memory): concurrent run()s of a
+// key make one call of `fn`, run by the first caller; the others wait at
+// most `wait` for its answer (else nullopt: the caller decides; admission
+// fails closed). An answer `keep` accepts is served for `remember` (at most
+// `max_remembered` of them; 0: none). `fn` must not throw. Thread-safe.
 #pragma once
 
 #include <atomic>

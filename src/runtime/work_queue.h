@@ -1,23 +1,13 @@
-// runtime::WorkQueue<Key>: client-go's rate-limited delaying work queue
-// (util/workqueue), the queue every controller of the engine reads.
-//
-// Contract (client-go's semantics):
-//  - add(key): queued at most once (the dirty set); a key being processed
-//    (handed out by get(), not yet done()) is queued again by done(), so no
-//    key is handed to two workers at once and no add is lost.
-//  - get() blocks until a key is there or the queue is shut down and empty
-//    (nullopt). Keys queued before shut_down() are still handed out; keys
-//    added after it, and delayed keys not yet due, are not.
-//  - add_after(key, d): queued once `d` has passed on the queue's clock (the
-//    earlier time wins; d <= 0 is add()); counted as a retry.
-//  - add_rate_limited(key): add_after the max of the key's exponential
-//    backoff (base/backoff.h) and an overall token bucket
-//    (base/token_bucket.h): DefaultControllerRateLimiter. forget(key) ends
-//    the key's backoff; num_requeues(key) is its count of failures.
-//  - shut_down() wakes every get(); shut_down_with_drain(bound) also waits
-//    (at most `bound`) until no key is being processed.
-//  - len(): queued keys (not those waiting for their time).
-//  - Thread-safe; every wait is on the injected clock (base/clock.h).
+// runtime::WorkQueue: client-go's rate-limited delaying work queue.
+//  - add(key): queued at most once; a key being processed (got, not done())
+//    is queued again by done(): never two workers on a key, no add lost.
+//  - get() blocks until a key is there, or returns nullopt once shut down
+//    and empty (keys queued before shut_down() are still handed out).
+//  - add_after(key, d): queued after `d` (the earlier time wins; d <= 0 is
+//    add()). add_rate_limited(key): add_after the max of the key's
+//    exponential backoff and an overall token bucket; forget(key) ends it.
+//  - shut_down_with_drain(bound) also waits (at most `bound`) until no key is
+//    being processed. Thread-safe; every wait is on the injected clock.
 #pragma once
 
 #include <chrono>
@@ -25,10 +15,10 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -62,8 +52,6 @@ class WorkQueue {
         metrics_(options.metrics),
         backoff_(options.rate_limit.backoff),
         bucket_(options.rate_limit.qps, options.rate_limit.burst, clock_->now()) {}
-  WorkQueue(const WorkQueue&) = delete;
-  WorkQueue& operator=(const WorkQueue&) = delete;
 
   void add(const Key& key) {
     std::lock_guard lock(mu_);
@@ -179,29 +167,18 @@ class WorkQueue {
     const time_point now = clock_->now();
     if (d <= duration::zero()) return add_locked(key, now);
     const time_point ready = now + d;
-    if (auto it = waiting_at_.find(key); it != waiting_at_.end()) {
+    if (auto [it, fresh] = waiting_at_.try_emplace(key, ready); !fresh) {
       if (it->second <= ready) return;  // already due earlier
-      erase_waiting_locked(key, it->second);
+      waiting_.erase({it->second, key});
       it->second = ready;
-    } else {
-      waiting_at_.emplace(key, ready);
     }
     waiting_.emplace(ready, key);
     cv_.notify_all();  // a get() may now have an earlier time to wake at
   }
 
-  void erase_waiting_locked(const Key& key, time_point at) {
-    auto [b, e] = waiting_.equal_range(at);
-    for (auto it = b; it != e; ++it)
-      if (it->second == key) {
-        waiting_.erase(it);
-        return;
-      }
-  }
-
   void release_due_locked(time_point now) {
     while (!waiting_.empty() && waiting_.begin()->first <= now) {
-      Key key = std::move(waiting_.begin()->second);
+      Key key = waiting_.begin()->second;
       waiting_.erase(waiting_.begin());
       waiting_at_.erase(key);
       add_locked(key, now);
@@ -215,7 +192,7 @@ class WorkQueue {
   std::deque<Key> queue_;
   std::unordered_set<Key, Hash> dirty_, processing_;
   std::unordered_map<Key, time_point, Hash> added_at_;
-  std::multimap<time_point, Key> waiting_;
+  std::set<std::pair<time_point, Key>> waiting_;
   std::unordered_map<Key, time_point, Hash> waiting_at_;
   ItemBackoff<Key, Hash> backoff_;
   TokenBucket bucket_;
