@@ -59,26 +59,15 @@ void FakeClock::wake(std::vector<Waiter> waiters) {
 }
 
 void FakeClock::sleep_until(time_point t) { set(t); }
+void FakeClock::set(time_point t) { move(duration::zero(), t); }
+void FakeClock::advance(duration d) { move(d, time_point::min()); }
 
-void FakeClock::set(time_point t) {
+void FakeClock::move(duration by, time_point at_least) {
   std::vector<Waiter> waiters;
   {
     std::lock_guard outer(wake_mu());
     std::lock_guard lock(mu_);
-    if (t <= now_) return;
-    now_ = t;
-    waiters = waiters_;
-    ++wakers()[this];
-  }
-  wake(std::move(waiters));
-}
-
-void FakeClock::advance(duration d) {
-  std::vector<Waiter> waiters;
-  {
-    std::lock_guard outer(wake_mu());
-    std::lock_guard lock(mu_);
-    now_ += d;
+    now_ = std::max(now_ + by, at_least);
     waiters = waiters_;
     ++wakers()[this];
   }
