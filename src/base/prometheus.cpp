@@ -88,18 +88,14 @@ void TextWriter::histogram(std::string_view name, std::initializer_list<Label> l
                            std::uint64_t count, double sum) {
   const std::string bucket = std::string(name) + "_bucket";
   std::uint64_t cumulative = 0;
-  for (std::size_t i = 0; i < buckets; ++i) {
-    cumulative += counts[i];
-    const std::string le = format_bound(bounds[i]);
+  for (std::size_t i = 0; i <= buckets; ++i) {  // the last: le="+Inf", `count`
+    if (i < buckets) cumulative += counts[i];
+    const std::string le = i < buckets ? format_bound(bounds[i]) : "+Inf";
     const Label le_label{"le", le};
     out_.append(bucket);
     labels(l, &le_label);
-    out_.append(" ").append(std::to_string(cumulative)).append("\n");
+    out_.append(" ").append(std::to_string(i < buckets ? cumulative : count)).append("\n");
   }
-  const Label inf{"le", "+Inf"};
-  out_.append(bucket);
-  labels(l, &inf);
-  out_.append(" ").append(std::to_string(count)).append("\n");
   sample(std::string(name) + "_sum", l, sum);
   sample(std::string(name) + "_count", l, count);
 }

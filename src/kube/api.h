@@ -134,38 +134,24 @@ class Client {
   virtual ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body) = 0;
   // create() that `cancel` abandons, as patch_cancellable().
   virtual ApiResult<nlohmann::json> create_cancellable(std::string_view path, const nlohmann::json& body,
-                                                       std::stop_token cancel) {
-    if (cancel.stop_requested()) return ApiError{"CREATE " + std::string(path) + ": cancelled", 0, "Cancelled", {}};
-    return create(path, body);
-  }
+                                                       std::stop_token cancel) = 0;
   virtual ApiResult<nlohmann::json> patch(std::string_view path, PatchType type,
                                           const nlohmann::json& body) = 0;
   // patch() that `cancel` abandons: nothing is sent once it is stopped, and
   // a wait (rate limit, answer) ends when it is, with a code-0 ApiError
   // saying "cancelled".
   virtual ApiResult<nlohmann::json> patch_cancellable(std::string_view path, PatchType type,
-                                                      const nlohmann::json& body, std::stop_token cancel) {
-    if (cancel.stop_requested()) return ApiError{"PATCH " + std::string(path) + ": cancelled", 0, "Cancelled", {}};
-    return patch(path, type, body);
-  }
+                                                      const nlohmann::json& body, std::stop_token cancel) = 0;
   // PUT; a metadata.resourceVersion in `body` makes it conditional (409).
   virtual ApiResult<nlohmann::json> update(std::string_view path, const nlohmann::json& body,
                                            std::chrono::milliseconds timeout) = 0;
   // Server-side apply of `body` (an apply configuration) as `field_manager`;
-  // `force` takes fields another manager owns instead of a 409. The default
-  // answers 405 without a request.
+  // `force` takes fields another manager owns instead of a 409.
   virtual ApiResult<nlohmann::json> apply(std::string_view path, const nlohmann::json& body,
                                           std::string_view field_manager, bool force,
-                                          std::chrono::milliseconds timeout, std::stop_token cancel = {}) {
-    (void)body, (void)field_manager, (void)force, (void)timeout, (void)cancel;
-    return ApiError{"APPLY " + std::string(path) + ": this client does not apply", 405, "MethodNotAllowed", {}};
-  }
-  // DELETE (the server's default propagation); a 404 is the caller's to
-  // judge. The default answers 405 without a request.
-  virtual ApiResult<nlohmann::json> remove(std::string_view path, std::chrono::milliseconds timeout) {
-    (void)timeout;
-    return ApiError{"DELETE " + std::string(path) + ": this client does not delete", 405, "MethodNotAllowed", {}};
-  }
+                                          std::chrono::milliseconds timeout, std::stop_token cancel = {}) = 0;
+  // DELETE (the server's default propagation); a 404 is the caller's to judge.
+  virtual ApiResult<nlohmann::json> remove(std::string_view path, std::chrono::milliseconds timeout) = 0;
 };
 
 }  // namespace ig::kube

@@ -92,8 +92,7 @@ class Kubeconfig {
   Result<YAML::Node> find_named(const YAML::Node& root, const char* list, const char* inner,
                                 const std::string& name) const;
   // A string field: "" when absent or null; an error when not a scalar.
-  Result<std::string> string_field(const YAML::Node& map, const char* key,
-                                                  const std::string& where) const;
+  Result<std::string> string_field(const YAML::Node& map, const char* key, const std::string& where) const;
   // PEM from `key-data` (base64) or `key` (a file, relative to the kubeconfig).
   Result<std::string> pem_field(const YAML::Node& map, const char* file_key, const char* data_key,
                                 const std::string& where) const;
@@ -179,8 +178,7 @@ Result<ExecConfig> Kubeconfig::exec_field(const YAML::Node& exec, const std::str
   return out;
 }
 
-Result<std::string> Kubeconfig::string_field(const YAML::Node& map, const char* key,
-                                             const std::string& where) const {
+Result<std::string> Kubeconfig::string_field(const YAML::Node& map, const char* key, const std::string& where) const {
   const YAML::Node v = map[key];
   if (!v.IsDefined() || v.IsNull()) return std::string();
   if (!v.IsScalar()) return err(where + ": field " + key + " must be a string");

@@ -3,8 +3,9 @@
 // file, a client certificate or an exec credential plugin.
 //
 // Contract:
-//  - Everything is loaded and checked at start; nothing throws; a failure is
-//    one line naming the source and field.
+//  - Everything is loaded and checked at start (an exec plugin runs at the
+//    first request); nothing throws; a failure is one line naming the source
+//    and field.
 //  - Anything the client would not honour is a start-up error, never a silent
 //    anonymous or unverified client (auth-provider, basic auth,
 //    impersonation, proxy-url, tls-server-name, insecure-skip-tls-verify,

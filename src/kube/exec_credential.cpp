@@ -107,8 +107,8 @@ Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std
 
   pid_t pid = -1;
   const bool has_slash = config.command.find('/') != std::string::npos;
-  const int rc = has_slash ? ::posix_spawn(&pid, config.command.c_str(), &actions, &attr, argv.data(), envp.data())
-                           : ::posix_spawnp(&pid, config.command.c_str(), &actions, &attr, argv.data(), envp.data());
+  // (posix_spawnp runs a command holding a '/' as the path it is, as posix_spawn does.)
+  const int rc = ::posix_spawnp(&pid, config.command.c_str(), &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close_fd(out_pipe[1]);

@@ -317,12 +317,11 @@ milliseconds LeaderElector::leader_step() {
     lose_leadership("no successful renew for " + ms_text(config_.renew_deadline));
     return jittered_retry();
   }
-  const time_point start = now;
   json body = lease_;
   body["spec"] = spec_for_us(spec_of(lease_), true);
   auto put = client_.update(path_, body, time_left(deadline, now));
   if (put) {
-    renewed(*put, start);
+    renewed(*put, now);
     return config_.retry_period;
   }
   ApiError error = put.failure();
@@ -342,12 +341,11 @@ milliseconds LeaderElector::leader_step() {
         // Still ours (someone touched its metadata): renew on the new version.
         now = config_.clock->now();
         if (now < deadline) {
-          const time_point again = now;
           body = *got;
           body["spec"] = spec_for_us(observed_spec_, true);
           put = client_.update(path_, body, time_left(deadline, now));
           if (put) {
-            renewed(*put, again);
+            renewed(*put, now);
             return config_.retry_period;
           }
           error = put.failure();
