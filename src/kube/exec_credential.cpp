@@ -140,13 +140,10 @@ Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std
     pollfd fds[2];
     nfds_t n = 0;
     int* which[2];
-    if (out_pipe[0] >= 0) {
-      fds[n] = {out_pipe[0], POLLIN, 0};
-      which[n++] = &out_pipe[0];
-    }
-    if (err_pipe[0] >= 0) {
-      fds[n] = {err_pipe[0], POLLIN, 0};
-      which[n++] = &err_pipe[0];
+    for (int* fd : {&out_pipe[0], &err_pipe[0]}) {
+      if (*fd < 0) continue;
+      fds[n] = {*fd, POLLIN, 0};
+      which[n++] = fd;
     }
     const int ready = ::poll(fds, n, static_cast<int>(std::min<long long>(left.count() + 1, 1000)));
     if (ready < 0) {

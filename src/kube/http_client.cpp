@@ -567,7 +567,7 @@ struct HttpClient::Impl {
 
   // One send: the rate limiter, the token, the headers back by `deadline`.
   ApiResult<Sent> send_once(http::client::http_client& c, const Outgoing& out, Deadline deadline,
-                            const std::string* token, const std::stop_token& cancel = {}) {
+                            const std::string& token, const std::stop_token& cancel) {
     if (auto ok = limiter.acquire(deadline, cancel); !ok) return no_answer(out.verb, out.path, ok.error());
     if (cancel.stop_requested()) return no_answer(out.verb, out.path, "cancelled before it was sent");
     try {
@@ -576,7 +576,7 @@ struct HttpClient::Impl {
       auto& h = req.headers();
       h.add("User-Agent", user_agent);
       h.add("Accept", "application/json");
-      if (!token->empty()) h.add("Authorization", "Bearer " + *token);
+      if (!token.empty()) h.add("Authorization", "Bearer " + token);
       if (out.body) {
         // As bytes: cpprestsdk's std::string body is a char buffer it then
         // reads as a uint8_t one (undefined behaviour, UBSan's vptr check).
@@ -649,14 +649,17 @@ struct HttpClient::Impl {
   // (`*used`); after a 401, once more if renewed credentials differ.
   ApiResult<Sent> send(const ClientFor& client_for, const Outgoing& out, Deadline deadline,
                        std::shared_ptr<http::client::http_client>* used, const std::stop_token& cancel = {}) {
+    auto send_with = [&](const std::shared_ptr<const Credentials>& c) -> ApiResult<Sent> {
+      try {
+        *used = client_for(c);
+      } catch (const std::exception& e) {
+        return no_answer(out.verb, out.path, e.what());
+      }
+      return send_once(**used, out, deadline, c->token, cancel);
+    };
     auto creds = tokens->credentials();
     if (!creds) return no_answer(out.verb, out.path, "credentials: " + creds.error());
-    try {
-      *used = client_for(*creds);
-    } catch (const std::exception& e) {
-      return no_answer(out.verb, out.path, e.what());
-    }
-    auto sent = send_once(**used, out, deadline, &(*creds)->token, cancel);
+    auto sent = send_with(*creds);
     if (!sent || sent->response.status_code() != 401 || (!tokens->follows_file() && !tokens->runs_plugin()))
       return sent;
     auto fresh = tokens->renew_after_unauthorized(*creds);
@@ -668,12 +671,7 @@ struct HttpClient::Impl {
     if (!*fresh) return sent;
     // Drain the 401's body so its connection can be reused.
     (void)read_body(*sent, out, std::min(deadline, SteadyClock::now() + 2s), kMaxErrorBody);
-    try {
-      *used = client_for(*fresh);
-    } catch (const std::exception& e) {
-      return no_answer(out.verb, out.path, e.what());
-    }
-    return send_once(**used, out, deadline, &(*fresh)->token, cancel);
+    return send_with(*fresh);
   }
 
   ApiError error_from(Sent& sent, const Outgoing& out, Deadline deadline) {
