@@ -1,11 +1,7 @@
-// The one per-key exponential backoff: client-go's
-// ItemExponentialFailureRateLimiter (util/workqueue/default_rate_limiters.go).
-// The n-th failure of a key in a row (n from 0) waits base * 2^n, at most
-// `max`; forget(key) starts the key over. Defaults are client-go's: 5 ms to
-// 1000 s.
-//
-// Contract: pure bookkeeping, not thread-safe (the owner locks it: the work
-// queue does); keys are kept until forgotten, as client-go does.
+// The one per-key exponential backoff (client-go's
+// ItemExponentialFailureRateLimiter): the n-th failure of a key in a row (n
+// from 0) waits base * 2^n, at most `max`; forget(key) starts it over.
+// Not thread-safe (the owner locks it); keys are kept until forgotten.
 #pragma once
 
 #include <chrono>

@@ -18,17 +18,14 @@ class SteadyClock final : public Clock {
 
 // FakeClock's wake() calls in progress, per clock: a waiter does not leave
 // wait_until() (after which its mutex and condition may be destroyed) while
-// a wake() holds a copy of it. Lock order: wake_mu(), then the clock's own.
-std::mutex& wake_mu() {
-  static std::mutex m;
-  return m;
-}
-std::condition_variable& wake_done() {
-  static std::condition_variable cv;
-  return cv;
-}
-std::unordered_map<const void*, int>& wakers() {
-  static std::unordered_map<const void*, int> w;
+// a wake() holds a copy of it. Lock order: wakes().mu, then the clock's own.
+struct Wakes {
+  std::mutex mu;
+  std::condition_variable done;
+  std::unordered_map<const void*, int> active;  // per clock
+};
+Wakes& wakes() {
+  static Wakes w;
   return w;
 }
 
@@ -52,35 +49,24 @@ void FakeClock::wake(std::vector<Waiter> waiters) {
     w.cv->notify_all();
   }
   {
-    std::lock_guard lock(wake_mu());
-    if (--wakers()[this] == 0) wakers().erase(this);
+    std::lock_guard lock(wakes().mu);
+    if (--wakes().active[this] == 0) wakes().active.erase(this);
   }
-  wake_done().notify_all();
+  wakes().done.notify_all();
 }
 
 void FakeClock::sleep_until(time_point t) { set(t); }
+void FakeClock::set(time_point t) { move(duration::zero(), t); }
+void FakeClock::advance(duration d) { move(d, time_point::min()); }
 
-void FakeClock::set(time_point t) {
+void FakeClock::move(duration by, time_point at_least) {
   std::vector<Waiter> waiters;
   {
-    std::lock_guard outer(wake_mu());
+    std::lock_guard outer(wakes().mu);
     std::lock_guard lock(mu_);
-    if (t <= now_) return;
-    now_ = t;
+    now_ = std::max(now_ + by, at_least);
     waiters = waiters_;
-    ++wakers()[this];
-  }
-  wake(std::move(waiters));
-}
-
-void FakeClock::advance(duration d) {
-  std::vector<Waiter> waiters;
-  {
-    std::lock_guard outer(wake_mu());
-    std::lock_guard lock(mu_);
-    now_ += d;
-    waiters = waiters_;
-    ++wakers()[this];
+    ++wakes().active[this];
   }
   wake(std::move(waiters));
 }
@@ -102,8 +88,8 @@ void FakeClock::wait_until(std::unique_lock<std::mutex>& lock, std::condition_va
   // takes it), once no wake() holds a copy of this waiter.
   lock.unlock();
   {
-    std::unique_lock outer(wake_mu());
-    wake_done().wait(outer, [this] { return wakers().count(this) == 0; });
+    std::unique_lock outer(wakes().mu);
+    wakes().done.wait(outer, [this] { return wakes().active.count(this) == 0; });
     std::lock_guard guard(mu_);
     auto it = std::find_if(waiters_.begin(), waiters_.end(),
                            [&](const Waiter& w) { return w.mu == self.mu && w.cv == self.cv; });

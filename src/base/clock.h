@@ -1,22 +1,15 @@
-// The one injectable time source: every interval the process measures, every
-// wait with a deadline, goes through a Clock, so tests run on a FakeClock and
-// never sleep.
+// The one injectable time source: every interval and every wait with a
+// deadline goes through a Clock, so tests run on a FakeClock and never sleep.
 //
 // Contract:
-//  - now() is monotonic (steady_clock's epoch for Clock::steady()).
-//  - sleep_until(t) returns at t or later (the fake: at once, its time moved
-//    to t when t is later).
-//  - wait_until(lock, cv, deadline): `lock` holds the mutex `cv` is used with;
-//    releases it and waits until `cv` is notified or this clock reaches
-//    `deadline`, then takes it again. It may wake early (spuriously): callers
-//    wait in a loop that re-checks their condition and now(). A FakeClock
-//    wakes every waiter whenever its time moves, so a waiter whose deadline
-//    passed sees it; its real waits are bounded (kFakeRealWait) so a missed
-//    notification is a short poll, never a hang.
-//  - Thread-safe.
-//  - This is the one file of base/ that names <mutex> and
-//    <condition_variable> (its interface is a wait); base/ still starts no
-//    threads (tests/unit/layering_test.cpp names the exception).
+//  - now() is monotonic; sleep_until(t) returns at t or later (the fake: at
+//    once, its time moved to t).
+//  - wait_until(lock, cv, deadline) waits on `cv` (whose mutex `lock` holds)
+//    until notified or `deadline`; it may wake early, so callers loop. A
+//    FakeClock wakes every waiter whenever its time moves, and its real
+//    waits are bounded (kFakeRealWait).
+//  - Thread-safe. The one file of base/ with <mutex> and
+//    <condition_variable> (tests/unit/layering_test.cpp).
 #pragma once
 
 #include <chrono>
@@ -64,6 +57,7 @@ class FakeClock final : public Clock {
     std::mutex* mu;
     std::condition_variable* cv;
   };
+  void move(duration by, time_point at_least);  // wakes every waiter
   void wake(std::vector<Waiter> waiters);
 
   std::mutex mu_;

@@ -1,7 +1,5 @@
-// How deep a JSON text nests, found by a linear scan before any parser runs:
-// nlohmann's dump/copy/compare recurse, so every JSON input from outside
-// (admission requests, Kubernetes API answers) is refused beyond a sane
-// depth first. Standard library only.
+// How deep a JSON text nests, by a linear scan before any parser runs
+// (nlohmann recurses, so outside JSON is refused beyond a sane depth first).
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,6 @@
-// "Log an error once until it changes", the one helper: remembers the last
-// message logged. first(m) is true when m differs from it (log m now);
-// cleared() hands back the outstanding message, if any, and forgets it (log
-// the recovery). Not thread-safe: the owner's lock guards it.
+// "Log an error once until it changes": first(m) is true when m differs
+// from the last message (log it); cleared() hands back the outstanding
+// message, if any, and forgets it (log the recovery). Not thread-safe.
 #pragma once
 
 #include <optional>

@@ -14,25 +14,13 @@ std::string_view type_name(Type t) {
   return "untyped";
 }
 
-void append_escaped(std::string& out, std::string_view value) {
+// Backslash and newline escaped, and '"' in a label value (text format 0.0.4).
+void append_escaped(std::string& out, std::string_view value, bool label) {
   for (char c : value) {
     switch (c) {
       case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
       case '\n': out += "\\n"; break;
-      default: out += c;
-    }
-  }
-}
-
-// HELP text: backslash and newline escaped (text format 0.0.4). Help
-// already excludes newlines; escaping them too keeps the writer correct on
-// its own.
-void append_help_escaped(std::string& out, std::string_view help) {
-  for (char c : help) {
-    switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
+      case '"': out += label ? "\\\"" : "\""; break;
       default: out += c;
     }
   }
@@ -51,17 +39,18 @@ std::string format_double(double v) {
   return buf;
 }
 
-}  // namespace
-
+// "%g": a bucket bound ("5e-05", "0.25", "1").
 std::string format_bound(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
 }
 
+}  // namespace
+
 void TextWriter::family(std::string_view name, Type type, Help help) {
   out_.append("# HELP ").append(name).append(" ");
-  append_help_escaped(out_, help.text());
+  append_escaped(out_, help.text(), false);
   out_.append("\n# TYPE ");
   out_.append(name).append(" ").append(type_name(type)).append("\n");
 }
@@ -74,7 +63,7 @@ void TextWriter::labels(std::initializer_list<Label> labels, const Label* extra)
     if (!first) out_.push_back(',');
     first = false;
     out_.append(l.name).append("=\"");
-    append_escaped(out_, l.value);
+    append_escaped(out_, l.value, true);
     out_.push_back('"');
   };
   for (const auto& l : labels) one(l);
@@ -99,18 +88,14 @@ void TextWriter::histogram(std::string_view name, std::initializer_list<Label> l
                            std::uint64_t count, double sum) {
   const std::string bucket = std::string(name) + "_bucket";
   std::uint64_t cumulative = 0;
-  for (std::size_t i = 0; i < buckets; ++i) {
-    cumulative += counts[i];
-    const std::string le = format_bound(bounds[i]);
+  for (std::size_t i = 0; i <= buckets; ++i) {  // the last: le="+Inf", `count`
+    if (i < buckets) cumulative += counts[i];
+    const std::string le = i < buckets ? format_bound(bounds[i]) : "+Inf";
     const Label le_label{"le", le};
     out_.append(bucket);
     labels(l, &le_label);
-    out_.append(" ").append(std::to_string(cumulative)).append("\n");
+    out_.append(" ").append(std::to_string(i < buckets ? cumulative : count)).append("\n");
   }
-  const Label inf{"le", "+Inf"};
-  out_.append(bucket);
-  labels(l, &inf);
-  out_.append(" ").append(std::to_string(count)).append("\n");
   sample(std::string(name) + "_sum", l, sum);
   sample(std::string(name) + "_count", l, count);
 }

@@ -1,19 +1,12 @@
-// The one Prometheus text writer (exposition format 0.0.4). Every metric
-// isolation-gate exports is written through it, so names, HELP/TYPE lines,
-// label escaping and number formatting follow one rule.
+// The one Prometheus text writer (exposition format 0.0.4).
 //
 // Contract: family() writes "# HELP" and "# TYPE" once per metric; sample()
-// writes one line. Label values are escaped (\\, \", \n) and so is HELP text
-// (\\, \n), as the text format requires; a HELP text is a `Help`, built only
-// at compile time from a constant without a newline (a newline in one is a
-// compile error, not a scrape error). Names are the caller's constants and are
-// not checked. Integers print exactly; doubles in the shortest form that reads
-// back as the same value ("%.17g" trimmed).
+// writes one line. Label values and HELP text are escaped; a HELP text is a
+// `Help`, a compile-time constant without a newline. Names are not checked.
+// Integers print exactly; doubles in the shortest form that reads back.
 //
-// Registry: what /metrics writes. A collector writes its own families (no
-// family is shared by two collectors); write() calls every collector in the
-// order added. add() before the first write(); write() is as thread-safe as
-// the collectors.
+// Registry: a collector writes its own families; write() calls every
+// collector in the order added. add() before the first write().
 #pragma once
 
 #include <cstdint>
@@ -28,10 +21,7 @@ namespace ig::prometheus {
 
 enum class Type { Counter, Gauge, Histogram };
 
-// One metric's HELP text: one line, known at compile time. The consteval
-// constructor rejects a newline (and a carriage return) in the build itself,
-// so a multi-line help can never reach a scrape; tables of rows hold `Help`
-// members built in constant initialisers.
+// One metric's HELP text: a newline or carriage return in it fails the build.
 class Help {
  public:
   consteval Help(const char* text) : text_(text) { check(); }  // NOLINT: implicit from literals
@@ -83,8 +73,5 @@ class Registry {
  private:
   std::vector<Collector> collectors_;
 };
-
-// "%g"-style shortest text for a bucket bound ("5e-05", "0.25", "1").
-std::string format_bound(double v);
 
 }  // namespace ig::prometheus

@@ -1,10 +1,7 @@
-// The one rule for putting a value someone else wrote (a name, a label, a
-// field value, an environment variable) into a message, a warning or a log:
-// in double quotes, cut at 253 bytes (the longest Kubernetes object name)
-// with "..." after the cut, never inside a UTF-8 sequence.
-//
-// fit_warning() is the API server's rule for admission warnings: under 120
-// characters, cut with "..." on a UTF-8 boundary.
+// The one rule for putting a value someone else wrote into a message: in
+// double quotes, one line (base/one_line.h), cut at 253 bytes with "..."
+// after the cut, never inside a UTF-8 sequence. kMaxWarning is the API
+// server's bound on an admission warning (under 120 characters).
 #pragma once
 
 #include <cstddef>

@@ -1,13 +1,7 @@
-// Errors are values at boundaries. Result<T> holds either a T or an Error: a
-// one-line, human-readable message that already names the file, field or
-// address it is about. Every boundary that can fail on outside input (model
-// decoding, TLS loading, listener setup, the Kubernetes API client) returns
-// one; nothing at a boundary throws or reports through an out-parameter.
-//
-// Result<void> is the same for operations that produce nothing. A layer whose
-// callers must act on more than the message (the Kubernetes API client: the
-// status code, Retry-After) uses Result<T, ItsError>, where ItsError has a
-// `message` member too.
+// Errors are values at boundaries: Result<T> holds a T or an Error, a one-line
+// message that names the file, field or address it is about. Nothing at a
+// boundary throws. Result<T, ItsError> is for callers that need more than
+// the message (ItsError has a `message` member too).
 #pragma once
 
 #include <string>

@@ -1,17 +1,11 @@
 // The one token bucket (golang.org/x/time/rate's arithmetic): `qps` tokens a
-// second, at most `burst` held, full at the start. Pure: the caller passes
-// the time and keeps the bucket under its own lock (kube::RateLimiter for the
-// API client and evictions, runtime::WorkQueue's overall retry limit).
+// second, at most `burst` held (burst < 1: 1), full at the start; qps <= 0:
+// no limit. Pure: the caller passes the time and holds its own lock.
 //
-// Contract:
-//  - reserve(now) takes a token and returns how long after `now` it is
-//    available (0: at once). A reservation may take the bucket below zero,
-//    so reservations are served in order and none starves.
-//  - delay(now) is what reserve(now) would return, without taking anything.
-//  - try_take(now) takes a token only if one is there at `now`.
-//  - qps <= 0: no limit (every answer 0 / true); burst < 1 is taken as 1.
-//  - Time never runs backwards for the bucket: an earlier `now` than the last
-//    one seen refills nothing.
+// Contract: reserve(now) takes a token and returns how long until it is
+// there (it may take the bucket below zero, so reservations are served in
+// order); delay(now) says the same without taking; try_take(now) takes one
+// only if it is there. An earlier `now` than the last refills nothing.
 #pragma once
 
 #include <algorithm>

@@ -1,20 +1,12 @@
-// The Kubernetes API as isolation-gate's client sees it: resources and their
-// paths, errors that keep the API server's Status (code, reason, message,
-// Retry-After), list pages, watch events, and the Client interface every
-// caller uses. cpprestsdk is behind this interface (kube/http_client.h), so
-// it could be replaced without touching the rest, and tests can fake it.
+// The Kubernetes API as our callers see it: resource paths, errors that keep
+// the API server's Status, list pages, watch events, and the Client interface
+// (implemented on cpprestsdk by kube/http_client.h, faked by tests).
 //
-// Contract:
-//  - Every call is synchronous and must be made from a thread of our own
-//    (a reflector thread, a webhook request thread with a deadline), never
-//    from one of cpprestsdk's pool threads (docs/architecture.md, "Library traps": deadlock).
-//  - Every call returns an ApiResult: the value, or an ApiError whose message
-//    is one line naming the verb and path ("LIST /api/v1/nodes: 410 Expired:
-//    ..."), and whose code is the HTTP status (0: no answer: connection
-//    refused, reset, timeout, TLS failure, undecodable body).
-//  - Bodies are JSON (depth-limited before nlohmann parses them).
-//  - This folder knows Kubernetes API conventions and nothing of Components,
-//    admission or the gate.
+// Contract: every call is synchronous, from a thread of our own (never a
+// cpprestsdk pool thread), and returns the value or an ApiError: one line
+// naming verb and path ("LIST /api/v1/nodes: 410 Expired: ..."), code the
+// HTTP status (0: no answer, or an undecodable one). JSON bodies are
+// depth-limited before they are parsed.
 #pragma once
 
 #include <chrono>
@@ -37,17 +29,9 @@ struct ApiError {
   int code = 0;                         // HTTP status; 0 when there was no answer
   std::string reason;                   // Status.reason ("Expired", "NotFound", ...)
   std::chrono::seconds retry_after{0};  // Retry-After on 429/503, else 0
-  // No answer because the connection was refused (nothing listens; cpprestsdk
-  // reports it as host unreachable, which counts too): the server is down or
-  // restarting, not refusing us (client-go retries a watch).
-  bool refused = false;
-  // The Status says "Too large resource version" (cause ResourceVersionTooLarge,
-  // 504): the server is behind the resourceVersion asked for (a watch cache
-  // not caught up, or etcd restored from a backup).
-  bool rv_too_large = false;
-  // A watch closed by the client because no byte came within
-  // WatchOptions::silence (a dead connection, a hung proxy).
-  bool silent = false;
+  bool refused = false;       // no answer: connection refused (or host unreachable)
+  bool rv_too_large = false;  // status_rv_too_large(): the server is behind the asked resourceVersion
+  bool silent = false;        // a watch closed for no byte within WatchOptions::silence
 
   bool gone() const noexcept { return code == 410; }
   bool not_found() const noexcept { return code == 404; }
@@ -56,12 +40,9 @@ struct ApiError {
   bool retriable() const noexcept { return code == 0 || code == 429 || code >= 500; }
 };
 
-// The error a v1 Status object describes (an ERROR event's object, an error
-// answer's body): code, reason, rv_too_large, details.retryAfterSeconds, and a
-// message "<what>: <code> <reason>: <Status message>".
+// The error a v1 Status object describes; message "<what>: <code> <reason>: <message>".
 ApiError error_from_status(std::string_view what, const nlohmann::json& status);
-// True when a Status carries cause ResourceVersionTooLarge, or (servers before
-// 1.18.6) is a 504 Timeout whose cause or message says "Too large resource version".
+// A Status with cause ResourceVersionTooLarge, or a 504 saying "Too large resource version".
 bool status_rv_too_large(const nlohmann::json& status);
 
 template <typename T>
@@ -79,17 +60,14 @@ struct Resource {
 // "/api/v1/nodes", "/apis/gibson.zeroroot.ai/v1alpha1/namespaces/NS/components";
 // `ns` empty: across all namespaces (or cluster-scoped).
 std::string collection_path(const Resource& r, std::string_view ns = {});
-// The collection path plus "/NAME" and "/SUBRESOURCE" when given. Names are
-// escaped (a name never contains '/', but a hostile one must not traverse).
+// The collection path plus "/NAME" and "/SUBRESOURCE" when given, escaped.
 std::string object_path(const Resource& r, std::string_view ns, std::string_view name,
                         std::string_view subresource = {});
 
-// A metav1.MicroTime: RFC 3339 in UTC with microseconds,
-// "2026-12-02T21:00:00.123456Z" (Lease renewTime, Event eventTime).
+// A metav1.MicroTime: "2026-12-02T21:00:00.123456Z".
 std::string format_micro_time(std::chrono::system_clock::time_point t);
 
-// RFC 3986 percent-encoding of everything but the unreserved characters
-// (A-Z a-z 0-9 - . _ ~): for query values and path segments.
+// RFC 3986 percent-encoding of all but the unreserved characters.
 std::string percent_encode(std::string_view s);
 
 struct ListOptions {
@@ -110,10 +88,8 @@ struct WatchOptions {
   std::string resource_version;                // start after this one
   bool allow_bookmarks = true;
   std::chrono::seconds timeout{300};           // the server-side timeoutSeconds
-  // Client side: a stream that delivers no byte for this long is closed with
-  // an ApiError whose `silent` is set (0: only the connection's inactivity
-  // timeout, timeoutSeconds plus a margin). Set it only with bookmarks on: a
-  // server sends one about every minute, so silence means a dead stream.
+  // Client side, with bookmarks on: no byte for this long closes the stream
+  // with a `silent` ApiError (0: off).
   std::chrono::milliseconds silence{0};
   std::string label_selector;
   std::string field_selector;
@@ -125,10 +101,9 @@ struct WatchEvent {
   nlohmann::json object;  // for Error: the Status
 };
 
-// One open watch. next() blocks until an event, the end of the stream
-// (nullopt: the server closed it cleanly, e.g. at timeoutSeconds), an error
-// (dropped connection, undecodable event), or stop(). Not thread-safe except
-// stop(), which may be called from any thread and makes next() return soon.
+// One open watch. next() blocks until an event (an ERROR event is one), the
+// end (nullopt: a clean close, or stop()), or an error. Not thread-safe
+// except stop(), which any thread may call and which wakes next() soon.
 class WatchStream {
  public:
   virtual ~WatchStream() = default;
@@ -144,11 +119,8 @@ class Client {
   // `timeout` bounds the whole call, rate-limiter wait included.
   virtual ApiResult<nlohmann::json> get(std::string_view path, std::chrono::milliseconds timeout) = 0;
   virtual ApiResult<ListPage> list(std::string_view path, const ListOptions& options) = 0;
-  // list() that hands each item to `each` as soon as it is decoded, instead
-  // of collecting the page (the returned page's items are empty): a client
-  // that decodes as it reads keeps one item, not the page, in memory at a
-  // time (kube/list_decoder.h). Items handed over before an error stay
-  // handed over. The default calls list() and hands over its items.
+  // list() that hands each item to `each` as it is decoded (the page's items
+  // stay empty); items handed over before an error stay handed over.
   virtual ApiResult<ListPage> list_each(std::string_view path, const ListOptions& options,
                                         const std::function<void(nlohmann::json&&)>& each) {
     auto page = list(path, options);
@@ -160,56 +132,26 @@ class Client {
   virtual ApiResult<std::unique_ptr<WatchStream>> watch(std::string_view path,
                                                         const WatchOptions& options) = 0;
   virtual ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body) = 0;
-  // create() that `cancel` abandons, as patch_cancellable() (an eviction of a
-  // reconcile cancelled when leadership is lost). The default (test
-  // doubles): create(), unless already stopped.
+  // create() that `cancel` abandons, as patch_cancellable().
   virtual ApiResult<nlohmann::json> create_cancellable(std::string_view path, const nlohmann::json& body,
-                                                       std::stop_token cancel) {
-    if (cancel.stop_requested()) return ApiError{"CREATE " + std::string(path) + ": cancelled", 0, "Cancelled", {}};
-    return create(path, body);
-  }
+                                                       std::stop_token cancel) = 0;
   virtual ApiResult<nlohmann::json> patch(std::string_view path, PatchType type,
                                           const nlohmann::json& body) = 0;
-  // patch() that `cancel` abandons (a reconcile cancelled when leadership is
-  // lost): nothing is sent once it is stopped, a wait for the client's rate
-  // limit or for the answer ends when it is, with an ApiError whose message
-  // says "cancelled" (code 0). The default (test doubles): patch(), unless
-  // already stopped.
+  // patch() that `cancel` abandons: nothing is sent once it is stopped, and
+  // a wait (rate limit, answer) ends when it is, with a code-0 ApiError
+  // saying "cancelled".
   virtual ApiResult<nlohmann::json> patch_cancellable(std::string_view path, PatchType type,
-                                                      const nlohmann::json& body, std::stop_token cancel) {
-    if (cancel.stop_requested()) return ApiError{"PATCH " + std::string(path) + ": cancelled", 0, "Cancelled", {}};
-    return patch(path, type, body);
-  }
-  // PUT: replaces the object; a metadata.resourceVersion in `body` makes it
-  // conditional (409 Conflict when the stored object has moved on), which is
-  // how optimistic concurrency works (leader election's Lease). `timeout`
-  // bounds the whole call, rate-limiter wait included.
+                                                      const nlohmann::json& body, std::stop_token cancel) = 0;
+  // PUT; a metadata.resourceVersion in `body` makes it conditional (409).
   virtual ApiResult<nlohmann::json> update(std::string_view path, const nlohmann::json& body,
                                            std::chrono::milliseconds timeout) = 0;
-  // Server-side apply: PATCH `path` with `body` (an apply configuration:
-  // apiVersion, kind, metadata name/namespace and only the fields the caller
-  // owns) as application/apply-patch+yaml, `?fieldManager=...` and, with
-  // `force`, `&force=true` (the caller takes fields another manager owns
-  // instead of a 409 Conflict). The API server merges it (lists with
-  // x-kubernetes-list-type map per key), removes what this manager applied
-  // last time and no longer applies, and answers the object. `timeout` bounds
-  // the whole call, rate-limiter wait included; `cancel` abandons it as in
-  // patch_cancellable(). Clients that never apply keep this default, which
-  // answers a 405 without any request.
+  // Server-side apply of `body` (an apply configuration) as `field_manager`;
+  // `force` takes fields another manager owns instead of a 409.
   virtual ApiResult<nlohmann::json> apply(std::string_view path, const nlohmann::json& body,
                                           std::string_view field_manager, bool force,
-                                          std::chrono::milliseconds timeout, std::stop_token cancel = {}) {
-    (void)body, (void)field_manager, (void)force, (void)timeout, (void)cancel;
-    return ApiError{"APPLY " + std::string(path) + ": this client does not apply", 405, "MethodNotAllowed", {}};
-  }
-  // DELETE (foreground-agnostic: the API server's default propagation); the
-  // answer is the Status or the object being deleted. A 404 is the caller's
-  // to judge. Clients that never delete (read-mostly decorators, test
-  // doubles) keep this default, which answers a 405 without any request.
-  virtual ApiResult<nlohmann::json> remove(std::string_view path, std::chrono::milliseconds timeout) {
-    (void)timeout;
-    return ApiError{"DELETE " + std::string(path) + ": this client does not delete", 405, "MethodNotAllowed", {}};
-  }
+                                          std::chrono::milliseconds timeout, std::stop_token cancel = {}) = 0;
+  // DELETE (the server's default propagation); a 404 is the caller's to judge.
+  virtual ApiResult<nlohmann::json> remove(std::string_view path, std::chrono::milliseconds timeout) = 0;
 };
 
 }  // namespace ig::kube

@@ -91,9 +91,8 @@ class Kubeconfig {
   // its `inner` map ("cluster", "user", "context").
   Result<YAML::Node> find_named(const YAML::Node& root, const char* list, const char* inner,
                                 const std::string& name) const;
-  // A string field: nullopt when absent or null; an error when not a scalar.
-  Result<std::optional<std::string>> string_field(const YAML::Node& map, const char* key,
-                                                  const std::string& where) const;
+  // A string field: "" when absent or null; an error when not a scalar.
+  Result<std::string> string_field(const YAML::Node& map, const char* key, const std::string& where) const;
   // PEM from `key-data` (base64) or `key` (a file, relative to the kubeconfig).
   Result<std::string> pem_field(const YAML::Node& map, const char* file_key, const char* data_key,
                                 const std::string& where) const;
@@ -112,18 +111,18 @@ Result<ExecConfig> Kubeconfig::exec_field(const YAML::Node& exec, const std::str
   out.where = "kubeconfig " + path_ + ": " + uwhere;
   auto command = string_field(exec, "command", where);
   if (!command) return command.failure();
-  if (!command->has_value() || (*command)->empty()) return err(where + ": command must be set");
-  out.command = **command;
+  if (command->empty()) return err(where + ": command must be set");
+  out.command = *command;
   // client-go resolves a command holding a path separator against the
   // kubeconfig's directory; a bare name is looked up on $PATH.
   if (out.command.find('/') != std::string::npos)
     out.command = std::filesystem::path(resolve(out.command)).lexically_normal().string();
   auto version = string_field(exec, "apiVersion", where);
   if (!version) return version.failure();
-  if (!version->has_value() || (*version)->empty())
+  if (version->empty())
     return err(where + ": apiVersion must be set (" + std::string(kExecApiV1) + " or " +
                std::string(kExecApiV1beta1) + ")");
-  out.api_version = **version;
+  out.api_version = *version;
   if (out.api_version != kExecApiV1 && out.api_version != kExecApiV1beta1)
     return err(where + ": apiVersion " + quote(out.api_version) + " is not supported (" + std::string(kExecApiV1) +
                " or " + std::string(kExecApiV1beta1) + ")");
@@ -142,15 +141,15 @@ Result<ExecConfig> Kubeconfig::exec_field(const YAML::Node& exec, const std::str
       if (!name) return name.failure();
       auto value = string_field(e, "value", where + ": env");
       if (!value) return value.failure();
-      if (!name->has_value() || (*name)->empty()) return err(where + ": an env entry has no name");
-      if ((*name)->find('=') != std::string::npos || (*name)->find('\0') != std::string::npos)
-        return err(where + ": env name " + quote(**name) + " holds '='");
-      out.env.emplace_back(**name, value->value_or(""));
+      if (name->empty()) return err(where + ": an env entry has no name");
+      if (name->find('=') != std::string::npos || name->find('\0') != std::string::npos)
+        return err(where + ": env name " + quote(*name) + " holds '='");
+      out.env.emplace_back(*name, *value);
     }
   }
   auto hint = string_field(exec, "installHint", where);
   if (!hint) return hint.failure();
-  out.install_hint = hint->value_or("");
+  out.install_hint = *hint;
   if (const YAML::Node p = exec["provideClusterInfo"]; p.IsDefined() && !p.IsNull()) {
     try {
       out.provide_cluster_info = p.as<bool>();
@@ -160,7 +159,7 @@ Result<ExecConfig> Kubeconfig::exec_field(const YAML::Node& exec, const std::str
   }
   auto mode = string_field(exec, "interactiveMode", where);
   if (!mode) return mode.failure();
-  const std::string m = mode->value_or("");
+  const std::string m = *mode;
   if (m.empty()) {
     // v1beta1 defaults it (clientcmd's SetDefaults_ExecConfig); v1 requires it.
     if (out.api_version == kExecApiV1)
@@ -179,12 +178,11 @@ Result<ExecConfig> Kubeconfig::exec_field(const YAML::Node& exec, const std::str
   return out;
 }
 
-Result<std::optional<std::string>> Kubeconfig::string_field(const YAML::Node& map, const char* key,
-                                                            const std::string& where) const {
+Result<std::string> Kubeconfig::string_field(const YAML::Node& map, const char* key, const std::string& where) const {
   const YAML::Node v = map[key];
-  if (!v.IsDefined() || v.IsNull()) return std::optional<std::string>();
+  if (!v.IsDefined() || v.IsNull()) return std::string();
   if (!v.IsScalar()) return err(where + ": field " + key + " must be a string");
-  return std::optional<std::string>(v.Scalar());
+  return v.Scalar();
 }
 
 Result<void> Kubeconfig::check_duplicate_keys(const YAML::Node& root) const {
@@ -229,7 +227,7 @@ Result<YAML::Node> Kubeconfig::find_named(const YAML::Node& root, const char* li
       if (!entry.IsMap()) return err(std::string("an entry of ") + list + " is not a map");
       auto n = string_field(entry, "name", std::string("an entry of ") + list);
       if (!n) return n.failure();
-      if (!n->has_value() || **n != name) continue;
+      if (*n != name) continue;
       if (found) return err(std::string(list) + ": two entries are named " + quote(name));
       found = entry;
     }
@@ -246,15 +244,15 @@ Result<std::string> Kubeconfig::pem_field(const YAML::Node& map, const char* fil
                                           const char* data_key, const std::string& where) const {
   auto data = string_field(map, data_key, where);
   if (!data) return data.failure();
-  if (data->has_value() && !(*data)->empty()) {
-    auto decoded = decode_base64(**data, "kubeconfig " + path_ + ": " + where + ": field " + data_key);
+  if (!data->empty()) {
+    auto decoded = decode_base64(*data, "kubeconfig " + path_ + ": " + where + ": field " + data_key);
     if (!decoded) return decoded.failure();
     return std::move(*decoded);
   }
   auto file = string_field(map, file_key, where);
   if (!file) return file.failure();
-  if (!file->has_value() || (*file)->empty()) return std::string();
-  auto text = tls::read_small_file(resolve(**file), kMaxPemBytes);
+  if (file->empty()) return std::string();
+  auto text = tls::read_small_file(resolve(*file), kMaxPemBytes);
   if (!text) return err(where + ": field " + file_key + ": " + text.error());
   return std::move(*text);
 }
@@ -276,35 +274,35 @@ Result<ClusterConfig> Kubeconfig::load(std::string_view context_flag) {
   if (context_name.empty()) {
     auto current = string_field(root, "current-context", "the top level");
     if (!current) return current.failure();
-    if (!current->has_value() || (*current)->empty())
+    if (current->empty())
       return err("no current-context is set and no --context was given");
-    context_name = **current;
+    context_name = *current;
   }
   auto context = find_named(root, "contexts", "context", context_name);
   if (!context) return context.failure();
   const std::string cwhere = "context " + quote(context_name);
   auto cluster_name = string_field(*context, "cluster", cwhere);
   if (!cluster_name) return cluster_name.failure();
-  if (!cluster_name->has_value() || (*cluster_name)->empty()) return err(cwhere + " names no cluster");
+  if (cluster_name->empty()) return err(cwhere + " names no cluster");
   auto user_name = string_field(*context, "user", cwhere);
   if (!user_name) return user_name.failure();
-  if (!user_name->has_value() || (*user_name)->empty())
+  if (user_name->empty())
     return err(cwhere + " names no user (an anonymous client is not supported)");
   auto ns = string_field(*context, "namespace", cwhere);
   if (!ns) return ns.failure();
 
   ClusterConfig out;
-  out.namespace_name = ns->value_or("");
+  out.namespace_name = *ns;
   out.source = "kubeconfig " + path_ + ", context " + quote(context_name);
 
   // The cluster.
-  auto cluster = find_named(root, "clusters", "cluster", **cluster_name);
+  auto cluster = find_named(root, "clusters", "cluster", *cluster_name);
   if (!cluster) return cluster.failure();
-  const std::string kwhere = "cluster " + quote(**cluster_name);
+  const std::string kwhere = "cluster " + quote(*cluster_name);
   for (const char* unsupported : {"proxy-url", "tls-server-name"}) {
     auto v = string_field(*cluster, unsupported, kwhere);
     if (!v) return v.failure();
-    if (v->has_value() && !(*v)->empty())
+    if (!v->empty())
       return err(kwhere + ": field " + unsupported + " is not supported" +
                  (std::string_view(unsupported) == "proxy-url"
                       ? " (the client connects to the server directly)"
@@ -324,9 +322,9 @@ Result<ClusterConfig> Kubeconfig::load(std::string_view context_flag) {
   }
   auto server = string_field(*cluster, "server", kwhere);
   if (!server) return server.failure();
-  if (!server->has_value() || (*server)->empty()) return err(kwhere + ": field server is missing");
-  if (auto ok = check_server(**server); !ok) return err(kwhere + ": field " + ok.error());
-  out.server = without_trailing_slash(**server);
+  if (server->empty()) return err(kwhere + ": field server is missing");
+  if (auto ok = check_server(*server); !ok) return err(kwhere + ": field " + ok.error());
+  out.server = without_trailing_slash(*server);
   auto ca = pem_field(*cluster, "certificate-authority", "certificate-authority-data", kwhere);
   if (!ca) return ca.failure();
   if (ca->empty())
@@ -337,9 +335,9 @@ Result<ClusterConfig> Kubeconfig::load(std::string_view context_flag) {
   out.ca_pem = std::move(*ca);
 
   // The user.
-  auto user = find_named(root, "users", "user", **user_name);
+  auto user = find_named(root, "users", "user", *user_name);
   if (!user) return user.failure();
-  const std::string uwhere = "user " + quote(**user_name);
+  const std::string uwhere = "user " + quote(*user_name);
   struct Unsupported {
     const char* field;
     const char* why;
@@ -371,11 +369,11 @@ Result<ClusterConfig> Kubeconfig::load(std::string_view context_flag) {
   if (!token) return token.failure();
   auto token_file = string_field(*user, "tokenFile", uwhere);
   if (!token_file) return token_file.failure();
-  if (token_file->has_value() && !(*token_file)->empty()) {
-    out.token_file = resolve(**token_file);
+  if (!token_file->empty()) {
+    out.token_file = resolve(*token_file);
     if (auto t = read_token(out.token_file); !t) return err(uwhere + ": field tokenFile: " + t.error());
-  } else if (token->has_value() && !(*token)->empty()) {
-    out.bearer_token = trim(**token);
+  } else if (!token->empty()) {
+    out.bearer_token = trim(*token);
   }
   auto cert = pem_field(*user, "client-certificate", "client-certificate-data", uwhere);
   if (!cert) return cert.failure();

@@ -1,34 +1,22 @@
 // Where the Kubernetes API is and how to authenticate to it: in-cluster (the
-// service account) or a kubeconfig file, and the credential source (a fixed
-// token, a rotating token file, a client certificate, or a kubeconfig exec
-// credential plugin: kube/exec_credential.h).
+// service account) or a kubeconfig file, with a fixed token, a rotating token
+// file, a client certificate or an exec credential plugin.
 //
 // Contract:
-//  - Everything is loaded and checked at start (PEM read and parsed once, a
-//    token file readable and non-empty). Nothing throws; every failure is one
-//    line naming the source and field ("kubeconfig /home/me/.kube/config:
-//    user \"alice\": field auth-provider is not supported (...)").
-//  - TLS trusts only the cluster CA (required); the server is an https://
-//    URL, kept without a trailing '/'.
+//  - Everything is loaded and checked at start (an exec plugin runs at the
+//    first request); nothing throws; a failure is one line naming the source
+//    and field.
 //  - Anything the client would not honour is a start-up error, never a silent
-//    anonymous or unverified client: auth-provider, username/password,
-//    impersonation, proxy-url, tls-server-name, insecure-skip-tls-verify:
-//    true, an exec plugin beside a token, tokenFile or client certificate.
-//  - users[].user.exec is checked as client-go's clientcmd does (command and
-//    apiVersion required, env names non-empty, interactiveMode Never,
-//    IfAvailable or Always: required for v1, IfAvailable by default for
-//    v1beta1); a command holding a '/' is relative to the kubeconfig's
-//    directory. The plugin runs on the first request, not at load.
-//  - Duplicate YAML keys, and two clusters, users or contexts of one name, are
-//    errors (yaml-cpp would take the first, client-go the last).
+//    anonymous or unverified client (auth-provider, basic auth,
+//    impersonation, proxy-url, tls-server-name, insecure-skip-tls-verify,
+//    exec beside other credentials, duplicate keys or names). The cluster CA
+//    is required; the server is an https:// URL without a trailing '/'.
 //  - Relative paths are relative to the kubeconfig's directory; a `-data`
 //    field wins over its file field, tokenFile over token (client-go's rules).
 //  - TokenSource is thread-safe. A token file is re-read when it changes
-//    (checked at most once a second, or at once through refresh() after a
-//    401), keeping the last good token on a failed read. An exec plugin's
-//    credentials are cached until their expirationTimestamp, renewed after a
-//    401; $ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT bounds one run
-//    (kExecPluginTimeout, 60 s, when unset).
+//    (checked at most once a second, at once after a 401), keeping the last
+//    good token on a failed read; an exec plugin's answer is kept until it
+//    expires or a 401.
 #pragma once
 
 #include <chrono>
@@ -45,8 +33,7 @@
 
 namespace ig::kube {
 
-// One run of an exec credential plugin is killed (its process group) after
-// this long unless $ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT says otherwise.
+// One exec plugin run's bound unless $ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT is set.
 inline constexpr std::chrono::milliseconds kExecPluginTimeout{60000};
 
 // users[].user.exec of a kubeconfig (client-go's clientcmdapi.ExecConfig).
@@ -75,8 +62,7 @@ struct ClusterConfig {
   std::string source;           // where this came from, for logs: "in-cluster", "kubeconfig PATH, context NAME"
 };
 
-// The process environment in-cluster configuration reads; the defaults are
-// the paths the kubelet mounts the service account at.
+// The process environment configuration reads, and the service account's paths.
 struct InClusterEnv {
   std::string service_host;  // $KUBERNETES_SERVICE_HOST
   std::string service_port;  // $KUBERNETES_SERVICE_PORT
@@ -87,28 +73,21 @@ struct InClusterEnv {
   std::string namespace_path = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 };
 
-// $KUBERNETES_SERVICE_HOST, $KUBERNETES_SERVICE_PORT and $KUBECONFIG of this
-// process, with the default service-account paths.
 InClusterEnv process_env();
 
-// The service account: https://HOST:PORT (an IPv6 HOST in brackets), ca.crt,
-// the token file (re-read as it rotates) and the namespace file (optional:
-// "" when absent).
+// The service account: https://HOST:PORT, ca.crt, the token file and the
+// namespace file ("" when absent).
 Result<ClusterConfig> in_cluster_config(const InClusterEnv& env);
 
 // A kubeconfig file: `context`, or its current-context when empty.
 Result<ClusterConfig> kubeconfig_config(const std::string& path, std::string_view context = {});
 
-// --kubeconfig when given, else the first path of $KUBECONFIG (a colon list is
-// not merged: only its first non-empty entry is read, and `source` says so),
-// else in-cluster. A --context without a kubeconfig is an error. The error
-// names the source that was tried.
+// --kubeconfig, else the first path of $KUBECONFIG (not merged), else
+// in-cluster; a --context without a kubeconfig is an error.
 Result<ClusterConfig> load_cluster_config(const std::string& kubeconfig_flag,
                                           std::string_view context_flag, const InClusterEnv& env);
 
-// What a request authenticates with: a bearer token, a client certificate,
-// or both. One value per rotation: a new value (a new pointer) whenever the
-// token file or the plugin's answer changed.
+// What a request authenticates with; a new value whenever it changed.
 struct Credentials {
   std::string token;            // "" when none
   std::string client_cert_pem;  // "" when none
@@ -125,21 +104,15 @@ struct ExecHooks {
   std::function<bool()> stdin_is_terminal;                            // default: isatty(0)
 };
 
-// The credentials to send: a fixed token, a rotating token file (followed),
-// a fixed client certificate, or an exec credential plugin's answer.
 class TokenSource {
  public:
   using Clock = std::function<std::chrono::steady_clock::time_point()>;
 
-  // From the config's exec plugin, token_file (followed) or bearer_token
-  // (fixed), with its client pair. `clock` (for tests) defaults to
-  // steady_clock::now.
+  // `clock` (tests) defaults to steady_clock::now.
   explicit TokenSource(const ClusterConfig& config, Clock clock = {}, ExecHooks exec_hooks = {});
   ~TokenSource();
 
-  // The credentials to send now. Re-checks a token file at most once a
-  // second; runs the exec plugin when it has no unexpired answer (one run at
-  // a time: concurrent callers wait for it).
+  // The credentials to send now (may run the exec plugin: callers wait).
   Result<std::shared_ptr<const Credentials>> credentials();
 
   // The token to send now ("" when the config has none).
@@ -149,10 +122,8 @@ class TokenSource {
   // for a fixed token or an unchanged file.
   Result<bool> refresh();
 
-  // After a 401 to a request sent with `used`: the token file re-read, or the
-  // plugin run again unless another caller already replaced `used`. The
-  // credentials to send the request again with; nullptr when they are the
-  // same as `used` (sending again would not help).
+  // After a 401 to a request sent with `used`: the renewed credentials, or
+  // nullptr when they are the same as `used`.
   Result<std::shared_ptr<const Credentials>> renew_after_unauthorized(const std::shared_ptr<const Credentials>& used);
 
   bool follows_file() const noexcept { return !file_.empty(); }

@@ -17,6 +17,8 @@ namespace {
 using nlohmann::json;
 
 constexpr char kSep = '\x1f';  // never in a Kubernetes name, kind, reason or action
+// A key's Event is forgotten after this long without an occurrence.
+constexpr std::chrono::minutes kSeriesWindow{30};
 
 bool dns_label_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 
@@ -174,12 +176,12 @@ std::string EventCorrelator::observe(EventSpec spec, time_point now, wall_time w
   // Keys idle past the window whose Event shows every occurrence are forgotten (oldest first).
   while (!s.lru.empty()) {
     auto it = s.series.find(s.lru.back());
-    if (it->second.count > it->second.written || now - it->second.last_seen <= s.options.series_window) break;
+    if (it->second.count > it->second.written || now - it->second.last_seen <= kSeriesWindow) break;
     s.erase(it);
   }
   auto it = s.series.find(key);
   if (it != s.series.end() && it->second.count == it->second.written &&
-      now - it->second.last_seen > s.options.series_window) {
+      now - it->second.last_seen > kSeriesWindow) {
     s.erase(it);
     it = s.series.end();
   }

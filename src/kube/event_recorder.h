@@ -1,31 +1,20 @@
-// Kubernetes Events (events.k8s.io/v1, with series) in the shape of client-go:
-// the EventRecorder interface callers record through, and EventCorrelator,
-// the pure bookkeeping of each Event's next write (tools/record's
-// EventCorrelator with tools/events' series). The writer that sends them is
-// controller/event_writer.h. This file knows nothing of the product.
+// Kubernetes Events (events.k8s.io/v1, with series), client-go's shape: the
+// EventRecorder callers record through, and EventCorrelator, the pure
+// bookkeeping of each Event's next write (controller/event_writer.h sends).
 //
 // EventCorrelator contract (no I/O, no threads, time passed in; its owner
 // locks it):
-//  - observe(spec, now, wall) counts one occurrence of a valid_event() under
-//    its key (regarding, related, type, reason, action). A key idle past
-//    series_window whose Event shows every occurrence starts a new Event; a
-//    new key beyond max_series evicts the least recently used (its unwritten
-//    occurrences count in dropped_rate_limited). The note is cut at
-//    kMaxEventNote; a key's note is its latest occurrence's.
-//  - next(key, now, flushing): None (gone, or every occurrence shown); Wait
-//    (no token: the regarding object's bucket, object_burst refilled one per
-//    object_refill and ignored when `flushing`, or the global one); Create (a
-//    new Event "<object>.<16 hex>", else 32 hex, in the object's namespace,
-//    "default" when cluster-scoped, with the series when count >= 2); Patch
-//    (a merge PATCH of series {count, lastObservedTime} only). A write under way takes no
-//    object token and the global one as a debt. Occurrences held back are
-//    not dropped: the next write carries their count.
-//  - done(key, write, outcome): Written (a create answered AlreadyExists is
-//    one); Gone (the PATCH answered 404: the next write creates a new Event);
-//    Retry (the same write, same name); Failed (a failed create forgets the
-//    key, a failed patch counts the occurrences as written).
-//  - queued(): occurrences not yet looked at by next(); pending():
-//    occurrences no Event shows yet.
+//  - observe() counts one occurrence of a valid_event() under its key. A key
+//    idle for 30 minutes whose Event shows every occurrence starts a new
+//    Event; a new key beyond max_series evicts the least recently used
+//    (its unwritten occurrences count in dropped_rate_limited).
+//  - next(): None (every occurrence shown), Wait (no token: the regarding
+//    object's bucket, unless `flushing`, or the global one), Create (a new
+//    Event, with the series from count 2), or Patch (the series only).
+//    Occurrences held back are not dropped: the next write carries them.
+//  - done(): Written (a create answered AlreadyExists too); Gone (PATCH 404:
+//    the next write creates anew); Retry (the same write); Failed (a failed
+//    create forgets the key, a failed patch counts the occurrences written).
 #pragma once
 
 #include <chrono>
@@ -56,8 +45,7 @@ struct ObjectReference {
 
 struct EventSpec {
   ObjectReference regarding;
-  // Event.related (name empty: none); part of the key, as in client-go's
-  // tools/events (the per-object rate limit is still the regarding object's).
+  // Event.related (name empty: none); part of the key.
   ObjectReference related;
   std::string type;    // "Normal" or "Warning"
   std::string reason;  // CamelCase, at most kMaxEventField bytes; required
@@ -83,11 +71,8 @@ struct EventRecorderOptions {
   // All writes together (<= 0 qps: no global limit).
   double global_qps = 10.0;
   int global_burst = 10;
-  // A key's Event is forgotten after this long without an occurrence.
-  std::chrono::milliseconds series_window{30 * 60'000};
   std::size_t max_series = 4096;      // keys and per-object buckets (LRU)
-  // Retriable failures: attempts in all (first included); the engine's
-  // per-key backoff from retry_initial doubling to retry_max.
+  // Retriable failures: attempts in all, backoff from retry_initial to retry_max.
   int max_attempts = 4;
   std::chrono::milliseconds retry_initial{500};
   std::chrono::milliseconds retry_max{8000};
@@ -106,8 +91,7 @@ struct EventRecorderStats {
   std::uint64_t dropped_queue_full = 0;    // record() refused: the queue was full
   std::uint64_t dropped_invalid = 0;       // record() refused: not valid_event()
   std::uint64_t dropped_stopped = 0;       // record() after stop(), or queued and never started
-  std::uint64_t dropped_rate_limited = 0;  // occurrences never written: evicted while
-                                           // pending, or still pending when stop() ended
+  std::uint64_t dropped_rate_limited = 0;  // never written: evicted, or pending at stop()
   std::uint64_t send_errors = 0;           // writes given up (not retriable, or retries spent)
   std::uint64_t retries = 0;               // retried attempts
   std::uint64_t pending = 0;               // occurrences no Event shows yet (gauge)
@@ -148,8 +132,8 @@ class EventCorrelator {
   int failed_attempts(const std::string& key) const;  // of the write under way
 
   std::vector<std::string> pending_keys() const;
-  std::uint64_t queued() const;
-  std::uint64_t pending() const;
+  std::uint64_t queued() const;   // occurrences next() has not looked at
+  std::uint64_t pending() const;  // occurrences no Event shows yet
   // Forgets every unwritten occurrence; returns how many.
   std::uint64_t drop_pending();
   // created, recreated, series_updates, dropped_rate_limited, pending, series.

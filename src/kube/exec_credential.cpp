@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/json_text.h"
 #include "base/one_line.h"
 #include "base/quote.h"
 #include "base/rfc3339.h"
@@ -30,31 +31,6 @@ using namespace std::chrono_literals;
 constexpr std::size_t kMaxOutputBytes = 1u << 20;
 constexpr std::size_t kStderrTail = 2048;
 constexpr std::string_view kExecInfoEnv = "KUBERNETES_EXEC_INFO";
-
-std::string base64_encode(std::string_view in) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  auto byte = [&](std::size_t k) { return static_cast<unsigned>(static_cast<unsigned char>(in[k])); };
-  for (; i + 2 < in.size(); i += 3) {
-    const unsigned v = (byte(i) << 16) | (byte(i + 1) << 8) | byte(i + 2);
-    for (int s = 18; s >= 0; s -= 6) out += kAlphabet[(v >> s) & 63];
-  }
-  if (i + 1 == in.size()) {
-    const unsigned v = byte(i) << 16;
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += "==";
-  } else if (i + 2 == in.size()) {
-    const unsigned v = (byte(i) << 16) | (byte(i + 1) << 8);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += '=';
-  }
-  return out;
-}
 
 // "credential plugin \"aws\" (kubeconfig P: user \"u\")"
 std::string plugin_name(const ExecConfig& c) {
@@ -131,8 +107,8 @@ Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std
 
   pid_t pid = -1;
   const bool has_slash = config.command.find('/') != std::string::npos;
-  const int rc = has_slash ? ::posix_spawn(&pid, config.command.c_str(), &actions, &attr, argv.data(), envp.data())
-                           : ::posix_spawnp(&pid, config.command.c_str(), &actions, &attr, argv.data(), envp.data());
+  // (posix_spawnp runs a command holding a '/' as the path it is, as posix_spawn does.)
+  const int rc = ::posix_spawnp(&pid, config.command.c_str(), &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close_fd(out_pipe[1]);
@@ -164,13 +140,10 @@ Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std
     pollfd fds[2];
     nfds_t n = 0;
     int* which[2];
-    if (out_pipe[0] >= 0) {
-      fds[n] = {out_pipe[0], POLLIN, 0};
-      which[n++] = &out_pipe[0];
-    }
-    if (err_pipe[0] >= 0) {
-      fds[n] = {err_pipe[0], POLLIN, 0};
-      which[n++] = &err_pipe[0];
+    for (int* fd : {&out_pipe[0], &err_pipe[0]}) {
+      if (*fd < 0) continue;
+      fds[n] = {*fd, POLLIN, 0};
+      which[n++] = fd;
     }
     const int ready = ::poll(fds, n, static_cast<int>(std::min<long long>(left.count() + 1, 1000)));
     if (ready < 0) {
@@ -216,11 +189,7 @@ Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std
     std::this_thread::sleep_for(5ms);
   }
   if (!reaped) {
-    if (interactive) {
-      ::kill(pid, SIGKILL);
-    } else {
-      ::kill(-pid, SIGKILL);  // the whole group: a shell's children too
-    }
+    ::kill(interactive ? pid : -pid, SIGKILL);  // else the whole group: a shell's children too
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
   }
@@ -252,7 +221,11 @@ std::string exec_info_json(const ExecConfig& config, bool interactive, std::stri
   nlohmann::json spec = {{"interactive", interactive}};
   if (config.provide_cluster_info) {
     nlohmann::json cluster = {{"server", std::string(server)}};
-    if (!ca_pem.empty()) cluster["certificate-authority-data"] = base64_encode(ca_pem);
+    if (!ca_pem.empty()) {
+      std::string data;
+      json_text::append_base64(data, ca_pem);
+      cluster["certificate-authority-data"] = std::move(data);
+    }
     spec["cluster"] = std::move(cluster);
   }
   nlohmann::json doc = {{"kind", "ExecCredential"}, {"apiVersion", config.api_version}, {"spec", std::move(spec)}};

@@ -27,6 +27,7 @@
 #include "base/quote.h"
 #include "kube/list_decoder.h"
 #include "kube/tls_material.h"
+#include "kube/watch_decoder.h"
 
 namespace ig::kube {
 namespace {
@@ -36,22 +37,21 @@ using SteadyClock = std::chrono::steady_clock;
 using Deadline = SteadyClock::time_point;
 using namespace std::chrono_literals;
 
+constexpr std::size_t kMaxBody = 64u << 20;  // one answer (of a LIST: one item)
+constexpr std::size_t kMaxJsonDepth = 128;
+constexpr std::size_t kPoolThreads = 2;     // cpprestsdk's pool, shared by every client
 constexpr std::size_t kMaxErrorBody = 1u << 20;
 constexpr std::size_t kReadChunk = 64u << 10;
-// At most this much of a LIST answer waits unread in memory (BoundedBodyBuffer).
-constexpr std::size_t kListUnread = 1u << 20;
-// How long a cancelled request (or body read) is waited for: cpprestsdk
-// completes it on its own threads within moments. Left behind, its
-// continuations would never run in a process that exits right after (a leak
-// at exit).
+constexpr std::size_t kListUnread = 1u << 20;  // of a LIST answer, at most unread in memory
+// How long a cancelled request (or body read) is waited for, so that its
+// continuations have run before we go (a process exiting right after leaks).
 constexpr std::chrono::seconds kCancelledWait{2};
 constexpr std::chrono::seconds kWatchInactivitySlack{30};
 
 // --- waiting on a pplx task from our own thread ------------------------------
 
 // The completion of one task, set by a continuation on a cpprestsdk pool
-// thread (which never blocks: the antecedent is already done when .get() is
-// called on it there), waited for by our thread with a deadline.
+// thread, waited for by our thread with a deadline.
 template <typename T>
 struct Completion {
   std::mutex mu;
@@ -86,9 +86,7 @@ std::shared_ptr<Completion<T>> track(pplx::task<T> task) {
       v.emplace(t.get());  // t is complete: get() does not block
     } catch (const http::http_exception& ex) {
       err = exception_text(std::current_exception());
-      // cpprestsdk reports a refused connect as EHOSTUNREACH (its asio client
-      // remaps connection_refused in the connect context); either way no
-      // server listens there now.
+      // cpprestsdk reports a refused connect as EHOSTUNREACH.
       refused = ex.error_code().value() == ECONNREFUSED || ex.error_code().value() == EHOSTUNREACH;
     } catch (...) {
       err = exception_text(std::current_exception());
@@ -105,9 +103,9 @@ std::shared_ptr<Completion<T>> track(pplx::task<T> task) {
   return c;
 }
 
-// True when done before the deadline (and before `cancel` was stopped).
+// True when done before the deadline, if any (and before `cancel` was stopped).
 template <typename T>
-bool wait_until(Completion<T>& c, Deadline deadline, const std::stop_token& cancel = {}) {
+bool wait_until(Completion<T>& c, std::optional<Deadline> deadline, const std::stop_token& cancel = {}) {
   // Registered before the lock is taken: a token already stopped runs the
   // callback here, at once, and the callback takes the lock.
   std::stop_callback wake(cancel, [&c] {
@@ -115,7 +113,12 @@ bool wait_until(Completion<T>& c, Deadline deadline, const std::stop_token& canc
     c.cv.notify_all();
   });
   std::unique_lock lock(c.mu);
-  c.cv.wait_until(lock, deadline, [&] { return c.done || cancel.stop_requested(); });
+  auto ready = [&] { return c.done || cancel.stop_requested(); };
+  if (deadline) {
+    c.cv.wait_until(lock, *deadline, ready);
+  } else {
+    c.cv.wait(lock, ready);
+  }
   return c.done;
 }
 
@@ -127,6 +130,11 @@ std::string one_line(std::string_view s, std::size_t max = 512) {
   return cut_utf8(out, max);
 }
 
+// A request body: invalid UTF-8 replaced, never a throw.
+std::string body_text(const nlohmann::json& body) {
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 void add_param(std::string& q, std::string_view key, std::string_view value) {
   q += q.empty() ? '?' : '&';
   q += key;
@@ -136,16 +144,11 @@ void add_param(std::string& q, std::string_view key, std::string_view value) {
 
 // --- reading a response body --------------------------------------------------
 
-// cpprestsdk's producer/consumer buffer with a bound on what it holds unread
-// (a response stream for answers parsed as they arrive: LIST). cpprestsdk
-// reads the socket again only once its write into the body's buffer has
-// completed (the asio client's handle_read_content), so a write parked here
-// while `limit` bytes are unread holds the rest of the answer in the kernel
-// and at the server (TCP flow control), instead of all of it here while the
-// parser works: a 52 MB LIST answer held about 40 MiB of it. cpprestsdk
-// closes a response stream it did not make neither at the end of the body
-// nor on an error: end_write() does, from content_ready(). abandon() (the
-// reader is gone) fails a parked write, which ends the exchange.
+// cpprestsdk's producer/consumer buffer holding at most `limit` bytes unread:
+// a write is parked until the reader takes some, and cpprestsdk reads the
+// socket again only once its write completed, so the rest of the answer waits
+// in the kernel (TCP flow control). end_write() closes the stream (cpprestsdk
+// does not close one it did not make); abandon() fails a parked write.
 class BoundedBodyBuffer final
     : public concurrency::streams::details::basic_producer_consumer_buffer<std::uint8_t> {
   using Base = concurrency::streams::details::basic_producer_consumer_buffer<std::uint8_t>;
@@ -223,33 +226,17 @@ class BoundedBodyBuffer final
   bool abandoned_ = false;
 };
 
-// Reads a response body as it arrives. cpprestsdk's producer/consumer buffer
-// completes getn(n) only once n bytes are there (or the body ended), so a
-// read asks for what is already buffered (at least one byte, at most a
-// chunk): a watch event is seen as soon as its bytes arrive, and a large
-// object is taken in chunks.
+// Reads a response body as it arrives: each read asks for what is buffered
+// (at least one byte, at most a chunk), since getn(n) waits for all n.
 class BodyReader {
  public:
   enum class Status { Data, End, Error, Timeout, Stopped };
 
-  struct Shared {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool pending = false;  // a getn is outstanding
-    bool done = false;     // ... and has completed
-    bool stopped = false;
-    std::size_t n = 0;
-    std::string error;
-    std::vector<std::uint8_t> bytes = std::vector<std::uint8_t>(kReadChunk);
-  };
-
-  // `bounded`: the response stream the request was given (else the body is
-  // cpprestsdk's own buffer).
+  // `bounded`: the request's response stream (else cpprestsdk's own buffer).
   explicit BodyReader(http::http_response response, std::shared_ptr<BoundedBodyBuffer> bounded = nullptr)
       : response_(std::move(response)),
         buf_(bounded ? concurrency::streams::streambuf<std::uint8_t>(bounded) : response_.body().streambuf()),
-        bounded_(std::move(bounded)),
-        shared_(std::make_shared<Shared>()) {
+        bounded_(std::move(bounded)) {
     if (bounded_) {
       response_.content_ready().then([b = bounded_](pplx::task<http::http_response> t) {
         try {
@@ -262,83 +249,45 @@ class BodyReader {
     }
   }
 
-  // An outstanding getn is waited for (kCancelledWait): its owner cancelled
-  // the request first.
+  // Waits (kCancelledWait) for an outstanding getn; the owner cancelled first.
   ~BodyReader() {
     if (bounded_) bounded_->abandon();
-    std::unique_lock lock(shared_->mu);
-    if (shared_->pending)
-      shared_->cv.wait_until(lock, SteadyClock::now() + kCancelledWait, [this] { return shared_->done; });
+    if (pending_) wait_until(*pending_, SteadyClock::now() + kCancelledWait);
   }
   BodyReader(const BodyReader&) = delete;
   BodyReader& operator=(const BodyReader&) = delete;
 
-  // Appends at least one byte to `out` (Data), or says why not. No deadline:
-  // waits until the body moves, ends or stop().
+  // Appends at least one byte to `out` (Data), or says why not.
   Status read(std::string& out, std::optional<Deadline> deadline) {
-    std::unique_lock lock(shared_->mu);
-    if (shared_->stopped) return Status::Stopped;
-    if (!shared_->pending) {
-      shared_->pending = true;
-      shared_->done = false;
-      lock.unlock();
-      std::shared_ptr<Shared> s = shared_;
+    if (stop_.stop_requested()) return Status::Stopped;
+    if (!pending_) {
       // in_avail() is read without the buffer's lock: a hint, never above
       // what is buffered (tests/unit/tsan_suppressions.txt).
       const std::size_t count = std::clamp<std::size_t>(buf_.in_avail(), 1, kReadChunk);
       try {
-        buf_.getn(s->bytes.data(), count).then([s](pplx::task<std::size_t> t) {
-          std::size_t n = 0;
-          std::string err;
-          try {
-            n = t.get();  // t is complete: get() does not block
-          } catch (...) {
-            err = exception_text(std::current_exception());
-          }
-          {
-            std::lock_guard l(s->mu);
-            s->n = n;
-            s->error = std::move(err);
-            s->done = true;
-          }
-          s->cv.notify_all();
-        });
+        // The continuation keeps the bytes alive for a getn that outlives us.
+        pending_ = track(buf_.getn(bytes_->data(), count).then([bytes = bytes_](std::size_t n) { return n; }));
       } catch (...) {
-        std::lock_guard l(s->mu);
-        s->error = exception_text(std::current_exception());
-        s->done = true;
+        error_ = exception_text(std::current_exception());
+        return Status::Error;
       }
-      lock.lock();
     }
-    auto ready = [&] { return shared_->done || shared_->stopped; };
-    if (deadline) {
-      if (!shared_->cv.wait_until(lock, *deadline, ready)) return Status::Timeout;
-    } else {
-      shared_->cv.wait(lock, ready);
-    }
-    if (!shared_->done) return Status::Stopped;
-    shared_->pending = false;
-    if (!shared_->error.empty()) {
-      error_ = shared_->error;
+    if (!wait_until(*pending_, deadline, stop_.get_token()))
+      return stop_.stop_requested() ? Status::Stopped : Status::Timeout;
+    const auto done = std::exchange(pending_, nullptr);
+    if (!done->error.empty()) {
+      error_ = done->error;
       return Status::Error;
     }
-    if (shared_->n == 0) return Status::End;
-    const std::size_t n = std::min(shared_->n, shared_->bytes.size());
-    out.append(reinterpret_cast<const char*>(shared_->bytes.data()), n);
+    if (*done->value == 0) return Status::End;
+    out.append(reinterpret_cast<const char*>(bytes_->data()), std::min(*done->value, bytes_->size()));
     return Status::Data;
   }
 
   // Wakes a read() blocked in another thread; later reads return Stopped.
-  void stop() noexcept {
-    {
-      std::lock_guard lock(shared_->mu);
-      shared_->stopped = true;
-    }
-    shared_->cv.notify_all();
-  }
+  void stop() noexcept { stop_.request_stop(); }
 
-  // After End: whether the body completed without an error (cpprestsdk ends
-  // the stream on a dropped connection too; its content_ready() tells).
+  // After End: why the body did not complete (a dropped connection ends it too).
   std::optional<std::string> completion_error(Deadline deadline) {
     try {
       auto c = track(response_.content_ready());
@@ -356,16 +305,15 @@ class BodyReader {
   http::http_response response_;
   concurrency::streams::streambuf<std::uint8_t> buf_;
   std::shared_ptr<BoundedBodyBuffer> bounded_;
-  std::shared_ptr<Shared> shared_;
+  std::shared_ptr<std::vector<std::uint8_t>> bytes_ = std::make_shared<std::vector<std::uint8_t>>(kReadChunk);
+  std::shared_ptr<Completion<std::size_t>> pending_;  // an outstanding getn
+  std::stop_source stop_;
   std::string error_;
 };
 
-// A body as a std::streambuf, for a parser that reads it as it arrives
-// (kube::decode_list): one chunk held at a time, never the whole body. Reads
-// end at the body's end, when no byte came for `idle` (the parse's own time
-// does not count: a large answer may take longer than one request's timeout
-// to decode), or once an item (the bytes since the last mark()) passes
-// `max_item` bytes; failure() then says why.
+// A body as a std::streambuf for kube::decode_list, one chunk held at a time.
+// It ends at the body's end, after `idle` without a byte, or once an item
+// (the bytes since mark()) passes `max_item`; failure() says why.
 class BodyStreambuf final : public std::streambuf {
  public:
   BodyStreambuf(BodyReader& reader, std::chrono::milliseconds idle, std::size_t max_item)
@@ -447,13 +395,13 @@ std::chrono::seconds parse_retry_after(const http::http_headers& headers, const 
   return std::chrono::seconds(0);
 }
 
-ApiError status_error(std::string_view verb, std::string_view path, int code,
-                      const std::string& phrase, const http::http_headers& headers,
-                      std::string_view body, std::size_t max_depth) {
+// The error an answer >= 400 with this body says.
+ApiError status_error(std::string_view verb, std::string_view path, const http::http_response& response,
+                      std::string_view body) {
   ApiError e;
-  e.code = code;
+  e.code = response.status_code();
   nlohmann::json status;
-  if (!body.empty() && json_nesting_depth(body, max_depth) <= max_depth)
+  if (!body.empty() && json_nesting_depth(body, kMaxJsonDepth) <= kMaxJsonDepth)
     status = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   std::string message;
   if (status.is_object()) {
@@ -462,10 +410,10 @@ ApiError status_error(std::string_view verb, std::string_view path, int code,
     auto m = status.find("message");
     if (m != status.end() && m->is_string()) message = one_line(m->get_ref<const std::string&>());
   }
-  if (e.reason.empty()) e.reason = one_line(phrase, 64);
-  if (code == 429 || code == 503) e.retry_after = parse_retry_after(headers, status);
+  if (e.reason.empty()) e.reason = one_line(response.reason_phrase(), 64);
+  if (e.code == 429 || e.code == 503) e.retry_after = parse_retry_after(response.headers(), status);
   e.rv_too_large = status_rv_too_large(status);
-  e.message = std::string(verb) + " " + std::string(path) + ": " + std::to_string(code);
+  e.message = std::string(verb) + " " + std::string(path) + ": " + std::to_string(e.code);
   if (!e.reason.empty()) e.message += " " + e.reason;
   if (!message.empty() && message != e.reason) e.message += ": " + message;
   return e;
@@ -482,11 +430,11 @@ bool is_ip_literal(const std::string& host) {
   return ::inet_pton(AF_INET, host.c_str(), buf) == 1 || ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
 }
 
-void initialize_pool(std::size_t threads) {
+void initialize_pool() {
   static std::once_flag once;
-  std::call_once(once, [threads] {
+  std::call_once(once, [] {
     try {
-      crossplat::threadpool::initialize_with_threads(std::clamp<std::size_t>(threads, 2, 4));
+      crossplat::threadpool::initialize_with_threads(kPoolThreads);
     } catch (...) {
       // Already initialised by someone else in this process: shared as it is.
     }
@@ -523,25 +471,23 @@ struct HttpClient::Impl {
   bool host_is_ip = false;
   std::shared_ptr<TokenSource> tokens;
   RateLimiter limiter;
-  // Requests share this client's connection pool. After a call that got no
-  // answer (a deadline cancelled it, the connection broke), the pool is
-  // replaced, so no later request can be queued behind a connection whose
-  // answer never came. The pool's connections present `client_creds`' client
-  // certificate: when the credentials bring another one (an exec plugin's
-  // rotation), a new pool is made for it and the old one is dropped as its
-  // requests finish (a watch keeps its own connection until it ends).
+  // The shared connection pool, replaced after a call that got no answer (so
+  // nothing queues behind a dead connection) and when the credentials bring
+  // another client certificate.
   std::mutex client_mu;
   std::shared_ptr<http::client::http_client> client;
   std::shared_ptr<const Credentials> client_creds;  // whose pair `client` presents (null: none)
 
   static bool same_pair(const std::shared_ptr<const Credentials>& a, const std::shared_ptr<const Credentials>& b) {
-    if (a == b) return true;
-    const std::string empty;
-    const std::string& ac = a ? a->client_cert_pem : empty;
-    const std::string& bc = b ? b->client_cert_pem : empty;
-    const std::string& ak = a ? a->client_key_pem : empty;
-    const std::string& bk = b ? b->client_key_pem : empty;
-    return ac == bc && ak == bk;
+    static const Credentials kNone;
+    const Credentials& x = a ? *a : kNone;
+    const Credentials& y = b ? *b : kNone;
+    return a == b || (x.client_cert_pem == y.client_cert_pem && x.client_key_pem == y.client_key_pem);
+  }
+
+  std::shared_ptr<http::client::http_client> new_client(std::chrono::microseconds inactivity,
+                                                        const std::shared_ptr<const Credentials>& creds) const {
+    return std::make_shared<http::client::http_client>(web::uri(config.server), client_config(inactivity, creds));
   }
 
   // The shared pool for these credentials' client certificate.
@@ -550,8 +496,7 @@ struct HttpClient::Impl {
       std::lock_guard lock(client_mu);
       if (client && same_pair(client_creds, creds)) return client;
     }
-    auto fresh = std::make_shared<http::client::http_client>(web::uri(config.server),
-                                                             client_config(request_inactivity(), creds));
+    auto fresh = new_client(request_inactivity(), creds);
     std::lock_guard lock(client_mu);
     if (client && same_pair(client_creds, creds)) return client;  // another thread made it first
     client = fresh;
@@ -567,8 +512,7 @@ struct HttpClient::Impl {
         if (client != used) return;
         creds = client_creds;
       }
-      auto fresh = std::make_shared<http::client::http_client>(web::uri(config.server),
-                                                               client_config(request_inactivity(), creds));
+      auto fresh = new_client(request_inactivity(), creds);
       std::lock_guard lock(client_mu);
       if (client == used) client = std::move(fresh);
     } catch (...) {
@@ -623,7 +567,7 @@ struct HttpClient::Impl {
 
   // One send: the rate limiter, the token, the headers back by `deadline`.
   ApiResult<Sent> send_once(http::client::http_client& c, const Outgoing& out, Deadline deadline,
-                            const std::string* token, const std::stop_token& cancel = {}) {
+                            const std::string& token, const std::stop_token& cancel) {
     if (auto ok = limiter.acquire(deadline, cancel); !ok) return no_answer(out.verb, out.path, ok.error());
     if (cancel.stop_requested()) return no_answer(out.verb, out.path, "cancelled before it was sent");
     try {
@@ -632,7 +576,7 @@ struct HttpClient::Impl {
       auto& h = req.headers();
       h.add("User-Agent", user_agent);
       h.add("Accept", "application/json");
-      if (!token->empty()) h.add("Authorization", "Bearer " + *token);
+      if (!token.empty()) h.add("Authorization", "Bearer " + token);
       if (out.body) {
         // As bytes: cpprestsdk's std::string body is a char buffer it then
         // reads as a uint8_t one (undefined behaviour, UBSan's vptr check).
@@ -673,49 +617,49 @@ struct HttpClient::Impl {
   // Reads the whole body (at most `max` bytes) by `deadline`.
   ApiResult<std::string> read_body(Sent& sent, const Outgoing& out, Deadline deadline, std::size_t max) {
     BodyReader reader(sent.response, sent.body);
-    std::string body;
-    for (;;) {
+    std::string body, failure;
+    while (failure.empty()) {
       switch (reader.read(body, deadline)) {
         case BodyReader::Status::Data:
-          if (body.size() > max) {
-            sent.cts->cancel();
-            return no_answer(out.verb, out.path, "the answer is larger than " + std::to_string(max) + " bytes");
-          }
-          continue;
-        case BodyReader::Status::End:
-          if (auto err = reader.completion_error(deadline)) {
-            sent.cts->cancel();
-            return no_answer(out.verb, out.path, "reading the answer: " + *err);
-          }
-          return body;
+          if (body.size() > max) failure = "the answer is larger than " + std::to_string(max) + " bytes";
+          break;
+        case BodyReader::Status::End: {
+          auto err = reader.completion_error(deadline);
+          if (!err) return body;
+          failure = "reading the answer: " + *err;
+          break;
+        }
         case BodyReader::Status::Error:
-          sent.cts->cancel();
-          return no_answer(out.verb, out.path, "reading the answer: " + reader.error());
+          failure = "reading the answer: " + reader.error();
+          break;
         case BodyReader::Status::Timeout:
         case BodyReader::Status::Stopped:
-          sent.cts->cancel();
-          return no_answer(out.verb, out.path, "the answer did not complete within the deadline");
+          failure = "the answer did not complete within the deadline";
+          break;
       }
     }
+    sent.cts->cancel();
+    return no_answer(out.verb, out.path, failure);
   }
 
   // The client for these credentials: the shared pool, or a watch's own.
   using ClientFor = std::function<std::shared_ptr<http::client::http_client>(const std::shared_ptr<const Credentials>&)>;
 
-  // Sends with the token source's credentials, on the client `client_for`
-  // gives for them (`*used` is set to it). On a 401 the credentials are
-  // renewed (the token file re-read, the exec plugin run again) and, when
-  // they changed, the request is sent once more.
+  // Sends with the token source's credentials on `client_for`'s client
+  // (`*used`); after a 401, once more if renewed credentials differ.
   ApiResult<Sent> send(const ClientFor& client_for, const Outgoing& out, Deadline deadline,
                        std::shared_ptr<http::client::http_client>* used, const std::stop_token& cancel = {}) {
+    auto send_with = [&](const std::shared_ptr<const Credentials>& c) -> ApiResult<Sent> {
+      try {
+        *used = client_for(c);
+      } catch (const std::exception& e) {
+        return no_answer(out.verb, out.path, e.what());
+      }
+      return send_once(**used, out, deadline, c->token, cancel);
+    };
     auto creds = tokens->credentials();
     if (!creds) return no_answer(out.verb, out.path, "credentials: " + creds.error());
-    try {
-      *used = client_for(*creds);
-    } catch (const std::exception& e) {
-      return no_answer(out.verb, out.path, e.what());
-    }
-    auto sent = send_once(**used, out, deadline, &(*creds)->token, cancel);
+    auto sent = send_with(*creds);
     if (!sent || sent->response.status_code() != 401 || (!tokens->follows_file() && !tokens->runs_plugin()))
       return sent;
     auto fresh = tokens->renew_after_unauthorized(*creds);
@@ -727,36 +671,12 @@ struct HttpClient::Impl {
     if (!*fresh) return sent;
     // Drain the 401's body so its connection can be reused.
     (void)read_body(*sent, out, std::min(deadline, SteadyClock::now() + 2s), kMaxErrorBody);
-    try {
-      *used = client_for(*fresh);
-    } catch (const std::exception& e) {
-      return no_answer(out.verb, out.path, e.what());
-    }
-    return send_once(**used, out, deadline, &(*fresh)->token, cancel);
+    return send_with(*fresh);
   }
 
   ApiError error_from(Sent& sent, const Outgoing& out, Deadline deadline) {
-    const int code = sent.response.status_code();
     auto body = read_body(sent, out, std::min(deadline, SteadyClock::now() + 5s), kMaxErrorBody);
-    return status_error(out.verb, out.path, code, sent.response.reason_phrase(), sent.response.headers(),
-                        body ? std::string_view(*body) : std::string_view(), options.max_json_depth);
-  }
-
-  ApiResult<nlohmann::json> parse_json(const Outgoing& out, const std::string& body) const {
-    if (json_nesting_depth(body, options.max_json_depth) > options.max_json_depth)
-      return no_answer(out.verb, out.path,
-                       "the answer nests deeper than " + std::to_string(options.max_json_depth) + " levels");
-    nlohmann::json doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded()) return no_answer(out.verb, out.path, "the answer is not JSON");
-    if (!doc.is_object()) return no_answer(out.verb, out.path, "the answer is not a JSON object");
-    return doc;
-  }
-
-  // A whole exchange whose answer is one JSON object.
-  ApiResult<nlohmann::json> call(const Outgoing& out, Deadline deadline, const std::stop_token& cancel = {}) {
-    auto body = call_for_body(out, deadline, cancel);
-    if (!body) return body.failure();
-    return parse_json(out, *body);
+    return status_error(out.verb, out.path, sent.response, body ? std::string_view(*body) : std::string_view());
   }
 
   // An exchange on the shared pool up to a successful answer's headers
@@ -774,17 +694,23 @@ struct HttpClient::Impl {
     return sent;
   }
 
-  // A whole exchange; the answer's body, not yet parsed.
-  ApiResult<std::string> call_for_body(const Outgoing& out, Deadline deadline, const std::stop_token& cancel = {}) {
+  // A whole exchange whose answer is one JSON object.
+  ApiResult<nlohmann::json> call(const Outgoing& out, Deadline deadline, const std::stop_token& cancel = {}) {
     std::shared_ptr<http::client::http_client> c;
     auto sent = open(out, deadline, &c, cancel);
     if (!sent) return sent.failure();
-    auto body = read_body(*sent, out, deadline, options.max_body_bytes);
+    auto body = read_body(*sent, out, deadline, kMaxBody);
     if (!body) {
       renew_client(c);
       return body.failure();
     }
-    return body;
+    if (json_nesting_depth(*body, kMaxJsonDepth) > kMaxJsonDepth)
+      return no_answer(out.verb, out.path,
+                       "the answer nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    nlohmann::json doc = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) return no_answer(out.verb, out.path, "the answer is not JSON");
+    if (!doc.is_object()) return no_answer(out.verb, out.path, "the answer is not a JSON object");
+    return doc;
   }
 };
 
@@ -795,12 +721,11 @@ namespace {
 class HttpWatchStream final : public WatchStream {
  public:
   HttpWatchStream(std::shared_ptr<http::client::http_client> client, Sent sent, std::string path,
-                  WatchDecoderLimits limits, std::chrono::milliseconds silence)
+                  std::chrono::milliseconds silence)
       : client_(std::move(client)),
         cts_(std::move(sent.cts)),
         reader_(std::move(sent.response)),
         path_(std::move(path)),
-        decoder_(limits),
         silence_(silence) {}
 
   ~HttpWatchStream() override { stop(); }
@@ -849,19 +774,20 @@ class HttpWatchStream final : public WatchStream {
   void stop() noexcept override {
     stopped_.store(true);
     reader_.stop();
+    cancel();
+  }
+
+ private:
+  void cancel() noexcept {
     try {
       cts_->cancel();
     } catch (...) {
     }
   }
 
- private:
   ApiError fail_with(std::string cause) {
     failed_ = no_answer("WATCH", path_, std::move(cause));
-    try {
-      cts_->cancel();
-    } catch (...) {
-    }
+    cancel();
     return *failed_;
   }
 
@@ -912,14 +838,12 @@ Result<std::unique_ptr<HttpClient>> HttpClient::make(const ClusterConfig& config
     if (auto ok = check_client_pair(config.client_cert_pem, config.client_key_pem, what); !ok)
       return ok.failure();
   }
-  initialize_pool(options.pool_threads);
+  initialize_pool();
   auto impl = std::make_unique<Impl>(config, std::move(options), "isolation-gate/" + std::string(version));
   try {
-    const web::uri base(config.server);
-    impl->host = host_of(base);
+    impl->host = host_of(web::uri(config.server));
     if (impl->host.empty()) return fail(what + ": the server names no host");
     impl->host_is_ip = is_ip_literal(impl->host);
-    (void)base;  // the pool is made for the first request's credentials (pooled_client)
   } catch (const std::exception& e) {
     return fail(what + ": " + one_line(e.what()));
   }
@@ -951,13 +875,10 @@ ApiResult<ListPage> HttpClient::list_each(std::string_view path, const ListOptio
   std::shared_ptr<http::client::http_client> c;
   auto sent = impl_->open(out, deadline, &c);
   if (!sent) return sent.failure();
-  // Parsed as it arrives, at most kListUnread of it waiting: a LIST answered
-  // whole (resourceVersion "0": the watch cache ignores the limit) is tens of
-  // MiB of text never held.
   BodyReader reader(sent->response, sent->body);
-  BodyStreambuf buf(reader, impl_->options.request_timeout, impl_->options.max_body_bytes);
+  BodyStreambuf buf(reader, impl_->options.request_timeout, kMaxBody);
   std::istream body(&buf);
-  auto page = decode_list(body, impl_->options.max_json_depth, [&](nlohmann::json&& item) {
+  auto page = decode_list(body, kMaxJsonDepth, [&](nlohmann::json&& item) {
     buf.mark();
     each(std::move(item));
   });
@@ -979,8 +900,7 @@ ApiResult<std::unique_ptr<WatchStream>> HttpClient::watch(std::string_view path,
   const auto server_side = options.timeout.count() > 0 ? options.timeout : std::chrono::seconds(1800);
   Impl* impl = impl_.get();
   auto own_client = [impl, server_side](const std::shared_ptr<const Credentials>& creds) {
-    return std::make_shared<http::client::http_client>(
-        web::uri(impl->config.server), impl->client_config(server_side + kWatchInactivitySlack, creds));
+    return impl->new_client(server_side + kWatchInactivitySlack, creds);
   };
   const Deadline deadline = SteadyClock::now() + impl_->options.request_timeout;
   auto sent = impl_->send(own_client, out, deadline, &client);
@@ -992,42 +912,35 @@ ApiResult<std::unique_ptr<WatchStream>> HttpClient::watch(std::string_view path,
                      "unexpected status " + std::to_string(sent->response.status_code()) + " for a watch");
   }
   return std::unique_ptr<WatchStream>(
-      new HttpWatchStream(std::move(client), std::move(*sent), out.path, impl_->options.watch_limits,
-                          options.silence));
+      new HttpWatchStream(std::move(client), std::move(*sent), out.path, options.silence));
 }
 
 ApiResult<nlohmann::json> HttpClient::create(std::string_view path, const nlohmann::json& body) {
-  Outgoing out{"CREATE", http::methods::POST, std::string(path), std::string(path),
-               body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json"};
-  return impl_->call(out, SteadyClock::now() + impl_->options.request_timeout);
+  return create_cancellable(path, body, {});
 }
 
 ApiResult<nlohmann::json> HttpClient::create_cancellable(std::string_view path, const nlohmann::json& body,
                                                          std::stop_token cancel) {
-  Outgoing out{"CREATE", http::methods::POST, std::string(path), std::string(path),
-               body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json"};
+  Outgoing out{"CREATE", http::methods::POST, std::string(path), std::string(path), body_text(body),
+               "application/json"};
   return impl_->call(out, SteadyClock::now() + impl_->options.request_timeout, cancel);
 }
 
 ApiResult<nlohmann::json> HttpClient::patch(std::string_view path, PatchType type, const nlohmann::json& body) {
-  Outgoing out{"PATCH", http::methods::PATCH, std::string(path), std::string(path),
-               body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-               type == PatchType::Json ? "application/json-patch+json" : "application/merge-patch+json"};
-  return impl_->call(out, SteadyClock::now() + impl_->options.request_timeout);
+  return patch_cancellable(path, type, body, {});
 }
 
 ApiResult<nlohmann::json> HttpClient::patch_cancellable(std::string_view path, PatchType type,
                                                         const nlohmann::json& body, std::stop_token cancel) {
-  Outgoing out{"PATCH", http::methods::PATCH, std::string(path), std::string(path),
-               body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+  Outgoing out{"PATCH", http::methods::PATCH, std::string(path), std::string(path), body_text(body),
                type == PatchType::Json ? "application/json-patch+json" : "application/merge-patch+json"};
   return impl_->call(out, SteadyClock::now() + impl_->options.request_timeout, cancel);
 }
 
 ApiResult<nlohmann::json> HttpClient::update(std::string_view path, const nlohmann::json& body,
                                              std::chrono::milliseconds timeout) {
-  Outgoing out{"UPDATE", http::methods::PUT, std::string(path), std::string(path),
-               body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json"};
+  Outgoing out{"UPDATE", http::methods::PUT, std::string(path), std::string(path), body_text(body),
+               "application/json"};
   return impl_->call(out, SteadyClock::now() + timeout);
 }
 
@@ -1037,8 +950,7 @@ ApiResult<nlohmann::json> HttpClient::apply(std::string_view path, const nlohman
   std::string query = std::string(path.find('?') == std::string_view::npos ? "?" : "&") +
                       "fieldManager=" + percent_encode(field_manager);
   if (force) query += "&force=true";
-  Outgoing out{"APPLY", http::methods::PATCH, std::string(path), std::string(path) + query,
-               body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+  Outgoing out{"APPLY", http::methods::PATCH, std::string(path), std::string(path) + query, body_text(body),
                "application/apply-patch+yaml"};
   return impl_->call(out, SteadyClock::now() + timeout, cancel);
 }

@@ -13,6 +13,8 @@ namespace {
 using nlohmann::json;
 using std::chrono::milliseconds;
 
+constexpr milliseconds kReleaseTimeout{2'000};  // stop()'s release
+
 std::string hostname() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
@@ -40,6 +42,11 @@ std::string ms_text(milliseconds d) { return std::to_string(d.count()) + " ms"; 
 
 milliseconds to_ms(Clock::time_point::duration d) {
   return std::chrono::duration_cast<milliseconds>(d);
+}
+
+// What is left of a call's time (at least 1 ms).
+milliseconds time_left(Clock::time_point deadline, Clock::time_point now) {
+  return std::max(milliseconds(1), to_ms(deadline - now));
 }
 
 }  // namespace
@@ -70,7 +77,6 @@ Result<void> validate(const LeaderElectionConfig& c) {
     return fail("leader election: the renew deadline (" + ms_text(c.renew_deadline) +
                 ") must be greater than 1.2 times the retry period (" + ms_text(c.retry_period) + ")");
   }
-  if (c.release_timeout.count() <= 0) return fail("leader election: the release timeout must be positive");
   return {};
 }
 
@@ -208,14 +214,7 @@ void LeaderElector::observe(const json& lease, time_point now) {
 }
 
 void LeaderElector::became_leader(const json& lease, time_point attempt_start) {
-  api_ok();
-  observe(lease, config_.clock->now());
-  holds_lease_ = true;
-  last_renew_ = attempt_start;
-  {
-    std::lock_guard lock(mu_);
-    stats_.last_renew = config_.wall_clock();
-  }
+  renewed(lease, attempt_start);
   std::lock_guard lock(leadership_mu_);
   if (stopping() || leading_.load(std::memory_order_acquire)) return;  // stop() releases it
   leading_.store(true, std::memory_order_release);
@@ -314,17 +313,15 @@ milliseconds LeaderElector::candidate_step() {
 milliseconds LeaderElector::leader_step() {
   const time_point deadline = last_renew_ + config_.renew_deadline;
   time_point now = config_.clock->now();
-  auto left = [&] { return std::max(milliseconds(1), to_ms(deadline - now)); };
   if (now >= deadline) {
     lose_leadership("no successful renew for " + ms_text(config_.renew_deadline));
     return jittered_retry();
   }
-  const time_point start = now;
   json body = lease_;
   body["spec"] = spec_for_us(spec_of(lease_), true);
-  auto put = client_.update(path_, body, left());
+  auto put = client_.update(path_, body, time_left(deadline, now));
   if (put) {
-    renewed(*put, start);
+    renewed(*put, now);
     return config_.retry_period;
   }
   ApiError error = put.failure();
@@ -332,7 +329,7 @@ milliseconds LeaderElector::leader_step() {
     // Someone else wrote the Lease (or deleted it): read what is there now.
     now = config_.clock->now();
     if (now < deadline) {
-      auto got = client_.get(path_, left());
+      auto got = client_.get(path_, time_left(deadline, now));
       if (got) {
         observe(*got, config_.clock->now());
         const std::string holder = holder_of(observed_spec_);
@@ -344,12 +341,11 @@ milliseconds LeaderElector::leader_step() {
         // Still ours (someone touched its metadata): renew on the new version.
         now = config_.clock->now();
         if (now < deadline) {
-          const time_point again = now;
           body = *got;
           body["spec"] = spec_for_us(observed_spec_, true);
-          put = client_.update(path_, body, left());
+          put = client_.update(path_, body, time_left(deadline, now));
           if (put) {
-            renewed(*put, again);
+            renewed(*put, now);
             return config_.retry_period;
           }
           error = put.failure();
@@ -381,7 +377,7 @@ void LeaderElector::release() noexcept {
   if (!holds_lease_) return;
   holds_lease_ = false;
   try {
-    const time_point deadline = config_.clock->now() + config_.release_timeout;
+    const time_point deadline = config_.clock->now() + kReleaseTimeout;
     json lease = lease_;
     for (int attempt = 0; attempt < 2; ++attempt) {
       const time_point now = config_.clock->now();
@@ -395,7 +391,7 @@ void LeaderElector::release() noexcept {
       spec["acquireTime"] = stamp;
       spec["leaseTransitions"] = int_field(spec_of(lease), "leaseTransitions");
       body["spec"] = std::move(spec);
-      auto put = client_.update(path_, body, std::max(milliseconds(1), to_ms(deadline - now)));
+      auto put = client_.update(path_, body, time_left(deadline, now));
       if (put) {
         observe(*put, config_.clock->now());
         log("info", "released the Lease");
@@ -407,7 +403,7 @@ void LeaderElector::release() noexcept {
       }
       const time_point later = config_.clock->now();
       if (later >= deadline) break;
-      auto got = client_.get(path_, std::max(milliseconds(1), to_ms(deadline - later)));
+      auto got = client_.get(path_, time_left(deadline, later));
       if (!got) {
         log("warn", "releasing the Lease: " + got.failure().message);
         return;
@@ -418,7 +414,7 @@ void LeaderElector::release() noexcept {
       }
       lease = *got;
     }
-    log("warn", "releasing the Lease: no success within " + ms_text(config_.release_timeout));
+    log("warn", "releasing the Lease: no success within " + ms_text(kReleaseTimeout));
   } catch (...) {
     log("error", "releasing the Lease failed with an exception");
   }

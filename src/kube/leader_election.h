@@ -1,38 +1,21 @@
-// Leader election on a coordination.k8s.io/v1 Lease, in the shape of
-// client-go's tools/leaderelection (LeaderElector + resourcelock.LeaseLock):
-// the Lease's spec.holderIdentity names the leader; every replica runs an
-// elector with its own identity.
-//
-//   candidate, every retry_period * (1 + U[0, 0.2)): GET the Lease; 404 ->
-//     CREATE it holding it; held by another -> take it only once its spec has
-//     not changed for lease_duration on OUR clock since we first saw it
-//     (client-go's observedTime rule: no clock skew between nodes matters);
-//     free, expired or ours -> PUT with the observed resourceVersion (409:
-//     lost the race). On success: on_started_leading().
-//   leader, every retry_period: PUT renewTime with the last resourceVersion
-//     we wrote, bounded by the time left until renew_deadline; 409/404
-//     re-reads (another holder: lost at once). No renew for renew_deadline:
-//     on_stopped_leading(), then candidate again. renew_deadline <
-//     lease_duration, so our loops stop before another replica may take over.
+// Leader election on a coordination.k8s.io/v1 Lease (client-go's
+// LeaderElector with a LeaseLock): spec.holderIdentity names the leader.
+// A candidate takes a Lease held by another only once its spec has not
+// changed for lease_duration on our own clock; a leader renews every
+// retry_period and loses leadership after renew_deadline without a renew.
 //
 // Contract:
-//  - make() validates: lease_duration > renew_deadline > retry_period * 1.2,
-//    all positive, namespace/name/identity and both callbacks set.
-//  - start() runs the loop on a thread of its own. stop() (noexcept): when
-//    leading, on_stopped_leading() FIRST (from the calling thread), then joins
-//    the thread (one API call at most in flight), then releases a Lease we
-//    hold (holder "", leaseDurationSeconds 1, conditional on our last
-//    resourceVersion, bounded by release_timeout) so a successor takes over
-//    within about one retry period.
+//  - make() validates: lease_duration > renew_deadline > 1.2 * retry_period,
+//    all positive, namespace, name, identity and both callbacks set.
+//  - start() runs the loop on its own thread. stop() (noexcept): when
+//    leading, on_stopped_leading() first (on the calling thread), then joins,
+//    then releases a Lease we hold (trying for at most 2 s).
 //  - Callbacks run on the elector thread (on_stopped_leading also from
-//    stop()), never concurrently, strictly alternating started/stopped.
-//    on_started_leading() must return promptly; on_stopped_leading() runs to
-//    completion before the elector proceeds. on_new_leader(identity) reports
-//    every change of the observed holder ("" when released).
-//  - is_leader(), holder() and stats() are thread-safe and cheap. API errors
-//    are logged once per distinct message, a recovery once.
-//  - Time: `clock` measures intervals, `wall_clock` stamps the Lease's
-//    MicroTimes, `wait` is the interruptible wait (tests inject all three).
+//    stop()), never concurrently, strictly alternating started/stopped;
+//    on_started_leading() must return promptly. on_new_leader reports each
+//    change of the observed holder ("" when released).
+//  - is_leader(), holder() and stats() are thread-safe. An API error is
+//    logged once per distinct message.
 #pragma once
 
 #include <atomic>
@@ -56,10 +39,8 @@
 
 namespace ig::kube {
 
-// pod_name (the hostname when empty) + "_" + 8 random hex characters, so a
-// restarted pod with the same name is a new holder (client-go's convention).
+// pod_name (the hostname when empty) + "_" + 8 random hex characters.
 std::string make_holder_identity(std::string_view pod_name);
-
 
 struct LeaderElectionConfig {
   std::string namespace_name;  // the Lease's namespace
@@ -68,15 +49,12 @@ struct LeaderElectionConfig {
   std::chrono::milliseconds lease_duration{15'000};
   std::chrono::milliseconds renew_deadline{10'000};
   std::chrono::milliseconds retry_period{2'000};
-  std::chrono::milliseconds release_timeout{2'000};  // stop()'s release PUT
   // level, message; may be empty.
   std::function<void(std::string_view, std::string_view)> log;
-  // Interval clock (now() only); empty: steady_clock.
+  // Tests: intervals, the Lease's timestamps, the loop's wait (false: cut
+  // short by stop()). Empty: steady_clock, system_clock, a wait stop() wakes.
   std::shared_ptr<Clock> clock;
-  // Timestamps written into the Lease; empty: system_clock::now.
   std::function<std::chrono::system_clock::time_point()> wall_clock;
-  // How the loop waits: returns false when cut short by stop(); empty: a
-  // condition variable that stop() wakes.
   std::function<bool(std::chrono::milliseconds)> wait;
 };
 
@@ -109,11 +87,8 @@ class LeaderElector {
   void start();
   void stop() noexcept;
 
-  // One attempt (candidate: try to acquire; leader: renew or find out that
-  // leadership is lost), returning how long to wait before the next one.
-  // The loop of start() is `while (!stopping) wait(step());`. For tests that
-  // drive an elector deterministically; never together with start(). After
-  // stop() (until start()) it does nothing.
+  // One attempt of the loop (acquire, or renew), returning the wait before
+  // the next. For tests, never with start(); after stop() it does nothing.
   std::chrono::milliseconds step();
 
   bool is_leader() const noexcept { return leading_.load(std::memory_order_acquire); }

@@ -1,21 +1,14 @@
-// The decoder of a LIST answer ({"kind":"...List","metadata":{...},
-// "items":[...]}) that hands over the items one at a time, as they are
-// parsed, so only one item's DOM exists at a time (a whole page's DOM
-// scattered the caches' objects: docs/benchmarks-cluster.md).
+// The decoder of a LIST answer that hands over the items one at a time as
+// they are parsed, so only one item's DOM exists at a time.
 //
 // Contract:
-//  - `each` is called once per element of the top-level "items" array, in
-//    order, as soon as that element is complete; it is the caller's to keep.
-//  - The nesting depth is checked first (base/json_depth.h) against
-//    `max_depth`; a stream (below), not held whole, is checked as it is
-//    parsed, so the items before one nested too deep are handed over.
-//  - Errors (one line): too deep, not JSON, not an object, "items" neither a
-//    list nor null or given twice, metadata not an object, its
-//    resourceVersion or continue neither a string nor null. Items handed over
-//    before an error stay handed over: an all-or-nothing caller (a
-//    reflector's list) starts over.
-//  - The result carries the list's resourceVersion and continue token; its
-//    `items` is empty.
+//  - `each` gets each element of the top-level "items", in order, as soon as
+//    it is complete. Items handed over before an error stay handed over.
+//  - The nesting depth is bounded by `max_depth` (a string is checked before
+//    parsing, a stream as it is parsed).
+//  - Errors (one line): too deep, not a JSON object, "items" not a list or
+//    given twice, metadata, its resourceVersion or continue of a wrong type.
+//  - The result carries resourceVersion and continue; its `items` is empty.
 #pragma once
 
 #include <cstddef>
@@ -33,10 +26,7 @@ namespace ig::kube {
 Result<ListPage> decode_list(std::string_view body, std::size_t max_depth,
                              const std::function<void(nlohmann::json&&)>& each);
 
-// The same, read from `body` as the parser goes (an HTTP answer taken chunk
-// by chunk as it arrives): the answer is never held whole, so a LIST of
-// 100,000 objects costs one item's DOM and one chunk, not the tens of MiB of
-// its text. The stream's end is the document's end.
+// The same, read from `body` as the parser goes (never held whole).
 Result<ListPage> decode_list(std::istream& body, std::size_t max_depth,
                              const std::function<void(nlohmann::json&&)>& each);
 

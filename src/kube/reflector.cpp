@@ -7,23 +7,11 @@
 #include "kube/object_meta.h"
 
 namespace ig::kube {
-namespace {
-
-std::string metadata_resource_version(const nlohmann::json& object) {
-  return std::string(object_meta(object).resource_version);
-}
-
-}  // namespace
 
 std::string_view relist_cause_label(RelistCause c) noexcept {
-  switch (c) {
-#define IG_RELIST_LABEL(name, label) \
-  case RelistCause::name:            \
-    return label;
-    IG_RELIST_CAUSES(IG_RELIST_LABEL)
-#undef IG_RELIST_LABEL
-  }
-  return "unknown";
+  static constexpr std::string_view kLabels[kRelistCauses] = {"expired",     "too_large",        "watch_failed",
+                                                              "error_event", "continue_expired", "requested"};
+  return kLabels[static_cast<std::size_t>(c)];
 }
 
 Reflector::Reflector(Client& client, ReflectorSink& sink, ReflectorOptions options)
@@ -49,6 +37,11 @@ std::chrono::steady_clock::duration Reflector::since_progress() const noexcept {
 void Reflector::count_relist(RelistCause cause) {
   std::lock_guard lock(mu_);
   ++stats_.relists[static_cast<std::size_t>(cause)];
+}
+
+void Reflector::count_error() {
+  std::lock_guard lock(mu_);
+  ++stats_.errors;
 }
 
 std::string Reflector::list_resource_version() const {
@@ -143,16 +136,11 @@ bool Reflector::list_all() {
   while (!stopping()) {
     // Cleared per attempt: a relist() after this point lists once more.
     if (options.continue_token.empty()) relist_.store(false, std::memory_order_release);
-    // Each item goes into the sink as it is decoded: no page of thousands
-    // of parsed objects is held while the cache fills (kube/list_decoder.h).
     auto page = client_.list_each(options_.path, options,
                                   [this](nlohmann::json&& item) { sink_.add_listed(item); });
     if (!page) {
       const ApiError& e = page.failure();
-      {
-        std::lock_guard lock(mu_);
-        ++stats_.errors;
-      }
+      count_error();
       sink_.begin_replace();
       if (e.gone() && !options.continue_token.empty()) {
         // The continue token expired mid-list (compaction while we paged):
@@ -195,10 +183,8 @@ bool Reflector::list_all() {
   sink_.end_replace(list_rv);
   progressed();
   synced_.store(true, std::memory_order_release);
-  // The pages' bodies (several MiB for thousands of objects) and each item's
-  // parsed JSON are freed by now, but glibc keeps freed memory inside its
-  // heaps and arenas: give it back, so what stays resident is the cache (a
-  // few ms, once per list).
+  // glibc keeps the list's freed memory in its arenas: give it back, so what
+  // stays resident is the cache.
   malloc_trim(0);
   return true;
 }
@@ -224,10 +210,7 @@ Reflector::Next Reflector::watch_once() {
   // What a failed watch leads to (its opening or an ERROR event), client-go's rule.
   auto after_failure = [&](const ApiError& e, std::string_view what) {
     if (stopping()) return Next::Stop;  // a failure caused by stop() is no relist
-    {
-      std::lock_guard lock(mu_);
-      ++stats_.errors;
-    }
+    count_error();
     if (e.code == 429 || e.refused) {
       // Busy or restarting: the cache is still current; watch again.
       log("info", std::string(what) + " (watching again after the backoff): " + e.message);
@@ -304,40 +287,23 @@ Reflector::Next Reflector::watch_once() {
       return wait(next_backoff(nullptr)) ? Next::Rewatch : Next::Stop;
     }
     const WatchEvent& event = **next;
-    switch (event.type) {
-      case WatchEvent::Type::Added:
-      case WatchEvent::Type::Modified:
-      case WatchEvent::Type::Deleted: {
-        sink_.apply(event.type, event.object);
-        const std::string rv = metadata_resource_version(event.object);
-        {
-          std::lock_guard lock(mu_);
-          if (!rv.empty()) resource_version_ = rv;
-          ++stats_.events;
-        }
-        progressed();
-        got_event = true;
-        break;
-      }
-      case WatchEvent::Type::Bookmark: {
-        const std::string rv = metadata_resource_version(event.object);
-        {
-          std::lock_guard lock(mu_);
-          if (!rv.empty()) resource_version_ = rv;
-          ++stats_.bookmarks;
-        }
-        progressed();
-        got_event = true;
-        break;
-      }
-      case WatchEvent::Type::Error: {
-        detach();
-        if (stopping()) return Next::Stop;
-        return after_failure(error_from_status("WATCH " + options_.path + " ERROR event", event.object),
-                             "watch ERROR event");
-      }
+    if (event.type == WatchEvent::Type::Error) {
+      detach();
+      if (stopping()) return Next::Stop;
+      return after_failure(error_from_status("WATCH " + options_.path + " ERROR event", event.object),
+                           "watch ERROR event");
     }
-    if (got_event) reset_backoff();
+    const bool bookmark = event.type == WatchEvent::Type::Bookmark;
+    if (!bookmark) sink_.apply(event.type, event.object);
+    const std::string rv(object_meta(event.object).resource_version);
+    {
+      std::lock_guard lock(mu_);
+      if (!rv.empty()) resource_version_ = rv;
+      ++(bookmark ? stats_.bookmarks : stats_.events);
+    }
+    progressed();
+    got_event = true;
+    reset_backoff();
   }
   detach();
   return Next::Stop;

@@ -1,48 +1,15 @@
-// A reflector (the shape of client-go's tools/cache Reflector.ListAndWatch):
-// keeps a ReflectorSink equal to one collection of the API server.
+// A reflector (client-go's Reflector.ListAndWatch): keeps a ReflectorSink
+// equal to one collection of the API server. It lists (items go into the
+// sink one at a time as decoded), then watches from the list's
+// resourceVersion; a clean end or a dropped stream watches again, a 410 lists
+// again at once, other failures back off (jittered, capped, Retry-After
+// honoured) and list again, as client-go does. A list after a 410, a "Too
+// large resource version" or a failed list is a quorum read ("").
 //
-//   list (a consistent snapshot) -> sink.replace
-//   watch from the list's resourceVersion -> sink.apply, event by event
-//     BOOKMARK              advances the resourceVersion, nothing applied
-//     clean end (timeout)   watch again from the last resourceVersion
-//     dropped / silent      watch again (at once if it had delivered events)
-//     429, refused          watch again after the backoff (the server is busy
-//                           or restarting; the cache is still current)
-//     410 Expired           list again at once
-//     any other failure to open a watch, any other ERROR event
-//                           list again after the backoff (client-go's rule)
-//
-// Which resourceVersion a list asks for (client-go's relistResourceVersion):
-// the first list "0" (served from the API server's watch cache, which
-// ignores `limit`: one answer); later lists the last one seen, unpaginated
-// (also from the watch cache, never older than what the cache holds); "" (a
-// quorum read from etcd, paginated by page_size) after a 410, a "Too large
-// resource version" (504, the server rewound: an etcd restore) or any failed
-// list, until a list succeeds. A list whose continue token expired (410
-// mid-list) is done once more unpaginated at the same resourceVersion
-// (client-go's pager), not restarted at page 1. Failures back off
-// exponentially with jitter, capped (about 30 s), honouring Retry-After; a
-// success resets it.
-//
-// Watches: timeoutSeconds drawn in [watch_timeout, 2 * watch_timeout) so
-// replicas do not reconnect in step; bookmarks requested, and a stream that
-// delivers no byte for `watch_silence` (about two bookmark periods plus
-// slack) is closed and reopened. since_progress() is the time since the last
-// list, event or bookmark: how stale the cache may be.
-//
-// Contract: start() runs the loop on a thread of its own (never a
-// cpprestsdk pool thread); stop() makes it end promptly (an open watch is
-// stopped, a backoff wait is cut short) and joins. Every wait is
-// interruptible; the reflector never blocks a caller of the sink.
-// relist() asks for a fresh list (the open watch is stopped, a backoff wait
-// cut short): for a sink whose decoding depends on something that changed
-// (the Node cache's projection, controller/cluster.h). Any thread may call it;
-// a request made while a list runs is honoured by one more list after it.
-// A list's items go into the sink one at a time as each is decoded
-// (Client::list_each), so no page of parsed objects is held while the cache
-// fills; after each complete list the freed memory is handed back to the
-// system (malloc_trim), so the resident size after a start is the caches',
-// not the list's.
+// Contract: start() runs the loop on a thread of its own; stop() ends it
+// promptly (an open watch stopped, a wait cut short) and joins. relist(), from
+// any thread, asks for a fresh list (one more if a list is running).
+// since_progress() is the time since the last list, event or bookmark.
 #pragma once
 
 #include <atomic>
@@ -75,41 +42,30 @@ struct ReflectorOptions {
   std::string label_selector;  // on every list and watch; "" for none
   std::string field_selector;  // "metadata.name=x" for one object
   std::size_t page_size = 500;
-  // Server-side timeoutSeconds of each watch: drawn in [watch_timeout,
-  // 2 * watch_timeout), as client-go does (5-10 minutes).
+  // Each watch's timeoutSeconds is drawn in [watch_timeout, 2 * watch_timeout).
   std::chrono::seconds watch_timeout{300};
-  // A watch that delivers no byte (event or bookmark) for this long is closed
-  // and reopened; 0: never (only the connection's inactivity timeout). A real
-  // API server sends a bookmark about every minute.
+  // A watch silent this long is closed and reopened (0: never).
   std::chrono::milliseconds watch_silence{150'000};
   BackoffPolicy backoff;
   // level, message; may be empty.
   std::function<void(std::string_view, std::string_view)> log;
-  // How the loop waits: returns false when it was cut short by stop().
-  // Tests replace it to record the waits instead of sleeping; empty = real.
+  // Tests: how the loop waits (false: cut short by stop()); empty = real.
   std::function<bool(std::chrono::milliseconds)> wait;
-  // The clock of since_progress(); empty = steady_clock::now. Tests replace it.
+  // Tests: the clock of since_progress(); empty = steady_clock::now.
   std::function<std::chrono::steady_clock::time_point()> now;
 };
 
 // Why a list was made again (after the first): one counter each.
-#define IG_RELIST_CAUSES(X)                                                                 \
-  X(Expired, "expired")                  /* 410: the resourceVersion was compacted */      \
-  X(TooLarge, "too_large")               /* 504 Too large resource version (a rewind) */   \
-  X(WatchFailed, "watch_failed")         /* a watch could not be opened (403, 500, ...) */ \
-  X(ErrorEvent, "error_event")           /* an ERROR event other than 410 and 429 */       \
-  X(ContinueExpired, "continue_expired") /* a continue token expired mid-list */           \
-  X(Requested, "requested")              /* relist() */
 enum class RelistCause : std::uint8_t {
-#define IG_RELIST_ENUM(name, label) name,
-  IG_RELIST_CAUSES(IG_RELIST_ENUM)
-#undef IG_RELIST_ENUM
+  Expired,          // 410: the resourceVersion was compacted
+  TooLarge,         // 504 Too large resource version (a rewind)
+  WatchFailed,      // a watch could not be opened (403, 500, ...)
+  ErrorEvent,       // an ERROR event other than 410 and 429
+  ContinueExpired,  // a continue token expired mid-list
+  Requested,        // relist()
 };
-inline constexpr std::size_t kRelistCauses = 0
-#define IG_RELIST_COUNT(name, label) +1
-    IG_RELIST_CAUSES(IG_RELIST_COUNT)
-#undef IG_RELIST_COUNT
-    ;
+inline constexpr std::size_t kRelistCauses = static_cast<std::size_t>(RelistCause::Requested) + 1;
+// "expired", "too_large", "watch_failed", "error_event", "continue_expired", "requested".
 std::string_view relist_cause_label(RelistCause c) noexcept;
 
 struct ReflectorStats {
@@ -144,8 +100,6 @@ class Reflector {
   std::string resource_version() const;
   ReflectorStats stats() const;
   const std::string& name() const noexcept { return options_.name; }
-  // Time since the last complete list, event or bookmark (since start()
-  // before the first list).
   std::chrono::steady_clock::duration since_progress() const noexcept;
 
  private:
@@ -156,6 +110,7 @@ class Reflector {
   std::chrono::milliseconds next_backoff(const ApiError* error);
   std::string list_resource_version() const;
   void count_relist(RelistCause cause);
+  void count_error();
   void progressed() noexcept;
   std::chrono::steady_clock::time_point now() const;
   void reset_backoff() noexcept { backoff_ = {}; }
@@ -176,8 +131,7 @@ class Reflector {
   ReflectorStats stats_;
   WatchStream* stream_ = nullptr;  // the open watch, for stop()
   std::chrono::milliseconds backoff_{0};
-  // The last resourceVersion cannot be listed from (410, too large, a failed
-  // list): the next list is a quorum read (""). Loop thread only.
+  // The next list is a quorum read (""). Loop thread only.
   bool rv_unavailable_ = false;
   std::atomic<std::chrono::steady_clock::rep> last_progress_{0};
   std::mt19937_64 rng_{std::random_device{}()};

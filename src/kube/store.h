@@ -1,27 +1,17 @@
-// An informer-style cache of one resource type: the reflector (kube/
-// reflector.h) fills it; readers on any thread find objects by key.
+// An informer-style cache of one resource type, filled by a reflector.
 //
 // Contract:
-//  - Objects are reduced when they arrive: `decode` turns the API's JSON into
-//    a small immutable T holding only what the product reads (so 100,000
-//    Components fit in a few tens of MiB), or an error (the object is then
-//    left out and counted; a later good version replaces it).
-//  - find() and snapshot() are thread-safe and never block on the network; a
-//    found value is a shared_ptr to an immutable T, valid after later changes.
+//  - `decode` reduces each object to a small immutable T, or an error (the
+//    object is left out and counted). `keep` (optional) chooses the objects
+//    held at all: a refused one is not decoded, and an event that makes a
+//    held object refused removes it (Reflector::relist() re-applies a
+//    changed `keep` to all).
+//  - find(), snapshot() are thread-safe and never block on the network; a
+//    found value stays valid after later changes.
 //  - synced() turns true after the first complete list and stays true.
-//  - on_change (given at construction) runs on the reflector's thread after
-//    every applied change, with the object's key, and after a relist with ""
-//    (anything may have changed); never under the store's lock.
-//  - `keep` (optional, given at construction) chooses which objects the
-//    cache holds at all: an object it refuses is not decoded and not counted
-//    as an error; a watch event that makes a held object refused removes it
-//    (as DELETED would). So a cache may hold a few of a collection's objects
-//    (the pods of some namespaces) while it watches them all. A `keep` that
-//    reads something that changes takes effect for objects that arrive after
-//    the change: call Reflector::relist() to apply it to all.
-//  - Keys are "NAMESPACE/NAME", or "NAME" for cluster-scoped objects. A T
-//    that carries its namespace and name (KeyParts<T>) is stored without a
-//    copy of its key (about 60 bytes an object less).
+//  - on_change runs on the reflector's thread after each applied change
+//    with its key, after a relist with "", never under the store's lock.
+//  - Keys are "NAMESPACE/NAME", or "NAME" for cluster-scoped objects.
 #pragma once
 
 #include <atomic>
@@ -45,16 +35,14 @@
 
 namespace ig::kube {
 
-// What a reflector writes into. Implemented by Store<T>.
+// What a reflector writes into: a list (begin, items, end), or one watch
+// event (ADDED, MODIFIED or DELETED).
 class ReflectorSink {
  public:
   virtual ~ReflectorSink() = default;
-  // A full list: begin, each item, end with the list's resourceVersion. The
-  // items of a list replace everything the sink held.
   virtual void begin_replace() = 0;
   virtual void add_listed(const nlohmann::json& object) = 0;
   virtual void end_replace(const std::string& resource_version) = 0;
-  // One watch event (ADDED, MODIFIED or DELETED).
   virtual void apply(WatchEvent::Type type, const nlohmann::json& object) = 0;
 };
 
@@ -62,11 +50,9 @@ class ReflectorSink {
 std::string object_key(const nlohmann::json& object);
 std::string object_key(std::string_view ns, std::string_view name);
 
-// A T that carries its own namespace and name (views into it) spares the
-// store a copy of its key: specialise KeyParts<T> with
-//   static constexpr bool kCarried = true;
-//   static std::pair<std::string_view, std::string_view> of(const T&);  // (namespace, name)
-// which must give the parts of the key the object was stored under.
+// A T that carries its own namespace and name is stored without a copy of
+// its key: specialise KeyParts<T> with kCarried = true and
+// static std::pair<std::string_view, std::string_view> of(const T&).
 template <typename T>
 struct KeyParts {
   static constexpr bool kCarried = false;

@@ -13,21 +13,14 @@
 namespace ig::kube {
 namespace {
 
-struct BioFree {
-  void operator()(BIO* p) const { BIO_free(p); }
+template <auto Free>
+struct Freer {
+  template <typename T>
+  void operator()(T* p) const { Free(p); }
 };
-struct X509Free {
-  void operator()(X509* p) const { X509_free(p); }
-};
-struct PkeyFree {
-  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
-};
-struct CtxFree {
-  void operator()(SSL_CTX* p) const { SSL_CTX_free(p); }
-};
-using BioPtr = std::unique_ptr<BIO, BioFree>;
-using X509Ptr = std::unique_ptr<X509, X509Free>;
-using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
+using BioPtr = std::unique_ptr<BIO, Freer<BIO_free>>;
+using X509Ptr = std::unique_ptr<X509, Freer<X509_free>>;
+using PkeyPtr = std::unique_ptr<EVP_PKEY, Freer<EVP_PKEY_free>>;
 
 std::string with_openssl_reason(std::string message) {
   const std::string reason = tls::openssl_error_queue();
@@ -111,7 +104,7 @@ Result<void> use_client_pair(SSL_CTX* ctx, std::string_view cert_pem, std::strin
 
 Result<void> check_client_pair(std::string_view cert_pem, std::string_view key_pem,
                                std::string_view what) {
-  std::unique_ptr<SSL_CTX, CtxFree> ctx(SSL_CTX_new(TLS_client_method()));
+  std::unique_ptr<SSL_CTX, Freer<SSL_CTX_free>> ctx(SSL_CTX_new(TLS_client_method()));
   if (!ctx) return fail(with_openssl_reason(std::string(what) + ": cannot make a TLS context"));
   return use_client_pair(ctx.get(), cert_pem, key_pem, what);
 }

@@ -1,6 +1,5 @@
 #include "kube/watch_decoder.h"
 
-
 #include "base/json_depth.h"
 #include "base/quote.h"
 
@@ -46,6 +45,10 @@ bool WatchDecoder::has_partial_event() const noexcept {
 }
 
 Result<std::optional<WatchEvent>> WatchDecoder::next() {
+  auto too_long = [this] {
+    error_ = "watch event " + std::to_string(events_ + 1) + " is longer than " +
+             std::to_string(limits_.max_line_bytes) + " bytes";
+  };
   while (!error_) {
     const std::size_t from = start_ + scanned_;
     const void* nl = from < buffer_.size()
@@ -54,8 +57,7 @@ Result<std::optional<WatchEvent>> WatchDecoder::next() {
     if (nl == nullptr) {
       scanned_ = buffer_.size() - start_;
       if (scanned_ > limits_.max_line_bytes) {
-        error_ = "watch event " + std::to_string(events_ + 1) + " is longer than " +
-                 std::to_string(limits_.max_line_bytes) + " bytes";
+        too_long();
         break;
       }
       return std::optional<WatchEvent>();
@@ -65,8 +67,7 @@ Result<std::optional<WatchEvent>> WatchDecoder::next() {
     start_ = end + 1;
     scanned_ = 0;
     if (line.size() > limits_.max_line_bytes) {
-      error_ = "watch event " + std::to_string(events_ + 1) + " is longer than " +
-               std::to_string(limits_.max_line_bytes) + " bytes";
+      too_long();
       break;
     }
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);

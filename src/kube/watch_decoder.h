@@ -1,23 +1,14 @@
-// The incremental decoder of a WATCH response body: newline-delimited JSON
-// events ({"type":"ADDED","object":{...}}), fed as the bytes arrive, in
-// whatever pieces the network delivers them.
+// The incremental decoder of a WATCH body: newline-delimited JSON events,
+// fed in whatever pieces the network delivers.
 //
 // Contract:
-//  - feed() takes any split: an event across several chunks and TCP reads,
-//    several events in one chunk, one byte at a time; the events come out of
-//    next() the same, in order, whatever the split. Linear in the bytes fed
-//    (a line is scanned for its newline once).
-//  - A line ends at '\n'; a '\r' before it is dropped; blank (or white-space
-//    only) lines are skipped.
-//  - Before nlohmann parses a line, its nesting depth is checked with
-//    ig::json_nesting_depth (base/json_depth.h) against max_depth.
-//  - Errors (one line, naming the event's number in the stream): a line longer
-//    than max_line_bytes (detected as soon as the buffered partial line passes
-//    it, without waiting for its newline), nesting deeper than max_depth, not
-//    JSON, not a JSON object, `type` missing or not one of ADDED, MODIFIED,
-//    DELETED, BOOKMARK, ERROR, `object` missing or not an object. An error is
-//    final: every later next() returns it again (the stream cannot be
-//    resynchronised safely; the caller re-lists or re-watches).
+//  - Any split of the bytes gives the same events, in order; linear in the
+//    bytes fed. '\r' before '\n' is dropped; blank lines are skipped.
+//  - Errors (one line, naming the event's number): a line longer than
+//    max_line_bytes (found before its newline comes), nesting deeper than
+//    max_depth (checked before parsing), not a JSON object, an unknown
+//    `type`, `object` not an object. An error is final: every later next()
+//    returns it again.
 //  - Not thread-safe; one decoder per stream.
 #pragma once
 
@@ -46,8 +37,7 @@ class WatchDecoder {
   // The next complete event; nullopt when no complete line is buffered yet.
   Result<std::optional<WatchEvent>> next();
 
-  // Bytes of an unfinished event are buffered (the stream ending now would
-  // cut an event).
+  // Bytes of an unfinished event are buffered.
   bool has_partial_event() const noexcept;
 
   // Events returned so far.
