@@ -26,6 +26,7 @@ class SelfManagedCertificates::Term final : public runtime::Runnable {
  public:
   explicit Term(SelfManagedCertificates& owner) : owner_(owner) {}
   std::string_view name() const override { return owner_.controller_->name(); }
+  const runtime::ControllerMetrics* metrics() const override { return owner_.controller_->metrics(); }
   void run(runtime::CancelToken stop) override {
     owner_.begin_term();
     owner_.controller_->run(stop);

@@ -638,6 +638,12 @@ class SelfManagedCertificates(OperatorCase):
         # be a moment after the API server holds the restored bundle.
         wait_until("the repair counted",
                    lambda: g.metric_values("isolation_gate_ca_bundle_repairs_total") > repairs)
+        # Each leader loop's engine metrics are on the live /metrics, the certificates' too
+        # (its runnable wraps the controller for the leader's term).
+        text = g.metrics()
+        for name in ("certificates", "component-status"):
+            self.assertRegex(text, r'controller_runtime_reconcile_total\{controller="%s",result="success"\} [1-9]' % name)
+            self.assertIn('workqueue_depth{name="%s"}' % name, text)
         # Every request of a self-managed leader (Lease, Secret, webhook
         # configurations, status, Events) is granted by the chart's default RBAC.
         seen = tc.assert_granted(self, self.api.requests())
