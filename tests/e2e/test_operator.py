@@ -642,7 +642,8 @@ class SelfManagedCertificates(OperatorCase):
         # (its runnable wraps the controller for the leader's term).
         text = g.metrics()
         for name in ("certificates", "component-status"):
-            self.assertRegex(text, r'controller_runtime_reconcile_total\{controller="%s",result="success"\} [1-9]' % name)
+            self.assertRegex(text, r'controller_runtime_reconcile_time_seconds_count\{controller="%s"\} [1-9]' % name)
+            self.assertIn('controller_runtime_reconcile_total{controller="%s",result="requeue_after"}' % name, text)
             self.assertIn('workqueue_depth{name="%s"}' % name, text)
         # Every request of a self-managed leader (Lease, Secret, webhook
         # configurations, status, Events) is granted by the chart's default RBAC.
