@@ -2,10 +2,12 @@
 //  - add(key): queued at most once; a key being processed (got, not done())
 //    is queued again by done(): never two workers on a key, no add lost.
 //  - get() blocks until a key is there, or returns nullopt once shut down
-//    and empty (keys queued before shut_down() are still handed out).
+//    and empty (keys queued before shut_down() are still handed out; keys
+//    added after it, and delayed keys not yet due, are not).
 //  - add_after(key, d): queued after `d` (the earlier time wins; d <= 0 is
-//    add()). add_rate_limited(key): add_after the max of the key's
-//    exponential backoff and an overall token bucket; forget(key) ends it.
+//    add()), counted as a retry. add_rate_limited(key): add_after the max of
+//    the key's exponential backoff and an overall token bucket; forget(key)
+//    ends it. len(): queued keys, not those waiting for their time.
 //  - shut_down_with_drain(bound) also waits (at most `bound`) until no key is
 //    being processed. Thread-safe; every wait is on the injected clock.
 #pragma once
