@@ -237,8 +237,7 @@ void BM_ServeCatalog(benchmark::State& state, const Case* c) {
       comp.namespace_ = "tenant-" + std::to_string(i % 1000);
       comp.kind = "tool";
       comp.image = "registry.example.com/gibson/" + comp.name + ":1.0.0";
-      comp.trust_raw = trusts[i % 2];
-      comp.trust = policy::parse_content_trust(*comp.trust_raw);
+      comp.set_trust_raw(std::string(trusts[i % 2]));
       catalog->add(std::move(comp), "default");
     }
   }
