@@ -10,6 +10,7 @@ namespace {
 class SteadyClock final : public Clock {
  public:
   time_point now() override { return std::chrono::steady_clock::now(); }
+  wall_time wall() override { return std::chrono::system_clock::now(); }
   void sleep_until(time_point t) override { std::this_thread::sleep_until(t); }
   void wait_until(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, time_point deadline) override {
     cv.wait_until(lock, deadline);
@@ -41,6 +42,16 @@ Clock::time_point FakeClock::now() {
   return now_;
 }
 
+Clock::wall_time FakeClock::wall() {
+  std::lock_guard lock(mu_);
+  return wall_start_ + std::chrono::duration_cast<wall_time::duration>(now_ - start_);
+}
+
+std::vector<Clock::duration> FakeClock::waits() {
+  std::lock_guard lock(mu_);
+  return waits_;
+}
+
 void FakeClock::wake(std::vector<Waiter> waiters) {
   // Taking each waiter's own mutex orders this after its check of now(): it
   // is either before the check (and sees the new time) or inside wait().
@@ -55,7 +66,13 @@ void FakeClock::wake(std::vector<Waiter> waiters) {
   wakes().done.notify_all();
 }
 
-void FakeClock::sleep_until(time_point t) { set(t); }
+void FakeClock::sleep_until(time_point t) {
+  {
+    std::lock_guard lock(mu_);
+    waits_.push_back(t - now_);
+  }
+  set(t);
+}
 void FakeClock::set(time_point t) { move(duration::zero(), t); }
 void FakeClock::advance(duration d) { move(d, time_point::min()); }
 
@@ -80,6 +97,11 @@ void FakeClock::wait_until(std::unique_lock<std::mutex>& lock, std::condition_va
   const Waiter self{lock.mutex(), &cv};
   {
     std::lock_guard guard(mu_);
+    if (jumping_) {
+      waits_.push_back(deadline - now_);
+      now_ = std::max(now_, deadline);
+      return;
+    }
     if (now_ >= deadline) return;
     waiters_.push_back(self);
   }

@@ -64,7 +64,7 @@ WatchSettings SelfManagedCertificates::watch_settings() const {
 }
 
 CertTime SelfManagedCertificates::now() const {
-  return options_.clock ? options_.clock() : std::chrono::system_clock::now();
+  return options_.clock->wall();
 }
 
 void SelfManagedCertificates::log(std::string_view level, const std::string& message) const {

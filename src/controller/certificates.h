@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
 #include "base/log_once.h"
 #include "base/prometheus.h"
 #include "config/defaults.h"
@@ -59,8 +60,8 @@ struct CertificateOptions {
   std::function<bool()> replica_ready;      // this replica can answer now; empty: always
   kube::BackoffPolicy backoff;
   tls::LogFn log;          // may be empty
-  // Every lifetime decision's and issued certificate's; empty: system_clock::now.
-  std::function<std::chrono::system_clock::time_point()> clock;
+  // wall(): every lifetime decision's and issued certificate's time.
+  std::shared_ptr<Clock> clock = Clock::steady();
 };
 
 struct CertificateStats {

@@ -98,7 +98,7 @@ admission::LookupResult ClusterComponents::fetch(std::string_view ns, std::strin
 void ClusterComponents::note_error(std::string_view ns, std::string_view name, std::string_view error) const {
   const std::uint64_t total = lookup_errors_.fetch_add(1, std::memory_order_relaxed) + 1;
   if (!log_) return;
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = clock_->now();
   std::uint64_t since_last = 0;
   {
     std::lock_guard lock(log_mu_);

@@ -29,6 +29,7 @@
 #include <string_view>
 
 #include "admission/context.h"
+#include "base/clock.h"
 #include "base/prometheus.h"
 #include "controller/component_status.h"
 #include "controller/sandbox_rule.h"
@@ -108,18 +109,17 @@ class FreshSandbox final : public admission::SandboxView {
 class ClusterComponents final : public admission::ComponentLookup {
  public:
   using LogFn = std::function<void(std::string_view level, std::string_view message)>;
-  using NowFn = std::function<std::chrono::steady_clock::time_point()>;
   ClusterComponents(const kube::Store<ComponentRecord>& store, kube::Client& client,
                     std::chrono::milliseconds timeout, std::chrono::milliseconds log_interval = {},
                     LogFn log = {}, std::chrono::milliseconds remember = std::chrono::milliseconds(1000),
-                    NowFn now = {})
+                    std::shared_ptr<Clock> clock = Clock::steady())
       : store_(store),
         client_(client),
         timeout_(timeout),
         log_interval_(log_interval),
         log_(std::move(log)),
-        flights_(remember, kMaxRemembered,
-                 now ? std::move(now) : NowFn([] { return std::chrono::steady_clock::now(); })) {}
+        clock_(std::move(clock)),
+        flights_(remember, kMaxRemembered, clock_) {}
   admission::LookupResult find(std::string_view ns, std::string_view name) const override;
   // GETs made (one per collapsed group of misses).
   std::uint64_t live_gets() const noexcept { return live_gets_.load(std::memory_order_relaxed); }
@@ -137,11 +137,12 @@ class ClusterComponents final : public admission::ComponentLookup {
   std::chrono::milliseconds timeout_;
   std::chrono::milliseconds log_interval_;
   LogFn log_;
+  const std::shared_ptr<Clock> clock_;
   mutable std::atomic<std::uint64_t> live_gets_{0};
   mutable std::atomic<std::uint64_t> lookup_errors_{0};
   mutable runtime::SingleFlight<admission::LookupResult> flights_;  // by object key
   mutable std::mutex log_mu_;  // guards the two below
-  mutable std::chrono::steady_clock::time_point last_log_{};
+  mutable Clock::time_point last_log_{};
   mutable std::uint64_t errors_at_last_log_ = 0;
 };
 

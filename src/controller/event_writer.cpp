@@ -11,8 +11,7 @@ using nlohmann::json;
 EventWriter::EventWriter(kube::Client& client, kube::EventRecorderOptions options)
     : client_(client),
       options_(std::move(options)),
-      correlator_(options_, (options_.clock ? options_.clock : options_.clock = Clock::steady())->now()) {
-  if (!options_.wall) options_.wall = [] { return std::chrono::system_clock::now(); };
+      correlator_(options_, options_.clock->now()) {
   options_.queue_capacity = std::max<std::size_t>(1, options_.queue_capacity);
   options_.max_attempts = std::max(1, options_.max_attempts);
   runtime::Controller<std::string>::Options c;
@@ -48,7 +47,7 @@ bool EventWriter::record(kube::EventSpec spec) noexcept {
         ++stats_.dropped_queue_full;
         return false;
       }
-      key = correlator_.observe(std::move(spec), options_.clock->now(), options_.wall());
+      key = correlator_.observe(std::move(spec), options_.clock->now(), options_.clock->wall());
       ++stats_.recorded;
     }
     controller_->enqueue(key);

@@ -129,7 +129,7 @@ Result<runtime::Requeue> StatusWriter::reconcile(const std::string& key, const r
   in.runtime_class = options_.runtime_class;
   in.drifted_pods = options_.drifted_pods ? options_.drifted_pods(key) : 0;
   if (options_.unbound_pods) in.unbound = options_.unbound_pods(key);
-  in.now = options_.now ? options_.now() : std::time(nullptr);
+  in.now = std::chrono::system_clock::to_time_t(options_.clock->wall());
   const json status = desired_status(*record, in);
   const std::uint64_t want = status_fingerprint(status);
   const std::uint64_t cached = record->status_fingerprint;

@@ -40,14 +40,13 @@ struct StatusWriterOptions {
   std::function<std::size_t(std::string_view component_key)> drifted_pods;  // empty: 0
   std::function<UnboundPods(std::string_view component_key)> unbound_pods;  // empty: none
   std::function<bool()> ready;                                              // empty: always
-  std::function<std::time_t()> now;                                         // empty: time()
   std::chrono::milliseconds retry_initial{500}, retry_max{30'000};
   std::size_t workers = 1;  // --status-workers; at least 1
   std::chrono::milliseconds sweep_interval{10'000};
   std::chrono::milliseconds not_ready_poll{200};
   std::chrono::milliseconds echo_wait{10'000};
   std::chrono::milliseconds write_timeout{30'000};  // one apply, rate-limiter wait included
-  std::shared_ptr<Clock> clock;  // the engine's; empty: steady
+  std::shared_ptr<Clock> clock;  // the engine's, and conditions' times (wall()); empty: steady
   std::function<void(std::string_view level, std::string_view message)> log;
 };
 

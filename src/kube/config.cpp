@@ -496,13 +496,13 @@ Result<ClusterConfig> load_cluster_config(const std::string& kubeconfig_flag,
 
 // --- TokenSource -----------------------------------------------------------
 
-TokenSource::TokenSource(const ClusterConfig& config, Clock clock, ExecHooks exec_hooks)
+TokenSource::TokenSource(const ClusterConfig& config, std::shared_ptr<Clock> clock, ExecHooks exec_hooks)
     : file_(config.exec ? std::string() : config.token_file),
       cert_pem_(config.client_cert_pem),
       key_pem_(config.client_key_pem),
       clock_(std::move(clock)) {
-  if (!clock_) clock_ = [] { return std::chrono::steady_clock::now(); };
   if (config.exec) {
+    exec_hooks.clock = clock_;
     exec_ = std::make_shared<ExecCredentialSource>(*config.exec, config.server, config.ca_pem, std::move(exec_hooks));
   } else if (file_.empty()) {
     token_ = config.bearer_token;
@@ -524,7 +524,7 @@ void TokenSource::publish_locked() {
 Result<std::shared_ptr<const Credentials>> TokenSource::credentials() {
   if (exec_) return exec_->get();
   std::lock_guard lock(mu_);
-  if (!file_.empty() && (!have_token_ || clock_() - last_check_ >= kTokenRecheck)) {
+  if (!file_.empty() && (!have_token_ || clock_->now() - last_check_ >= kTokenRecheck)) {
     auto r = reread_locked(false);
     if (!r && !have_token_) return r.failure();
   }
@@ -565,7 +565,7 @@ Result<std::shared_ptr<const Credentials>> TokenSource::renew_after_unauthorized
 }
 
 Result<bool> TokenSource::reread_locked(bool force) {
-  last_check_ = clock_();
+  last_check_ = clock_->now();
   struct stat st {};
   if (::stat(file_.c_str(), &st) != 0) {
     // Kept: the last good token (the kubelet swaps the file atomically, but a

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/result.h"
 
 namespace ig::kube {
@@ -100,16 +101,15 @@ class ExecCredentialSource;
 
 // Test hooks of an exec credential plugin's runs.
 struct ExecHooks {
-  std::function<std::chrono::system_clock::time_point()> wall_clock;  // default: system_clock::now
-  std::function<bool()> stdin_is_terminal;                            // default: isatty(0)
+  std::shared_ptr<Clock> clock = Clock::steady();  // expiry against wall(); TokenSource sets its own
+  std::function<bool()> stdin_is_terminal;         // default: isatty(0)
 };
 
 class TokenSource {
  public:
-  using Clock = std::function<std::chrono::steady_clock::time_point()>;
-
-  // `clock` (tests) defaults to steady_clock::now.
-  explicit TokenSource(const ClusterConfig& config, Clock clock = {}, ExecHooks exec_hooks = {});
+  // `clock`: the token file's recheck interval and the plugin's expiry.
+  explicit TokenSource(const ClusterConfig& config, std::shared_ptr<Clock> clock = Clock::steady(),
+                       ExecHooks exec_hooks = {});
   ~TokenSource();
 
   // The credentials to send now (may run the exec plugin: callers wait).
@@ -140,14 +140,14 @@ class TokenSource {
 
   const std::string file_;
   const std::string cert_pem_, key_pem_;
-  Clock clock_;
+  std::shared_ptr<Clock> clock_;
   std::shared_ptr<ExecCredentialSource> exec_;
   std::mutex mu_;
   std::string token_;
   std::shared_ptr<const Credentials> current_;
   FileStamp stamp_;
   bool have_token_ = false;
-  std::chrono::steady_clock::time_point last_check_{};
+  Clock::time_point last_check_{};
 };
 
 }  // namespace ig::kube

@@ -79,8 +79,7 @@ struct EventRecorderOptions {
   std::chrono::milliseconds stop_flush{2000};  // how long stop() may keep writing
   // level ("debug","info","warn","error"), message; may be empty.
   std::function<void(std::string_view, std::string_view)> log;
-  std::shared_ptr<Clock> clock;  // buckets and windows; empty: steady
-  std::function<std::chrono::system_clock::time_point()> wall;  // eventTime; empty: system_clock
+  std::shared_ptr<Clock> clock = Clock::steady();  // buckets, windows; eventTime from wall()
 };
 
 struct EventRecorderStats {

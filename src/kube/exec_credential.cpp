@@ -331,12 +331,11 @@ Result<Credentials> run_exec_plugin(const ExecConfig& config, std::string_view s
 ExecCredentialSource::ExecCredentialSource(ExecConfig config, std::string server, std::string ca_pem,
                                            ExecHooks hooks)
     : config_(std::move(config)), server_(std::move(server)), ca_pem_(std::move(ca_pem)), hooks_(std::move(hooks)) {
-  if (!hooks_.wall_clock) hooks_.wall_clock = [] { return std::chrono::system_clock::now(); };
   if (!hooks_.stdin_is_terminal) hooks_.stdin_is_terminal = [] { return ::isatty(STDIN_FILENO) == 1; };
 }
 
 bool ExecCredentialSource::expired_locked() const {
-  return cached_ && cached_->expires && hooks_.wall_clock() >= *cached_->expires;
+  return cached_ && cached_->expires && hooks_.clock->wall() >= *cached_->expires;
 }
 
 Result<std::shared_ptr<const Credentials>> ExecCredentialSource::run_locked() {

@@ -524,8 +524,8 @@ struct HttpClient::Impl {
       : config(c),
         options(std::move(o)),
         user_agent(std::move(ua)),
-        tokens(options.tokens ? options.tokens : std::make_shared<TokenSource>(c, options.token_clock)),
-        limiter(options.qps, options.burst, options.rate_clock) {}
+        tokens(options.tokens ? options.tokens : std::make_shared<TokenSource>(c, options.clock)),
+        limiter(options.qps, options.burst, options.clock) {}
 
   http::client::http_client_config client_config(std::chrono::microseconds inactivity,
                                                  const std::shared_ptr<const Credentials>& creds) const {

@@ -31,8 +31,7 @@ struct HttpClientOptions {
   int burst = RateLimiter::kDefaultBurst;   // --kube-api-burst
   // CREATE, PATCH, a watch's headers; a LIST's headers and each wait for more.
   std::chrono::milliseconds request_timeout{30000};
-  std::shared_ptr<Clock> rate_clock;   // tests; default: the steady clock
-  TokenSource::Clock token_clock;          // tests; default: the steady clock
+  std::shared_ptr<Clock> clock = Clock::steady();  // the rate limiter's and the token file's
   // Shared by the clients of one cluster; default: the client's own.
   std::shared_ptr<TokenSource> tokens;
 };

@@ -93,7 +93,6 @@ Result<std::unique_ptr<LeaderElector>> LeaderElector::make(Client& client, Leade
 LeaderElector::LeaderElector(Client& client, LeaderElectionConfig config, LeaderCallbacks callbacks)
     : client_(client), config_(std::move(config)), callbacks_(std::move(callbacks)) {
   if (!config_.clock) config_.clock = Clock::steady();
-  if (!config_.wall_clock) config_.wall_clock = [] { return std::chrono::system_clock::now(); };
   path_ = object_path(kLeases, config_.namespace_name, config_.lease_name);
 }
 
@@ -151,10 +150,9 @@ void LeaderElector::log(std::string_view level, const std::string& message) cons
 }
 
 bool LeaderElector::wait(milliseconds d) {
-  if (stopping()) return false;
-  if (config_.wait) return config_.wait(d) && !stopping();
   std::unique_lock lock(mu_);
-  cv_.wait_for(lock, d, [this] { return stopping(); });
+  const auto deadline = config_.clock->now() + d;
+  while (!stopping() && config_.clock->now() < deadline) config_.clock->wait_until(lock, cv_, deadline);
   return !stopping();
 }
 
@@ -174,7 +172,7 @@ void LeaderElector::api_ok() {
 }
 
 json LeaderElector::spec_for_us(const json& old_spec, bool keep_acquire) const {
-  const std::string now = format_micro_time(config_.wall_clock());
+  const std::string now = format_micro_time(config_.clock->wall());
   const auto secs = std::max<std::int64_t>(1, (config_.lease_duration.count() + 999) / 1000);
   json spec = old_spec.is_object() ? old_spec : json::object();
   spec["holderIdentity"] = config_.identity;
@@ -232,7 +230,7 @@ void LeaderElector::renewed(const json& lease, time_point attempt_start) {
   holds_lease_ = true;
   last_renew_ = attempt_start;
   std::lock_guard lock(mu_);
-  stats_.last_renew = config_.wall_clock();
+  stats_.last_renew = config_.clock->wall();
 }
 
 void LeaderElector::lose_leadership(const std::string& why) {
@@ -382,7 +380,7 @@ void LeaderElector::release() noexcept {
     for (int attempt = 0; attempt < 2; ++attempt) {
       const time_point now = config_.clock->now();
       if (now >= deadline) break;
-      const std::string stamp = format_micro_time(config_.wall_clock());
+      const std::string stamp = format_micro_time(config_.clock->wall());
       json body = lease;
       json spec = spec_of(lease);
       spec["holderIdentity"] = "";

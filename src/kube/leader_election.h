@@ -51,11 +51,8 @@ struct LeaderElectionConfig {
   std::chrono::milliseconds retry_period{2'000};
   // level, message; may be empty.
   std::function<void(std::string_view, std::string_view)> log;
-  // Tests: intervals, the Lease's timestamps, the loop's wait (false: cut
-  // short by stop()). Empty: steady_clock, system_clock, a wait stop() wakes.
-  std::shared_ptr<Clock> clock;
-  std::function<std::chrono::system_clock::time_point()> wall_clock;
-  std::function<bool(std::chrono::milliseconds)> wait;
+  // Intervals, the loop's waits and the Lease's timestamps (wall()).
+  std::shared_ptr<Clock> clock = Clock::steady();
 };
 
 // Checks the durations and the required fields; the error names the rule.

@@ -19,19 +19,13 @@ Reflector::Reflector(Client& client, ReflectorSink& sink, ReflectorOptions optio
   progressed();
 }
 
-std::chrono::steady_clock::time_point Reflector::now() const {
-  return options_.now ? options_.now() : std::chrono::steady_clock::now();
-}
-
 void Reflector::progressed() noexcept {
-  last_progress_.store(now().time_since_epoch().count(), std::memory_order_relaxed);
+  last_progress_.store(options_.clock->now().time_since_epoch().count(), std::memory_order_relaxed);
 }
 
-std::chrono::steady_clock::duration Reflector::since_progress() const noexcept {
-  const std::chrono::steady_clock::time_point last{
-      std::chrono::steady_clock::duration(last_progress_.load(std::memory_order_relaxed))};
-  const auto d = now() - last;
-  return d.count() > 0 ? d : std::chrono::steady_clock::duration::zero();
+Clock::duration Reflector::since_progress() const noexcept {
+  const Clock::time_point last{Clock::duration(last_progress_.load(std::memory_order_relaxed))};
+  return std::max(options_.clock->now() - last, Clock::duration::zero());
 }
 
 void Reflector::count_relist(RelistCause cause) {
@@ -92,10 +86,10 @@ void Reflector::log(std::string_view level, const std::string& message) const {
 }
 
 bool Reflector::wait(std::chrono::milliseconds d) {
-  if (stopping()) return false;
-  if (options_.wait) return options_.wait(d) && !stopping();
   std::unique_lock lock(mu_);
-  cv_.wait_for(lock, d, [this] { return stopping() || relist_requested(); });
+  const auto deadline = options_.clock->now() + d;
+  while (!stopping() && !relist_requested() && options_.clock->now() < deadline)
+    options_.clock->wait_until(lock, cv_, deadline);
   return !stopping();
 }
 

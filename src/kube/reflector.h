@@ -24,6 +24,7 @@
 #include <string_view>
 #include <thread>
 
+#include "base/clock.h"
 #include "kube/api.h"
 #include "kube/store.h"
 
@@ -49,10 +50,7 @@ struct ReflectorOptions {
   BackoffPolicy backoff;
   // level, message; may be empty.
   std::function<void(std::string_view, std::string_view)> log;
-  // Tests: how the loop waits (false: cut short by stop()); empty = real.
-  std::function<bool(std::chrono::milliseconds)> wait;
-  // Tests: the clock of since_progress(); empty = steady_clock::now.
-  std::function<std::chrono::steady_clock::time_point()> now;
+  std::shared_ptr<Clock> clock = Clock::steady();  // backoff waits and since_progress()
 };
 
 // Why a list was made again (after the first): one counter each.
@@ -100,7 +98,7 @@ class Reflector {
   std::string resource_version() const;
   ReflectorStats stats() const;
   const std::string& name() const noexcept { return options_.name; }
-  std::chrono::steady_clock::duration since_progress() const noexcept;
+  Clock::duration since_progress() const noexcept;
 
  private:
   enum class Next { Relist, Rewatch, Stop };
@@ -112,7 +110,6 @@ class Reflector {
   void count_relist(RelistCause cause);
   void count_error();
   void progressed() noexcept;
-  std::chrono::steady_clock::time_point now() const;
   void reset_backoff() noexcept { backoff_ = {}; }
   void log(std::string_view level, const std::string& message) const;
   bool stopping() const noexcept { return stopping_.load(std::memory_order_acquire); }
@@ -133,7 +130,7 @@ class Reflector {
   std::chrono::milliseconds backoff_{0};
   // The next list is a quorum read (""). Loop thread only.
   bool rv_unavailable_ = false;
-  std::atomic<std::chrono::steady_clock::rep> last_progress_{0};
+  std::atomic<Clock::duration::rep> last_progress_{0};
   std::mt19937_64 rng_{std::random_device{}()};
 };
 

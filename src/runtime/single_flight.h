@@ -17,16 +17,15 @@
 #include <string>
 #include <string_view>
 
+#include "base/clock.h"
+
 namespace ig::runtime {
 
 template <typename Value>
 class SingleFlight {
  public:
-  using TimePoint = std::chrono::steady_clock::time_point;
-  using NowFn = std::function<TimePoint()>;
-
-  SingleFlight(std::chrono::milliseconds remember, std::size_t max_remembered, NowFn now)
-      : remember_(remember), max_remembered_(max_remembered), now_(std::move(now)) {}
+  SingleFlight(std::chrono::milliseconds remember, std::size_t max_remembered, std::shared_ptr<Clock> clock)
+      : remember_(remember), max_remembered_(max_remembered), clock_(std::move(clock)) {}
 
   std::optional<Value> run(std::string_view key, std::chrono::milliseconds wait, const std::function<Value()>& fn,
                            const std::function<bool(const Value&)>& keep) {
@@ -34,7 +33,7 @@ class SingleFlight {
     {
       std::unique_lock lock(mu_);
       if (auto r = remembered_.find(key); r != remembered_.end()) {
-        if (now_() < r->second.until) {
+        if (clock_->now() < r->second.until) {
           shared_.fetch_add(1, std::memory_order_relaxed);
           return r->second.value;
         }
@@ -43,7 +42,8 @@ class SingleFlight {
       if (auto f = in_flight_.find(key); f != in_flight_.end()) {
         flight = f->second;
         shared_.fetch_add(1, std::memory_order_relaxed);
-        if (!cv_.wait_for(lock, wait, [&] { return flight->value.has_value(); })) return std::nullopt;
+        const Clock::time_point deadline = clock_->now() + wait;
+        while (!flight->value && clock_->now() < deadline) clock_->wait_until(lock, cv_, deadline);
         return flight->value;
       }
       flight = std::make_shared<Flight>();
@@ -55,7 +55,7 @@ class SingleFlight {
       flight->value = value;
       in_flight_.erase(in_flight_.find(key));
       if (remember_.count() > 0 && keep(value)) {
-        const TimePoint now = now_();
+        const Clock::time_point now = clock_->now();
         if (remembered_.size() >= max_remembered_) {
           std::erase_if(remembered_, [&](const auto& e) { return e.second.until <= now; });
         }
@@ -74,12 +74,12 @@ class SingleFlight {
   };
   struct Remembered {
     Value value;
-    TimePoint until;
+    Clock::time_point until;
   };
 
   const std::chrono::milliseconds remember_;
   const std::size_t max_remembered_;
-  const NowFn now_;
+  const std::shared_ptr<Clock> clock_;
   std::atomic<std::uint64_t> shared_{0};
   std::mutex mu_;  // guards the three below
   std::condition_variable cv_;

@@ -1,4 +1,4 @@
-// base/clock.h, base/backoff.h, base/token_bucket.h: the engine's time, its
+// base/clock.h, base/backoff.h, base/token_bucket.h: the engine's time (and the wall time), its
 // per-key backoff and its token bucket, on the fake clock (no test sleeps on
 // the clock it tests).
 #include "base/backoff.h"
@@ -25,6 +25,28 @@ TEST(BaseClock, FakeMovesOnlyWhenTold) {
   EXPECT_EQ(clock.now(), t0 + 7s);
   clock.set(t0);  // never backwards
   EXPECT_EQ(clock.now(), t0 + 7s);
+}
+
+TEST(BaseClock, FakeWallMovesWithItsTimeAndAJumpingFakeRecordsItsWaits) {
+  const std::chrono::system_clock::time_point w0{std::chrono::seconds(1'796'467'000)};
+  FakeClock clock(FakeClock::kStart, w0);
+  EXPECT_EQ(clock.wall(), w0);
+  clock.advance(90s);
+  EXPECT_EQ(clock.wall(), w0 + 90s);
+  EXPECT_EQ(FakeClock().wall(), FakeClock::kWallStart);
+
+  auto jumping = FakeClock::make_jumping();
+  std::mutex mu;
+  std::condition_variable cv;
+  std::unique_lock lock(mu);
+  const auto t0 = jumping->now();
+  jumping->wait_until(lock, cv, t0 + 3s);  // returns at once, the time moved to the deadline
+  EXPECT_EQ(jumping->now(), t0 + 3s);
+  jumping->sleep_until(t0 + 5s);
+  jumping->wait_until(lock, cv, t0 + 1s);  // past: asks for -4 s, moves nothing
+  EXPECT_EQ(jumping->now(), t0 + 5s);
+  EXPECT_EQ(jumping->waits(), (std::vector<Clock::duration>{3s, 2s, -4s}));
+  EXPECT_EQ(jumping->wall(), FakeClock::kWallStart + 5s);
 }
 
 TEST(BaseClock, FakeWakesAWaiterWhenItsDeadlinePasses) {

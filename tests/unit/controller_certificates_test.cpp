@@ -42,23 +42,6 @@ std::string unb64(const json& v) {
   return d ? *d : std::string{};
 }
 
-class FakeClock {
- public:
-  FakeClock() : now_(std::chrono::system_clock::now()) {}
-  TimePoint now() const {
-    std::lock_guard lock(mu_);
-    return now_;
-  }
-  void advance(std::chrono::seconds d) {
-    std::lock_guard lock(mu_);
-    now_ += d;
-  }
-
- private:
-  mutable std::mutex mu_;
-  TimePoint now_;
-};
-
 const std::string kSecretsPath = kube::collection_path(kube::kSecrets, kNs);
 const std::string kSlicesPath = kube::collection_path(kube::kEndpointSlices, kNs);
 
@@ -135,7 +118,8 @@ struct SelfManagedCertificatesTest : ::testing::Test {
   kube::fake::FakeClient api;
   std::atomic<int> conflicts_to_inject{0};  // the next N updates: someone else wrote first
   std::atomic<int> failures_to_inject{0};   // the next N Secret creates and updates: 500
-  FakeClock clock;
+  // Its wall() starts now: the certificates are checked by OpenSSL.
+  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>(FakeClock::kStart, std::chrono::system_clock::now());
   std::unique_ptr<tls::ReloadingTlsContext> serving;
   std::string throwaway_pem;
   const std::vector<std::string> names = config::service_dns_names(kService, kNs);
@@ -186,7 +170,7 @@ struct SelfManagedCertificatesTest : ::testing::Test {
     o.recheck_interval = 20ms;
     o.backoff.initial = 5ms;
     o.backoff.max = 20ms;
-    o.clock = [this] { return clock.now(); };
+    o.clock = clock;
     return o;
   }
   std::unique_ptr<ManagedCertificates> make(CertificateOptions o) {
@@ -260,7 +244,7 @@ TEST_F(SelfManagedCertificatesTest, BootstrapCreatesTheSecretAndFillsEveryCaBund
   ASSERT_FALSE(crt.empty());
   EXPECT_TRUE(tls::key_matches_certificate(crt, key));
   EXPECT_TRUE(tls::key_matches_certificate(ca, ca_key));
-  expect_verifies_for_all_names(crt, ca, clock.now());
+  expect_verifies_for_all_names(crt, ca, clock->wall());
   EXPECT_EQ(write_count("create secrets"), 1);
   // Every webhook of both configurations: 2 + 3.
   EXPECT_EQ(ca_bundles(find(kMutatingPath, kConfig)).size(), 2u);
@@ -320,20 +304,20 @@ TEST_F(SelfManagedCertificatesTest, ServingCertificateIsRenewedAtTwoThirdsOfItsL
   const std::string ca = field(secret(), "ca.crt");
   auto leaf_info = tls::read_certificate_bundle(first_leaf);
   ASSERT_TRUE(leaf_info);
-  EXPECT_EQ(leaf_info->front().not_after, std::chrono::floor<std::chrono::seconds>(clock.now()) + 30s);
+  EXPECT_EQ(leaf_info->front().not_after, std::chrono::floor<std::chrono::seconds>(clock->wall()) + 30s);
 
-  clock.advance(19s);  // before two thirds (20 s): kept
+  clock->advance(19s);  // before two thirds (20 s): kept
   ASSERT_TRUE(passes(*certs, 3));
   EXPECT_EQ(field(secret(), "tls.crt"), first_leaf);
 
-  clock.advance(2s);  // past two thirds
+  clock->advance(2s);  // past two thirds
   ASSERT_TRUE(api.wait_for([&] {
     auto s = find(kSecretsPath, kSecret);
     return s && unb64((*s)["data"]["tls.crt"]) != first_leaf;
   }));
   const std::string renewed = field(secret(), "tls.crt");
   EXPECT_EQ(field(secret(), "ca.crt"), ca);  // signed by the same CA
-  expect_verifies_for_all_names(renewed, ca, clock.now());
+  expect_verifies_for_all_names(renewed, ca, clock->wall());
   // Counted after the API's answer: the count may trail the Secret.
   ASSERT_TRUE(eventually([&] { return certs->stats().leaf_rotations >= 1; }));
   EXPECT_EQ(certs->stats().leaf_rotations, 1u);
@@ -362,7 +346,7 @@ TEST_F(SelfManagedCertificatesTest, CaRotationKeepsEveryServedLeafVerifiableAtEv
         const std::string bundle = unb64(bundle_b64);
         for (const std::string* cert : {&leaf, &served}) {
           if (*cert == throwaway_pem) continue;
-          if (auto v = tls::verifies(*cert, bundle, names.back(), clock.now()); !v)
+          if (auto v = tls::verifies(*cert, bundle, names.back(), clock->wall()); !v)
             violations.push_back(*path + ": " + v.error());
         }
       }
@@ -385,7 +369,7 @@ TEST_F(SelfManagedCertificatesTest, CaRotationKeepsEveryServedLeafVerifiableAtEv
   // between, until the old CA has been rotated out.
   bool rotated_out = false;
   for (int step = 0; step < 200 && !rotated_out; ++step) {
-    clock.advance(1s);
+    clock->advance(1s);
     ASSERT_TRUE(passes(*certs, 2));
     ASSERT_TRUE(eventually([&] { return serving->certificate_pem() == field(secret(), "tls.crt"); }));
     const std::string ca = field(secret(), "ca.crt");
@@ -400,8 +384,8 @@ TEST_F(SelfManagedCertificatesTest, CaRotationKeepsEveryServedLeafVerifiableAtEv
   EXPECT_EQ(most_cas, 2u);  // old + new were published together
   const std::string new_ca = field(secret(), "ca.crt");
   const std::string leaf = field(secret(), "tls.crt");
-  expect_verifies_for_all_names(leaf, new_ca, clock.now());
-  EXPECT_FALSE(tls::verifies(leaf, first_ca, names.front(), clock.now()));
+  expect_verifies_for_all_names(leaf, new_ca, clock->wall());
+  EXPECT_FALSE(tls::verifies(leaf, first_ca, names.front(), clock->wall()));
   EXPECT_TRUE(tls::key_matches_certificate(new_ca, field(secret(), "ca.key")));
   EXPECT_GE(leaves_seen.size(), 3u);  // first, renewed, switched to the new CA
   EXPECT_EQ(certs->stats().ca_rotations, 1u);
@@ -442,7 +426,7 @@ TEST_F(SelfManagedCertificatesTest, TheOldCaStaysWhileAReadyReplicaServesALeafOf
   bool switched = false;
   std::string old_ca;
   for (int step = 0; step < 200 && !switched; ++step) {
-    clock.advance(1s);
+    clock->advance(1s);
     ASSERT_TRUE(passes(*certs, 2));
     if (ca_count() == 1) {
       ASSERT_TRUE((*lagging)->replace_pem(field(secret(), "tls.crt"), field(secret(), "tls.key")));
@@ -451,14 +435,14 @@ TEST_F(SelfManagedCertificatesTest, TheOldCaStaysWhileAReadyReplicaServesALeafOf
     auto cas = tls::read_certificate_bundle(field(secret(), "ca.crt"));
     ASSERT_TRUE(cas);
     old_ca = cas->front().pem;
-    switched = !tls::verifies(field(secret(), "tls.crt"), old_ca, names.front(), clock.now());
+    switched = !tls::verifies(field(secret(), "tls.crt"), old_ca, names.front(), clock->wall());
   }
   ASSERT_TRUE(switched);
   ASSERT_TRUE(eventually([&] { return serving->certificate_pem() == field(secret(), "tls.crt"); }));
-  ASSERT_TRUE(tls::verifies((*lagging)->certificate_pem(), old_ca, names.front(), clock.now()));
+  ASSERT_TRUE(tls::verifies((*lagging)->certificate_pem(), old_ca, names.front(), clock->wall()));
   // Passes go by (the clock too, within both CAs' lifetimes): the old CA stays.
   for (int i = 0; i < 3; ++i) {
-    clock.advance(1s);
+    clock->advance(1s);
     ASSERT_TRUE(passes(*certs, 3));
     EXPECT_EQ(ca_count(), 2u);
   }
@@ -477,7 +461,7 @@ TEST_F(SelfManagedCertificatesTest, TheOldCaStaysWhileAReadyReplicaServesALeafOf
     auto cas = s ? tls::read_certificate_bundle(unb64((*s)["data"]["ca.crt"])) : Result<std::vector<tls::CertificateInfo>>(fail("none"));
     return cas && cas->size() == 1 && published_locked();
   }));
-  EXPECT_FALSE(tls::verifies(field(secret(), "tls.crt"), old_ca, names.front(), clock.now()));
+  EXPECT_FALSE(tls::verifies(field(secret(), "tls.crt"), old_ca, names.front(), clock->wall()));
   certs->stop();
 }
 
@@ -486,7 +470,7 @@ TEST_F(SelfManagedCertificatesTest, AFewSecondsLifetimeIsRenewedOnTheRealClock) 
   // lifetime) must come from the schedule, not from the poll.
   add_configs();
   auto o = options();
-  o.clock = {};
+  o.clock = Clock::steady();
   o.recheck_interval = std::chrono::seconds(5);
   o.cert_validity = 3s;
   o.ca_validity = 600s;
@@ -633,14 +617,14 @@ TEST_F(SelfManagedCertificatesTest, ReconcileRenewsBeforeExpiryAndRequeuesForIt)
   ASSERT_TRUE(r);
   EXPECT_LE(r->after, 20s);
   EXPECT_GT(r->after, 0s);
-  clock.advance(19s);
+  clock->advance(19s);
   ASSERT_TRUE(certs->reconcile(std::string(SelfManagedCertificates::kKey), {}));
   EXPECT_EQ(field(secret(), "tls.crt"), first);
-  clock.advance(2s);
+  clock->advance(2s);
   ASSERT_TRUE(certs->reconcile(std::string(SelfManagedCertificates::kKey), {}));
   const std::string renewed = field(secret(), "tls.crt");
   EXPECT_NE(renewed, first);
-  expect_verifies_for_all_names(renewed, field(secret(), "ca.crt"), clock.now());
+  expect_verifies_for_all_names(renewed, field(secret(), "ca.crt"), clock->wall());
   EXPECT_EQ(certs->stats().leaf_rotations, 1u);
   certs->end_term();
   certs->stop();
@@ -672,7 +656,7 @@ TEST_F(SelfManagedCertificatesTest, ReconcileKeepsTheOldCaWhileAReplicaServesIts
   bool switched = false;
   std::string old_ca;
   for (int step = 0; step < 200 && !switched; ++step) {
-    clock.advance(1s);
+    clock->advance(1s);
     ASSERT_TRUE(pass());
     ASSERT_TRUE(eventually([&] { return serving->certificate_pem() == field(secret(), "tls.crt"); }));
     if (ca_count() == 1) {
@@ -682,12 +666,12 @@ TEST_F(SelfManagedCertificatesTest, ReconcileKeepsTheOldCaWhileAReplicaServesIts
     auto cas = tls::read_certificate_bundle(field(secret(), "ca.crt"));
     ASSERT_TRUE(cas);
     old_ca = cas->front().pem;
-    switched = !tls::verifies(field(secret(), "tls.crt"), old_ca, names.front(), clock.now());
+    switched = !tls::verifies(field(secret(), "tls.crt"), old_ca, names.front(), clock->wall());
   }
   ASSERT_TRUE(switched);
-  ASSERT_TRUE(tls::verifies((*lagging)->certificate_pem(), old_ca, names.front(), clock.now()));
+  ASSERT_TRUE(tls::verifies((*lagging)->certificate_pem(), old_ca, names.front(), clock->wall()));
   for (int i = 0; i < 3; ++i) {
-    clock.advance(1s);
+    clock->advance(1s);
     auto r = pass();
     ASSERT_TRUE(r);
     EXPECT_LE(r->after, o.recheck_interval);  // the observe step comes again
@@ -695,7 +679,7 @@ TEST_F(SelfManagedCertificatesTest, ReconcileKeepsTheOldCaWhileAReplicaServesIts
   }
   ASSERT_TRUE((*lagging)->replace_pem(field(secret(), "tls.crt"), field(secret(), "tls.key")));
   ASSERT_TRUE(reconcile_until(*certs, [&] { return ca_count() == 1 && published_locked(); }));
-  EXPECT_FALSE(tls::verifies(field(secret(), "tls.crt"), old_ca, names.front(), clock.now()));
+  EXPECT_FALSE(tls::verifies(field(secret(), "tls.crt"), old_ca, names.front(), clock->wall()));
   certs->end_term();
   certs->stop();
 }

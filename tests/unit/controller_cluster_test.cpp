@@ -345,25 +345,25 @@ TEST(Cluster, MetricsExportTheSandboxAndEveryCache) {
 // no progress for longer than the bound; the assessment itself is kept.
 TEST(FreshSandbox, AStaleRuntimeClassOrNodeCacheReadsUnknownAsUnavailable) {
   kube::fake::FakeClient api;
-  std::chrono::steady_clock::time_point t{};
+  auto clock = std::make_shared<FakeClock>();
   kube::Store<std::string> rc_store{[](const json&) -> Result<std::string> { return std::string("x"); }, {}};
   kube::Store<std::string> node_store{[](const json&) -> Result<std::string> { return std::string("x"); }, {}};
   auto reflector = [&](std::string name, kube::Store<std::string>& sink) {
     kube::ReflectorOptions o;
     o.name = std::move(name);
     o.path = "/x";
-    o.now = [&t] { return t; };
+    o.clock = clock;
     return std::make_unique<kube::Reflector>(api, sink, o);
   };
   auto rcs = reflector("runtimeclasses", rc_store);
-  t += 200s;
+  clock->advance(200s);
   auto nodes = reflector("nodes", node_store);
   ClusterSandbox sandbox;
   sandbox.update({policy::SandboxAvailability::Available, 1, "available: 1 of 1 nodes"});
   FreshSandbox fresh(sandbox, 300s, rcs.get(), nodes.get());
   EXPECT_TRUE(policy::is_available(fresh.availability()));
   EXPECT_EQ(fresh.describe(), "available: 1 of 1 nodes");
-  t += 101s;  // the RuntimeClass cache: 301 s without progress
+  clock->advance(101s);  // the RuntimeClass cache: 301 s without progress
   EXPECT_FALSE(policy::is_available(fresh.availability()));
   EXPECT_THAT(fresh.describe(), HasSubstr("unknown (treated as unavailable): the runtimeclasses cache"));
   EXPECT_TRUE(policy::is_available(sandbox.availability()));  // the operator's view keeps the assessment
@@ -378,9 +378,8 @@ struct LookupFixture {
   kube::ApiResult<json> answer = kube::ApiResult<json>(component("team-a", "fresh", "untrusted"));
   kube::fake::FakeClient api;
   kube::Store<ComponentRecord> store{decode_component_record};
-  std::atomic<std::int64_t> now_ms{0};
-  ClusterComponents lookup{store, api, 10s, 10s, {}, 1000ms,
-                           [this] { return std::chrono::steady_clock::time_point(std::chrono::milliseconds(now_ms.load())); }};
+  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
+  ClusterComponents lookup{store, api, 10s, 10s, {}, 1000ms, clock};
 
   LookupFixture() {
     api.prepend_reactor("get", "", [this](const kube::fake::Action&) -> std::optional<kube::fake::Reply> {
@@ -412,10 +411,10 @@ TEST(ClusterComponents, ConcurrentMissesOfOneComponentShareOneGetAndItsAnswer) {
     EXPECT_EQ(r.component->trust_raw(), "untrusted");
   }
   // Remembered briefly: a miss within the second needs no GET; after it, one.
-  f.now_ms += 999;
+  f.clock->advance(999ms);
   EXPECT_EQ(f.lookup.find("team-a", "fresh").status, Status::Found);
   EXPECT_EQ(f.gets(), 1);
-  f.now_ms += 1;
+  f.clock->advance(1ms);
   EXPECT_EQ(f.lookup.find("team-a", "fresh").status, Status::Found);
   EXPECT_EQ(f.gets(), 2);
   // Another Component is another GET.
@@ -436,7 +435,7 @@ TEST(ClusterComponents, NotFoundIsRememberedForASecondAnErrorNever) {
   EXPECT_EQ(f.gets(), 1);
   // Created meanwhile: found once the remembered NotFound is a second old.
   f.answer = kube::ApiResult<json>(component("team-a", "late", "trusted"));
-  f.now_ms += 1000;
+  f.clock->advance(1000ms);
   EXPECT_EQ(f.lookup.find("team-a", "late").status, Status::Found);
   EXPECT_EQ(f.gets(), 2);
   // An API error is shared by the callers waiting for it, not remembered.

@@ -132,7 +132,6 @@ struct Fixture {
     StatusWriterOptions o;
     o.runtime_class = "kata-fc";
     o.ready = [this] { return ready.load(); };
-    o.now = [] { return std::time_t{1'790'000'000}; };
     o.retry_initial = 1ms;
     o.retry_max = 5ms;
     o.workers = workers;
@@ -233,7 +232,6 @@ TEST(StatusWriter, AWriteTheCacheNeverShowsIsRepeatedAfterTheEchoWait) {
   auto clock = std::make_shared<ig::FakeClock>();
   StatusWriterOptions o;
   o.runtime_class = "kata-fc";
-  o.now = [] { return std::time_t{1'790'000'000}; };
   o.clock = clock;
   o.echo_wait = 10s;
   StatusWriter writer(api.client, store, sandbox, std::move(o));
@@ -486,7 +484,6 @@ TEST(StatusWriter, LosingLeadershipCancelsTheWriteInFlightAndSendsNoneAfter) {
   Sandbox sandbox;
   StatusWriterOptions o;
   o.runtime_class = "kata-fc";
-  o.now = [] { return std::time_t{1'790'000'000}; };
   StatusWriter writer(api.client, store, sandbox, std::move(o));
   runtime::Manager manager;
   manager.add(writer.runnable(), true);
@@ -520,7 +517,6 @@ TEST(StatusWriter, SweepsAreDebounced) {
   auto clock = std::make_shared<ig::FakeClock>();
   StatusWriterOptions o;
   o.runtime_class = "kata-fc";
-  o.now = [] { return std::time_t{1'790'000'000}; };
   o.clock = clock;
   o.sweep_interval = 10s;
   StatusWriter writer(api.client, store, sandbox, std::move(o));

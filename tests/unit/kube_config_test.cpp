@@ -368,8 +368,8 @@ TEST_F(KubeConfigTest, LoadChoosesFlagThenEnvThenInCluster) {
 TEST_F(KubeConfigTest, TokenFileRotationIsPickedUp) {
   ClusterConfig config;
   config.token_file = write("token", "one\n");
-  auto now = std::chrono::steady_clock::time_point(std::chrono::hours(1));
-  TokenSource tokens(config, [&] { return now; });
+  auto clock = std::make_shared<FakeClock>();
+  TokenSource tokens(config, clock);
   ASSERT_TRUE(tokens.follows_file());
   EXPECT_EQ(*tokens.token(), "one");
   // Rotated (the kubelet writes a new file and swaps it in): within the same
@@ -377,7 +377,7 @@ TEST_F(KubeConfigTest, TokenFileRotationIsPickedUp) {
   const std::string fresh = write("token.new", "two-longer\n");
   fs::rename(fresh, config.token_file);
   EXPECT_EQ(*tokens.token(), "one");
-  now += 1s;
+  clock->advance(1s);
   EXPECT_EQ(*tokens.token(), "two-longer");
   // refresh() (after a 401) re-reads at once, even within the second.
   write("token", "three-xyz!\n");
@@ -390,11 +390,11 @@ TEST_F(KubeConfigTest, TokenFileRotationIsPickedUp) {
   EXPECT_FALSE(*changed);
   // A file that disappears keeps the last good token.
   fs::remove(config.token_file);
-  now += 5s;
+  clock->advance(5s);
   EXPECT_EQ(*tokens.token(), "three-xyz!");
   EXPECT_FALSE(tokens.refresh());
   write("token", "four\n");
-  now += 1s;
+  clock->advance(1s);
   EXPECT_EQ(*tokens.token(), "four");
 }
 

@@ -74,17 +74,11 @@ class RunningWriter : public EventWriter {
   runtime::Manager manager_;
 };
 
-// --- a fake clock: steady time and the wall time moving with it ---------------------
+// --- the fake clock's wall time at its start -------------------------------------
 
 // 2024-05-01T12:03:04.123456Z
 const std::chrono::system_clock::time_point kWall0{std::chrono::seconds(1714564984) +
                                                    std::chrono::microseconds(123456)};
-
-std::function<std::chrono::system_clock::time_point()> wall_of(const std::shared_ptr<ig::FakeClock>& clock) {
-  return [clock, start = clock->now()] {
-    return kWall0 + std::chrono::duration_cast<std::chrono::system_clock::duration>(clock->now() - start);
-  };
-}
 
 // --- an in-memory API for events -----------------------------------------------------
 
@@ -181,7 +175,7 @@ EventSpec spec(std::string name, std::string reason = "PodDenied", std::string n
 
 struct Fixture {
   MemoryEvents api;
-  std::shared_ptr<ig::FakeClock> clock = std::make_shared<ig::FakeClock>();
+  std::shared_ptr<ig::FakeClock> clock = std::make_shared<ig::FakeClock>(ig::FakeClock::kStart, kWall0);
   std::mutex log_mu;
   std::vector<std::string> logs;
 
@@ -193,7 +187,6 @@ struct Fixture {
     o.retry_initial = 1ms;
     o.retry_max = 4ms;
     o.clock = clock;
-    o.wall = wall_of(clock);
     o.log = [this](std::string_view level, std::string_view message) {
       std::lock_guard lock(log_mu);
       logs.push_back(std::string(level) + ": " + std::string(message));
@@ -769,7 +762,7 @@ using Outcome = EventCorrelator::Outcome;
 
 struct Pure {
   EventRecorderOptions options;
-  ig::FakeClock clock;
+  ig::FakeClock clock{ig::FakeClock::kStart, kWall0};
   std::unique_ptr<EventCorrelator> c;
 
   explicit Pure(std::function<void(EventRecorderOptions&)> tweak = {}) {
@@ -779,14 +772,13 @@ struct Pure {
     if (tweak) tweak(options);
     c = std::make_unique<EventCorrelator>(options, clock.now());
   }
-  std::string observe(const EventSpec& s) { return c->observe(s, clock.now(), kWall0 + (clock.now() - kStart)); }
+  std::string observe(const EventSpec& s) { return c->observe(s, clock.now(), clock.wall()); }
   EventWrite next(const std::string& key, bool flushing = false) { return c->next(key, clock.now(), flushing); }
   EventWrite write(const std::string& key) {  // the next write, done as written
     EventWrite w = next(key);
     if (w.verb == Verb::Create || w.verb == Verb::Patch) c->done(key, w, Outcome::Written);
     return w;
   }
-  const ig::FakeClock::time_point kStart = clock.now();
 };
 
 TEST(KubeEventCorrelator, RepeatsAggregateIntoOneCreateThenOneSeriesPatch) {

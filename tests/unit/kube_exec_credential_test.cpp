@@ -294,18 +294,17 @@ TEST_F(ExecCredentialTest, RunPassesArgsEnvAndExecInfo) {
 }
 
 TEST_F(ExecCredentialTest, CachedUntilExpiryThenRunAgain) {
-  auto now = std::chrono::system_clock::from_time_t(1796467000);  // 2026-12-05T10:36:40Z
+  auto clock = std::make_shared<FakeClock>(FakeClock::kStart,
+                                           std::chrono::system_clock::from_time_t(1796467000));  // 2026-12-05T10:36:40Z
   write("expiry", "2026-12-05T10:42:00Z");
-  ExecHooks hooks;
-  hooks.wall_clock = [&] { return now; };
-  TokenSource tokens(cluster(exec()), {}, hooks);
+  TokenSource tokens(cluster(exec()), clock);
   ASSERT_TRUE(tokens.runs_plugin());
   EXPECT_EQ(*tokens.token(), "tok-1");
   EXPECT_EQ(*tokens.token(), "tok-1");
-  now += 5min;  // 10:41:40, still before expiry
+  clock->advance(5min);  // 10:41:40, still before expiry
   EXPECT_EQ(*tokens.token(), "tok-1");
   EXPECT_EQ(runs(), 1);
-  now += 20s;  // 10:42:00, expired
+  clock->advance(20s);  // 10:42:00, expired
   EXPECT_EQ(*tokens.token(), "tok-2");
   EXPECT_EQ(runs(), 2);
 }
@@ -410,7 +409,7 @@ TEST_F(ExecCredentialTest, InteractiveAlwaysNeedsATerminal) {
   e.interactive = ExecConfig::Interactive::Always;
   ExecHooks hooks;
   hooks.stdin_is_terminal = [] { return false; };
-  TokenSource tokens(cluster(e), {}, hooks);
+  TokenSource tokens(cluster(e), Clock::steady(), hooks);
   auto t = tokens.token();
   ASSERT_FALSE(t);
   EXPECT_EQ(t.error(), "credential plugin \"" + plugin_ +

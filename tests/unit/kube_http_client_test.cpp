@@ -653,11 +653,11 @@ TEST_F(KubeHttpClientTest, StreamOutlivesItsClient) {
 // --- the token ---------------------------------------------------------------------------
 
 TEST_F(KubeHttpClientTest, RotatedTokenIsUsedAtOnce) {
-  // The token source's clock stands still: the once-a-second re-check never
-  // comes, so only the 401 path can pick up the new token.
+  // The clock stands still: the token file's once-a-second re-check never
+  // comes, so only the 401 path can pick up the new token (the rate limiter,
+  // at 1000 QPS, never waits).
   HttpClientOptions o = fast_options();
-  const auto frozen = std::chrono::steady_clock::now();
-  o.token_clock = [frozen] { return frozen; };
+  o.clock = std::make_shared<FakeClock>(std::chrono::steady_clock::now());
   auto c = client(o);
   ASSERT_TRUE(c);
   struct Restore {  // the other tests' clients follow the file too (re-read on a 401)
@@ -742,55 +742,31 @@ TEST_F(KubeHttpClientTest, ServerCertificateMustNameTheHost) {
 
 // --- the rate limiter ---------------------------------------------------------------------
 
-class CountingClock final : public Clock {
- public:
-  time_point now() override {
-    std::lock_guard lock(mu_);
-    return now_;
-  }
-  void sleep_until(time_point t) override {
-    std::lock_guard lock(mu_);
-    ++sleeps_;
-    if (t > now_) now_ = t;
-  }
-  void wait_until(std::unique_lock<std::mutex>&, std::condition_variable&, time_point t) override { sleep_until(t); }
-  int sleeps() {
-    std::lock_guard lock(mu_);
-    return sleeps_;
-  }
-
- private:
-  std::mutex mu_;
-  // Starts at the real time: the client's deadlines are steady_clock::now()
-  // + timeout, so a clock far from it (an hour, on a machine up for minutes)
-  // would put every slot past the deadline.
-  time_point now_{std::chrono::steady_clock::now()};
-  int sleeps_ = 0;
-};
-
 TEST_F(KubeHttpClientTest, RateLimiterBeforeEveryRequestAndWatch) {
-  auto clock = std::make_shared<CountingClock>();
+  // Jumping, from the real time: the client's deadlines are steady_clock::now()
+  // + timeout, so a clock far from it would put every slot past the deadline.
+  auto clock = FakeClock::make_jumping(std::chrono::steady_clock::now());
   HttpClientOptions o = fast_options();
   o.qps = 1;
   o.burst = 1;
-  o.rate_clock = clock;
+  o.clock = clock;
   auto c = client(o);
   ASSERT_TRUE(c);
   {
     auto first = c->list(components(), {});  // the burst
     ASSERT_TRUE(first) << first.error();
   }
-  EXPECT_EQ(clock->sleeps(), 0);
+  EXPECT_EQ(clock->waits().size(), 0u);
   {
     auto second = c->list(components(), {});
     ASSERT_TRUE(second) << second.error();
   }
-  EXPECT_EQ(clock->sleeps(), 1);
+  EXPECT_EQ(clock->waits().size(), 1u);
   auto w = c->watch(components(), {});
   ASSERT_TRUE(w) << w.error();
-  EXPECT_EQ(clock->sleeps(), 2);
+  EXPECT_EQ(clock->waits().size(), 2u);
   ASSERT_TRUE(c->create(components(), component("rl", ns_)));
-  EXPECT_EQ(clock->sleeps(), 3);
+  EXPECT_EQ(clock->waits().size(), 3u);
 }
 
 TEST_F(KubeHttpClientTest, RateLimiterWaitCountsAgainstTheDeadline) {

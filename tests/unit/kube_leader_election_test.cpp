@@ -50,31 +50,17 @@ constexpr const char* kName = "isolation-gate-leader";
 
 // --- a fake clock per elector ------------------------------------------------------
 
+// 2026-12-02T21:00:00Z at the start, plus the elector's skew.
 const std::chrono::system_clock::time_point kWallStart{std::chrono::seconds(1796245200)};
 
-class FakeClock final : public Clock {
- public:
-  explicit FakeClock(std::chrono::system_clock::duration wall_skew = {}) : wall_skew_(wall_skew) {}
-  time_point now() override { return t_; }
-  void sleep_until(time_point t) override { t_ = std::max(t_, t); }
-  void wait_until(std::unique_lock<std::mutex>&, std::condition_variable&, time_point t) override { sleep_until(t); }
-  void set(time_point t) { t_ = t; }
-  void advance(milliseconds d) { t_ += d; }
-  // 2026-12-02T21:00:00Z at the start, plus the skew.
-  std::chrono::system_clock::time_point wall() const {
-    return kWallStart + std::chrono::duration_cast<std::chrono::system_clock::duration>(t_ - start()) +
-           wall_skew_;
-  }
-  // The clock's reading when wall() was `w`.
-  time_point to_steady(std::chrono::system_clock::time_point w) const {
-    return start() + std::chrono::duration_cast<time_point::duration>(w - kWallStart - wall_skew_);
-  }
-  static time_point start() { return time_point(std::chrono::hours(1000)); }
+std::unique_ptr<FakeClock> skewed_clock(std::chrono::system_clock::duration wall_skew) {
+  return std::make_unique<FakeClock>(FakeClock::kStart, kWallStart + wall_skew);
+}
 
- private:
-  time_point t_ = start();
-  std::chrono::system_clock::duration wall_skew_;
-};
+// The clock's reading when its wall() was `w`.
+Clock::time_point to_steady(FakeClock& clock, std::chrono::system_clock::time_point w) {
+  return clock.now() - std::chrono::duration_cast<Clock::duration>(clock.wall() - w);
+}
 
 // --- one Lease with the API server's semantics --------------------------------------
 
@@ -149,7 +135,7 @@ class Cluster {
     auto n = std::make_unique<Node>();
     Node& node = *n;
     node.name = identity;
-    node.clock = std::make_unique<FakeClock>(wall_skew);
+    node.clock = skewed_clock(wall_skew);
     node.clock->set(now_);
     node.due = now_;
     node.client = std::make_unique<fake::FakeClient>(store.api.tracker());
@@ -157,8 +143,6 @@ class Cluster {
     LeaderElectionConfig c = base_config(identity);
     FakeClock* clock = node.clock.get();
     c.clock = std::shared_ptr<Clock>(clock, [](Clock*) {});
-    c.wall_clock = [clock] { return clock->wall(); };
-    c.wait = [](milliseconds) { return true; };
     c.log = [&node](std::string_view level, std::string_view m) { node.logs.emplace_back(level, m); };
     LeaderCallbacks cb;
     cb.on_started_leading = [this, &node] {
@@ -262,7 +246,7 @@ class Cluster {
 
  private:
   std::vector<std::unique_ptr<Node>> nodes_;
-  Clock::time_point now_ = FakeClock::start();
+  Clock::time_point now_ = FakeClock::kStart;
 };
 
 const LeaderElectionConfig kDefaults = base_config("x");
@@ -416,7 +400,7 @@ TEST(KubeLeaderElection, FailingApiStopsLeadingWithinRenewDeadlineThenOtherTakes
   // A stopped no later than renew_deadline after its last successful renew
   // (by its own clock), and well before the lease duration.
   ASSERT_TRUE(a.stopped_at);
-  const auto a_last_renew = a.clock->to_steady(a.elector->stats().last_renew);
+  const auto a_last_renew = to_steady(*a.clock, a.elector->stats().last_renew);
   EXPECT_EQ(format_micro_time(a.elector->stats().last_renew), last_renew);
   EXPECT_LE(*a.stopped_at - a_last_renew, 10s);
   EXPECT_LT(*a.stopped_at - a_last_renew, 15s);
@@ -482,7 +466,7 @@ TEST(KubeLeaderElection, HangingRenewsAreBoundedByTheRenewDeadline) {
   const auto hang_start = a.clock->now();
   ASSERT_TRUE(k.run_until([&] { return a.stopped == 1; }));
   ASSERT_TRUE(a.stopped_at);
-  EXPECT_LE(*a.stopped_at - a.clock->to_steady(a.elector->stats().last_renew), 10s);
+  EXPECT_LE(*a.stopped_at - to_steady(*a.clock, a.elector->stats().last_renew), 10s);
   // The last good renew began at most one retry period before the hang: the
   // loss comes at most renew_deadline after it, never a whole extra timeout later.
   EXPECT_LE(*a.stopped_at - hang_start, 10s);

@@ -16,34 +16,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class FakeClock final : public Clock {
- public:
-  time_point now() override {
-    std::lock_guard lock(mu_);
-    return now_;
-  }
-  void sleep_until(time_point t) override {
-    std::lock_guard lock(mu_);
-    sleeps_.push_back(t - now_);
-    if (t > now_) now_ = t;
-  }
-  // Not used by the limiter without a cancel token; with one, waits as a sleep.
-  void wait_until(std::unique_lock<std::mutex>&, std::condition_variable&, time_point t) override { sleep_until(t); }
-  void advance(std::chrono::nanoseconds d) {
-    std::lock_guard lock(mu_);
-    now_ += d;
-  }
-  std::vector<std::chrono::nanoseconds> sleeps() {
-    std::lock_guard lock(mu_);
-    return sleeps_;
-  }
-
- private:
-  std::mutex mu_;
-  time_point now_{std::chrono::hours(1000)};
-  std::vector<std::chrono::nanoseconds> sleeps_;
-};
-
 TEST(KubeRateLimiter, DefaultsAreClientGos) {
   RateLimiter limiter;
   EXPECT_EQ(limiter.qps(), 5.0);
@@ -51,22 +23,22 @@ TEST(KubeRateLimiter, DefaultsAreClientGos) {
 }
 
 TEST(KubeRateLimiter, BurstIsFreeThenQpsPaces) {
-  auto clock = std::make_shared<FakeClock>();
+  auto clock = FakeClock::make_jumping();
   RateLimiter limiter(5, 10, clock);
   const auto far = clock->now() + 1h;
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(limiter.acquire(far));
-  EXPECT_TRUE(clock->sleeps().empty());
+  EXPECT_TRUE(clock->waits().empty());
   // The 11th waits one token's time: 200 ms at 5 QPS; then 200 ms each.
   ASSERT_TRUE(limiter.acquire(far));
   ASSERT_TRUE(limiter.acquire(far));
-  const auto sleeps = clock->sleeps();
+  const auto sleeps = clock->waits();
   ASSERT_EQ(sleeps.size(), 2u);
   EXPECT_NEAR(std::chrono::duration<double>(sleeps[0]).count(), 0.2, 1e-6);
   EXPECT_NEAR(std::chrono::duration<double>(sleeps[1]).count(), 0.2, 1e-6);
 }
 
 TEST(KubeRateLimiter, RefillsUpToBurstOnly) {
-  auto clock = std::make_shared<FakeClock>();
+  auto clock = FakeClock::make_jumping();
   RateLimiter limiter(5, 3, clock);
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(limiter.try_acquire());
   EXPECT_FALSE(limiter.try_acquire());
@@ -79,7 +51,7 @@ TEST(KubeRateLimiter, RefillsUpToBurstOnly) {
 }
 
 TEST(KubeRateLimiter, NeverWaitsPastTheDeadline) {
-  auto clock = std::make_shared<FakeClock>();
+  auto clock = FakeClock::make_jumping();
   RateLimiter limiter(1, 1, clock);
   ASSERT_TRUE(limiter.acquire(clock->now()));
   // The next token is 1 s away; a 500 ms deadline fails at once, takes nothing.
@@ -87,14 +59,14 @@ TEST(KubeRateLimiter, NeverWaitsPastTheDeadline) {
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().find("client rate limit (1 QPS, burst 1)"), std::string::npos) << r.error();
   EXPECT_NE(r.error().find("1000 ms"), std::string::npos) << r.error();
-  EXPECT_TRUE(clock->sleeps().empty());
+  EXPECT_TRUE(clock->waits().empty());
   // A refused call reserved nothing: after 1 s a token is there without waiting.
   clock->advance(1s);
   EXPECT_TRUE(limiter.try_acquire());
 }
 
 TEST(KubeRateLimiter, ReservationsQueueInOrder) {
-  auto clock = std::make_shared<FakeClock>();
+  auto clock = FakeClock::make_jumping();
   RateLimiter limiter(10, 1, clock);
   ASSERT_TRUE(limiter.try_acquire());
   // Three callers in a row reserve 100, 200, 300 ms from "now" (the fake
@@ -105,10 +77,10 @@ TEST(KubeRateLimiter, ReservationsQueueInOrder) {
 }
 
 TEST(KubeRateLimiter, ZeroQpsIsUnlimitedAndBurstAtLeastOne) {
-  auto clock = std::make_shared<FakeClock>();
+  auto clock = FakeClock::make_jumping();
   RateLimiter unlimited(0, 0, clock);
   for (int i = 0; i < 1000; ++i) ASSERT_TRUE(unlimited.acquire(clock->now()));
-  EXPECT_TRUE(clock->sleeps().empty());
+  EXPECT_TRUE(clock->waits().empty());
   RateLimiter one(5, 0, clock);
   EXPECT_EQ(one.burst(), 1);
   EXPECT_TRUE(one.try_acquire());

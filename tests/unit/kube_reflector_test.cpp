@@ -118,7 +118,7 @@ struct Fixture {
                              return o["v"].get<std::string>();
                            },
                            [this](std::string_view) { ++changes; }};
-  std::vector<std::chrono::milliseconds> waits;
+  std::shared_ptr<FakeClock> clock = FakeClock::make_jumping();
   std::unique_ptr<Reflector> reflector;
 
   Fixture() {
@@ -126,13 +126,16 @@ struct Fixture {
     options.name = "things";
     options.path = "/api/v1/things";
     options.page_size = 2;
-    options.wait = [this](std::chrono::milliseconds d) {
-      waits.push_back(d);
-      return true;
-    };
+    options.clock = clock;
     options.backoff.jitter = 0;  // deterministic waits
     reflector = std::make_unique<Reflector>(client.api, store, options);
     client.reflector = reflector.get();
+  }
+  // The reflector's waits, in order.
+  std::vector<std::chrono::milliseconds> waits() const {
+    std::vector<std::chrono::milliseconds> out;
+    for (auto d : clock->waits()) out.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(d));
+    return out;
   }
   std::string value(const std::string& key) {
     auto v = store.find(key);
@@ -203,7 +206,7 @@ TEST(Reflector, A410ErrorEventRelistsAndTheRelistReplacesTheStore) {
   EXPECT_EQ(f.value("b"), "b@20");
   EXPECT_EQ(f.reflector->stats().relists[static_cast<std::size_t>(RelistCause::Expired)], 1u);
   EXPECT_EQ(f.reflector->stats().relists_total(), 1u);
-  EXPECT_TRUE(f.waits.empty() || f.waits.front() > 0ms);
+  EXPECT_TRUE(f.waits().empty() || f.waits().front() > 0ms);
 }
 
 TEST(Reflector, RelistStopsTheWatchAndListsAgain) {
@@ -224,7 +227,7 @@ TEST(Reflector, RelistStopsTheWatchAndListsAgain) {
   ReflectorOptions options;
   options.name = "things";
   options.path = "/api/v1/things";
-  options.wait = [](std::chrono::milliseconds) { return true; };
+  options.clock = FakeClock::make_jumping();
   Reflector r(f.client.api, asking, options);
   reflector = &r;
   f.client.reflector = &r;
@@ -271,7 +274,7 @@ TEST(Reflector, AnExpiredContinueTokenListsOnceMoreUnpaginated) {
   EXPECT_EQ(f.client.list_calls()[2].continue_token, "");
   EXPECT_EQ(f.client.list_calls()[2].limit, 0u);  // the whole list in one answer, not page 1 again
   EXPECT_EQ(f.client.list_calls()[2].resource_version, f.client.list_calls()[0].resource_version);
-  EXPECT_LE(f.waits.size(), 1u);  // at once (a wait only after the empty watch at the end)
+  EXPECT_LE(f.waits().size(), 1u);  // at once (a wait only after the empty watch at the end)
   EXPECT_EQ(f.reflector->stats().relists[static_cast<std::size_t>(RelistCause::ContinueExpired)], 1u);
   EXPECT_EQ(f.value("b"), "(none)");  // the half-list never reached the store
   EXPECT_EQ(f.client.watch_calls().at(0).resource_version, "40");
@@ -299,10 +302,11 @@ TEST(Reflector, FailuresBackOffExponentiallyCappedAndHonourRetryAfter) {
   f.client.lists.push_back(page({}, "1"));
   f.client.watches.push_back(ScriptedWatch{});
   f.reflector->run();
-  ASSERT_GE(f.waits.size(), 9u);
-  EXPECT_THAT(std::vector<std::chrono::milliseconds>(f.waits.begin(), f.waits.begin() + 8),
+  const auto waits = f.waits();
+  ASSERT_GE(waits.size(), 9u);
+  EXPECT_THAT(std::vector<std::chrono::milliseconds>(waits.begin(), waits.begin() + 8),
               ElementsAre(800ms, 1600ms, 3200ms, 6400ms, 12800ms, 25600ms, 30000ms, 30000ms));
-  EXPECT_EQ(f.waits[8], 45000ms);  // Retry-After wins over the cap
+  EXPECT_EQ(waits[8], 45000ms);  // Retry-After wins over the cap
   EXPECT_TRUE(f.reflector->synced());
 }
 
@@ -325,8 +329,8 @@ TEST(Reflector, AWatchThatCannotBeOpenedRelistsAfterTheBackoffFromTheLastResourc
     ASSERT_GE(f.client.list_calls().size(), 2u);
     EXPECT_EQ(f.client.list_calls()[1].resource_version, "10");
     EXPECT_EQ(f.client.list_calls()[1].limit, 0u);
-    ASSERT_GE(f.waits.size(), 1u);
-    EXPECT_EQ(f.waits[0], 800ms);
+    ASSERT_GE(f.waits().size(), 1u);
+    EXPECT_EQ(f.waits()[0], 800ms);
     EXPECT_EQ(f.value("a"), "a@11");
     EXPECT_EQ(f.reflector->stats().relists[static_cast<std::size_t>(RelistCause::WatchFailed)], 1u);
   }
@@ -346,8 +350,8 @@ TEST(Reflector, A429OrARefusedConnectionWatchesAgainWithoutRelisting) {
   for (const auto& w : f.client.watch_calls()) EXPECT_EQ(w.resource_version, "10");
   EXPECT_EQ(f.reflector->stats().lists, 1u);
   EXPECT_EQ(f.reflector->stats().relists_total(), 0u);
-  ASSERT_GE(f.waits.size(), 3u);
-  EXPECT_EQ(f.waits[0], 2000ms);  // Retry-After
+  ASSERT_GE(f.waits().size(), 3u);
+  EXPECT_EQ(f.waits()[0], 2000ms);  // Retry-After
 }
 
 TEST(Reflector, AnErrorEventOtherThan410And429RelistsAfterTheBackoff) {
@@ -362,7 +366,7 @@ TEST(Reflector, AnErrorEventOtherThan410And429RelistsAfterTheBackoff) {
   f.reflector->run();
   ASSERT_GE(f.client.list_calls().size(), 2u);
   EXPECT_EQ(f.client.list_calls()[1].resource_version, "11");
-  ASSERT_GE(f.waits.size(), 1u);
+  ASSERT_GE(f.waits().size(), 1u);
   EXPECT_EQ(f.reflector->stats().relists[static_cast<std::size_t>(RelistCause::ErrorEvent)], 1u);
   EXPECT_EQ(f.value("b"), "b@20");
 }
@@ -394,7 +398,7 @@ TEST(Reflector, AFailedFirstListFallsBackToAQuorumList) {
   EXPECT_EQ(f.client.list_calls()[0].resource_version, "0");
   EXPECT_EQ(f.client.list_calls()[1].resource_version, "");
   EXPECT_EQ(f.client.list_calls()[1].limit, 2u);
-  EXPECT_EQ(f.waits.at(0), 800ms);
+  EXPECT_EQ(f.waits().at(0), 800ms);
 }
 
 TEST(Reflector, WatchesAskForBookmarksARandomisedTimeoutAndASilenceLimit) {
@@ -427,32 +431,28 @@ TEST(Reflector, ASilentStreamIsReopenedAtOnceAndCounted) {
   EXPECT_EQ(f.client.watch_calls()[1].resource_version, "10");
   EXPECT_EQ(f.reflector->stats().silent_watches, 1u);
   EXPECT_EQ(f.reflector->stats().lists, 1u);
-  EXPECT_TRUE(f.waits.empty() || f.waits.size() == 1u);  // only the final empty watch may back off
+  EXPECT_TRUE(f.waits().empty() || f.waits().size() == 1u);  // only the final empty watch may back off
 }
 
 TEST(Reflector, ProgressIsTheLastListEventOrBookmark) {
   Script client;
   Store<std::string> store{[](const json& o) -> Result<std::string> { return o["v"].get<std::string>(); }, {}};
-  std::chrono::steady_clock::time_point t{};
+  auto clock = FakeClock::make_jumping();
   Reflector* self = nullptr;
   ReflectorOptions options;
   options.name = "things";
   options.path = "/api/v1/things";
-  options.now = [&] { return t; };
-  options.wait = [&](std::chrono::milliseconds d) {
-    t += d;
-    return true;
-  };
+  options.clock = clock;
   client.lists.push_back(page({obj("a", "1")}, "1"));
   client.watches.push_back(ScriptedWatch{{event(WatchEvent::Type::Bookmark, json{{"metadata", {{"resourceVersion", "2"}}}})}});
   Reflector r(client.api, store, options);
   self = &r;
   client.reflector = self;
-  t += 42s;
+  clock->advance(42s);
   EXPECT_EQ(r.since_progress(), 42s);  // since construction: nothing listed yet
   r.run();
   EXPECT_LE(r.since_progress(), 30s);  // the bookmark, then at most one backoff wait
-  t += 100s;
+  clock->advance(100s);
   EXPECT_GE(r.since_progress(), 100s);
 }
 

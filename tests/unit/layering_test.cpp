@@ -592,4 +592,35 @@ TEST(Layering, ControllerOwnsNoThreads) {
       << "which owns the threads";
 }
 
+// The operator's loops read time through the one Clock (base/clock.h): no
+// direct clock reads, sleeps or time hooks of their own in controller/,
+// runtime/ or kube/. The named exceptions wait on real I/O (a socket, a
+// credential plugin's process), which no fake clock can move.
+TEST(Layering, TheOperatorReadsTimeThroughTheOneClock) {
+  namespace fs = std::filesystem;
+  const fs::path src = fs::path(IG_SOURCE_DIR) / "src";
+  const std::vector<std::string> exceptions = {"kube/http_client.cpp", "kube/exec_credential.cpp"};
+  const std::vector<std::string> forbidden = {"steady_clock::now", "system_clock::now", "SteadyClock::now",
+                                              "std::time(",        "this_thread::sleep", "time_point()>"};
+  std::size_t files = 0;
+  for (const char* folder : {"controller", "runtime", "kube"}) {
+    for (const auto& entry : fs::directory_iterator(src / folder)) {
+      const std::string rel = fs::relative(entry.path(), src).generic_string();
+      if (!entry.is_regular_file() || std::find(exceptions.begin(), exceptions.end(), rel) != exceptions.end())
+        continue;
+      ++files;
+      std::ifstream in(entry.path(), std::ios::binary);
+      ASSERT_TRUE(in);
+      std::stringstream buf;
+      buf << in.rdbuf();
+      std::string code;
+      for (char c : strip_comments(buf.str()))
+        if (c != ' ' && c != '\t') code += c;
+      for (const auto& f : forbidden)
+        EXPECT_EQ(code.find(f), std::string::npos) << "src/" << rel << " uses " << f << ": read time through base/clock.h";
+    }
+  }
+  EXPECT_GT(files, 30u);
+}
+
 }  // namespace

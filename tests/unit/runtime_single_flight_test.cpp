@@ -18,19 +18,8 @@ namespace ig::runtime {
 namespace {
 
 using namespace std::chrono_literals;
-using TimePoint = std::chrono::steady_clock::time_point;
-
-struct Time {
-  std::atomic<TimePoint::rep> ticks{0};
-  SingleFlight<int>::NowFn fn() {
-    return [this] { return TimePoint(TimePoint::duration(ticks.load())); };
-  }
-  void advance(std::chrono::milliseconds d) { ticks += std::chrono::duration_cast<TimePoint::duration>(d).count(); }
-};
-
 TEST(SingleFlight, ConcurrentCallsOfOneKeyShareOneCall) {
-  Time t;
-  SingleFlight<int> flights(0ms, 16, t.fn());
+  SingleFlight<int> flights(0ms, 16, std::make_shared<FakeClock>());
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   std::atomic<int> calls{0};
@@ -55,16 +44,16 @@ TEST(SingleFlight, ConcurrentCallsOfOneKeyShareOneCall) {
 }
 
 TEST(SingleFlight, AKeptAnswerIsServedForRememberAndAnUnkeptOneNever) {
-  Time t;
-  SingleFlight<int> flights(1000ms, 16, t.fn());
+  auto clock = std::make_shared<FakeClock>();
+  SingleFlight<int> flights(1000ms, 16, clock);
   int calls = 0;
   auto fn = [&] { return ++calls; };
   auto keep_odd = [](const int& v) { return v % 2 == 1; };
   EXPECT_EQ(flights.run("k", 1s, fn, keep_odd), std::optional<int>(1));  // kept
-  t.advance(999ms);
+  clock->advance(999ms);
   EXPECT_EQ(flights.run("k", 1s, fn, keep_odd), std::optional<int>(1));  // served, no call
   EXPECT_EQ(calls, 1);
-  t.advance(1ms);
+  clock->advance(1ms);
   EXPECT_EQ(flights.run("k", 1s, fn, keep_odd), std::optional<int>(2));  // expired: called; 2 not kept
   EXPECT_EQ(flights.run("k", 1s, fn, keep_odd), std::optional<int>(3));
   EXPECT_EQ(calls, 3);
@@ -72,8 +61,8 @@ TEST(SingleFlight, AKeptAnswerIsServedForRememberAndAnUnkeptOneNever) {
 }
 
 TEST(SingleFlight, AWaiterPastItsBoundGetsNoAnswer) {
-  Time t;
-  SingleFlight<int> flights(0ms, 16, t.fn());
+  // Jumping: the waiter's bound has passed as soon as it waits.
+  SingleFlight<int> flights(0ms, 16, FakeClock::make_jumping());
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   std::atomic<bool> started{false};
