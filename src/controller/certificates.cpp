@@ -53,19 +53,12 @@ SelfManagedCertificates::SelfManagedCertificates(kube::Client& client, tls::Relo
   c.initial_keys = [] { return std::vector<std::string>{std::string(kKey)}; };
   controller_ = std::make_shared<runtime::Controller<std::string>>(std::move(c));  // errors: logged by note_error
   source_ = std::make_unique<SecretSource>(
-      client_, serving, options_.ns, options_.secret_name, watch_settings(), [this] { enqueue(); },
+      client_, serving, options_.ns, options_.secret_name, WatchSettings{options_.log, options_.backoff},
+      [this] { enqueue(); },
       [this](const std::string& message) { note_error(message); });
 }
 
 SelfManagedCertificates::~SelfManagedCertificates() = default;
-
-WatchSettings SelfManagedCertificates::watch_settings() const {
-  return {options_.log, options_.backoff};
-}
-
-CertTime SelfManagedCertificates::now() const {
-  return options_.clock->wall();
-}
 
 void SelfManagedCertificates::log(std::string_view level, const std::string& message) const {
   if (options_.log) options_.log(level, message);
@@ -115,7 +108,7 @@ std::optional<json> SelfManagedCertificates::observed_secret() const {
 }
 
 void SelfManagedCertificates::begin_term() {
-  const WatchSettings ws = watch_settings();
+  const WatchSettings ws{options_.log, options_.backoff};
   injectors_.clear();
   for (const kube::Resource* r : {&kube::kMutatingWebhookConfigurations, &kube::kValidatingWebhookConfigurations})
     injectors_.push_back(
@@ -161,7 +154,7 @@ Result<runtime::Requeue> SelfManagedCertificates::reconcile(const std::string&, 
   }
   count(&CertificateStats::leader_passes);
   if (!next) return fail(next.error());
-  const auto delay = std::chrono::duration_cast<std::chrono::milliseconds>(*next - now());
+  const auto delay = std::chrono::duration_cast<std::chrono::milliseconds>(*next - options_.clock->wall());
   // At least 1 ms: "at once" is a requeue, not a backoff.
   return runtime::Requeue{false, std::clamp(delay, std::chrono::milliseconds(1), options_.recheck_interval)};
 }
@@ -199,7 +192,7 @@ void SelfManagedCertificates::reconcile_configurations(const std::string& b64, c
     confirmed_bundle_.clear();
   } else if (confirmed_bundle_ != b64 || !confirmed_since_) {
     confirmed_bundle_ = b64;
-    confirmed_since_ = now();
+    confirmed_since_ = options_.clock->wall();
   }
 }
 
@@ -208,7 +201,7 @@ Result<CertTime> SelfManagedCertificates::leader_pass(const runtime::CancelToken
     note_error(message);
     return fail(message);
   };
-  const CertTime recheck = now() + options_.recheck_interval;
+  const CertTime recheck = options_.clock->wall() + options_.recheck_interval;
   if (!source_->synced()) return recheck;
   if (auto seen = source_->secret(); seen != seen_secret_) {
     seen_secret_ = seen;
@@ -224,12 +217,12 @@ Result<CertTime> SelfManagedCertificates::leader_pass(const runtime::CancelToken
     if (material.exists && !material.ca_crt.empty()) reconcile_configurations(bundle, cancel);
     PlanFacts facts;
     if (material.exists && confirmed_bundle_ == bundle) facts.bundle_confirmed_since = confirmed_since_;
-    auto plan = plan_secret(material, now(), facts, plan_settings_);
+    auto plan = plan_secret(material, options_.clock->wall(), facts, plan_settings_);
     if (plan && plan->wants_served && !plan->write && !cancel.stop_requested()) {
       // The old CA could leave: only if every ready replica serves the new one.
       const std::optional<ServedObservation> seen = observer_->observe();
       if (seen) facts.served = seen->leaves;
-      plan = plan_secret(material, now(), facts, plan_settings_);
+      plan = plan_secret(material, options_.clock->wall(), facts, plan_settings_);
       if (plan && !plan->write) log_kept_ca(seen);
     }
     if (!plan) return failed("certificates: " + plan.error());
@@ -287,7 +280,7 @@ Result<CertTime> SelfManagedCertificates::leader_pass(const runtime::CancelToken
     }
     log("info", "certificates: " + plan->why);
     reconcile_configurations(admission::base64_encode(plan->next.ca_crt), cancel);
-    return now();  // the next step at once (usually: nothing to do)
+    return options_.clock->wall();  // the next step at once (usually: nothing to do)
   }
   CertTime next = recheck;
   if (wake) next = std::min(next, *wake);

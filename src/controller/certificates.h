@@ -103,8 +103,6 @@ class SelfManagedCertificates {
  private:
   class Term;  // the needs_leader runnable: begin_term(), the controller, end_term()
 
-  CertTime now() const;
-  WatchSettings watch_settings() const;
   void log(std::string_view level, const std::string& message) const;
   void note_error(const std::string& message);
   // note_error, but a message equal to the last one from `source` is only counted.

@@ -146,7 +146,7 @@ Result<runtime::Requeue> EventWriter::reconcile(const std::string& key, const ru
     std::vector<std::string> keys;
     {
       std::lock_guard lock(mu_);
-      const auto now = Clock::steady()->now();
+      const auto now = options_.clock->now();
       if (stats_.dropped_queue_full > queue_full_logged_ &&
           (queue_full_logged_ == 0 || now - queue_full_logged_at_ > std::chrono::minutes(1))) {
         full = "event recorder: the queue is full (" + std::to_string(options_.queue_capacity) +

@@ -11,7 +11,6 @@ using nlohmann::json;
 StatusWriter::StatusWriter(kube::Client& client, const kube::Store<ComponentRecord>& components,
                            const admission::SandboxView& sandbox, StatusWriterOptions options)
     : client_(client), components_(components), sandbox_(sandbox), options_(std::move(options)) {
-  if (!options_.clock) options_.clock = Clock::steady();
   runtime::Controller<std::string>::Options c;
   c.name = "component-status";
   c.workers = std::max<std::size_t>(options_.workers, 1);

@@ -46,7 +46,7 @@ struct StatusWriterOptions {
   std::chrono::milliseconds not_ready_poll{200};
   std::chrono::milliseconds echo_wait{10'000};
   std::chrono::milliseconds write_timeout{30'000};  // one apply, rate-limiter wait included
-  std::shared_ptr<Clock> clock;  // the engine's, and conditions' times (wall()); empty: steady
+  std::shared_ptr<Clock> clock = Clock::steady();  // the engine's, and conditions' times (wall())
   std::function<void(std::string_view level, std::string_view message)> log;
 };
 
