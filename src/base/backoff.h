@@ -42,8 +42,6 @@ class ItemBackoff {
     return it == failures_.end() ? 0 : it->second;
   }
 
-  const BackoffOptions& options() const noexcept { return options_; }
-
  private:
   BackoffOptions options_;
   std::unordered_map<Key, std::uint32_t, Hash> failures_;

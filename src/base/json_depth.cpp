@@ -1,5 +1,7 @@
 #include "base/json_depth.h"
 
+#include <algorithm>
+
 namespace ig {
 
 std::size_t json_nesting_depth(std::string_view text, std::size_t limit) noexcept {
@@ -8,27 +10,15 @@ std::size_t json_nesting_depth(std::string_view text, std::size_t limit) noexcep
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"': in_string = true; break;
-      case '{':
-      case '[':
-        if (++depth > deepest) {
-          deepest = depth;
-          if (deepest > limit) return deepest;
-        }
-        break;
-      case '}':
-      case ']':
-        if (depth > 0) --depth;
-        break;
-      default: break;
+      in_string = c != '"';
+      if (c == '\\') ++i;  // the escaped byte
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > limit) return deepest;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
     }
   }
   return deepest;

@@ -41,8 +41,11 @@ const unsigned char* skip_plain_words(const unsigned char* p, const unsigned cha
   return p;
 }
 
-void append_control(std::string& out, unsigned char c) {
+// '"', '\\' or a control byte, escaped.
+void append_escaped(std::string& out, unsigned char c) {
   switch (c) {
+    case '"': out += "\\\""; return;
+    case '\\': out += "\\\\"; return;
     case '\b': out += "\\b"; return;
     case '\f': out += "\\f"; return;
     case '\n': out += "\\n"; return;
@@ -69,14 +72,8 @@ void append_string(std::string& out, std::string_view s) {
     out.append(reinterpret_cast<const char*>(run), static_cast<std::size_t>(p - run));
     if (p == end) break;
     const unsigned char c = *p;
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-      ++p;
-      continue;
-    }
-    if (c < 0x20) {
-      append_control(out, c);
+    if (c < 0x20 || c == '"' || c == '\\') {
+      append_escaped(out, c);
       ++p;
       continue;
     }
@@ -114,21 +111,15 @@ void append_base64(std::string& out, std::string_view bytes) {
   out.resize(at + (bytes.size() + 2) / 3 * 4, '=');
   char* o = out.data() + at;
   const auto* in = reinterpret_cast<const unsigned char*>(bytes.data());
-  std::size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3, o += 4) {
-    const unsigned n = (unsigned{in[i]} << 16) | (unsigned{in[i + 1]} << 8) | in[i + 2];
-    o[0] = kAlphabet[(n >> 18) & 63];
-    o[1] = kAlphabet[(n >> 12) & 63];
-    o[2] = kAlphabet[(n >> 6) & 63];
-    o[3] = kAlphabet[n & 63];
-  }
-  if (i < bytes.size()) {  // one or two bytes left: "xx==" or "xxx="
+  for (std::size_t i = 0; i < bytes.size(); i += 3, o += 4) {
+    const std::size_t left = bytes.size() - i;  // the last group may be one or two bytes: "xx==" or "xxx="
     unsigned n = unsigned{in[i]} << 16;
-    const bool two = i + 1 < bytes.size();
-    if (two) n |= unsigned{in[i + 1]} << 8;
+    if (left > 1) n |= unsigned{in[i + 1]} << 8;
+    if (left > 2) n |= in[i + 2];
     o[0] = kAlphabet[(n >> 18) & 63];
     o[1] = kAlphabet[(n >> 12) & 63];
-    if (two) o[2] = kAlphabet[(n >> 6) & 63];
+    if (left > 1) o[2] = kAlphabet[(n >> 6) & 63];
+    if (left > 2) o[3] = kAlphabet[n & 63];
   }
 }
 
@@ -137,7 +128,6 @@ Writer& Writer::base64(std::string_view bytes) {
   out_.push_back('"');
   append_base64(out_, bytes);
   out_.push_back('"');
-  need_comma_ = true;
   return *this;
 }
 
@@ -165,14 +155,12 @@ Writer& Writer::key(std::string_view name) {
 Writer& Writer::string(std::string_view value) {
   separate();
   append_string(out_, value);
-  need_comma_ = true;
   return *this;
 }
 
 Writer& Writer::boolean(bool value) {
   separate();
   out_ += value ? "true" : "false";
-  need_comma_ = true;
   return *this;
 }
 
@@ -181,7 +169,6 @@ Writer& Writer::integer(std::int64_t value) {
   char buf[24];
   const auto r = std::to_chars(buf, buf + sizeof buf, value);
   out_.append(buf, r.ptr);
-  need_comma_ = true;
   return *this;
 }
 

@@ -1,13 +1,9 @@
 // JSON text written directly, without a DOM, for the documents the admission
 // hot path sends (docs/decisions/0005-json-text-responses.md).
-//
-// Contract:
-//  - append_string() escapes exactly as model::dump_json() does (nlohmann's
-//    dump, ensure_ascii off, each invalid UTF-8 sequence replaced by U+FFFD):
-//    the output is valid UTF-8 JSON whatever the bytes
-//    (tests/unit/base_json_text_test.cpp checks it differentially).
-//  - Writer emits ',' and ':' itself; it does not check nesting or that keys
-//    precede values.
+// append_string() escapes exactly as model::dump_json() does (each invalid
+// UTF-8 sequence replaced by U+FFFD): valid UTF-8 JSON whatever the bytes.
+// Writer emits ',' and ':' itself; it checks neither nesting nor that keys
+// precede values.
 #pragma once
 
 #include <cstdint>
@@ -53,8 +49,10 @@ class Writer {
  private:
   Writer& open(char c);
   Writer& close(char c);
+  // The ',' before a value or key when one is due; after a value it is due again.
   void separate() {
     if (need_comma_) out_.push_back(',');
+    need_comma_ = true;
   }
 
   std::string& out_;

@@ -1,12 +1,8 @@
-// The one Prometheus text writer (exposition format 0.0.4).
-//
-// Contract: family() writes "# HELP" and "# TYPE" once per metric; sample()
-// writes one line. Label values and HELP text are escaped; a HELP text is a
-// `Help`, a compile-time constant without a newline. Names are not checked.
-// Integers print exactly; doubles in the shortest form that reads back.
-//
-// Registry: a collector writes its own families; write() calls every
-// collector in the order added. add() before the first write().
+// The one Prometheus text writer (exposition format 0.0.4): family() writes
+// "# HELP" and "# TYPE" once per metric, sample() one line. Label values and
+// HELP text are escaped; names are not checked. Integers print exactly;
+// doubles in the shortest form that reads back. A Registry's write() calls
+// its collectors in the order added; add() before the first write().
 #pragma once
 
 #include <cstdint>

@@ -3,17 +3,13 @@
 #include "base/one_line.h"
 
 namespace ig {
-
-std::string cut_utf8(std::string_view value, std::size_t max) {
-  if (value.size() <= max) return std::string(value);
-  std::size_t cut = max >= 3 ? max - 3 : 0;
-  while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80) --cut;
-  std::string out(value.substr(0, cut));
-  out.append("...");
-  return out;
-}
-
 namespace {
+
+// The first `n` bytes of `value` (n < its size), fewer so as not to end inside a UTF-8 sequence.
+std::string_view utf8_prefix(std::string_view value, std::size_t n) {
+  while (n > 0 && (static_cast<unsigned char>(value[n]) & 0xC0) == 0x80) --n;
+  return value.substr(0, n);
+}
 
 // one_line()'s rule, appended to `out`.
 void append_one_line(std::string& out, std::string_view text) {
@@ -37,16 +33,17 @@ void append_one_line(std::string& out, std::string_view text) {
 
 }  // namespace
 
+std::string cut_utf8(std::string_view value, std::size_t max) {
+  if (value.size() <= max) return std::string(value);
+  return std::string(utf8_prefix(value, max >= 3 ? max - 3 : 0)) + "...";
+}
+
 void append_quoted(std::string& out, std::string_view value) {
   const bool cut = value.size() > kMaxQuoted;
-  std::size_t keep = value.size();
-  if (cut) {
-    keep = kMaxQuoted;
-    while (keep > 0 && (static_cast<unsigned char>(value[keep]) & 0xC0) == 0x80) --keep;
-  }
-  out.reserve(out.size() + keep + 5);
+  const std::string_view keep = cut ? utf8_prefix(value, kMaxQuoted) : value;
+  out.reserve(out.size() + keep.size() + 5);
   out.push_back('"');
-  append_one_line(out, value.substr(0, keep));
+  append_one_line(out, keep);
   if (cut) out.append("...");
   out.push_back('"');
 }

@@ -15,8 +15,7 @@ inline constexpr std::size_t kMaxWarning = 119;
 
 // `"value"`, cut as above.
 std::string quote(std::string_view value);
-// The same text appended to `out` (no temporary string: for messages built
-// on every review).
+// quote(value) appended to `out` (for messages built on every review).
 void append_quoted(std::string& out, std::string_view value);
 
 // `value` cut to at most `max` bytes (the last three being "..." when cut),

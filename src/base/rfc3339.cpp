@@ -1,7 +1,5 @@
 #include "base/rfc3339.h"
 
-#include <ctime>
-
 namespace ig {
 
 std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view text) noexcept {
@@ -46,16 +44,10 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_v
   } else {
     return std::nullopt;
   }
-  std::tm tm{};
-  tm.tm_year = year - 1900;
-  tm.tm_mon = month - 1;
-  tm.tm_mday = day;
-  tm.tm_hour = hour;
-  tm.tm_min = minute;
-  tm.tm_sec = second;
-  const std::time_t t = ::timegm(&tm);
-  return std::chrono::system_clock::from_time_t(t - offset) +
-         std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(nanos));
+  using namespace std::chrono;
+  const sys_days date = std::chrono::year(year) / month / day;  // a day past the month's end rolls over
+  return date + hours(hour) + minutes(minute) + seconds(second - offset) +
+         duration_cast<system_clock::duration>(nanoseconds(nanos));
 }
 
 }  // namespace ig

@@ -1,8 +1,7 @@
 // The one token bucket (golang.org/x/time/rate's arithmetic): `qps` tokens a
 // second, at most `burst` held (burst < 1: 1), full at the start; qps <= 0:
 // no limit. Pure: the caller passes the time and holds its own lock.
-//
-// Contract: reserve(now) takes a token and returns how long until it is
+// reserve(now) takes a token and returns how long until it is
 // there (it may take the bucket below zero, so reservations are served in
 // order); delay(now) says the same without taking; try_take(now) takes one
 // only if it is there. An earlier `now` than the last refills nothing.

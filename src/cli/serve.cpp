@@ -30,7 +30,7 @@ void log_guarded_change(const admission::GuardedChangeNotice& n) {
   const std::string object = component ? c.namespace_ + "/" + c.name : c.name;
   if (n.reason == Reason::EnforcementAdded || n.reason == Reason::ContentTrustTightened) {
     config::log_info(what + (component ? " tightened" : " switched on"),
-                     {{c.kind == "Component" ? "component" : "namespace", object},
+                     {{component ? "component" : "namespace", object},
                       {"user", c.username},
                       {"before", c.before},
                       {"after", c.after},
@@ -73,43 +73,35 @@ void log_adapter(std::string_view level, std::string_view msg) { config::log(lev
 
 config::ShapeFromEnv read_shape() {
   auto shape = config::read_shape_from_env();
-  if (shape.setting.fell_back) {
-    config::log_warn(config::describe_shape(shape));
-  } else {
-    config::log_info(config::describe_shape(shape));
-  }
+  config::log(shape.setting.fell_back ? "warn" : "info", config::describe_shape(shape));
   return shape;
 }
 
 std::variant<std::unique_ptr<tls::ReloadingTlsContext>, int> serving_tls(const ServeOptions& o) {
-  if (!o.tls_cert.empty()) {
-    auto loaded = tls::ReloadingTlsContext::from_files(o.tls_cert, o.tls_key, log_adapter, o.client_ca);
-    if (!loaded) {
-      config::log_error("cannot load the serving certificate", {{"error", loaded.error()}});
-      return kExitBadInput;
-    }
-    (*loaded)->start_watching();
-    return std::move(*loaded);
-  }
-  std::vector<std::string> names = {"localhost"};
-  for (auto& name : config::service_dns_names(o.service, o.gate.own_namespace)) names.push_back(std::move(name));
-  auto chain = tls::make_serving_chain(names, {"127.0.0.1", "::1"}, std::chrono::hours(24 * 365));
-  if (!chain) {
-    config::log_error("cannot make a serving certificate", {{"error", chain.error()}});
-    return kExitFailure;
-  }
-  if (!o.ca_out.empty()) {
-    if (auto written = tls::write_file_atomically(o.ca_out, chain->ca_cert_pem, 0644); !written) {
-      config::log_error("cannot write --ca-out", {{"error", written.error()}});
+  std::optional<tls::CertificateBundle> made;  // without --tls-cert
+  if (o.tls_cert.empty()) {
+    std::vector<std::string> names = {"localhost"};
+    for (auto& name : config::service_dns_names(o.service, o.gate.own_namespace)) names.push_back(std::move(name));
+    auto chain = tls::make_serving_chain(names, {"127.0.0.1", "::1"}, std::chrono::hours(24 * 365));
+    if (!chain) {
+      config::log_error("cannot make a serving certificate", {{"error", chain.error()}});
       return kExitFailure;
     }
+    if (!o.ca_out.empty()) {
+      if (auto written = tls::write_file_atomically(o.ca_out, chain->ca_cert_pem, 0644); !written) {
+        config::log_error("cannot write --ca-out", {{"error", written.error()}});
+        return kExitFailure;
+      }
+    }
+    made = std::move(*chain);
   }
-  auto loaded = tls::ReloadingTlsContext::from_pem(chain->cert_pem, chain->key_pem, log_adapter, o.client_ca);
+  auto loaded = made ? tls::ReloadingTlsContext::from_pem(made->cert_pem, made->key_pem, log_adapter, o.client_ca)
+                     : tls::ReloadingTlsContext::from_files(o.tls_cert, o.tls_key, log_adapter, o.client_ca);
   if (!loaded) {
     config::log_error("cannot load the serving certificate", {{"error", loaded.error()}});
-    return o.client_ca.empty() ? kExitFailure : kExitBadInput;
+    return made && o.client_ca.empty() ? kExitFailure : kExitBadInput;
   }
-  (*loaded)->start_watching();  // the client CA file, if any
+  (*loaded)->start_watching();  // the files, or the client CA file if any
   return std::move(*loaded);
 }
 
@@ -146,25 +138,18 @@ int serve_webhook(const ServeOptions& o, const admission::AdmissionContext& cont
   server::HttpServer probes([&probe](http::Request&& r) { return probe.serve_only(r); }, log_adapter,
                             probe_counters);
 
-  server::ListenerOptions webhook_listener;
-  webhook_listener.host = o.listen.host;
-  webhook_listener.port = o.listen.port;
-  webhook_listener.tls = true;
-  webhook_listener.handshake_timeout = o.tls_handshake_timeout;
-  webhook_listener.max_connections = o.max_connections;
-  webhook_listener.max_connections_per_source = o.max_connections_per_source;
   raise_open_files_limit(o.max_connections + probe_headroom);
-  auto webhook_endpoint = https.add_listener(webhook_listener);
+  auto webhook_endpoint = https.add_listener({.host = o.listen.host,
+                                              .port = o.listen.port,
+                                              .handshake_timeout = o.tls_handshake_timeout,
+                                              .max_connections = o.max_connections,
+                                              .max_connections_per_source = o.max_connections_per_source});
   if (!webhook_endpoint) {
     config::log_error("cannot listen", {{"address", o.listen_text}, {"error", webhook_endpoint.error()}});
     return kExitFailure;
   }
-  server::ListenerOptions probe_listener;
-  probe_listener.host = o.metrics_listen.host;
-  probe_listener.port = o.metrics_listen.port;
-  probe_listener.tls = false;
-  probe_listener.body_limit = 64 * 1024;
-  auto probe_endpoint = probes.add_listener(probe_listener);
+  auto probe_endpoint = probes.add_listener(
+      {.host = o.metrics_listen.host, .port = o.metrics_listen.port, .tls = false, .body_limit = 64 * 1024});
   if (!probe_endpoint) {
     config::log_error("cannot listen", {{"address", o.metrics_listen_text}, {"error", probe_endpoint.error()}});
     return kExitFailure;

@@ -1,6 +1,7 @@
 #include "cli/serve_options.h"
 
 #include <iostream>
+#include <ranges>
 #include <string_view>
 
 #include "cli/command_line.h"
@@ -41,6 +42,12 @@ void add_number(CLI::App& app, const std::string& name, T& target, Bound lo, Bou
   app.add_option(name, target, help)->check(CLI::Range(lo, hi).description(""))->type_name(type);
 }
 
+// A text option, shown as `type` in --help.
+CLI::Option* add_text(CLI::App& app, const std::string& name, std::string& target, const char* type,
+                      const std::string& help) {
+  return app.add_option(name, target, help)->type_name(type);
+}
+
 std::string show_groups(const std::vector<std::string>& groups) {
   if (groups.empty()) return "(none)";
   std::string out;
@@ -53,41 +60,35 @@ std::string show_groups(const std::vector<std::string>& groups) {
 
 std::optional<int> parse_serve_options(const std::vector<std::string>& args, ServeOptions& o) {
   auto app = make_app("serve", "Runs the admission webhook (HTTPS) and its probe/metrics listener (HTTP).");
+  std::string enforcement_admins, trust_admins;  // split into o.gate after parsing
   app->add_flag("--local", o.local,
                 "serve without a cluster: Components from --components,\nthe sandbox from --sandbox");
-  app->add_option("--components", o.components_dir,
-                  "--local: every Component in the *.yaml, *.yml and *.json\nfiles under DIR")
-      ->type_name("DIR");
+  add_text(*app, "--components", o.components_dir, "DIR",
+           "--local: every Component in the *.yaml, *.yml and *.json\nfiles under DIR");
   add_gate_options(*app, o.gate);
-  app->add_option("--listen", o.listen_text, "HTTPS webhook address")->check(kHostPort)->type_name("HOST:PORT");
-  app->add_option("--metrics-listen", o.metrics_listen_text, "plain-HTTP /healthz /readyz /metrics address")
-      ->check(kHostPort)
-      ->type_name("HOST:PORT");
-  app->add_option("--tls-cert", o.tls_cert,
-                  "serving certificate (PEM, chain leaf first), reloaded when it\n"
-                  "changes; without --tls-cert/--tls-key a CA and a certificate\n"
-                  "for localhost and the Service's names are made")
-      ->type_name("FILE");
-  app->add_option("--tls-key", o.tls_key, "the certificate's private key (PEM)")->type_name("FILE");
-  app->add_option("--ca-out", o.ca_out, "write the CA made without --tls-cert (PEM) for clients")
-      ->type_name("FILE");
-  app->add_option("--service-name", o.service, "the webhook's Service (names in the made certificate)")
-      ->type_name("NAME");
+  add_text(*app, "--listen", o.listen_text, "HOST:PORT", "HTTPS webhook address")->check(kHostPort);
+  add_text(*app, "--metrics-listen", o.metrics_listen_text, "HOST:PORT", "plain-HTTP /healthz /readyz /metrics address")
+      ->check(kHostPort);
+  add_text(*app, "--tls-cert", o.tls_cert, "FILE",
+           "serving certificate (PEM, chain leaf first), reloaded when it\n"
+           "changes; without --tls-cert/--tls-key a CA and a certificate\n"
+           "for localhost and the Service's names are made");
+  add_text(*app, "--tls-key", o.tls_key, "FILE", "the certificate's private key (PEM)");
+  add_text(*app, "--ca-out", o.ca_out, "FILE", "write the CA made without --tls-cert (PEM) for clients");
+  add_text(*app, "--service-name", o.service, "NAME", "the webhook's Service (names in the made certificate)");
   add_number(*app, "--threads", o.threads, 0u, 999u, "N", "I/O threads of the webhook listener (0: one per core)");
   add_duration_option(*app, "--drain-delay", o.drain_delay,
                       "at SIGTERM: /readyz fails at once, the listeners keep serving\n"
                       "this long (endpoints are removed meanwhile), then requests in\n"
                       "flight drain (10s at most); 0s..60s");
-  app->add_option("--enforcement-admins", o.enforcement_admins_text,
-                  "groups whose members may remove or change a namespace's\n"
-                  "gibson.zeroroot.ai/isolation=enforced label (comma-separated;\n"
-                  "the /validate/namespaces webhook refuses everyone else)")
-      ->type_name("GROUP,...");
-  app->add_option("--trust-admins", o.trust_admins_text,
-                  "groups whose members may loosen a Component's content trust\n"
-                  "(untrusted to trusted, omitted, null or empty; comma-separated;\n"
-                  "default: the enforcement admins)")
-      ->type_name("GROUP,...");
+  add_text(*app, "--enforcement-admins", enforcement_admins, "GROUP,...",
+           "groups whose members may remove or change a namespace's\n"
+           "gibson.zeroroot.ai/isolation=enforced label (comma-separated;\n"
+           "the /validate/namespaces webhook refuses everyone else)");
+  add_text(*app, "--trust-admins", trust_admins, "GROUP,...",
+           "groups whose members may loosen a Component's content trust\n"
+           "(untrusted to trusted, omitted, null or empty; comma-separated;\n"
+           "default: the enforcement admins)");
   add_duration_option(*app, "--tls-handshake-timeout", o.tls_handshake_timeout,
                       "webhook listener: a connection must finish its TLS handshake\n"
                       "this soon after it is accepted, or it is closed; 100ms..60s");
@@ -97,11 +98,10 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
              std::size_t{1'000'000}, "N",
              "webhook listener: open connections from one source address at\n"
              "most (the API server is few addresses: keep it high)");
-  app->add_option("--client-ca", o.client_ca,
-                  "require a client certificate signed by a CA in FILE (PEM) on the\n"
-                  "webhook listener (the API server's, see docs/operations.md);\n"
-                  "reloaded when it changes")
-      ->type_name("FILE");
+  add_text(*app, "--client-ca", o.client_ca, "FILE",
+           "require a client certificate signed by a CA in FILE (PEM) on the\n"
+           "webhook listener (the API server's, see docs/operations.md);\n"
+           "reloaded when it changes");
   add_enum_option(*app, "--log-level", o.log_level,
                   EnumWords<config::LogLevel>{{"debug", config::LogLevel::Debug},
                                               {"info", config::LogLevel::Info},
@@ -113,25 +113,20 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
                 "settings and exit: 0 if serve would start with them, 2 if not\n"
                 "(reads no file, contacts no cluster)");
   // Cluster mode (without --local).
-  app->add_option("--kubeconfig", o.kubeconfig,
-                  "cluster mode: a kubeconfig file (else $KUBECONFIG, else the\n"
-                  "in-cluster service account)")
-      ->type_name("FILE");
-  app->add_option("--context", o.context, "cluster mode: the kubeconfig context (else its current one)")
-      ->type_name("NAME");
-  app->add_option("--webhook-config-name", o.webhook_config_name,
-                  "cluster mode: the Mutating/ValidatingWebhookConfigurations\n"
-                  "whose caBundle self-managed certificates keep")
-      ->type_name("NAME");
-  app->add_option("--tls-secret", o.tls_secret,
-                  "cluster mode: the Secret (in --namespace) holding self-managed\ncertificates")
-      ->type_name("NAME");
-  app->add_option("--webhook-template-configmap", o.webhook_template_configmap,
-                  "cluster mode, self-managed: a ConfigMap (in --namespace) whose keys\n"
-                  "mutating.yaml and validating.yaml hold the two webhook\n"
-                  "configurations; the leader creates and updates them from it,\n"
-                  "caBundle filled, once a replica is ready to answer")
-      ->type_name("NAME");
+  add_text(*app, "--kubeconfig", o.kubeconfig, "FILE",
+           "cluster mode: a kubeconfig file (else $KUBECONFIG, else the\n"
+           "in-cluster service account)");
+  add_text(*app, "--context", o.context, "NAME", "cluster mode: the kubeconfig context (else its current one)");
+  add_text(*app, "--webhook-config-name", o.webhook_config_name, "NAME",
+           "cluster mode: the Mutating/ValidatingWebhookConfigurations\n"
+           "whose caBundle self-managed certificates keep");
+  add_text(*app, "--tls-secret", o.tls_secret, "NAME",
+           "cluster mode: the Secret (in --namespace) holding self-managed\ncertificates");
+  add_text(*app, "--webhook-template-configmap", o.webhook_template_configmap, "NAME",
+           "cluster mode, self-managed: a ConfigMap (in --namespace) whose keys\n"
+           "mutating.yaml and validating.yaml hold the two webhook\n"
+           "configurations; the leader creates and updates them from it,\n"
+           "caBundle filled, once a replica is ready to answer");
   add_enum_option(*app, "--cert-mode", o.cert_mode,
                   EnumWords<ServeOptions::CertMode>{{"self-managed", ServeOptions::CertMode::SelfManaged},
                                                     {"files", ServeOptions::CertMode::Files}},
@@ -143,9 +138,8 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
                       "self-managed: the serving certificate's lifetime (renewed at 2/3)");
   add_duration_option(*app, "--ca-validity", o.ca_validity,
                       "self-managed: the CA's lifetime (rotated at 2/3, with overlap)");
-  app->add_option("--lease-name", o.lease_name,
-                  "cluster mode: the coordination.k8s.io Lease (in --namespace) of\nleader election")
-      ->type_name("NAME");
+  add_text(*app, "--lease-name", o.lease_name, "NAME",
+           "cluster mode: the coordination.k8s.io Lease (in --namespace) of\nleader election");
   add_duration_option(*app, "--lease-duration", o.lease_duration,
                       "leader election: how long a Lease holds without renewal");
   add_duration_option(*app, "--renew-deadline", o.renew_deadline,
@@ -196,20 +190,16 @@ std::optional<int> parse_serve_options(const std::vector<std::string>& args, Ser
   app->footer("The deployment shape comes from GIBSON_UNTRUSTED_EXEC (default setec-only).");
   if (auto exit_code = parse(*app, args)) return exit_code;
   o.namespace_given = app->get_option("--namespace")->count() > 0;
-  // Split by hand: an empty value names nobody (not the default, not the group "").
-  auto groups = [](std::string_view rest) {
+  // An empty value names nobody (not the default, not the group "").
+  auto groups = [](std::string_view text) {
     std::vector<std::string> out;
-    while (!rest.empty()) {
-      const auto comma = rest.find(',');
-      const std::string_view group = rest.substr(0, comma);
-      if (!group.empty()) out.emplace_back(group);
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    }
+    for (const auto group : std::views::split(text, ','))
+      if (!group.empty()) out.emplace_back(group.begin(), group.end());
     return out;
   };
-  if (app->get_option("--enforcement-admins")->count() > 0) o.gate.enforcement_admins = groups(o.enforcement_admins_text);
-  o.gate.trust_admins = app->get_option("--trust-admins")->count() > 0 ? groups(o.trust_admins_text)
-                                                                       : o.gate.enforcement_admins;
+  if (app->get_option("--enforcement-admins")->count() > 0) o.gate.enforcement_admins = groups(enforcement_admins);
+  o.gate.trust_admins =
+      app->get_option("--trust-admins")->count() > 0 ? groups(trust_admins) : o.gate.enforcement_admins;
 
   if (o.local && o.components_dir.empty()) return usage_error("--local needs --components DIR");
   if (!o.local) {

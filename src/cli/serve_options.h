@@ -36,8 +36,6 @@ struct ServeOptions {
   unsigned threads = 0;  // 0: one per core
   bool check_config = false;  // --check-config: validate, print, exit
   std::chrono::milliseconds drain_delay{5'000};
-  std::string enforcement_admins_text;  // --enforcement-admins, split into gate.enforcement_admins
-  std::string trust_admins_text;        // --trust-admins, split into gate.trust_admins
   // Transport (server/https_server.h, ListenerOptions).
   std::chrono::milliseconds tls_handshake_timeout{3'000};
   std::size_t max_connections = 4096;

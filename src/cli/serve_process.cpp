@@ -14,11 +14,6 @@
 #include "config/log.h"
 
 namespace ig::cli {
-namespace {
-
-constexpr time_t kMallocTrimSeconds = 60;  // wait_for_stop() returns malloc's free pages this often
-
-}  // namespace
 
 sigset_t block_stop_signals() {
   sigset_t signals;
@@ -32,10 +27,8 @@ sigset_t block_stop_signals() {
 
 int wait_for_stop(const sigset_t& signals) {
   for (;;) {
-    timespec trim_interval{};
-    trim_interval.tv_sec = kMallocTrimSeconds;
-    siginfo_t info{};
-    const int signal_number = sigtimedwait(&signals, &info, &trim_interval);
+    const timespec trim_interval{60, 0};  // malloc's free pages go back to the kernel this often
+    const int signal_number = sigtimedwait(&signals, nullptr, &trim_interval);
     if (signal_number < 0) {
       if (errno == EAGAIN) malloc_trim(0);
       continue;  // the interval passed (EAGAIN), or EINTR
@@ -49,14 +42,9 @@ void wait_drain_delay(const sigset_t& signals, std::chrono::milliseconds delay) 
   const auto drain_until = std::chrono::steady_clock::now() + delay;
   for (auto left = delay; left.count() > 0;
        left = std::chrono::duration_cast<std::chrono::milliseconds>(drain_until - std::chrono::steady_clock::now())) {
-    timespec wait{};
-    wait.tv_sec = static_cast<time_t>(left.count() / 1000);
-    wait.tv_nsec = static_cast<long>((left.count() % 1000) * 1'000'000);
-    siginfo_t info{};
-    const int got = sigtimedwait(&signals, &info, &wait);
-    if (got < 0 && errno == EINTR) continue;
-    if (got == SIGHUP) continue;
-    break;  // the delay is over, or SIGTERM/SIGINT again
+    const timespec wait{static_cast<time_t>(left.count() / 1000), static_cast<long>(left.count() % 1000 * 1'000'000)};
+    const int got = sigtimedwait(&signals, nullptr, &wait);
+    if (got != SIGHUP && !(got < 0 && errno == EINTR)) break;  // the delay is over, or SIGTERM/SIGINT again
   }
 }
 

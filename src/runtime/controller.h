@@ -64,7 +64,6 @@ class Controller final : public Runnable {
   // Once run() has made its queue: it takes work.
   bool synced() const override { return queue() != nullptr; }
   const ControllerMetrics* metrics() const override { return &metrics_; }
-  const ControllerMetrics& stats() const { return metrics_; }
 
   void enqueue(const Key& key) {
     if (auto q = queue()) q->add(key);
@@ -79,19 +78,18 @@ class Controller final : public Runnable {
   }
 
   void run(CancelToken stop) override {
-    auto q = std::make_shared<Queue>(typename Queue::Options{options_.clock, options_.rate_limit, &metrics_.queue});
+    auto q = std::make_shared<Queue>(options_.clock, options_.rate_limit, &metrics_.queue);
     if (options_.initial_keys)
       for (const Key& k : options_.initial_keys()) q->add(k);
     {
       std::lock_guard lock(mu_);
       queue_ = q;
     }
-    std::vector<std::thread> workers;
     {
       std::stop_callback shut(stop, [q] { q->shut_down(); });
+      std::vector<std::jthread> workers;  // joined before `shut` goes
       for (std::size_t i = 0; i < std::max<std::size_t>(options_.workers, 1); ++i)
         workers.emplace_back([this, q, stop] { work(*q, stop); });
-      for (auto& t : workers) t.join();
     }
     std::lock_guard lock(mu_);
     if (queue_ == q) queue_.reset();
@@ -120,7 +118,6 @@ class Controller final : public Runnable {
     metrics_.reconcile_time.observe(std::chrono::duration<double>(options_.clock->now() - start).count());
     if (!*r) {
       count(ReconcileOutcome::Error);
-      metrics_.errors.fetch_add(1);
       q.add_rate_limited(key);
       bool fresh = false;  // logged once per distinct message, not every retry
       {

@@ -4,6 +4,8 @@
 
 namespace ig::runtime {
 
+constexpr std::chrono::milliseconds kSyncTimeout{120'000}, kSyncPoll{100};
+
 Manager::Manager(ManagerOptions options) : options_(std::move(options)) {
   if (!options_.clock) options_.clock = Clock::steady();
   probes_.metrics().add([this](prometheus::TextWriter& out) { write_metrics(out); });
@@ -16,45 +18,43 @@ void Manager::add(std::shared_ptr<Runnable> runnable, bool needs_leader) {
   (needs_leader ? leader_ : always_).push_back(std::move(runnable));
 }
 
-void Manager::launch(Running& r, const std::function<void(std::string_view, std::string_view)>& log) {
-  Runnable* runnable = r.runnable;
-  r.thread = std::thread([runnable, token = r.stop.get_token(), log] {
-    try {
-      runnable->run(token);
-    } catch (const std::exception& e) {
-      if (log) log("error", std::string(runnable->name()) + " ended: " + e.what());
-    } catch (...) {
-      if (log) log("error", std::string(runnable->name()) + " ended");
-    }
-  });
+void Manager::launch(const std::vector<std::shared_ptr<Runnable>>& runnables, std::vector<std::jthread>& running) {
+  for (const auto& r : runnables) {
+    running.emplace_back([runnable = r.get(), log = options_.log](CancelToken stop) {
+      try {
+        runnable->run(stop);
+      } catch (const std::exception& e) {
+        if (log) log("error", std::string(runnable->name()) + " ended: " + e.what());
+      } catch (...) {
+        if (log) log("error", std::string(runnable->name()) + " ended");
+      }
+    });
+  }
 }
 
 Result<void> Manager::start() {
   std::lock_guard life(lifecycle_);
-  std::vector<Runnable*> watch;
+  std::vector<std::shared_ptr<Runnable>> watch;
   {
     std::lock_guard lock(mu_);
     if (started_ || stopped_) return fail("the manager was started already");
-    for (const auto& r : always_) {
-      running_always_.push_back(Running{r.get(), {}, {}});
-      launch(running_always_.back(), options_.log);
-      watch.push_back(r.get());
-    }
+    launch(always_, running_always_);
+    watch = always_;
   }
   // Bounded wait for every cache to have listed.
   std::mutex m;
   std::condition_variable never;  // only the clock wakes it
   std::unique_lock lock(m);
-  const Clock::time_point deadline = options_.clock->now() + options_.sync_timeout;
+  const Clock::time_point deadline = options_.clock->now() + kSyncTimeout;
   for (;;) {
     std::string waiting;
-    for (Runnable* r : watch)
+    for (const auto& r : watch)
       if (!r->synced()) waiting += (waiting.empty() ? "" : ", ") + std::string(r->name());
     if (waiting.empty()) break;
     const Clock::time_point now = options_.clock->now();
     if (now >= deadline)
-      return fail("not synced within " + std::to_string(options_.sync_timeout.count()) + " ms: " + waiting);
-    options_.clock->wait_until(lock, never, std::min(deadline, now + options_.sync_poll));
+      return fail("not synced within " + std::to_string(kSyncTimeout.count()) + " ms: " + waiting);
+    options_.clock->wait_until(lock, never, std::min(deadline, now + kSyncPoll));
   }
   std::lock_guard guard(mu_);
   started_ = true;
@@ -66,41 +66,31 @@ void Manager::start_leading() {
   std::lock_guard lock(mu_);
   if (!started_ || stopped_ || leading_) return;
   leading_ = true;
-  running_leader_.reserve(leader_.size());
-  for (const auto& r : leader_) {
-    running_leader_.push_back(Running{r.get(), {}, {}});
-    launch(running_leader_.back(), options_.log);
-  }
+  launch(leader_, running_leader_);
 }
 
+// The running_* lists change only under lifecycle_; a std::jthread destroyed
+// asks its runnable to stop and joins it.
 void Manager::stop_leading() noexcept {
   std::lock_guard life(lifecycle_);
-  std::vector<Running> running;
   {
     std::lock_guard lock(mu_);
     if (!leading_) return;
     leading_ = false;
-    running.swap(running_leader_);
   }
-  for (auto& r : running) r.stop.request_stop();  // all at once, then joined in reverse order
-  for (auto it = running.rbegin(); it != running.rend(); ++it)
-    if (it->thread.joinable()) it->thread.join();
+  for (auto& t : running_leader_) t.request_stop();  // all at once, then joined in reverse order
+  while (!running_leader_.empty()) running_leader_.pop_back();
 }
 
 void Manager::stop() noexcept {
   stop_leading();
   std::lock_guard life(lifecycle_);
-  std::vector<Running> running;
   {
     std::lock_guard lock(mu_);
     stopped_ = true;
-    running.swap(running_always_);
   }
   // One by one, the last added first: a controller stops before the caches it reads.
-  for (auto it = running.rbegin(); it != running.rend(); ++it) {
-    it->stop.request_stop();
-    if (it->thread.joinable()) it->thread.join();
-  }
+  while (!running_always_.empty()) running_always_.pop_back();
 }
 
 bool Manager::leading() const {

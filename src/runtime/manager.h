@@ -1,7 +1,7 @@
 // runtime::Manager: owns the threads of the operator's loops; one per process.
 //  - start() runs the needs_leader = false runnables, each on its own thread
 //    in the order added, and waits until all are synced() (an error after
-//    sync_timeout).
+//    two minutes).
 //  - start_leading() runs the needs_leader runnables with this term's stop
 //    source and returns (nothing before a successful start() or after
 //    stop(); during start() it waits for it); stop_leading() stops them all
@@ -10,11 +10,9 @@
 //    follow one another. Thread-safe; stop(), stop_leading(): noexcept, idempotent.
 #pragma once
 
-#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <stop_token>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -31,8 +29,6 @@ namespace ig::runtime {
 
 struct ManagerOptions {
   std::shared_ptr<Clock> clock;  // empty: steady
-  std::chrono::milliseconds sync_timeout{120'000};
-  std::chrono::milliseconds sync_poll{100};
   std::function<void(std::string_view level, std::string_view message)> log;
 };
 
@@ -57,18 +53,14 @@ class Manager {
 
  private:
   void write_metrics(prometheus::TextWriter& out) const;
-  struct Running {
-    Runnable* runnable;
-    std::stop_source stop;
-    std::thread thread;
-  };
-  static void launch(Running& r, const std::function<void(std::string_view, std::string_view)>& log);
+  // Each on a thread of its own, appended to `running`.
+  void launch(const std::vector<std::shared_ptr<Runnable>>& runnables, std::vector<std::jthread>& running);
 
   ManagerOptions options_;
   mutable std::mutex mu_;
   std::mutex lifecycle_;  // start, start_leading, stop_leading, stop: one at a time
   std::vector<std::shared_ptr<Runnable>> always_, leader_;
-  std::vector<Running> running_always_, running_leader_;
+  std::vector<std::jthread> running_always_, running_leader_;
   bool started_ = false, stopped_ = false, leading_ = false;
   Probes probes_;
 };

@@ -3,15 +3,6 @@
 #include <algorithm>
 
 namespace ig::runtime {
-namespace {
-
-std::vector<double> exponential(double start, double factor, int n) {
-  std::vector<double> b;
-  for (int i = 0; i < n; ++i, start *= factor) b.push_back(start);
-  return b;
-}
-
-}  // namespace
 
 Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size(), 0) {}
 
@@ -35,7 +26,7 @@ void Histogram::write(prometheus::TextWriter& out, std::string_view name,
 }
 
 // client-go's workqueue: ExponentialBuckets(10e-9, 10, 10).
-QueueMetrics::QueueMetrics() : queue_duration(exponential(10e-9, 10, 10)) {}
+QueueMetrics::QueueMetrics() : queue_duration({1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1, 10}) {}
 
 // controller-runtime's reconcile_time_seconds buckets.
 ControllerMetrics::ControllerMetrics(std::string controller_name)
@@ -56,7 +47,8 @@ void write_controller_metrics(prometheus::TextWriter& out, const std::vector<con
   out.family("controller_runtime_reconcile_errors_total", Type::Counter,
              "Total number of reconciliation errors per controller.");
   for (const auto* c : cs)
-    out.sample("controller_runtime_reconcile_errors_total", {{"controller", c->name}}, c->errors.load());
+    out.sample("controller_runtime_reconcile_errors_total", {{"controller", c->name}},
+               c->reconciled(ReconcileOutcome::Error));
   out.family("controller_runtime_reconcile_time_seconds", Type::Histogram,
              "Length of time per reconciliation per controller.");
   for (const auto* c : cs) c->reconcile_time.write(out, "controller_runtime_reconcile_time_seconds", {{"controller", c->name}});

@@ -15,9 +15,6 @@
 
 namespace ig::runtime {
 
-// A histogram with controller-runtime's and client-go's buckets
-// (prometheus.ExponentialBuckets(10e-9, 10, 10) for the queue; the reconcile
-// time's DefBuckets-like set).
 class Histogram {
  public:
   explicit Histogram(std::vector<double> bounds);
@@ -46,7 +43,6 @@ struct ControllerMetrics {
   explicit ControllerMetrics(std::string controller_name);
   const std::string name;
   std::array<std::atomic<std::uint64_t>, 4> reconciles{};  // by ReconcileOutcome
-  std::atomic<std::uint64_t> errors{0};
   Histogram reconcile_time;
   QueueMetrics queue;
   std::function<std::size_t()> depth;  // set by the controller

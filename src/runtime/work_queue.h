@@ -43,17 +43,12 @@ class WorkQueue {
   using time_point = Clock::time_point;
   using duration = Clock::duration;
 
-  struct Options {
-    std::shared_ptr<Clock> clock;     // empty: the steady clock
-    RateLimitOptions rate_limit;
-    QueueMetrics* metrics = nullptr;  // not owned; may be null
-  };
-
-  explicit WorkQueue(Options options = {})
-      : clock_(options.clock ? std::move(options.clock) : Clock::steady()),
-        metrics_(options.metrics),
-        backoff_(options.rate_limit.backoff),
-        bucket_(options.rate_limit.qps, options.rate_limit.burst, clock_->now()) {}
+  // An empty clock: the steady clock. `metrics` (not owned) may be null.
+  explicit WorkQueue(std::shared_ptr<Clock> clock = {}, RateLimitOptions limits = {}, QueueMetrics* metrics = nullptr)
+      : clock_(clock ? std::move(clock) : Clock::steady()),
+        metrics_(metrics),
+        backoff_(limits.backoff),
+        bucket_(limits.qps, limits.burst, clock_->now()) {}
 
   void add(const Key& key) {
     std::lock_guard lock(mu_);
@@ -98,21 +93,18 @@ class WorkQueue {
     Key key = std::move(queue_.front());
     queue_.pop_front();
     processing_.insert(key);
-    dirty_.erase(key);
-    if (auto it = added_at_.find(key); it != added_at_.end()) {
-      if (metrics_)
-        metrics_->queue_duration.observe(std::chrono::duration<double>(clock_->now() - it->second).count());
-      added_at_.erase(it);
-    }
+    const auto it = dirty_.find(key);  // a queued key is dirty
+    if (metrics_) metrics_->queue_duration.observe(std::chrono::duration<double>(clock_->now() - it->second).count());
+    dirty_.erase(it);
     return key;
   }
 
   void done(const Key& key) {
     std::lock_guard lock(mu_);
     processing_.erase(key);
-    if (dirty_.count(key) != 0) {
+    if (auto it = dirty_.find(key); it != dirty_.end()) {
+      it->second = clock_->now();
       queue_.push_back(key);
-      added_at_.emplace(key, clock_->now());
       cv_.notify_one();
     } else if (processing_.empty()) {
       cv_.notify_all();  // a drain waits for this
@@ -156,10 +148,9 @@ class WorkQueue {
   void add_locked(const Key& key, time_point now) {
     if (shutting_down_ || dirty_.count(key) != 0) return;
     if (metrics_) metrics_->adds.fetch_add(1, std::memory_order_relaxed);
-    dirty_.insert(key);
+    dirty_.emplace(key, now);
     if (processing_.count(key) != 0) return;  // done() queues it
     queue_.push_back(key);
-    added_at_.emplace(key, now);
     cv_.notify_one();
   }
 
@@ -192,8 +183,8 @@ class WorkQueue {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Key> queue_;
-  std::unordered_set<Key, Hash> dirty_, processing_;
-  std::unordered_map<Key, time_point, Hash> added_at_;
+  std::unordered_map<Key, time_point, Hash> dirty_;  // queued, or to be queued by done(); since when
+  std::unordered_set<Key, Hash> processing_;
   std::set<std::pair<time_point, Key>> waiting_;
   std::unordered_map<Key, time_point, Hash> waiting_at_;
   ItemBackoff<Key, Hash> backoff_;

@@ -280,7 +280,7 @@ TEST(DriftAudit, SandboxedPodsUnboundOutsideAMicroVMAreCountedWithAnExample) {
 TEST(DriftAudit, AFailedEvictionIsRetriedWithTheEnginesBackoff) {
   DriftFixture f(0s);
   f.answers = {500, 500, 201};
-  runtime::Manager manager(runtime::ManagerOptions{f.clock, {}, {}, {}});
+  runtime::Manager manager(runtime::ManagerOptions{f.clock, {}});
   manager.add(f.audit->runnable(), /*needs_leader=*/true);
   ASSERT_TRUE(manager.start());
   manager.start_leading();

@@ -520,7 +520,7 @@ TEST(StatusWriter, SweepsAreDebounced) {
   o.clock = clock;
   o.sweep_interval = 10s;
   StatusWriter writer(api.client, store, sandbox, std::move(o));
-  runtime::Manager manager(runtime::ManagerOptions{clock, 60s, 100ms, {}});
+  runtime::Manager manager(runtime::ManagerOptions{clock, {}});
   manager.add(writer.runnable(), true);
   ASSERT_TRUE(manager.start());
   manager.start_leading();

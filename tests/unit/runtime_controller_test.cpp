@@ -66,7 +66,7 @@ struct Running {
     stop.request_stop();
     if (thread.joinable()) thread.join();
   }
-  std::uint64_t outcome(ReconcileOutcome o) { return ctl->stats().reconciled(o); }
+  std::uint64_t outcome(ReconcileOutcome o) { return ctl->metrics()->reconciled(o); }
   std::uint64_t settled() {
     std::uint64_t n = 0;
     for (auto o : {ReconcileOutcome::Success, ReconcileOutcome::Error, ReconcileOutcome::Requeue,
@@ -105,7 +105,7 @@ TEST(RuntimeController, AnErrorIsRetriedWithGrowingBackoffThenForgotten) {
   ASSERT_TRUE(eventually([&] { return r.outcome(ReconcileOutcome::Success) == 1; }));
   EXPECT_EQ(r.script.count("k"), 3);
   EXPECT_EQ(q->num_requeues("k"), 0u);  // success forgets
-  EXPECT_EQ(r.ctl->stats().errors.load(), 2u);
+  EXPECT_EQ(r.ctl->metrics()->reconciled(ReconcileOutcome::Error), 2u);
 }
 
 TEST(RuntimeController, RequeueAfterForgetsAndWaitsExactlyThatLong) {
@@ -145,7 +145,7 @@ TEST(RuntimeController, RequeueIsRateLimitedAndAnExceptionIsAnError) {
   Ctl throwing(std::move(o));
   std::stop_source stop;
   std::thread t([&] { throwing.run(stop.get_token()); });
-  ASSERT_TRUE(eventually([&] { return throwing.stats().errors.load() == 1; }));
+  ASSERT_TRUE(eventually([&] { return throwing.metrics()->reconciled(ReconcileOutcome::Error) == 1; }));
   stop.request_stop();
   t.join();
 }
@@ -211,7 +211,7 @@ TEST(RuntimeController, StopEndsRunAndKeysAfterItAreDropped) {
   EXPECT_TRUE(saw_cancel);
   EXPECT_EQ(ctl.queue(), nullptr);
   ctl.enqueue("c");  // between terms: dropped, no crash
-  EXPECT_EQ(ctl.stats().reconciled(ReconcileOutcome::Success), 1u);  // "b" was never reconciled
+  EXPECT_EQ(ctl.metrics()->reconciled(ReconcileOutcome::Success), 1u);  // "b" was never reconciled
 }
 
 TEST(RuntimeController, MetricsAreWrittenOncePerFamilyForAllControllers) {

@@ -68,7 +68,7 @@ TEST(RuntimeManager, CachesSyncFirstLeaderLoopsRunWhileLeadingAndAllStopInRevers
   auto status = std::make_shared<Loop>("status", j);
   auto drift = std::make_shared<Loop>("drift", j);
   auto clock = std::make_shared<FakeClock>();
-  Manager m(ManagerOptions{clock, 60s, 100ms, {}});
+  Manager m(ManagerOptions{clock, {}});
   m.add(cache, false);
   m.add(other, false);
   m.add(status, true);
@@ -118,12 +118,12 @@ TEST(RuntimeManager, ACacheThatNeverSyncsFailsStartAfterTheBound) {
   Journal j;
   auto cache = std::make_shared<Loop>("pods", j, /*synced=*/false);
   auto clock = std::make_shared<FakeClock>();
-  Manager m(ManagerOptions{clock, 60s, 100ms, {}});
+  Manager m(ManagerOptions{clock, {}});
   m.add(cache, false);
   std::optional<Result<void>> started;
   std::thread starter([&] { started.emplace(m.start()); });
   ASSERT_TRUE(eventually([&] { return clock->waiters() > 0; }));
-  clock->advance(60s);
+  clock->advance(120s);
   starter.join();
   ASSERT_TRUE(started);
   ASSERT_FALSE(*started);
@@ -156,7 +156,7 @@ TEST(RuntimeManager, LosingLeadershipCancelsTheRequestsInFlight) {
     return kube::ApiError{"PATCH " + a.path + ": cancelled", 0, "Cancelled", {}};
   });
   auto clock = std::make_shared<FakeClock>();
-  Manager m(ManagerOptions{clock, 60s, 100ms, {}});
+  Manager m(ManagerOptions{clock, {}});
   m.add(std::make_shared<Writer>(client), true);
   ASSERT_TRUE(m.start());
   auto callbacks = m.leader_callbacks();  // as the elector calls them

@@ -21,7 +21,7 @@ using Queue = WorkQueue<std::string>;
 struct QueueFixture {
   std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
   QueueMetrics metrics;
-  Queue q{Queue::Options{clock, {}, &metrics}};
+  Queue q{clock, {}, &metrics};
 };
 
 TEST(RuntimeWorkQueue, AKeyAddedTwiceIsQueuedOnce) {
@@ -121,7 +121,7 @@ TEST(RuntimeWorkQueue, TheOverallBucketPacesRetriesOfManyKeys) {
   RateLimitOptions limits;
   limits.qps = 1;
   limits.burst = 2;
-  Queue q(Queue::Options{clock, limits, nullptr});
+  Queue q(clock, limits, nullptr);
   q.add_rate_limited("a");
   q.add_rate_limited("b");
   q.add_rate_limited("c");  // the bucket is empty: 1 s, more than c's 5 ms backoff
