@@ -657,7 +657,7 @@ TEST_F(KubeHttpClientTest, RotatedTokenIsUsedAtOnce) {
   // comes, so only the 401 path can pick up the new token.
   HttpClientOptions o = fast_options();
   const auto frozen = std::chrono::steady_clock::now();
-  o.token_clock = [frozen] { return frozen; };
+  o.tokens = std::make_shared<TokenSource>(config(), [frozen] { return frozen; });
   auto c = client(o);
   ASSERT_TRUE(c);
   struct Restore {  // the other tests' clients follow the file too (re-read on a 401)
