@@ -53,8 +53,8 @@ Result<Injected> CaInjector::reconcile(const std::string& b64, std::stop_token c
     out.settled = true;
     return out;
   }
-  auto patched = client_.patch_cancellable(kube::object_path(watch_.resource(), "", watch_.name()),
-                                          kube::PatchType::Json, ops, cancel);
+  auto patched = client_.patch(kube::object_path(watch_.resource(), "", watch_.name()),
+                               kube::PatchType::Json, ops, cancel);
   if (!patched) {
     if (patched.failure().not_found()) return out;  // deleted meanwhile: the watch says so next
     return fail("certificates: patching the caBundle of the " + what() + ": " + patched.error());

@@ -34,7 +34,7 @@ class CaInjector {
   // "MutatingWebhookConfiguration NAME"
   std::string what() const;
 
-  // `cancel` abandons the patch (patch_cancellable).
+  // `cancel` abandons the patch (Client::patch).
   Result<Injected> reconcile(const std::string& bundle_b64, std::stop_token cancel = {});
 
  private:

@@ -522,7 +522,7 @@ Result<runtime::Requeue> DriftAudit::evict(const std::string& pod_key, const run
                    {"kind", "Eviction"},
                    {"metadata", {{"name", name}, {"namespace", ns}}}};
   if (!uid.empty()) eviction["deleteOptions"] = {{"preconditions", {{"uid", uid}}}};
-  auto result = client_.create_cancellable(kube::object_path(kube::kPods, ns, name, "eviction"), eviction, cancel);
+  auto result = client_.create(kube::object_path(kube::kPods, ns, name, "eviction"), eviction, cancel);
   if (result) {
     {
       std::lock_guard lock(mu_);

@@ -132,7 +132,7 @@ void EventWriter::log(std::string_view level, const std::string& message) {
 kube::ApiResult<json> EventWriter::send(const kube::EventWrite& w, const runtime::CancelToken& cancel) {
   const std::string verb = w.verb == Verb::Create ? "POST" : "PATCH";
   try {
-    if (w.verb == Verb::Patch) return client_.patch_cancellable(w.path, kube::PatchType::Merge, w.body, cancel);
+    if (w.verb == Verb::Patch) return client_.patch(w.path, kube::PatchType::Merge, w.body, cancel);
     if (cancel.stop_requested()) return kube::ApiError{"POST " + w.path + ": cancelled", 0, "Cancelled", {}};
     return client_.create(w.path, w.body);
   } catch (const std::exception& e) {

@@ -106,7 +106,7 @@ kube::ApiResult<json> StatusWriter::write_status(const ComponentRecord& record, 
     json leftover = leftover_fields_patch(status, held);
     if (!leftover.is_null()) {
       interim = status_fingerprint(held);
-      (void)client_.patch_cancellable(path, kube::PatchType::Merge, leftover, cancel);
+      (void)client_.patch(path, kube::PatchType::Merge, leftover, cancel);
     }
   }
   return applied;

@@ -14,53 +14,49 @@ std::string escape_segment(std::string_view s) {
   return percent_encode(s);
 }
 
-const std::string* status_string_member(const nlohmann::json& o, const char* key) {
+using json = nlohmann::json;
+
+// o[key] when `o` is an object and the member satisfies `is`; else null.
+const json* status_member(const json& o, const char* key, bool (json::*is)() const noexcept) {
   if (!o.is_object()) return nullptr;
   auto it = o.find(key);
-  return it != o.end() && it->is_string() ? &it->get_ref<const std::string&>() : nullptr;
+  return it != o.end() && ((*it).*is)() ? &*it : nullptr;
+}
+
+const std::string* status_string(const json& o, const char* key) {
+  const json* m = status_member(o, key, &json::is_string);
+  return m ? &m->get_ref<const std::string&>() : nullptr;
 }
 
 }  // namespace
 
-bool status_rv_too_large(const nlohmann::json& status) {
-  if (!status.is_object()) return false;
+bool status_rv_too_large(const json& status) {
   constexpr std::string_view kText = "Too large resource version";
-  auto details = status.find("details");
-  if (details != status.end() && details->is_object()) {
-    auto causes = details->find("causes");
-    if (causes != details->end() && causes->is_array()) {
-      for (const auto& c : *causes) {
-        const std::string* reason = status_string_member(c, "reason");
-        if (reason && *reason == "ResourceVersionTooLarge") return true;
-        const std::string* message = status_string_member(c, "message");
-        if (message && *message == kText) return true;
-      }
+  const json* details = status_member(status, "details", &json::is_object);
+  if (const json* causes = details ? status_member(*details, "causes", &json::is_array) : nullptr) {
+    for (const auto& c : *causes) {
+      const std::string* reason = status_string(c, "reason");
+      const std::string* message = status_string(c, "message");
+      if ((reason && *reason == "ResourceVersionTooLarge") || (message && *message == kText)) return true;
     }
   }
-  auto code = status.find("code");
-  const bool timeout = code != status.end() && code->is_number_integer() && code->get<int>() == 504;
-  const std::string* message = status_string_member(status, "message");
-  return timeout && message && message->find(kText) != std::string::npos;
+  const json* code = status_member(status, "code", &json::is_number_integer);
+  const std::string* message = status_string(status, "message");
+  return code && code->get<int>() == 504 && message && message->find(kText) != std::string::npos;
 }
 
-ApiError error_from_status(std::string_view what, const nlohmann::json& status) {
+ApiError error_from_status(std::string_view what, const json& status) {
   ApiError e;
-  if (status.is_object()) {
-    auto code = status.find("code");
-    if (code != status.end() && code->is_number_integer()) e.code = code->get<int>();
-    if (const std::string* r = status_string_member(status, "reason")) e.reason = r->substr(0, 64);
-    auto details = status.find("details");
-    if (details != status.end() && details->is_object()) {
-      auto ra = details->find("retryAfterSeconds");
-      if (ra != details->end() && ra->is_number_integer() && ra->get<long long>() > 0 &&
-          ra->get<long long>() < 86400)
-        e.retry_after = std::chrono::seconds(ra->get<long long>());
-    }
-  }
+  if (const json* code = status_member(status, "code", &json::is_number_integer)) e.code = code->get<int>();
+  if (const std::string* r = status_string(status, "reason")) e.reason = r->substr(0, 64);
+  const json* details = status_member(status, "details", &json::is_object);
+  const json* ra = details ? status_member(*details, "retryAfterSeconds", &json::is_number_integer) : nullptr;
+  if (ra && ra->get<long long>() > 0 && ra->get<long long>() < 86400)
+    e.retry_after = std::chrono::seconds(ra->get<long long>());
   e.rv_too_large = status_rv_too_large(status);
   e.message = std::string(what) + ": " + std::to_string(e.code);
   if (!e.reason.empty()) e.message += " " + e.reason;
-  const std::string* m = status_string_member(status, "message");
+  const std::string* m = status_string(status, "message");
   if (m && *m != e.reason) e.message += ": " + m->substr(0, 512);
   if (!status.is_object()) e.message += ": not a Status";
   return e;
@@ -102,14 +98,9 @@ std::string object_path(const Resource& r, std::string_view ns, std::string_view
 
 std::string format_micro_time(std::chrono::system_clock::time_point t) {
   using namespace std::chrono;
-  const auto us = duration_cast<microseconds>(t.time_since_epoch()).count();
-  long long secs = us / 1'000'000;
-  long long frac = us % 1'000'000;
-  if (frac < 0) {
-    frac += 1'000'000;
-    secs -= 1;
-  }
-  const std::time_t tt = static_cast<std::time_t>(secs);
+  const auto secs = floor<seconds>(t);
+  const long long frac = duration_cast<microseconds>(t - secs).count();
+  const std::time_t tt = system_clock::to_time_t(secs);
   std::tm tm{};
   gmtime_r(&tt, &tm);
   char buf[96];

@@ -131,17 +131,13 @@ class Client {
   }
   virtual ApiResult<std::unique_ptr<WatchStream>> watch(std::string_view path,
                                                         const WatchOptions& options) = 0;
-  virtual ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body) = 0;
-  // create() that `cancel` abandons, as patch_cancellable().
-  virtual ApiResult<nlohmann::json> create_cancellable(std::string_view path, const nlohmann::json& body,
-                                                       std::stop_token cancel) = 0;
-  virtual ApiResult<nlohmann::json> patch(std::string_view path, PatchType type,
-                                          const nlohmann::json& body) = 0;
-  // patch() that `cancel` abandons: nothing is sent once it is stopped, and
-  // a wait (rate limit, answer) ends when it is, with a code-0 ApiError
-  // saying "cancelled".
-  virtual ApiResult<nlohmann::json> patch_cancellable(std::string_view path, PatchType type,
-                                                      const nlohmann::json& body, std::stop_token cancel) = 0;
+  // `cancel` abandons a create, patch or apply: nothing is sent once it is
+  // stopped, and a wait (rate limit, answer) ends when it is, with a code-0
+  // ApiError saying "cancelled".
+  virtual ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body,
+                                           std::stop_token cancel = {}) = 0;
+  virtual ApiResult<nlohmann::json> patch(std::string_view path, PatchType type, const nlohmann::json& body,
+                                          std::stop_token cancel = {}) = 0;
   // PUT; a metadata.resourceVersion in `body` makes it conditional (409).
   virtual ApiResult<nlohmann::json> update(std::string_view path, const nlohmann::json& body,
                                            std::chrono::milliseconds timeout) = 0;

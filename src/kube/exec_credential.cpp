@@ -45,11 +45,10 @@ std::string seconds_text(std::chrono::milliseconds d) {
 }
 
 // The tail of the plugin's standard error, one line, for an error message.
-std::string stderr_suffix(const std::string& tail) {
-  std::string t = tail;
-  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
-  if (t.empty()) return "";
-  return "; its standard error ends: " + one_line(t);
+std::string stderr_suffix(std::string_view tail) {
+  const auto end = tail.find_last_not_of("\n\r ");
+  if (end == std::string_view::npos) return "";
+  return "; its standard error ends: " + one_line(tail.substr(0, end + 1));
 }
 
 struct RunOutput {
@@ -116,14 +115,10 @@ Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std
   if (rc != 0) {
     close_fd(out_pipe[0]);
     close_fd(err_pipe[0]);
-    std::string msg;
-    if (rc == ENOENT || rc == EACCES || rc == ENOEXEC) {
-      msg = name + ": executable " + quote(config.command) +
-            (rc == ENOENT ? (has_slash ? " not found" : " not found on $PATH") : std::string(": ") + std::strerror(rc));
-      if (!config.install_hint.empty()) msg += "; install hint: " + one_line(config.install_hint);
-    } else {
-      msg = name + ": cannot start it: " + std::strerror(rc);
-    }
+    if (rc != ENOENT && rc != EACCES && rc != ENOEXEC) return fail(name + ": cannot start it: " + std::strerror(rc));
+    std::string msg = name + ": executable " + quote(config.command);
+    msg += rc != ENOENT ? std::string(": ") + std::strerror(rc) : has_slash ? " not found" : " not found on $PATH";
+    if (!config.install_hint.empty()) msg += "; install hint: " + one_line(config.install_hint);
     return fail(msg);
   }
 
@@ -291,26 +286,17 @@ Result<Credentials> run_exec_plugin(const ExecConfig& config, std::string_view s
                                     bool stdin_is_terminal) {
   auto interactive = exec_interactive(config, stdin_is_terminal);
   if (!interactive) return interactive.failure();
-  // This process's environment, exec.env over it, KUBERNETES_EXEC_INFO last.
-  std::vector<std::string> env;
-  std::map<std::string, std::size_t, std::less<>> index;
-  auto set = [&](std::string_view key, std::string entry) {
-    auto it = index.find(key);
-    if (it != index.end()) {
-      env[it->second] = std::move(entry);
-    } else {
-      index.emplace(std::string(key), env.size());
-      env.push_back(std::move(entry));
-    }
-  };
+  // This process's environment, exec.env over it, KUBERNETES_EXEC_INFO over both.
+  std::map<std::string, std::string> vars;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string_view entry(*e);
     const auto eq = entry.find('=');
-    if (eq == std::string_view::npos || eq == 0) continue;
-    set(entry.substr(0, eq), std::string(entry));
+    if (eq != std::string_view::npos && eq > 0) vars[std::string(entry.substr(0, eq))] = entry.substr(eq + 1);
   }
-  for (const auto& [k, v] : config.env) set(k, k + "=" + v);
-  set(kExecInfoEnv, std::string(kExecInfoEnv) + "=" + exec_info_json(config, *interactive, server, ca_pem));
+  for (const auto& [k, v] : config.env) vars[k] = v;
+  vars[std::string(kExecInfoEnv)] = exec_info_json(config, *interactive, server, ca_pem);
+  std::vector<std::string> env;
+  for (const auto& [k, v] : vars) env.push_back(k + "=" + v);
 
   auto run = spawn_and_wait(config, env, *interactive);
   if (!run) return run.failure();

@@ -15,6 +15,7 @@
 #include <exception>
 #include <functional>
 #include <istream>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -79,25 +80,18 @@ template <typename T>
 std::shared_ptr<Completion<T>> track(pplx::task<T> task) {
   auto c = std::make_shared<Completion<T>>();
   task.then([c](pplx::task<T> t) {
-    std::optional<T> v;
-    std::string err;
-    bool refused = false;
+    std::unique_lock lock(c->mu);
     try {
-      v.emplace(t.get());  // t is complete: get() does not block
+      c->value.emplace(t.get());  // t is complete: get() does not block
     } catch (const http::http_exception& ex) {
-      err = exception_text(std::current_exception());
+      c->error = exception_text(std::current_exception());
       // cpprestsdk reports a refused connect as EHOSTUNREACH.
-      refused = ex.error_code().value() == ECONNREFUSED || ex.error_code().value() == EHOSTUNREACH;
+      c->refused = ex.error_code().value() == ECONNREFUSED || ex.error_code().value() == EHOSTUNREACH;
     } catch (...) {
-      err = exception_text(std::current_exception());
+      c->error = exception_text(std::current_exception());
     }
-    {
-      std::lock_guard lock(c->mu);
-      c->value = std::move(v);
-      c->error = std::move(err);
-      c->refused = refused;
-      c->done = true;
-    }
+    c->done = true;
+    lock.unlock();
     c->cv.notify_all();
   });
   return c;
@@ -147,22 +141,14 @@ void add_param(std::string& q, std::string_view key, std::string_view value) {
 // cpprestsdk's producer/consumer buffer holding at most `limit` bytes unread:
 // a write is parked until the reader takes some, and cpprestsdk reads the
 // socket again only once its write completed, so the rest of the answer waits
-// in the kernel (TCP flow control). end_write() closes the stream (cpprestsdk
-// does not close one it did not make); abandon() fails a parked write.
+// in the kernel (TCP flow control). Its reader closes it for writing
+// (cpprestsdk does not close one it did not make); abandon() fails a parked write.
 class BoundedBodyBuffer final
     : public concurrency::streams::details::basic_producer_consumer_buffer<std::uint8_t> {
   using Base = concurrency::streams::details::basic_producer_consumer_buffer<std::uint8_t>;
 
  public:
   explicit BoundedBodyBuffer(std::size_t limit) : Base(512), limit_(limit) {}
-
-  void end_write(std::exception_ptr error) {
-    if (error) {
-      (void)close(std::ios_base::out, error);
-    } else {
-      (void)close(std::ios_base::out);
-    }
-  }
 
   void abandon() {
     std::optional<Parked> parked;
@@ -239,12 +225,13 @@ class BodyReader {
         bounded_(std::move(bounded)) {
     if (bounded_) {
       response_.content_ready().then([b = bounded_](pplx::task<http::http_response> t) {
+        std::exception_ptr error;  // null: a clean end
         try {
           t.get();
-          b->end_write(nullptr);
         } catch (...) {
-          b->end_write(std::current_exception());
+          error = std::current_exception();
         }
+        (void)b->close(std::ios_base::out, error);
       });
     }
   }
@@ -257,47 +244,37 @@ class BodyReader {
   BodyReader(const BodyReader&) = delete;
   BodyReader& operator=(const BodyReader&) = delete;
 
-  // Appends at least one byte to `out` (Data), or says why not.
+  // Appends at least one byte to `out` (Data), or says why not: a body cut
+  // short (a dropped connection ends it too) is an Error, not its End.
   Status read(std::string& out, std::optional<Deadline> deadline) {
     if (stop_.stop_requested()) return Status::Stopped;
-    if (!pending_) {
-      // in_avail() is read without the buffer's lock: a hint, never above
-      // what is buffered (tests/unit/tsan_suppressions.txt).
-      const std::size_t count = std::clamp<std::size_t>(buf_.in_avail(), 1, kReadChunk);
-      try {
+    try {
+      if (!pending_) {
+        // in_avail() is read without the buffer's lock: a hint, never above
+        // what is buffered (tests/unit/tsan_suppressions.txt).
+        const std::size_t count = std::clamp<std::size_t>(buf_.in_avail(), 1, kReadChunk);
         // The continuation keeps the bytes alive for a getn that outlives us.
         pending_ = track(buf_.getn(bytes_->data(), count).then([bytes = bytes_](std::size_t n) { return n; }));
-      } catch (...) {
-        error_ = exception_text(std::current_exception());
-        return Status::Error;
       }
+      if (!wait_until(*pending_, deadline, stop_.get_token()))
+        return stop_.stop_requested() ? Status::Stopped : Status::Timeout;
+      const auto done = std::exchange(pending_, nullptr);
+      if (!done->error.empty()) return failed(done->error);
+      if (*done->value > 0) {
+        out.append(reinterpret_cast<const char*>(bytes_->data()), std::min(*done->value, bytes_->size()));
+        return Status::Data;
+      }
+      auto complete = track(response_.content_ready());
+      if (!wait_until(*complete, std::min(deadline.value_or(Deadline::max()), SteadyClock::now() + kCancelledWait)))
+        return failed("the body did not complete");
+      return complete->error.empty() ? Status::End : failed(complete->error);
+    } catch (...) {
+      return failed(exception_text(std::current_exception()));
     }
-    if (!wait_until(*pending_, deadline, stop_.get_token()))
-      return stop_.stop_requested() ? Status::Stopped : Status::Timeout;
-    const auto done = std::exchange(pending_, nullptr);
-    if (!done->error.empty()) {
-      error_ = done->error;
-      return Status::Error;
-    }
-    if (*done->value == 0) return Status::End;
-    out.append(reinterpret_cast<const char*>(bytes_->data()), std::min(*done->value, bytes_->size()));
-    return Status::Data;
   }
 
   // Wakes a read() blocked in another thread; later reads return Stopped.
   void stop() noexcept { stop_.request_stop(); }
-
-  // After End: why the body did not complete (a dropped connection ends it too).
-  std::optional<std::string> completion_error(Deadline deadline) {
-    try {
-      auto c = track(response_.content_ready());
-      if (!wait_until(*c, deadline)) return std::string("the body did not complete");
-      if (!c->error.empty()) return c->error;
-      return std::nullopt;
-    } catch (...) {
-      return exception_text(std::current_exception());
-    }
-  }
 
   const std::string& error() const noexcept { return error_; }
 
@@ -309,15 +286,22 @@ class BodyReader {
   std::shared_ptr<Completion<std::size_t>> pending_;  // an outstanding getn
   std::stop_source stop_;
   std::string error_;
+
+  Status failed(std::string error) {
+    error_ = std::move(error);
+    return Status::Error;
+  }
 };
 
-// A body as a std::streambuf for kube::decode_list, one chunk held at a time.
-// It ends at the body's end, after `idle` without a byte, or once an item
-// (the bytes since mark()) passes `max_item`; failure() says why.
+// A body as a std::streambuf, one chunk held at a time: read whole, or by
+// kube::decode_list (`idle` > 0). It ends at the body's end, at `until`, after
+// `idle` without a byte, or once the bytes since mark() pass `max`; failure()
+// says why, naming what passed `max` ("an item of the answer").
 class BodyStreambuf final : public std::streambuf {
  public:
-  BodyStreambuf(BodyReader& reader, std::chrono::milliseconds idle, std::size_t max_item)
-      : reader_(reader), idle_(idle), max_item_(max_item) {}
+  BodyStreambuf(BodyReader& reader, std::string_view what, std::size_t max, Deadline until,
+                std::chrono::milliseconds idle = {})
+      : reader_(reader), what_(what), max_(max), until_(until), idle_(idle) {}
 
   // An item was handed over: the bound counts from here.
   void mark() noexcept { item_start_ = consumed(); }
@@ -331,15 +315,14 @@ class BodyStreambuf final : public std::streambuf {
     before_ += chunk_.size();
     chunk_.clear();
     setg(nullptr, nullptr, nullptr);
-    const Deadline deadline = SteadyClock::now() + idle_;
+    const Deadline deadline = idle_.count() > 0 ? std::min(until_, SteadyClock::now() + idle_) : until_;
     switch (reader_.read(chunk_, deadline)) {
       case BodyReader::Status::Data:
-        if (before_ + chunk_.size() - item_start_ > max_item_)
-          return stop("an item of the answer is larger than " + std::to_string(max_item_) + " bytes");
+        if (before_ + chunk_.size() - item_start_ > max_)
+          return stop(std::string(what_) + " is larger than " + std::to_string(max_) + " bytes");
         setg(chunk_.data(), chunk_.data(), chunk_.data() + chunk_.size());
         return traits_type::to_int_type(*gptr());
       case BodyReader::Status::End:
-        if (auto err = reader_.completion_error(deadline)) return stop("reading the answer: " + *err);
         return stop("");
       case BodyReader::Status::Error:
         return stop("reading the answer: " + reader_.error());
@@ -347,6 +330,7 @@ class BodyStreambuf final : public std::streambuf {
       case BodyReader::Status::Stopped:
         break;
     }
+    if (deadline == until_) return stop("the answer did not complete within the deadline");
     return stop("no byte of the answer came for " + std::to_string(idle_.count()) + "ms");
   }
 
@@ -359,8 +343,10 @@ class BodyStreambuf final : public std::streambuf {
   }
 
   BodyReader& reader_;
+  const std::string_view what_;
+  const std::size_t max_;
+  const Deadline until_;
   const std::chrono::milliseconds idle_;
-  const std::size_t max_item_;
   std::string chunk_;
   std::size_t before_ = 0;      // bytes of the chunks before chunk_
   std::size_t item_start_ = 0;  // where the current item began
@@ -377,22 +363,13 @@ ApiError no_answer(std::string_view verb, std::string_view path, std::string cau
   return e;
 }
 
+// Retry-After in seconds, else the Status's details.retryAfterSeconds.
 std::chrono::seconds parse_retry_after(const http::http_headers& headers, const nlohmann::json& status) {
   auto it = headers.find("Retry-After");
-  if (it != headers.end()) {
-    const std::string& v = it->second;
-    if (!v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos)
-      return std::chrono::seconds(std::stol(v));
-  }
-  if (status.is_object()) {
-    auto d = status.find("details");
-    if (d != status.end() && d->is_object()) {
-      auto r = d->find("retryAfterSeconds");
-      if (r != d->end() && r->is_number_integer() && r->get<long long>() > 0 && r->get<long long>() < 86400)
-        return std::chrono::seconds(r->get<long long>());
-    }
-  }
-  return std::chrono::seconds(0);
+  const std::string v = it != headers.end() ? it->second : std::string();
+  if (!v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos)
+    return std::chrono::seconds(std::stol(v));
+  return error_from_status({}, status).retry_after;
 }
 
 // The error an answer >= 400 with this body says.
@@ -419,12 +396,6 @@ ApiError status_error(std::string_view verb, std::string_view path, const http::
   return e;
 }
 
-std::string host_of(const web::uri& u) {
-  std::string host = u.host();
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  return host;
-}
-
 bool is_ip_literal(const std::string& host) {
   unsigned char buf[16];
   return ::inet_pton(AF_INET, host.c_str(), buf) == 1 || ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
@@ -443,14 +414,16 @@ void initialize_pool() {
 
 // The request as we build it, before each send.
 struct Outgoing {
-  std::string_view verb;        // GET, LIST, WATCH, CREATE, PATCH, APPLY (for messages)
+  std::string_view verb;  // GET, LIST, WATCH, CREATE, PATCH, APPLY (for messages)
   http::method method;
-  std::string path;             // for messages
-  std::string path_and_query;   // sent
-  std::optional<std::string> body;
-  std::string content_type;
+  std::string_view path;  // for messages; sent with `query` after it
+  std::string query{};
+  std::optional<std::string> body{};
+  std::string content_type{};
   // The answer's body into a BoundedBodyBuffer of this many bytes (0: cpprestsdk's own, unbounded).
   std::size_t bounded_body = 0;
+  // A client of its own with this inactivity timeout (a watch; 0: the shared pool).
+  std::chrono::microseconds own_client{0};
 };
 
 struct Sent {
@@ -458,263 +431,6 @@ struct Sent {
   std::shared_ptr<pplx::cancellation_token_source> cts;
   std::shared_ptr<BoundedBodyBuffer> body;  // the response stream, when Outgoing::bounded_body
 };
-
-}  // namespace
-
-// --- the client ---------------------------------------------------------------
-
-struct HttpClient::Impl {
-  ClusterConfig config;
-  HttpClientOptions options;
-  std::string user_agent;
-  std::string host;
-  bool host_is_ip = false;
-  std::shared_ptr<TokenSource> tokens;
-  RateLimiter limiter;
-  // The shared connection pool, replaced after a call that got no answer (so
-  // nothing queues behind a dead connection) and when the credentials bring
-  // another client certificate.
-  std::mutex client_mu;
-  std::shared_ptr<http::client::http_client> client;
-  std::shared_ptr<const Credentials> client_creds;  // whose pair `client` presents (null: none)
-
-  static bool same_pair(const std::shared_ptr<const Credentials>& a, const std::shared_ptr<const Credentials>& b) {
-    static const Credentials kNone;
-    const Credentials& x = a ? *a : kNone;
-    const Credentials& y = b ? *b : kNone;
-    return a == b || (x.client_cert_pem == y.client_cert_pem && x.client_key_pem == y.client_key_pem);
-  }
-
-  std::shared_ptr<http::client::http_client> new_client(std::chrono::microseconds inactivity,
-                                                        const std::shared_ptr<const Credentials>& creds) const {
-    return std::make_shared<http::client::http_client>(web::uri(config.server), client_config(inactivity, creds));
-  }
-
-  // The shared pool for these credentials' client certificate.
-  std::shared_ptr<http::client::http_client> pooled_client(const std::shared_ptr<const Credentials>& creds) {
-    {
-      std::lock_guard lock(client_mu);
-      if (client && same_pair(client_creds, creds)) return client;
-    }
-    auto fresh = new_client(request_inactivity(), creds);
-    std::lock_guard lock(client_mu);
-    if (client && same_pair(client_creds, creds)) return client;  // another thread made it first
-    client = fresh;
-    client_creds = creds;
-    return fresh;
-  }
-  void renew_client(const std::shared_ptr<http::client::http_client>& used) {
-    if (!used) return;
-    try {
-      std::shared_ptr<const Credentials> creds;
-      {
-        std::lock_guard lock(client_mu);
-        if (client != used) return;
-        creds = client_creds;
-      }
-      auto fresh = new_client(request_inactivity(), creds);
-      std::lock_guard lock(client_mu);
-      if (client == used) client = std::move(fresh);
-    } catch (...) {
-      // Keep the old one: the URI was accepted at make(), so this does not happen.
-    }
-  }
-
-  Impl(const ClusterConfig& c, HttpClientOptions o, std::string ua)
-      : config(c),
-        options(std::move(o)),
-        user_agent(std::move(ua)),
-        tokens(options.tokens ? options.tokens : std::make_shared<TokenSource>(c, options.clock)),
-        limiter(options.qps, options.burst, options.clock) {}
-
-  http::client::http_client_config client_config(std::chrono::microseconds inactivity,
-                                                 const std::shared_ptr<const Credentials>& creds) const {
-    http::client::http_client_config cfg;
-    cfg.set_timeout(inactivity);
-    cfg.set_proxy(web::web_proxy(web::web_proxy::disabled));
-    cfg.set_validate_certificates(true);
-    cfg.set_tlsext_sni_enabled(!host_is_ip);
-    const std::string ca = config.ca_pem;
-    const std::string cert = creds ? creds->client_cert_pem : std::string();
-    const std::string key = creds ? creds->client_key_pem : std::string();
-    const std::string h = host;
-    const bool ip = host_is_ip;
-    cfg.set_ssl_context_callback([ca, cert, key, h, ip](boost::asio::ssl::context& ctx) {
-      SSL_CTX* c = ctx.native_handle();
-      // Only the cluster CA: a fresh store replaces the default paths'.
-      X509_STORE* store = X509_STORE_new();
-      SSL_CTX_set_cert_store(c, store);
-      // Already checked at make(); on a failure the store stays empty, so
-      // every server is refused (closed).
-      (void)add_ca_bundle(store, ca, "cluster CA");
-      X509_VERIFY_PARAM* param = SSL_CTX_get0_param(c);
-      if (ip) {
-        X509_VERIFY_PARAM_set1_ip_asc(param, h.c_str());
-      } else {
-        X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-        X509_VERIFY_PARAM_set1_host(param, h.c_str(), h.size());
-      }
-      SSL_CTX_set_verify(c, SSL_VERIFY_PEER, nullptr);
-      SSL_CTX_set_min_proto_version(c, TLS1_2_VERSION);
-      if (!cert.empty()) (void)use_client_pair(c, cert, key, "client certificate");
-    });
-    return cfg;
-  }
-
-  std::chrono::microseconds request_inactivity() const {
-    return std::max<std::chrono::microseconds>(options.request_timeout, 60s) + 5s;
-  }
-
-  // One send: the rate limiter, the token, the headers back by `deadline`.
-  ApiResult<Sent> send_once(http::client::http_client& c, const Outgoing& out, Deadline deadline,
-                            const std::string& token, const std::stop_token& cancel) {
-    if (auto ok = limiter.acquire(deadline, cancel); !ok) return no_answer(out.verb, out.path, ok.error());
-    if (cancel.stop_requested()) return no_answer(out.verb, out.path, "cancelled before it was sent");
-    try {
-      http::http_request req(out.method);
-      req.set_request_uri(web::uri(out.path_and_query));
-      auto& h = req.headers();
-      h.add("User-Agent", user_agent);
-      h.add("Accept", "application/json");
-      if (!token.empty()) h.add("Authorization", "Bearer " + token);
-      if (out.body) {
-        // As bytes: cpprestsdk's std::string body is a char buffer it then
-        // reads as a uint8_t one (undefined behaviour, UBSan's vptr check).
-        std::vector<std::uint8_t> bytes(out.body->begin(), out.body->end());
-        const auto size = bytes.size();
-        req.set_body(concurrency::streams::bytestream::open_istream(std::move(bytes)), size,
-                     out.content_type);
-      }
-      std::shared_ptr<BoundedBodyBuffer> body;
-      if (out.bounded_body > 0) {
-        body = std::make_shared<BoundedBodyBuffer>(out.bounded_body);
-        req.set_response_stream(concurrency::streams::streambuf<std::uint8_t>(body).create_ostream());
-      }
-      auto cts = std::make_shared<pplx::cancellation_token_source>();
-      auto done = track(c.request(req, cts->get_token()));
-      if (!wait_until(*done, deadline, cancel)) {
-        cts->cancel();
-        wait_until(*done, SteadyClock::now() + kCancelledWait);
-        if (cancel.stop_requested()) return no_answer(out.verb, out.path, "cancelled while waiting for an answer");
-        return no_answer(out.verb, out.path, "timed out waiting for an answer from " + config.server);
-      }
-      if (!done->value) {
-        std::string cause = "no answer from " + config.server + ": " + done->error;
-        // cpprestsdk does not say why a handshake failed; the likely causes:
-        if (done->error.find("handshake") != std::string::npos)
-          cause += " (TLS: the server's certificate must be signed by the cluster CA and name " + host + ")";
-        if (done->refused) cause += " (connection refused)";
-        ApiError e = no_answer(out.verb, out.path, cause);
-        e.refused = done->refused;
-        return e;
-      }
-      return Sent{std::move(*done->value), std::move(cts), std::move(body)};
-    } catch (...) {
-      return no_answer(out.verb, out.path, exception_text(std::current_exception()));
-    }
-  }
-
-  // Reads the whole body (at most `max` bytes) by `deadline`.
-  ApiResult<std::string> read_body(Sent& sent, const Outgoing& out, Deadline deadline, std::size_t max) {
-    BodyReader reader(sent.response, sent.body);
-    std::string body, failure;
-    while (failure.empty()) {
-      switch (reader.read(body, deadline)) {
-        case BodyReader::Status::Data:
-          if (body.size() > max) failure = "the answer is larger than " + std::to_string(max) + " bytes";
-          break;
-        case BodyReader::Status::End: {
-          auto err = reader.completion_error(deadline);
-          if (!err) return body;
-          failure = "reading the answer: " + *err;
-          break;
-        }
-        case BodyReader::Status::Error:
-          failure = "reading the answer: " + reader.error();
-          break;
-        case BodyReader::Status::Timeout:
-        case BodyReader::Status::Stopped:
-          failure = "the answer did not complete within the deadline";
-          break;
-      }
-    }
-    sent.cts->cancel();
-    return no_answer(out.verb, out.path, failure);
-  }
-
-  // The client for these credentials: the shared pool, or a watch's own.
-  using ClientFor = std::function<std::shared_ptr<http::client::http_client>(const std::shared_ptr<const Credentials>&)>;
-
-  // Sends with the token source's credentials on `client_for`'s client
-  // (`*used`); after a 401, once more if renewed credentials differ.
-  ApiResult<Sent> send(const ClientFor& client_for, const Outgoing& out, Deadline deadline,
-                       std::shared_ptr<http::client::http_client>* used, const std::stop_token& cancel = {}) {
-    auto send_with = [&](const std::shared_ptr<const Credentials>& c) -> ApiResult<Sent> {
-      try {
-        *used = client_for(c);
-      } catch (const std::exception& e) {
-        return no_answer(out.verb, out.path, e.what());
-      }
-      return send_once(**used, out, deadline, c->token, cancel);
-    };
-    auto creds = tokens->credentials();
-    if (!creds) return no_answer(out.verb, out.path, "credentials: " + creds.error());
-    auto sent = send_with(*creds);
-    if (!sent || sent->response.status_code() != 401 || (!tokens->follows_file() && !tokens->runs_plugin()))
-      return sent;
-    auto fresh = tokens->renew_after_unauthorized(*creds);
-    if (!fresh) {
-      ApiError e = error_from(*sent, out, deadline);
-      e.message += "; renewing the credentials failed: " + one_line(fresh.error(), 2048);
-      return e;
-    }
-    if (!*fresh) return sent;
-    // Drain the 401's body so its connection can be reused.
-    (void)read_body(*sent, out, std::min(deadline, SteadyClock::now() + 2s), kMaxErrorBody);
-    return send_with(*fresh);
-  }
-
-  ApiError error_from(Sent& sent, const Outgoing& out, Deadline deadline) {
-    auto body = read_body(sent, out, std::min(deadline, SteadyClock::now() + 5s), kMaxErrorBody);
-    return status_error(out.verb, out.path, sent.response, body ? std::string_view(*body) : std::string_view());
-  }
-
-  // An exchange on the shared pool up to a successful answer's headers
-  // (`*c`: the client it went through).
-  ApiResult<Sent> open(const Outgoing& out, Deadline deadline, std::shared_ptr<http::client::http_client>* c,
-                       const std::stop_token& cancel = {}) {
-    auto sent = send([this](const std::shared_ptr<const Credentials>& creds) { return pooled_client(creds); }, out,
-                     deadline, c, cancel);
-    if (!sent) {
-      // (A refusal by our own rate limiter never reached the network.)
-      if (sent.error().find(": client rate limit (") == std::string::npos) renew_client(*c);
-      return sent.failure();
-    }
-    if (sent->response.status_code() >= 400) return error_from(*sent, out, deadline);
-    return sent;
-  }
-
-  // A whole exchange whose answer is one JSON object.
-  ApiResult<nlohmann::json> call(const Outgoing& out, Deadline deadline, const std::stop_token& cancel = {}) {
-    std::shared_ptr<http::client::http_client> c;
-    auto sent = open(out, deadline, &c, cancel);
-    if (!sent) return sent.failure();
-    auto body = read_body(*sent, out, deadline, kMaxBody);
-    if (!body) {
-      renew_client(c);
-      return body.failure();
-    }
-    if (json_nesting_depth(*body, kMaxJsonDepth) > kMaxJsonDepth)
-      return no_answer(out.verb, out.path,
-                       "the answer nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-    nlohmann::json doc = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded()) return no_answer(out.verb, out.path, "the answer is not JSON");
-    if (!doc.is_object()) return no_answer(out.verb, out.path, "the answer is not a JSON object");
-    return doc;
-  }
-};
-
-namespace {
 
 // --- the watch stream ---------------------------------------------------------
 
@@ -742,32 +458,23 @@ class HttpWatchStream final : public WatchStream {
       chunk.clear();
       std::optional<Deadline> quiet_until;
       if (silence_.count() > 0) quiet_until = SteadyClock::now() + silence_;
-      switch (reader_.read(chunk, quiet_until)) {
-        case BodyReader::Status::Data:
-          decoder_.feed(chunk);
-          continue;
-        case BodyReader::Status::Stopped:
-          return std::optional<WatchEvent>();
-        case BodyReader::Status::Error:
-          if (stopped_.load()) return std::optional<WatchEvent>();
-          return fail_with("connection lost: " + reader_.error());
-        case BodyReader::Status::Timeout: {  // no byte within silence_
-          if (stopped_.load()) return std::optional<WatchEvent>();
-          ApiError e = fail_with("no byte for " + std::to_string(silence_.count()) +
-                                 " ms (bookmarks on): the stream is silent; closed");
-          e.silent = true;
-          failed_ = e;
-          return e;
-        }
-        case BodyReader::Status::End:
-          if (stopped_.load()) return std::optional<WatchEvent>();
-          if (decoder_.has_partial_event())
-            return fail_with("the stream ended inside event " + std::to_string(decoder_.events() + 1));
-          if (auto err = reader_.completion_error(SteadyClock::now() + 2s))
-            return fail_with("connection lost: " + *err);
-          ended_ = true;
-          return std::optional<WatchEvent>();
+      const auto status = reader_.read(chunk, quiet_until);
+      if (status == BodyReader::Status::Data) {
+        decoder_.feed(chunk);
+        continue;
       }
+      if (status == BodyReader::Status::Stopped || stopped_.load()) return std::optional<WatchEvent>();
+      if (status == BodyReader::Status::Error) return fail_with("connection lost: " + reader_.error());
+      if (status == BodyReader::Status::Timeout) {  // no byte within silence_
+        fail_with("no byte for " + std::to_string(silence_.count()) +
+                  " ms (bookmarks on): the stream is silent; closed");
+        failed_->silent = true;
+        return *failed_;
+      }
+      if (decoder_.has_partial_event())
+        return fail_with("the stream ended inside event " + std::to_string(decoder_.events() + 1));
+      ended_ = true;
+      return std::optional<WatchEvent>();
     }
   }
 
@@ -800,6 +507,310 @@ class HttpWatchStream final : public WatchStream {
   std::atomic<bool> stopped_{false};
   bool ended_ = false;
   std::optional<ApiError> failed_;
+};
+
+// --- the client ---------------------------------------------------------------
+
+class CppRestClient final : public HttpClient {
+ public:
+  CppRestClient(const ClusterConfig& config, HttpClientOptions options, std::string user_agent, std::string host)
+      : config_(config),
+        options_(std::move(options)),
+        user_agent_(std::move(user_agent)),
+        host_(std::move(host)),
+        host_is_ip_(is_ip_literal(host_)),
+        tokens_(options_.tokens ? options_.tokens : std::make_shared<TokenSource>(config, options_.clock)),
+        limiter_(options_.qps, options_.burst, options_.clock) {}
+
+  const std::string& user_agent() const noexcept override { return user_agent_; }
+
+  ApiResult<nlohmann::json> get(std::string_view path, std::chrono::milliseconds timeout) override {
+    return call({.verb = "GET", .method = http::methods::GET, .path = path}, timeout);
+  }
+
+  ApiResult<ListPage> list(std::string_view path, const ListOptions& options) override {
+    nlohmann::json items = nlohmann::json::array();
+    auto page = list_each(path, options, [&items](nlohmann::json&& item) { items.push_back(std::move(item)); });
+    if (page) page->items = std::move(items);
+    return page;
+  }
+
+  ApiResult<ListPage> list_each(std::string_view path, const ListOptions& options,
+                                const std::function<void(nlohmann::json&&)>& each) override {
+    Outgoing out{.verb = "LIST", .method = http::methods::GET, .path = path, .query = list_query(options),
+                 .bounded_body = kListUnread};
+    std::shared_ptr<http::client::http_client> c;
+    auto sent = open(out, SteadyClock::now() + options_.request_timeout, &c);
+    if (!sent) return sent.failure();
+    BodyReader reader(sent->response, sent->body);
+    BodyStreambuf buf(reader, "an item of the answer", kMaxBody, Deadline::max(), options_.request_timeout);
+    std::istream body(&buf);
+    auto page = decode_list(body, kMaxJsonDepth, [&](nlohmann::json&& item) {
+      buf.mark();
+      each(std::move(item));
+    });
+    if (!buf.failure().empty() || !page) {
+      sent->cts->cancel();  // the rest of the body is not read
+      if (!buf.failure().empty()) {
+        renew_client(c);
+        return no_answer(out.verb, out.path, buf.failure());
+      }
+      return no_answer(out.verb, out.path, page.error());
+    }
+    return std::move(*page);
+  }
+
+  ApiResult<std::unique_ptr<WatchStream>> watch(std::string_view path, const WatchOptions& options) override {
+    const auto server_side = options.timeout.count() > 0 ? options.timeout : std::chrono::seconds(1800);
+    Outgoing out{.verb = "WATCH", .method = http::methods::GET, .path = path, .query = watch_query(options),
+                 .own_client = server_side + kWatchInactivitySlack};
+    std::shared_ptr<http::client::http_client> client;
+    auto sent = open(out, SteadyClock::now() + options_.request_timeout, &client);
+    if (!sent) return sent.failure();
+    if (sent->response.status_code() != 200) {
+      sent->cts->cancel();
+      return no_answer(out.verb, out.path,
+                       "unexpected status " + std::to_string(sent->response.status_code()) + " for a watch");
+    }
+    return std::unique_ptr<WatchStream>(
+        new HttpWatchStream(std::move(client), std::move(*sent), std::string(path), options.silence));
+  }
+
+  ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body,
+                                   std::stop_token cancel) override {
+    return call({.verb = "CREATE", .method = http::methods::POST, .path = path, .body = body_text(body),
+                 .content_type = "application/json"},
+                options_.request_timeout, cancel);
+  }
+
+  ApiResult<nlohmann::json> patch(std::string_view path, PatchType type, const nlohmann::json& body,
+                                  std::stop_token cancel) override {
+    const char* content_type =
+        type == PatchType::Json ? "application/json-patch+json" : "application/merge-patch+json";
+    return call({.verb = "PATCH", .method = http::methods::PATCH, .path = path, .body = body_text(body),
+                 .content_type = content_type},
+                options_.request_timeout, cancel);
+  }
+
+  ApiResult<nlohmann::json> update(std::string_view path, const nlohmann::json& body,
+                                   std::chrono::milliseconds timeout) override {
+    return call({.verb = "UPDATE", .method = http::methods::PUT, .path = path, .body = body_text(body),
+                 .content_type = "application/json"},
+                timeout);
+  }
+
+  ApiResult<nlohmann::json> apply(std::string_view path, const nlohmann::json& body, std::string_view field_manager,
+                                  bool force, std::chrono::milliseconds timeout, std::stop_token cancel) override {
+    std::string query = std::string(path.find('?') == std::string_view::npos ? "?" : "&") +
+                        "fieldManager=" + percent_encode(field_manager);
+    if (force) query += "&force=true";
+    return call({.verb = "APPLY", .method = http::methods::PATCH, .path = path, .query = std::move(query),
+                 .body = body_text(body), .content_type = "application/apply-patch+yaml"},
+                timeout, cancel);
+  }
+
+  ApiResult<nlohmann::json> remove(std::string_view path, std::chrono::milliseconds timeout) override {
+    return call({.verb = "DELETE", .method = http::methods::DEL, .path = path}, timeout);
+  }
+
+ private:
+  const ClusterConfig config_;
+  const HttpClientOptions options_;
+  const std::string user_agent_;
+  const std::string host_;
+  const bool host_is_ip_;
+  std::shared_ptr<TokenSource> tokens_;
+  RateLimiter limiter_;
+  // The shared connection pool, replaced after a call that got no answer (so
+  // nothing queues behind a dead connection) and when the credentials bring
+  // another client certificate.
+  std::mutex pool_mu_;
+  std::shared_ptr<http::client::http_client> pool_;
+  std::shared_ptr<const Credentials> pool_creds_;  // whose pair `pool_` presents
+
+  // The shared pool for these (never null) credentials' client certificate.
+  std::shared_ptr<http::client::http_client> pooled_client(const std::shared_ptr<const Credentials>& creds) {
+    std::lock_guard lock(pool_mu_);
+    if (!pool_ || pool_creds_->client_cert_pem != creds->client_cert_pem ||
+        pool_creds_->client_key_pem != creds->client_key_pem) {
+      pool_ = new_client(request_inactivity(), creds);
+      pool_creds_ = creds;
+    }
+    return pool_;
+  }
+  void renew_client(const std::shared_ptr<http::client::http_client>& used) {
+    std::lock_guard lock(pool_mu_);
+    if (!used || pool_ != used) return;
+    try {
+      pool_ = new_client(request_inactivity(), pool_creds_);
+    } catch (...) {
+      // Keep the old one: the URI was accepted at make(), so this does not happen.
+    }
+  }
+
+  // A client (a connection pool) presenting these credentials' client certificate, if any.
+  std::shared_ptr<http::client::http_client> new_client(std::chrono::microseconds inactivity,
+                                                        std::shared_ptr<const Credentials> creds) const {
+    http::client::http_client_config cfg;
+    cfg.set_timeout(inactivity);
+    cfg.set_proxy(web::web_proxy(web::web_proxy::disabled));
+    cfg.set_validate_certificates(true);
+    cfg.set_tlsext_sni_enabled(!host_is_ip_);
+    cfg.set_ssl_context_callback([ca = config_.ca_pem, creds = std::move(creds), h = host_,
+                                  ip = host_is_ip_](boost::asio::ssl::context& ctx) {
+      SSL_CTX* c = ctx.native_handle();
+      // Only the cluster CA: a fresh store replaces the default paths'.
+      X509_STORE* store = X509_STORE_new();
+      SSL_CTX_set_cert_store(c, store);
+      // Already checked at make(); on a failure the store stays empty, so
+      // every server is refused (closed).
+      (void)add_ca_bundle(store, ca, "cluster CA");
+      X509_VERIFY_PARAM* param = SSL_CTX_get0_param(c);
+      if (ip) {
+        X509_VERIFY_PARAM_set1_ip_asc(param, h.c_str());
+      } else {
+        X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+        X509_VERIFY_PARAM_set1_host(param, h.c_str(), h.size());
+      }
+      SSL_CTX_set_verify(c, SSL_VERIFY_PEER, nullptr);
+      SSL_CTX_set_min_proto_version(c, TLS1_2_VERSION);
+      if (!creds->client_cert_pem.empty())
+        (void)use_client_pair(c, creds->client_cert_pem, creds->client_key_pem, "client certificate");
+    });
+    return std::make_shared<http::client::http_client>(web::uri(config_.server), cfg);
+  }
+
+  std::chrono::microseconds request_inactivity() const {
+    return std::max<std::chrono::microseconds>(options_.request_timeout, 60s) + 5s;
+  }
+
+  // One send: the rate limiter, the token, the headers back by `deadline`.
+  ApiResult<Sent> send_once(http::client::http_client& c, const Outgoing& out, Deadline deadline,
+                            const std::string& token, const std::stop_token& cancel) {
+    if (auto ok = limiter_.acquire(deadline, cancel); !ok) return no_answer(out.verb, out.path, ok.error());
+    if (cancel.stop_requested()) return no_answer(out.verb, out.path, "cancelled before it was sent");
+    try {
+      http::http_request req(out.method);
+      req.set_request_uri(web::uri(std::string(out.path) + out.query));
+      auto& h = req.headers();
+      h.add("User-Agent", user_agent_);
+      h.add("Accept", "application/json");
+      if (!token.empty()) h.add("Authorization", "Bearer " + token);
+      if (out.body) {
+        // As bytes: cpprestsdk's std::string body is a char buffer it then
+        // reads as a uint8_t one (undefined behaviour, UBSan's vptr check).
+        std::vector<std::uint8_t> bytes(out.body->begin(), out.body->end());
+        const auto size = bytes.size();
+        req.set_body(concurrency::streams::bytestream::open_istream(std::move(bytes)), size,
+                     out.content_type);
+      }
+      std::shared_ptr<BoundedBodyBuffer> body;
+      if (out.bounded_body > 0) {
+        body = std::make_shared<BoundedBodyBuffer>(out.bounded_body);
+        req.set_response_stream(concurrency::streams::streambuf<std::uint8_t>(body).create_ostream());
+      }
+      auto cts = std::make_shared<pplx::cancellation_token_source>();
+      auto done = track(c.request(req, cts->get_token()));
+      if (!wait_until(*done, deadline, cancel)) {
+        cts->cancel();
+        wait_until(*done, SteadyClock::now() + kCancelledWait);
+        if (cancel.stop_requested()) return no_answer(out.verb, out.path, "cancelled while waiting for an answer");
+        return no_answer(out.verb, out.path, "timed out waiting for an answer from " + config_.server);
+      }
+      if (!done->value) {
+        std::string cause = "no answer from " + config_.server + ": " + done->error;
+        // cpprestsdk does not say why a handshake failed; the likely causes:
+        if (done->error.find("handshake") != std::string::npos)
+          cause += " (TLS: the server's certificate must be signed by the cluster CA and name " + host_ + ")";
+        if (done->refused) cause += " (connection refused)";
+        ApiError e = no_answer(out.verb, out.path, cause);
+        e.refused = done->refused;
+        return e;
+      }
+      return Sent{std::move(*done->value), std::move(cts), std::move(body)};
+    } catch (...) {
+      return no_answer(out.verb, out.path, exception_text(std::current_exception()));
+    }
+  }
+
+  // Reads the whole body (at most `max` bytes) by `deadline`.
+  ApiResult<std::string> read_body(Sent& sent, const Outgoing& out, Deadline deadline, std::size_t max) {
+    BodyReader reader(sent.response, sent.body);
+    BodyStreambuf buf(reader, "the answer", max, deadline);
+    std::string body(std::istreambuf_iterator<char>(&buf), {});
+    if (buf.failure().empty()) return body;
+    sent.cts->cancel();
+    return no_answer(out.verb, out.path, buf.failure());
+  }
+
+  // Sends with the token source's credentials (on the client `*used`);
+  // after a 401, once more if renewed credentials differ.
+  ApiResult<Sent> send(const Outgoing& out, Deadline deadline, std::shared_ptr<http::client::http_client>* used,
+                       const std::stop_token& cancel) {
+    auto send_with = [&](const std::shared_ptr<const Credentials>& c) -> ApiResult<Sent> {
+      try {
+        *used = out.own_client.count() > 0 ? new_client(out.own_client, c) : pooled_client(c);
+      } catch (const std::exception& e) {
+        return no_answer(out.verb, out.path, e.what());
+      }
+      return send_once(**used, out, deadline, c->token, cancel);
+    };
+    auto creds = tokens_->credentials();
+    if (!creds) return no_answer(out.verb, out.path, "credentials: " + creds.error());
+    auto sent = send_with(*creds);
+    if (!sent || sent->response.status_code() != 401 || (!tokens_->follows_file() && !tokens_->runs_plugin()))
+      return sent;
+    auto fresh = tokens_->renew_after_unauthorized(*creds);
+    if (!fresh) {
+      ApiError e = error_from(*sent, out, deadline);
+      e.message += "; renewing the credentials failed: " + one_line(fresh.error(), 2048);
+      return e;
+    }
+    if (!*fresh) return sent;
+    // Drain the 401's body so its connection can be reused.
+    (void)read_body(*sent, out, std::min(deadline, SteadyClock::now() + 2s), kMaxErrorBody);
+    return send_with(*fresh);
+  }
+
+  ApiError error_from(Sent& sent, const Outgoing& out, Deadline deadline) {
+    auto body = read_body(sent, out, std::min(deadline, SteadyClock::now() + 5s), kMaxErrorBody);
+    return status_error(out.verb, out.path, sent.response, body ? std::string_view(*body) : std::string_view());
+  }
+
+  // An exchange up to a successful answer's headers (`*c`: the client it
+  // went through).
+  ApiResult<Sent> open(const Outgoing& out, Deadline deadline, std::shared_ptr<http::client::http_client>* c,
+                       const std::stop_token& cancel = {}) {
+    auto sent = send(out, deadline, c, cancel);
+    if (!sent) {
+      // (A refusal by our own rate limiter_ never reached the network.)
+      if (sent.error().find(": client rate limit (") == std::string::npos) renew_client(*c);
+      return sent.failure();
+    }
+    if (sent->response.status_code() >= 400) return error_from(*sent, out, deadline);
+    return sent;
+  }
+
+  // A whole exchange whose answer is one JSON object.
+  ApiResult<nlohmann::json> call(const Outgoing& out, std::chrono::milliseconds timeout,
+                                 const std::stop_token& cancel = {}) {
+    const Deadline deadline = SteadyClock::now() + timeout;
+    std::shared_ptr<http::client::http_client> c;
+    auto sent = open(out, deadline, &c, cancel);
+    if (!sent) return sent.failure();
+    auto body = read_body(*sent, out, deadline, kMaxBody);
+    if (!body) {
+      renew_client(c);
+      return body.failure();
+    }
+    if (json_nesting_depth(*body, kMaxJsonDepth) > kMaxJsonDepth)
+      return no_answer(out.verb, out.path,
+                       "the answer nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    nlohmann::json doc = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) return no_answer(out.verb, out.path, "the answer is not JSON");
+    if (!doc.is_object()) return no_answer(out.verb, out.path, "the answer is not a JSON object");
+    return doc;
+  }
 };
 
 }  // namespace
@@ -838,126 +849,17 @@ Result<std::unique_ptr<HttpClient>> HttpClient::make(const ClusterConfig& config
     if (auto ok = check_client_pair(config.client_cert_pem, config.client_key_pem, what); !ok)
       return ok.failure();
   }
-  initialize_pool();
-  auto impl = std::make_unique<Impl>(config, std::move(options), "isolation-gate/" + std::string(version));
+  std::string host;
   try {
-    impl->host = host_of(web::uri(config.server));
-    if (impl->host.empty()) return fail(what + ": the server names no host");
-    impl->host_is_ip = is_ip_literal(impl->host);
+    host = web::uri(config.server).host();
   } catch (const std::exception& e) {
     return fail(what + ": " + one_line(e.what()));
   }
-  return std::unique_ptr<HttpClient>(new HttpClient(std::move(impl)));
-}
-
-HttpClient::HttpClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-HttpClient::~HttpClient() = default;
-
-const std::string& HttpClient::user_agent() const noexcept { return impl_->user_agent; }
-
-ApiResult<nlohmann::json> HttpClient::get(std::string_view path, std::chrono::milliseconds timeout) {
-  Outgoing out{"GET", http::methods::GET, std::string(path), std::string(path), std::nullopt, {}};
-  return impl_->call(out, SteadyClock::now() + timeout);
-}
-
-ApiResult<ListPage> HttpClient::list(std::string_view path, const ListOptions& options) {
-  nlohmann::json items = nlohmann::json::array();
-  auto page = list_each(path, options, [&items](nlohmann::json&& item) { items.push_back(std::move(item)); });
-  if (page) page->items = std::move(items);
-  return page;
-}
-
-ApiResult<ListPage> HttpClient::list_each(std::string_view path, const ListOptions& options,
-                                          const std::function<void(nlohmann::json&&)>& each) {
-  Outgoing out{"LIST", http::methods::GET, std::string(path), std::string(path) + list_query(options),
-               std::nullopt, {}, kListUnread};
-  const Deadline deadline = SteadyClock::now() + impl_->options.request_timeout;
-  std::shared_ptr<http::client::http_client> c;
-  auto sent = impl_->open(out, deadline, &c);
-  if (!sent) return sent.failure();
-  BodyReader reader(sent->response, sent->body);
-  BodyStreambuf buf(reader, impl_->options.request_timeout, kMaxBody);
-  std::istream body(&buf);
-  auto page = decode_list(body, kMaxJsonDepth, [&](nlohmann::json&& item) {
-    buf.mark();
-    each(std::move(item));
-  });
-  if (!buf.failure().empty() || !page) {
-    sent->cts->cancel();  // the rest of the body is not read
-    if (!buf.failure().empty()) {
-      impl_->renew_client(c);
-      return no_answer(out.verb, out.path, buf.failure());
-    }
-    return no_answer(out.verb, out.path, page.error());
-  }
-  return std::move(*page);
-}
-
-ApiResult<std::unique_ptr<WatchStream>> HttpClient::watch(std::string_view path, const WatchOptions& options) {
-  Outgoing out{"WATCH", http::methods::GET, std::string(path), std::string(path) + watch_query(options),
-               std::nullopt, {}};
-  std::shared_ptr<http::client::http_client> client;
-  const auto server_side = options.timeout.count() > 0 ? options.timeout : std::chrono::seconds(1800);
-  Impl* impl = impl_.get();
-  auto own_client = [impl, server_side](const std::shared_ptr<const Credentials>& creds) {
-    return impl->new_client(server_side + kWatchInactivitySlack, creds);
-  };
-  const Deadline deadline = SteadyClock::now() + impl_->options.request_timeout;
-  auto sent = impl_->send(own_client, out, deadline, &client);
-  if (!sent) return sent.failure();
-  if (sent->response.status_code() >= 400) return impl_->error_from(*sent, out, deadline);
-  if (sent->response.status_code() != 200) {
-    sent->cts->cancel();
-    return no_answer(out.verb, out.path,
-                     "unexpected status " + std::to_string(sent->response.status_code()) + " for a watch");
-  }
-  return std::unique_ptr<WatchStream>(
-      new HttpWatchStream(std::move(client), std::move(*sent), out.path, options.silence));
-}
-
-ApiResult<nlohmann::json> HttpClient::create(std::string_view path, const nlohmann::json& body) {
-  return create_cancellable(path, body, {});
-}
-
-ApiResult<nlohmann::json> HttpClient::create_cancellable(std::string_view path, const nlohmann::json& body,
-                                                         std::stop_token cancel) {
-  Outgoing out{"CREATE", http::methods::POST, std::string(path), std::string(path), body_text(body),
-               "application/json"};
-  return impl_->call(out, SteadyClock::now() + impl_->options.request_timeout, cancel);
-}
-
-ApiResult<nlohmann::json> HttpClient::patch(std::string_view path, PatchType type, const nlohmann::json& body) {
-  return patch_cancellable(path, type, body, {});
-}
-
-ApiResult<nlohmann::json> HttpClient::patch_cancellable(std::string_view path, PatchType type,
-                                                        const nlohmann::json& body, std::stop_token cancel) {
-  Outgoing out{"PATCH", http::methods::PATCH, std::string(path), std::string(path), body_text(body),
-               type == PatchType::Json ? "application/json-patch+json" : "application/merge-patch+json"};
-  return impl_->call(out, SteadyClock::now() + impl_->options.request_timeout, cancel);
-}
-
-ApiResult<nlohmann::json> HttpClient::update(std::string_view path, const nlohmann::json& body,
-                                             std::chrono::milliseconds timeout) {
-  Outgoing out{"UPDATE", http::methods::PUT, std::string(path), std::string(path), body_text(body),
-               "application/json"};
-  return impl_->call(out, SteadyClock::now() + timeout);
-}
-
-ApiResult<nlohmann::json> HttpClient::apply(std::string_view path, const nlohmann::json& body,
-                                            std::string_view field_manager, bool force,
-                                            std::chrono::milliseconds timeout, std::stop_token cancel) {
-  std::string query = std::string(path.find('?') == std::string_view::npos ? "?" : "&") +
-                      "fieldManager=" + percent_encode(field_manager);
-  if (force) query += "&force=true";
-  Outgoing out{"APPLY", http::methods::PATCH, std::string(path), std::string(path) + query, body_text(body),
-               "application/apply-patch+yaml"};
-  return impl_->call(out, SteadyClock::now() + timeout, cancel);
-}
-
-ApiResult<nlohmann::json> HttpClient::remove(std::string_view path, std::chrono::milliseconds timeout) {
-  Outgoing out{"DELETE", http::methods::DEL, std::string(path), std::string(path), std::nullopt, ""};
-  return impl_->call(out, SteadyClock::now() + timeout);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty()) return fail(what + ": the server names no host");
+  initialize_pool();
+  return std::unique_ptr<HttpClient>(
+      new CppRestClient(config, std::move(options), "isolation-gate/" + std::string(version), std::move(host)));
 }
 
 }  // namespace ig::kube

@@ -36,42 +36,15 @@ struct HttpClientOptions {
   std::shared_ptr<TokenSource> tokens;
 };
 
-class HttpClient final : public Client {
+class HttpClient : public Client {
  public:
   // User-Agent "isolation-gate/<version>". Fails on an unusable server URL,
   // CA or client pair.
   static Result<std::unique_ptr<HttpClient>> make(const ClusterConfig& config,
                                                   std::string_view version,
                                                   HttpClientOptions options = {});
-  ~HttpClient() override;
 
-  ApiResult<nlohmann::json> get(std::string_view path, std::chrono::milliseconds timeout) override;
-  ApiResult<ListPage> list(std::string_view path, const ListOptions& options) override;
-  ApiResult<ListPage> list_each(std::string_view path, const ListOptions& options,
-                                const std::function<void(nlohmann::json&&)>& each) override;
-  ApiResult<std::unique_ptr<WatchStream>> watch(std::string_view path,
-                                                const WatchOptions& options) override;
-  ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body) override;
-  ApiResult<nlohmann::json> create_cancellable(std::string_view path, const nlohmann::json& body,
-                                               std::stop_token cancel) override;
-  ApiResult<nlohmann::json> patch(std::string_view path, PatchType type,
-                                  const nlohmann::json& body) override;
-  ApiResult<nlohmann::json> patch_cancellable(std::string_view path, PatchType type, const nlohmann::json& body,
-                                              std::stop_token cancel) override;
-  ApiResult<nlohmann::json> update(std::string_view path, const nlohmann::json& body,
-                                   std::chrono::milliseconds timeout) override;
-  ApiResult<nlohmann::json> apply(std::string_view path, const nlohmann::json& body,
-                                  std::string_view field_manager, bool force,
-                                  std::chrono::milliseconds timeout, std::stop_token cancel = {}) override;
-  ApiResult<nlohmann::json> remove(std::string_view path, std::chrono::milliseconds timeout) override;
-
-  const std::string& user_agent() const noexcept;
-
-  struct Impl;
-
- private:
-  explicit HttpClient(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  virtual const std::string& user_agent() const noexcept = 0;
 };
 
 // The query string ("?a=1&b=x%20y", "" when nothing is set) of a LIST or a

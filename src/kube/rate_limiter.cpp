@@ -31,17 +31,14 @@ Result<void> RateLimiter::acquire(Clock::time_point deadline, std::stop_token ca
     std::lock_guard lock(mu_);
     const Clock::time_point now = clock_->now();
     const Clock::duration wait = bucket_.delay(now);
-    if (wait == Clock::duration::zero()) {
-      bucket_.reserve(now);
-      return {};
-    }
     ready = now + wait;
-    if (ready > deadline) {
+    if (wait > Clock::duration::zero() && ready > deadline) {
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wait).count();
       return fail("client rate limit (" + number(bucket_.qps()) + " QPS, burst " + std::to_string(bucket_.burst()) +
                   "): the next slot is in " + std::to_string(ms) + " ms, after the deadline");
     }
-    bucket_.reserve(now);  // paid for by the time we wait
+    bucket_.reserve(now);  // paid for by the time we wait, if any
+    if (wait == Clock::duration::zero()) return {};
   }
   if (!cancel.stop_possible()) {
     clock_->sleep_until(ready);

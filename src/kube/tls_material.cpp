@@ -110,14 +110,7 @@ Result<void> check_client_pair(std::string_view cert_pem, std::string_view key_p
 }
 
 Result<std::string> decode_base64(std::string_view text, std::string_view what) {
-  auto value = [](unsigned char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
+  constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   out.reserve(text.size() / 4 * 3);
   unsigned int acc = 0;
@@ -129,8 +122,8 @@ Result<std::string> decode_base64(std::string_view text, std::string_view what) 
       ++padding;
       continue;
     }
-    const int v = value(c);
-    if (v < 0 || padding > 0) return fail(std::string(what) + ": not base64");
+    const std::size_t v = kAlphabet.find(static_cast<char>(c));
+    if (v == std::string_view::npos || padding > 0) return fail(std::string(what) + ": not base64");
     acc = (acc << 6) | static_cast<unsigned int>(v);
     bits += 6;
     ++symbols;

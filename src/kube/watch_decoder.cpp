@@ -5,24 +5,20 @@
 
 namespace ig::kube {
 
+constexpr std::pair<WatchEvent::Type, std::string_view> kEventTypes[] = {
+    {WatchEvent::Type::Added, "ADDED"},     {WatchEvent::Type::Modified, "MODIFIED"},
+    {WatchEvent::Type::Deleted, "DELETED"}, {WatchEvent::Type::Bookmark, "BOOKMARK"},
+    {WatchEvent::Type::Error, "ERROR"}};
+
 std::optional<WatchEvent::Type> parse_watch_event_type(std::string_view type) noexcept {
-  using T = WatchEvent::Type;
-  if (type == "ADDED") return T::Added;
-  if (type == "MODIFIED") return T::Modified;
-  if (type == "DELETED") return T::Deleted;
-  if (type == "BOOKMARK") return T::Bookmark;
-  if (type == "ERROR") return T::Error;
+  for (const auto& [t, name] : kEventTypes)
+    if (name == type) return t;
   return std::nullopt;
 }
 
 std::string_view to_string(WatchEvent::Type type) noexcept {
-  switch (type) {
-    case WatchEvent::Type::Added: return "ADDED";
-    case WatchEvent::Type::Modified: return "MODIFIED";
-    case WatchEvent::Type::Deleted: return "DELETED";
-    case WatchEvent::Type::Bookmark: return "BOOKMARK";
-    case WatchEvent::Type::Error: return "ERROR";
-  }
+  for (const auto& [t, name] : kEventTypes)
+    if (t == type) return name;
   return "UNKNOWN";
 }
 
@@ -37,11 +33,7 @@ void WatchDecoder::feed(std::string_view bytes) {
 }
 
 bool WatchDecoder::has_partial_event() const noexcept {
-  for (std::size_t i = start_; i < buffer_.size(); ++i) {
-    const char c = buffer_[i];
-    if (c != ' ' && c != '\t' && c != '\r' && c != '\n') return true;
-  }
-  return false;
+  return buffer_.find_first_not_of(" \t\r\n", start_) != std::string::npos;
 }
 
 Result<std::optional<WatchEvent>> WatchDecoder::next() {

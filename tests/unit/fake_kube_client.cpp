@@ -412,18 +412,11 @@ ApiResult<std::unique_ptr<WatchStream>> FakeClient::watch(std::string_view path,
   return std::move(r.stream);
 }
 
-ApiResult<json> FakeClient::create(std::string_view path, const json& body) { return create_cancellable(path, body, {}); }
-
-ApiResult<json> FakeClient::create_cancellable(std::string_view path, const json& body, std::stop_token cancel) {
+ApiResult<json> FakeClient::create(std::string_view path, const json& body, std::stop_token cancel) {
   return object_of(act("create", path, body, std::move(cancel)));
 }
 
-ApiResult<json> FakeClient::patch(std::string_view path, PatchType type, const json& body) {
-  return patch_cancellable(path, type, body, {});
-}
-
-ApiResult<json> FakeClient::patch_cancellable(std::string_view path, PatchType type, const json& body,
-                                              std::stop_token cancel) {
+ApiResult<json> FakeClient::patch(std::string_view path, PatchType type, const json& body, std::stop_token cancel) {
   Action a = act("patch", path, body, std::move(cancel));
   a.patch_type = type;
   return object_of(std::move(a));

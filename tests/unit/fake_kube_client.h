@@ -153,12 +153,10 @@ class FakeClient final : public Client {
   ApiResult<nlohmann::json> get(std::string_view path, std::chrono::milliseconds timeout) override;
   ApiResult<ListPage> list(std::string_view path, const ListOptions& options) override;
   ApiResult<std::unique_ptr<WatchStream>> watch(std::string_view path, const WatchOptions& options) override;
-  ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body) override;
-  ApiResult<nlohmann::json> create_cancellable(std::string_view path, const nlohmann::json& body,
-                                               std::stop_token cancel) override;
-  ApiResult<nlohmann::json> patch(std::string_view path, PatchType type, const nlohmann::json& body) override;
-  ApiResult<nlohmann::json> patch_cancellable(std::string_view path, PatchType type, const nlohmann::json& body,
-                                              std::stop_token cancel) override;
+  ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body,
+                                   std::stop_token cancel = {}) override;
+  ApiResult<nlohmann::json> patch(std::string_view path, PatchType type, const nlohmann::json& body,
+                                  std::stop_token cancel = {}) override;
   ApiResult<nlohmann::json> update(std::string_view path, const nlohmann::json& body,
                                    std::chrono::milliseconds timeout) override;
   ApiResult<nlohmann::json> apply(std::string_view path, const nlohmann::json& body, std::string_view field_manager,

@@ -137,7 +137,7 @@ class Writer final : public Runnable {
   explicit Writer(kube::Client& c) : client_(c) {}
   std::string_view name() const override { return "writer"; }
   void run(CancelToken stop) override {
-    while (!stop.stop_requested()) (void)client_.patch_cancellable("/x", kube::PatchType::Merge, {}, stop);
+    while (!stop.stop_requested()) (void)client_.patch("/x", kube::PatchType::Merge, {}, stop);
   }
 
  private:
