@@ -18,6 +18,7 @@ namespace {
 using nlohmann::json;
 using policy::Decision;
 
+// object[key] when it is a string, else "" (also when object is not an object).
 std::string string_at(const json& object, std::string_view key) {
   auto f = object.find(key);
   return f != object.end() && f->is_string() ? f->get<std::string>() : std::string();
@@ -74,9 +75,7 @@ Result<PodPlacement> decode_pod_placement(const json& pod) {
   p.name = meta.name;
   p.uid = meta.uid;
   p.component = meta.label(model::kComponentLabel);
-  if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
-    p.runtime_class = string_at(*spec, "runtimeClassName");
-  }
+  if (auto spec = pod.find("spec"); spec != pod.end()) p.runtime_class = string_at(*spec, "runtimeClassName");
   p.running = pod_is_running(pod);
   if (p.running) {
     if (auto read = decode_audit_pod(pod)) p.facts = std::move(read.value().facts);
@@ -86,10 +85,8 @@ Result<PodPlacement> decode_pod_placement(const json& pod) {
 
 bool pod_is_running(const json& pod) {
   if (!pod.is_object()) return false;
-  std::string phase;
-  if (auto status = pod.find("status"); status != pod.end() && status->is_object()) {
-    phase = string_at(*status, "phase");
-  }
+  const auto status = pod.find("status");
+  const std::string phase = status != pod.end() ? string_at(*status, "phase") : std::string();
   return phase != "Succeeded" && phase != "Failed" && !kube::object_meta(pod).deleting;
 }
 
