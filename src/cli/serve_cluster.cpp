@@ -111,12 +111,12 @@ int serve_cluster(ServeOptions o, SteadyClock::time_point started) {
   controller::EventWriter events(**client, event_options);
 
   controller::OperatorOptions operator_options;
-  operator_options.evict = o.evict_drifted;
-  operator_options.evict_per_minute = o.evict_rate;
+  operator_options.drift.evict = o.evict_drifted;
+  operator_options.drift.evict_per_minute = o.evict_rate;
   operator_options.drift.evict_settle = o.drift_eviction_settle;
   operator_options.status.workers = o.status_workers;
   operator_options.log = log_adapter;
-  operator_options.gate = settings;
+  operator_options.drift.gate = settings;
   controller::Operator op(**client, cluster, &events, std::move(operator_options));
 
   // Self-managed: a throwaway certificate until the Secret's is loaded.

@@ -13,21 +13,16 @@ CaInjector::CaInjector(kube::Client& client, const kube::Resource& kind, std::st
 std::string CaInjector::what() const { return std::string(watch_.resource().kind) + " " + watch_.name(); }
 
 Result<Injected> CaInjector::reconcile(const std::string& b64, std::stop_token cancel) {
-  Injected out;
-  if (!watch_.synced()) return out;
+  if (!watch_.synced()) return Injected{};
   const auto object = watch_.get();
   if (!object) {
     const std::string message = "certificates: waiting for the " + what() + " to exist";
     if (missing_logged_.first(message) && log_) log_("warn", message);
-    out.settled = true;  // nothing the API server could call
-    return out;
+    return Injected{true};  // nothing the API server could call
   }
   missing_logged_.cleared();
   const std::string_view rv = kube::object_meta(*object).resource_version;
-  if (!rv.empty() && rv == patched_rv_ && b64 == patched_bundle_) {  // our patch is on its way
-    out.settled = true;
-    return out;
-  }
+  if (!rv.empty() && rv == patched_rv_ && b64 == patched_bundle_) return Injected{true};  // our patch is on its way
   json ops = json::array();
   std::uint64_t repairs = 0;
   const auto webhooks = object->find("webhooks");
@@ -49,23 +44,18 @@ Result<Injected> CaInjector::reconcile(const std::string& b64, std::stop_token c
       ++repairs;
     }
   }
-  if (repairs == 0) {
-    out.settled = true;
-    return out;
-  }
+  if (repairs == 0) return Injected{true};
   auto patched = client_.patch(kube::object_path(watch_.resource(), "", watch_.name()),
                                kube::PatchType::Json, ops, cancel);
   if (!patched) {
-    if (patched.failure().not_found()) return out;  // deleted meanwhile: the watch says so next
+    if (patched.failure().not_found()) return Injected{};  // deleted meanwhile: the watch says so next
     return fail("certificates: patching the caBundle of the " + what() + ": " + patched.error());
   }
   patched_rv_ = rv;
   patched_bundle_ = b64;
-  out.settled = true;
-  out.patched = repairs;
   if (log_)
     log_("info", "certificates: set the caBundle of " + std::to_string(repairs) + " webhook(s) of the " + what());
-  return out;
+  return Injected{true, repairs};
 }
 
 }  // namespace ig::controller

@@ -43,18 +43,6 @@ Result<CertificatePlan> plan_secret(const SecretMaterial& in, CertTime now, cons
     return {};
   };
 
-  if (!in.exists) {
-    auto ca = new_ca();
-    if (!ca) return fail("making the CA: " + ca.error());
-    out.ca_crt = ca->ca_cert_pem;
-    out.ca_key = ca->ca_key_pem;
-    if (auto signed_leaf = sign_leaf(out.ca_crt, out.ca_key, now + settings.ca_validity); !signed_leaf)
-      return fail(signed_leaf.error());
-    plan.write = true;
-    plan.why = "created the CA and the serving certificate";
-    return plan;
-  }
-
   out.tls_crt = in.tls_crt;
   out.tls_key = in.tls_key;
   out.ca_key = in.ca_key;
@@ -77,22 +65,23 @@ Result<CertificatePlan> plan_secret(const SecretMaterial& in, CertTime now, cons
   const std::string valid_bundle = concat(cas);
   const std::optional<std::string> leaf_bad = leaf_problem(valid_bundle);
 
-  // A new CA: none can sign, or the signing one is two thirds through.
+  // A new CA: there is no Secret, none can sign, or the signing one is two thirds through.
   if (signer == nullptr || now >= renewal_due(*signer)) {
     auto ca = new_ca();
     if (!ca) return fail("making the CA: " + ca.error());
     out.ca_crt = valid_bundle + ca->ca_cert_pem;
     out.ca_key = ca->ca_key_pem;
     plan.write = true;
-    plan.ca_rotated = true;
-    plan.why = signer == nullptr ? "no CA of ca.crt matches ca.key (or none is valid): added a new CA"
-                                 : "the CA is two thirds through its lifetime: added a new CA next to it";
-    if (leaf_bad) {
+    plan.ca_rotated = in.exists;
+    plan.why = !in.exists          ? "created the CA and the serving certificate"
+               : signer == nullptr ? "no CA of ca.crt matches ca.key (or none is valid): added a new CA"
+                                   : "the CA is two thirds through its lifetime: added a new CA next to it";
+    if (leaf_bad) {  // always without a Secret
       // Nothing valid is served: nothing to keep verifiable.
       if (auto s = sign_leaf(ca->ca_cert_pem, ca->ca_key_pem, now + settings.ca_validity); !s)
         return fail(s.error());
-      plan.leaf_rotated = true;
-      plan.why += "; issued a serving certificate (" + *leaf_bad + ")";
+      plan.leaf_rotated = in.exists;
+      if (in.exists) plan.why += "; issued a serving certificate (" + *leaf_bad + ")";
     }
     return plan;
   }
@@ -111,23 +100,18 @@ Result<CertificatePlan> plan_secret(const SecretMaterial& in, CertTime now, cons
   auto leaf = tls::read_certificate_bundle(out.tls_crt);
   const bool by_signer = !leaf_bad && tls::verifies(out.tls_crt, signer->pem, settings.names.front(), now).ok();
   const auto& confirmed = facts.bundle_confirmed_since;
+  std::string reissue;  // why the signer signs a new leaf
   if (leaf_bad) {
-    if (auto s = sign_leaf(signer->pem, out.ca_key, signer->not_after); !s) return fail(s.error());
-    plan.leaf_rotated = true;
-    also("issued a serving certificate (" + *leaf_bad + ")");
+    reissue = "issued a serving certificate (" + *leaf_bad + ")";
   } else if (!by_signer) {
     // The switch to the new CA: once every caBundle has held it for the grace.
     if (confirmed && now >= *confirmed + settings.grace) {
-      if (auto s = sign_leaf(signer->pem, out.ca_key, signer->not_after); !s) return fail(s.error());
-      plan.leaf_rotated = true;
-      also("switched the serving certificate to the new CA");
+      reissue = "switched the serving certificate to the new CA";
     } else if (confirmed) {
       wake_at(plan, *confirmed + settings.grace);
     }
   } else if (leaf && now >= renewal_due(leaf->front())) {
-    if (auto s = sign_leaf(signer->pem, out.ca_key, signer->not_after); !s) return fail(s.error());
-    plan.leaf_rotated = true;
-    also("renewed the serving certificate at two thirds of its lifetime");
+    reissue = "renewed the serving certificate at two thirds of its lifetime";
   } else if (leaf) {
     wake_at(plan, renewal_due(leaf->front()));
     if (cas.size() > 1) {
@@ -141,6 +125,11 @@ Result<CertificatePlan> plan_secret(const SecretMaterial& in, CertTime now, cons
         also("dropped the old CA from ca.crt (every ready replica serves a leaf of the new one)");
       }
     }
+  }
+  if (!reissue.empty()) {
+    if (auto s = sign_leaf(signer->pem, out.ca_key, signer->not_after); !s) return fail(s.error());
+    plan.leaf_rotated = true;
+    also(std::move(reissue));
   }
   wake_at(plan, renewal_due(*signer));
   for (const auto& c : cas) wake_at(plan, c.not_after);

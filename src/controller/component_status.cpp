@@ -1,5 +1,6 @@
 #include "controller/component_status.h"
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 
@@ -13,18 +14,22 @@ namespace {
 using nlohmann::json;
 using policy::Decision;
 
-std::optional<ConditionType> condition_type(std::string_view name) noexcept {
-  for (std::size_t i = 0; i < kConditionTypes.size(); ++i) {
-    if (kConditionTypes[i] == name) return static_cast<ConditionType>(i);
+// Calls f(its index in kConditionTypes, condition) for each of status.conditions of the gate's types.
+template <typename F>
+void for_each_condition(const json& status, F f) {
+  auto c = status.find("conditions");
+  if (c == status.end() || !c->is_array()) return;
+  for (const auto& condition : *c) {
+    auto type = condition.find("type");  // end() when not an object
+    if (type == condition.end() || !type->is_string()) continue;
+    auto which = std::find(kConditionTypes.begin(), kConditionTypes.end(), type->get_ref<const std::string&>());
+    if (which != kConditionTypes.end()) f(static_cast<std::size_t>(which - kConditionTypes.begin()), condition);
   }
-  return std::nullopt;
 }
 
-ConditionStatus condition_status(const json& value) noexcept {
-  if (!value.is_string()) return ConditionStatus::Unknown;
-  const auto& s = value.get_ref<const std::string&>();
-  if (s == "True") return ConditionStatus::True;
-  if (s == "False") return ConditionStatus::False;
+ConditionStatus condition_status(const json& value) {
+  if (value == "True") return ConditionStatus::True;
+  if (value == "False") return ConditionStatus::False;
   return ConditionStatus::Unknown;
 }
 
@@ -43,16 +48,10 @@ json owned_part(const json& status) {
   for (const char* field : kOwnedFields) {
     if (auto f = status.find(field); f != status.end() && !f->is_null()) ours[field] = *f;
   }
-  auto c = status.find("conditions");
-  if (c == status.end() || !c->is_array()) return ours;
   std::array<const json*, kConditionTypes.size()> by_type{};
-  for (const auto& condition : *c) {
-    if (!condition.is_object()) continue;
-    auto type = condition.find("type");
-    if (type == condition.end() || !type->is_string()) continue;
-    auto which = condition_type(type->get_ref<const std::string&>());
-    if (which && !by_type[static_cast<std::size_t>(*which)]) by_type[static_cast<std::size_t>(*which)] = &condition;
-  }
+  for_each_condition(status, [&](std::size_t i, const json& condition) {
+    if (!by_type[i]) by_type[i] = &condition;
+  });
   json conditions = json::array();
   for (const json* condition : by_type) {
     if (!condition) continue;
@@ -239,21 +238,14 @@ Result<ComponentRecord> decode_component_record(const json& object) {
   auto status = object.find("status");
   if (status == object.end() || !status->is_object() || status->empty()) return r;
   r.status_fingerprint = status_fingerprint(*status);
-  if (auto c = status->find("conditions"); c != status->end() && c->is_array()) {
-    for (const auto& condition : *c) {
-      if (!condition.is_object()) continue;
-      auto type = condition.find("type");
-      if (type == condition.end() || !type->is_string()) continue;
-      auto which = condition_type(type->get_ref<const std::string&>());
-      if (!which) continue;
-      ConditionMark& mark = r.conditions[static_cast<std::size_t>(*which)];
-      mark.status = condition_status(condition.value("status", json()));
-      if (auto t = condition.find("lastTransitionTime"); t != condition.end() && t->is_string()) {
-        const std::int64_t at = parse_time(t->get_ref<const std::string&>());
-        mark.last_transition = at > 0 && at <= std::int64_t{UINT32_MAX} ? static_cast<std::uint32_t>(at) : 0;
-      }
+  for_each_condition(*status, [&](std::size_t i, const json& condition) {
+    ConditionMark& mark = r.conditions[i];
+    mark.status = condition_status(condition.value("status", json()));
+    if (auto t = condition.find("lastTransitionTime"); t != condition.end() && t->is_string()) {
+      const std::int64_t at = parse_time(t->get_ref<const std::string&>());
+      mark.last_transition = at > 0 && at <= std::int64_t{UINT32_MAX} ? static_cast<std::uint32_t>(at) : 0;
     }
-  }
+  });
   return r;
 }
 

@@ -18,6 +18,7 @@ namespace {
 using nlohmann::json;
 using policy::Decision;
 
+// object[key] when it is a string, else "" (also when object is not an object).
 std::string string_at(const json& object, std::string_view key) {
   auto f = object.find(key);
   return f != object.end() && f->is_string() ? f->get<std::string>() : std::string();
@@ -33,20 +34,9 @@ std::string_view drift_phrase(Drift d, policy::Decision decision) {
   return "runs outside the sandbox";
 }
 
-DriftOptions with_clock(DriftOptions o) {
-  if (!o.clock) o.clock = Clock::steady();
-  return o;
-}
-
-// The pod runs in the microVM the gate decides for it: RequireSetec, on the sandbox.
-bool in_microvm(Decision decision, bool on_sandbox) noexcept {
-  switch (decision) {
-    case Decision::RequireSetec: return on_sandbox;
-    case Decision::AllowInProcess:
-    case Decision::Deny:
-    default: return false;
-  }
-}
+// A pass at most every kMinInterval after a change, and every kResync; a
+// failed eviction's backoff doubles up to kEvictRetryMax.
+constexpr std::chrono::milliseconds kMinInterval{200}, kResync{30'000}, kNotReadyPoll{100}, kEvictRetryMax{300'000};
 
 // The keys whose value differs between `before` and `after` (or is in one only).
 template <typename Map>
@@ -58,6 +48,11 @@ void add_changed_keys(const Map& before, const Map& after, std::set<std::string,
   for (const auto& [key, value] : before) {
     if (!after.count(key)) changed.insert(key);
   }
+}
+
+// What DriftSettle knows a pod by: its uid, else its key.
+const std::string& settle_key(const std::string& pod_key, const std::string& uid) {
+  return uid.empty() ? pod_key : uid;
 }
 
 }  // namespace
@@ -80,9 +75,7 @@ Result<PodPlacement> decode_pod_placement(const json& pod) {
   p.name = meta.name;
   p.uid = meta.uid;
   p.component = meta.label(model::kComponentLabel);
-  if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
-    p.runtime_class = string_at(*spec, "runtimeClassName");
-  }
+  if (auto spec = pod.find("spec"); spec != pod.end()) p.runtime_class = string_at(*spec, "runtimeClassName");
   p.running = pod_is_running(pod);
   if (p.running) {
     if (auto read = decode_audit_pod(pod)) p.facts = std::move(read.value().facts);
@@ -92,10 +85,8 @@ Result<PodPlacement> decode_pod_placement(const json& pod) {
 
 bool pod_is_running(const json& pod) {
   if (!pod.is_object()) return false;
-  std::string phase;
-  if (auto status = pod.find("status"); status != pod.end() && status->is_object()) {
-    phase = string_at(*status, "phase");
-  }
+  const auto status = pod.find("status");
+  const std::string phase = status != pod.end() ? string_at(*status, "phase") : std::string();
   return phase != "Succeeded" && phase != "Failed" && !kube::object_meta(pod).deleting;
 }
 
@@ -167,20 +158,19 @@ DriftAudit::DriftAudit(kube::Client& client, const kube::Store<ComponentRecord>&
       components_(components),
       sandbox_(sandbox),
       events_(events),
-      options_(with_clock(std::move(options))),
+      options_(std::move(options)),
       evict_limiter_(options_.evict_per_minute / 60.0, 1, options_.clock),
       pods_(decode_pod_placement, [this](std::string_view) { mark_dirty(); }),
       cached_components_(components),
       audit_context_{options_.gate, cached_components_, sandbox},
       audit_namespaces_(decode_audit_namespace, [this](std::string_view) { mark_dirty(); }),
       audit_pods_(decode_audit_pod, [this](std::string_view) { mark_dirty(); },
-                  [this](const json& pod) { return keep_audit_pod(pod); }),
-      audit_set_(std::make_shared<const std::set<std::string, std::less<>>>()) {
+                  [this](const json& pod) { return keep_audit_pod(pod); }) {
   runtime::Controller<std::string>::Options c;
   c.name = "drift";
   c.workers = 1;  // one pass at a time, and evictions in between, as one loop
   c.clock = options_.clock;
-  c.rate_limit.backoff = BackoffOptions{options_.evict_retry, std::max(options_.evict_retry, options_.evict_retry_max)};
+  c.rate_limit.backoff = BackoffOptions{options_.evict_retry, std::max(options_.evict_retry, kEvictRetryMax)};
   c.reconcile = [this](const std::string& key, const runtime::CancelToken& cancel) { return reconcile(key, cancel); };
   c.initial_keys = [this] {  // a term starts with a pass, which queues the evictions due
     std::lock_guard lock(mu_);
@@ -199,7 +189,7 @@ void DriftAudit::start() {
   if (!stopping_) return;
   stopping_ = false;
   audited_.store(false, std::memory_order_release);
-  const WatchSettings ws{options_.log, {}, options_.page_size};
+  const WatchSettings ws{options_.log, {}, 500};
   reflector_ = std::make_unique<kube::Reflector>(
       client_, pods_, reflector_options("pods", kube::kPods, "", ws, {}, std::string(model::kComponentLabel)));
   reflector_->start();
@@ -230,19 +220,16 @@ void DriftAudit::stop() noexcept {
 }
 
 bool DriftAudit::keep_audit_pod(const json& pod) const {
-  std::shared_ptr<const std::set<std::string, std::less<>>> set;
-  {
-    std::lock_guard lock(audit_set_mu_);
-    set = audit_set_;
-  }
-  if (set->empty() || !pod_is_running(pod)) return false;
-  return set->count(kube::object_meta(pod).namespace_) > 0;  // the set holds no ""
+  if (!pod_is_running(pod)) return false;
+  const kube::ObjectMeta meta = kube::object_meta(pod);
+  std::lock_guard lock(mu_);
+  return audit_set_.count(meta.namespace_) > 0;  // the set holds no ""
 }
 
 void DriftAudit::stop_audit_pods() noexcept {
   {
-    std::lock_guard lock(audit_set_mu_);
-    audit_set_ = std::make_shared<const std::set<std::string, std::less<>>>();
+    std::lock_guard lock(mu_);
+    audit_set_.clear();
   }
   if (!audit_pods_running_.exchange(false, std::memory_order_acq_rel)) return;
   audit_pod_reflector_->stop();
@@ -256,7 +243,7 @@ void DriftAudit::mark_dirty() noexcept {
     Clock::duration wait{};
     {
       std::lock_guard lock(mu_);
-      if (last_pass_) wait = std::max(Clock::duration::zero(), *last_pass_ + options_.min_interval - options_.clock->now());
+      if (last_pass_) wait = std::max(Clock::duration::zero(), *last_pass_ + kMinInterval - options_.clock->now());
     }
     if (wait > Clock::duration::zero()) {
       controller_->enqueue_after(std::string(kPass), wait);
@@ -317,17 +304,19 @@ Result<runtime::Requeue> DriftAudit::reconcile(const std::string& key, const run
   }
   if (cancel.stop_requested()) return runtime::Requeue{};
   if (!pods_.synced() || (options_.inputs_ready && !options_.inputs_ready()))
-    return runtime::Requeue{false, options_.not_ready_poll};
+    return runtime::Requeue{false, kNotReadyPoll};
   pass();
-  return runtime::Requeue{false, options_.resync};
+  return runtime::Requeue{false, kResync};
 }
 
 void DriftAudit::pass() {
   {
     std::lock_guard lock(mu_);
-    last_pass_ = options_.clock->now();  // a change from now on is a pass min_interval after this one
+    last_pass_ = options_.clock->now();  // a change from now on is a pass kMinInterval after this one
   }
-  const auto sandbox = sandbox_.availability();
+  StatusInputs in;
+  in.sandbox = sandbox_.availability();
+  in.shape = options_.gate.shape.shape;
   std::map<std::string, std::size_t, std::less<>> counts;
   std::map<std::string, DriftedPod> drifted;
   std::map<std::string, UnboundPods, std::less<>> unbound;
@@ -343,12 +332,10 @@ void DriftAudit::pass() {
     const std::string component_key = kube::object_key(pod->namespace_, pod->component);
     auto record = components_.find(component_key);
     if (!record) continue;  // not a known Component: the admission rules' business
-    StatusInputs in;
-    in.sandbox = sandbox;
-    in.shape = options_.shape;
     const Decision decision = decision_for(record->component, in);
-    const bool on_sandbox = pod->runtime_class == options_.runtime_class;
-    if (in_microvm(decision, on_sandbox) && pod->facts) {
+    const bool on_sandbox = pod->runtime_class == options_.gate.runtime_class;
+    const Drift d = classify_drift(decision, on_sandbox);
+    if (d == Drift::None && on_sandbox && pod->facts) {  // RequireSetec, in the microVM
       auto phrases = admission::unbound_outside_microvm(*pod->facts, record->component, options_.gate);
       if (!phrases.empty()) {
         UnboundPods& u = unbound[component_key];
@@ -358,11 +345,10 @@ void DriftAudit::pass() {
         }
       }
     }
-    const Drift d = classify_drift(decision, on_sandbox);
     if (d == Drift::None) continue;
     const std::string pod_key = kube::object_key(pod->namespace_, pod->name);
     ++counts[component_key];
-    drifted[pod_key] = {component_key, pod->uid, d};
+    drifted[pod_key] = {component_key, pod->uid, d, false};
     fresh.push_back({pod, record, d, decision});
   }
   std::set<std::string, std::less<>> changed;
@@ -381,28 +367,17 @@ void DriftAudit::pass() {
     }
     // The settle time runs per pod uid from the first pass that saw it drift.
     const auto now = options_.clock->now();
-    const auto settle_key = [](const std::string& pod_key, const DriftedPod& d) { return d.uid.empty() ? pod_key : d.uid; };
     std::set<std::string, std::less<>> less_safe;
     for (const auto& [key, d] : drifted) {
-      if (d.drift == Drift::LessSafe) less_safe.insert(settle_key(key, d));
+      if (d.drift == Drift::LessSafe) less_safe.insert(settle_key(key, d.uid));
     }
     settle_.observe(less_safe, now);
-    for (auto it = evict_after_.begin(); it != evict_after_.end();) {
-      auto now_drifted = drifted.find(it->first);
-      auto was = drifted_pods_.find(it->first);
-      const bool same_pod = now_drifted != drifted.end() && now_drifted->second.drift == Drift::LessSafe &&
-                            (was == drifted_pods_.end() || was->second.uid == now_drifted->second.uid);
-      it = same_pod ? std::next(it) : evict_after_.erase(it);
-    }
-    for (const auto& [key, d] : drifted) {
-      if (d.drift == Drift::LessSafe && !evict_after_.count(key)) {
-        evict_after_[key] = settle_.evictable_at(settle_key(key, d)).value_or(now);
-      }
-    }
     if (options_.evict && !stopping_) {
       // Each pod to evict is a key of its own, queued once per term.
-      for (const auto& [key, at] : evict_after_) {
-        if (evict_queued_.insert(key).second) to_evict.emplace_back(key, std::max(Clock::duration::zero(), at - now));
+      for (const auto& [key, d] : drifted) {
+        if (d.drift != Drift::LessSafe || !evict_queued_.insert(key).second) continue;
+        const auto at = settle_.evictable_at(settle_key(key, d.uid)).value_or(now);
+        to_evict.emplace_back(key, std::max(Clock::duration::zero(), at - now));
       }
     }
     counts_ = std::move(counts);
@@ -445,8 +420,8 @@ void DriftAudit::audit_pass() {
       stop_audit_pods();
     } else {
       {
-        std::lock_guard lock(audit_set_mu_);
-        audit_set_ = std::make_shared<const std::set<std::string, std::less<>>>(names);
+        std::lock_guard lock(mu_);
+        audit_set_ = names;
       }
       // The cache kept pods by the set published when each arrived: list again.
       if (!audit_pods_running_.exchange(true, std::memory_order_acq_rel)) {
@@ -496,18 +471,16 @@ Result<runtime::Requeue> DriftAudit::evict(const std::string& pod_key, const run
   std::string uid, component_key;
   {
     std::lock_guard lock(mu_);
-    auto after = evict_after_.find(pod_key);
     auto d = drifted_pods_.find(pod_key);
-    if (stopping_ || !options_.evict || after == evict_after_.end() || d == drifted_pods_.end() ||
-        d->second.drift != Drift::LessSafe) {
-      // Not drifted (less safe) any more, or gone: a pass that sees it drift queues it again.
-      if (after != evict_after_.end() && (d == drifted_pods_.end() || d->second.drift != Drift::LessSafe))
-        evict_after_.erase(after);
+    if (stopping_ || !options_.evict || d == drifted_pods_.end() || d->second.drift != Drift::LessSafe ||
+        d->second.done) {
+      // Not drifted (less safe) any more, done, or gone: a pass that sees it drift queues it again.
       evict_queued_.erase(pod_key);
       return runtime::Requeue{};
     }
     const Clock::time_point now = options_.clock->now();
-    if (now < after->second) return runtime::Requeue{false, after->second - now};  // settling
+    const auto at = settle_.evictable_at(settle_key(pod_key, d->second.uid)).value_or(now);
+    if (now < at) return runtime::Requeue{false, at - now};  // settling
     if (cancel.stop_requested()) return runtime::Requeue{};  // the fence: no eviction after leadership is lost
     if (!evict_limiter_.try_acquire()) {  // --evict-rate: again at the next token
       return runtime::Requeue{false, std::chrono::milliseconds(static_cast<long>(
@@ -527,8 +500,7 @@ Result<runtime::Requeue> DriftAudit::evict(const std::string& pod_key, const run
     {
       std::lock_guard lock(mu_);
       ++stats_.evicted;
-      evict_after_.erase(pod_key);
-      evict_queued_.erase(pod_key);
+      forget(pod_key);
     }
     if (auto record = components_.find(component_key)) {
       record_event(*record, "Evicted", "Evict",
@@ -542,8 +514,7 @@ Result<runtime::Requeue> DriftAudit::evict(const std::string& pod_key, const run
   const kube::ApiError& e = result.failure();
   std::lock_guard lock(mu_);
   if (e.not_found()) {
-    evict_after_.erase(pod_key);
-    evict_queued_.erase(pod_key);
+    forget(pod_key);
     return runtime::Requeue{};
   }
   if (e.code == 429) {
@@ -554,6 +525,11 @@ Result<runtime::Requeue> DriftAudit::evict(const std::string& pod_key, const run
   }
   ++stats_.eviction_failed;
   return fail("cannot evict it (retried): " + e.message);
+}
+
+void DriftAudit::forget(const std::string& pod_key) {
+  if (auto d = drifted_pods_.find(pod_key); d != drifted_pods_.end()) d->second.done = true;
+  evict_queued_.erase(pod_key);
 }
 
 kube::ObjectReference component_reference(std::string_view ns, std::string_view name, std::string uid) {

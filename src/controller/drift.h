@@ -2,11 +2,11 @@
 // component pods placed against what the gate decides now, reported and
 // (opt-in) evicted. A reconciler on the engine; start()/stop() own its caches.
 //  - kPass: once the pod cache has listed and `inputs_ready` holds (else
-//    after not_ready_poll), after changes (at most every min_interval) and
-//    every resync. It replaces the per-Component drift and unbound counts,
-//    tells `on_count_change` which changed, records PodDrifted per newly
-//    drifted pod, and judges audit namespaces' running pods as /mutate/pods
-//    would (the would-deny gauge, WouldDenyWhenEnforced per new pod).
+//    100 ms later), after changes (at most every 200 ms) and every 30 s. It
+//    replaces the per-Component drift and unbound counts, tells
+//    `on_count_change` which changed, records PodDrifted per newly drifted
+//    pod, and judges audit namespaces' running pods as /mutate/pods would
+//    (the would-deny gauge, WouldDenyWhenEnforced per new pod).
 //  - A pod key: its eviction, only with `evict`, of a LessSafe pod drifted
 //    for evict_settle, through the Eviction API, at most evict_per_minute;
 //    429 waits Retry-After, 404 forgets, other failures back off. Nothing
@@ -114,21 +114,14 @@ using WouldDenyCounts = std::map<std::pair<std::string, std::string>, std::size_
 WouldDenyCounts count_would_deny(std::span<const WouldDeny> found);
 
 struct DriftOptions {
-  std::string runtime_class;
-  policy::DeploymentShape shape = policy::DeploymentShape::SetecOnly;
-  bool evict = false;
-  double evict_per_minute = 10;
-  std::chrono::milliseconds min_interval{200};
-  std::chrono::milliseconds resync{30'000};
-  std::chrono::milliseconds evict_retry{10'000};
-  std::chrono::milliseconds evict_retry_max{300'000};  // a failed eviction's backoff: evict_retry doubling to this
-  std::chrono::milliseconds not_ready_poll{100};
+  bool evict = false;                              // --evict-drifted
+  double evict_per_minute = 10;                    // --evict-rate
+  std::chrono::milliseconds evict_retry{10'000};   // a failed eviction's backoff: doubling up to 300 s
   std::chrono::milliseconds evict_settle{60'000};  // --drift-eviction-settle
-  std::size_t page_size = 500;
-  std::shared_ptr<Clock> clock;  // the engine's: passes, settle time, rate limit; empty: steady
+  std::shared_ptr<Clock> clock;  // required: the engine's (passes, settle time, rate limit)
   std::function<bool()> inputs_ready;  // Cluster::settled(); no pass runs otherwise; empty: always
   std::function<void(std::string_view component_key)> on_count_change;
-  admission::GateSettings gate;  // the audit's admission settings (Components: the cache only)
+  admission::GateSettings gate;  // admission's: the runtime class, the shape; the audit's (Components: the cache only)
   std::function<void(std::string_view level, std::string_view message)> log;
 };
 
@@ -152,7 +145,7 @@ class DriftAudit {
   std::shared_ptr<runtime::Runnable> runnable() const { return controller_; }
   void start();
   void stop() noexcept;
-  // A pass soon (at most every min_interval); dropped while not leading.
+  // A pass soon (at most every 200 ms); dropped while not leading.
   void mark_dirty() noexcept;
   Result<runtime::Requeue> reconcile(const std::string& key, const runtime::CancelToken& cancel);
   // The pod cache has listed and a pass has run since start().
@@ -170,9 +163,11 @@ class DriftAudit {
     std::string component_key;
     std::string uid;
     Drift drift;
+    bool done = false;  // evicted, or found gone, since the pass
   };
   void pass();
   Result<runtime::Requeue> evict(const std::string& pod_key, const runtime::CancelToken& cancel);
+  void forget(const std::string& pod_key);  // under mu_: not evicted again before the next pass
   void record_event(const ComponentRecord& record, std::string reason, std::string action, std::string note);
   void audit_pass();
   void stop_audit_pods() noexcept;
@@ -206,8 +201,6 @@ class DriftAudit {
   std::unique_ptr<kube::Reflector> namespace_reflector_, audit_pod_reflector_;
   std::atomic<bool> audit_pods_running_{false};
   std::set<std::string, std::less<>> audit_listed_for_;  // the set the pod cache was (re)listed for
-  mutable std::mutex audit_set_mu_;
-  std::shared_ptr<const std::set<std::string, std::less<>>> audit_set_;  // published for keep
 
   std::shared_ptr<runtime::Controller<std::string>> controller_;
 
@@ -215,12 +208,12 @@ class DriftAudit {
   bool stopping_ = true;
   std::optional<Clock::time_point> last_pass_;  // when the last pass began
   std::set<std::string, std::less<>> evict_queued_;  // pod keys queued for eviction this term
+  std::set<std::string, std::less<>> audit_set_;     // the audit namespaces, for keep_audit_pod
   std::atomic<bool> audited_{false};
   std::map<std::string, std::size_t, std::less<>> counts_;   // component key -> drifted pods
   std::map<std::string, UnboundPods, std::less<>> unbound_;  // component key -> unbound outside a microVM (count > 0)
   std::map<std::string, DriftedPod> drifted_pods_;            // pod key -> why
-  std::map<std::string, Clock::time_point> evict_after_;  // pod key -> not before
-  DriftSettle settle_{options_.evict_settle};             // under mu_
+  DriftSettle settle_{options_.evict_settle};             // under mu_: when a drifted pod may be evicted
   struct AuditDenied {
     std::string uid;
     admission::Reason reason;

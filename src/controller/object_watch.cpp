@@ -11,7 +11,6 @@ kube::ReflectorOptions reflector_options(std::string name, const kube::Resource&
   o.field_selector = std::move(field_selector);
   o.label_selector = std::move(label_selector);
   o.page_size = settings.page_size;
-  o.watch_timeout = settings.watch_timeout;
   o.watch_silence = settings.watch_silence;
   o.backoff = settings.backoff;
   o.log = settings.log;

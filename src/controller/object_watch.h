@@ -24,7 +24,6 @@ struct WatchSettings {
   kube::BackoffPolicy backoff;
   std::size_t page_size = 100;
   std::chrono::milliseconds watch_silence{150'000};
-  std::chrono::seconds watch_timeout{300};
 };
 
 // The one way controller/ configures a reflector: `name`d, of `r` in `ns`

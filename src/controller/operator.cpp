@@ -8,8 +8,7 @@ namespace ig::controller {
 
 StatusWriterOptions Operator::status_options(OperatorOptions& o) {
   StatusWriterOptions s = std::move(o.status);
-  if (!s.clock) s.clock = Clock::steady();
-  status_clock_ = s.clock;
+  s.clock = clock_;
   s.runtime_class = cluster_.options().runtime_class;
   s.shape = cluster_.options().shape;
   s.drifted_pods = [this](std::string_view key) { return drift_.drifted(key); };
@@ -22,14 +21,9 @@ StatusWriterOptions Operator::status_options(OperatorOptions& o) {
 
 DriftOptions Operator::drift_options(OperatorOptions& o) {
   DriftOptions d = std::move(o.drift);
-  if (!d.clock) d.clock = status_clock_;  // the engine's (status_options() ran first)
-  d.runtime_class = cluster_.options().runtime_class;
-  d.shape = cluster_.options().shape;
-  d.evict = o.evict;
-  d.evict_per_minute = o.evict_per_minute;
-  d.gate = std::move(o.gate);
-  d.gate.runtime_class = d.runtime_class;
-  d.gate.shape.shape = d.shape;
+  d.clock = clock_;
+  d.gate.runtime_class = cluster_.options().runtime_class;
+  d.gate.shape.shape = cluster_.options().shape;
   d.inputs_ready = [this] { return cluster_.settled(); };
   d.on_count_change = [this](std::string_view key) { status_.enqueue(key); };
   if (!d.log) d.log = o.log;

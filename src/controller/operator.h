@@ -21,12 +21,10 @@
 
 namespace ig::controller {
 
+// Runtime class and shape (also the gate's) come from the cluster.
 struct OperatorOptions {
-  bool evict = false;                 // --evict-drifted
-  double evict_per_minute = 10;       // --evict-rate
-  DriftOptions drift;                 // tests: intervals; runtime class, shape and eviction come from above
-  admission::GateSettings gate;       // admission's (for the audit); runtime class and shape: the cluster's
-  StatusWriterOptions status;         // tests: clock, retry; runtime class and shape come from the cluster
+  DriftOptions drift;  // eviction; gate: admission's settings (for the audit)
+  StatusWriterOptions status;
   std::function<void(std::string_view level, std::string_view message)> log;
 };
 
@@ -59,7 +57,7 @@ class Operator final : public ClusterListener {
   kube::EventRecorder* events_;
   std::function<void(std::string_view, std::string_view)> log_;
   std::atomic<bool> leading_{false};
-  std::shared_ptr<Clock> status_clock_;  // the engine's clock (set while status_ is built)
+  std::shared_ptr<Clock> clock_ = Clock::steady();  // the engine's
   StatusWriter status_;  // its drift counts come from drift_, built next (read only once started)
   DriftAudit drift_;
 };

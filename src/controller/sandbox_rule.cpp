@@ -1,73 +1,72 @@
 #include "controller/sandbox_rule.h"
 
+#include <algorithm>
+
 #include "base/quote.h"
+#include "model/document.h"
 
 namespace ig::controller {
 namespace {
 
 using nlohmann::json;
 
-std::string type_phrase(const json& v) {
-  if (v.is_object()) return "a map";
-  if (v.is_array()) return "a list";
-  if (v.is_string()) return "a string";
-  if (v.is_boolean()) return "a boolean";
-  if (v.is_number()) return "a number";
-  return "null";
-}
+std::string type_phrase(const json& v) { return std::string(model::json_type_phrase(v)); }
+std::string type_phrase(json::value_t t) { return std::string(model::json_type_phrase(t)); }
+
+// A field of the wrong type: thrown by the readers below, each decoder's error.
+struct Invalid {
+  std::string message;
+};
 
 // A member that must be of `want` type when present; absent (or null): an
 // empty value of that type.
-Result<const json*> member(const json& parent, std::string_view key, json::value_t want,
-                           const std::string& path) {
+const json& member(const json& parent, std::string_view key, json::value_t want, const std::string& path) {
   static const json kEmpty[] = {nullptr, json::object(), json::array(), "", false, 0};
   auto it = parent.find(key);
-  if (it == parent.end() || it->is_null()) return &kEmpty[static_cast<int>(want)];
+  if (it == parent.end() || it->is_null()) return kEmpty[static_cast<int>(want)];
   const bool ok = want == json::value_t::number_integer ? it->is_number() : it->type() == want;
-  if (!ok) {
-    static const char* names[] = {"null", "a map", "a list", "a string", "a boolean",
-                                  "a number", "a number", "a number", "binary", "discarded"};
-    return fail(path + ": expected " + names[static_cast<int>(want)] + ", got " + type_phrase(*it));
-  }
-  return &*it;
+  if (!ok) throw Invalid{path + ": expected " + type_phrase(want) + ", got " + type_phrase(*it)};
+  return *it;
 }
 
-Result<std::string> string_member(const json& parent, std::string_view key, const std::string& path) {
-  auto m = member(parent, key, json::value_t::string, path);
-  if (!m) return fail(m.error());
-  return (*m)->get<std::string>();
+std::string string_member(const json& parent, std::string_view key, const std::string& path) {
+  return member(parent, key, json::value_t::string, path).get<std::string>();
 }
 
-Result<std::map<std::string, std::string>> string_map(const json& parent, std::string_view key,
-                                                      const std::string& path) {
-  auto m = member(parent, key, json::value_t::object, path);
-  if (!m) return fail(m.error());
+std::map<std::string, std::string> string_map(const json& parent, std::string_view key, const std::string& path) {
   std::map<std::string, std::string> out;
-  for (const auto& [k, v] : (*m)->items()) {
-    if (!v.is_string()) return fail(path + "." + k + ": expected a string, got " + type_phrase(v));
+  for (const auto& [k, v] : member(parent, key, json::value_t::object, path).items()) {
+    if (!v.is_string()) throw Invalid{path + "." + k + ": expected a string, got " + type_phrase(v)};
     out.emplace(k, v.get<std::string>());
   }
   return out;
 }
 
-Result<std::string> object_name(const json& object, std::string_view kind) {
-  if (!object.is_object()) return fail(std::string(kind) + ": expected a map");
-  auto meta = member(object, "metadata", json::value_t::object, "metadata");
-  if (!meta) return fail(meta.error());
-  if (!*meta) return fail("metadata: required");
-  auto name = string_member(**meta, "name", "metadata.name");
-  if (!name) return fail(name.error());
-  if (name->empty()) return fail("metadata.name: required");
-  return name;
+// Calls `f(item, its path)` for each map of the list at `key`.
+template <typename F>
+void each_map(const json& parent, std::string_view key, const std::string& path, F f) {
+  std::size_t i = 0;
+  for (const auto& item : member(parent, key, json::value_t::array, path)) {
+    const std::string at = path + "[" + std::to_string(i++) + "]";
+    if (!item.is_object()) throw Invalid{at + ": expected a map, got " + type_phrase(item)};
+    f(item, at);
+  }
+}
+
+// The object's metadata (a map), once it has a name.
+const json& named_metadata(const json& object, std::string_view kind) {
+  if (!object.is_object()) throw Invalid{std::string(kind) + ": expected a map"};
+  const json& meta = member(object, "metadata", json::value_t::object, "metadata");
+  if (string_member(meta, "name", "metadata.name").empty()) throw Invalid{"metadata.name: required"};
+  return meta;
 }
 
 bool matches(const std::map<std::string, std::string>& selector,
              const std::map<std::string, std::string>& labels) {
-  for (const auto& [k, v] : selector) {
-    auto it = labels.find(k);
-    if (it == labels.end() || it->second != v) return false;
-  }
-  return true;
+  return std::all_of(selector.begin(), selector.end(), [&](const auto& kv) {
+    auto it = labels.find(kv.first);
+    return it != labels.end() && it->second == kv.second;
+  });
 }
 
 }  // namespace
@@ -90,17 +89,11 @@ NodeFit fit_node(const NodeFacts& node, const NodeProjection& p) {
   fit.ready = node.ready;
   fit.unschedulable = node.unschedulable;
   fit.selected = matches(p.node_selector, node.labels);
-  fit.tolerated = true;
-  for (const auto& taint : node.taints) {
+  fit.tolerated = std::all_of(node.taints.begin(), node.taints.end(), [&](const Taint& taint) {
     // PreferNoSchedule never excludes a node.
-    if (taint.effect != "NoSchedule" && taint.effect != "NoExecute") continue;
-    bool tolerated = false;
-    for (const auto& t : p.tolerations) tolerated = tolerated || tolerates(t, taint);
-    if (!tolerated) {
-      fit.tolerated = false;
-      break;
-    }
-  }
+    if (taint.effect != "NoSchedule" && taint.effect != "NoExecute") return true;
+    return std::any_of(p.tolerations.begin(), p.tolerations.end(), [&](const auto& t) { return tolerates(t, taint); });
+  });
   return fit;
 }
 
@@ -163,79 +156,50 @@ SandboxAssessment assess_sandbox(const std::string& name,
 }
 
 Result<RuntimeClassFacts> decode_runtime_class(const json& object) {
-  RuntimeClassFacts out;
-  auto name = object_name(object, "RuntimeClass");
-  if (!name) return fail(name.error());
-  out.name = std::move(*name);
-  auto handler = string_member(object, "handler", "handler");
-  if (!handler) return fail(handler.error());
-  out.handler = std::move(*handler);
-  auto labels = string_map(object["metadata"], "labels", "metadata.labels");
-  if (!labels) return fail(labels.error());
-  out.platform_operated = labels->count(std::string(kSetecRuntimeLabel)) != 0;
-  auto scheduling = member(object, "scheduling", json::value_t::object, "scheduling");
-  if (!scheduling) return fail(scheduling.error());
-  auto selector = string_map(**scheduling, "nodeSelector", "scheduling.nodeSelector");
-  if (!selector) return fail(selector.error());
-  out.node_selector = std::move(*selector);
-  auto tolerations = member(**scheduling, "tolerations", json::value_t::array, "scheduling.tolerations");
-  if (!tolerations) return fail(tolerations.error());
-  std::size_t i = 0;
-  for (const auto& t : **tolerations) {
-    const std::string path = "scheduling.tolerations[" + std::to_string(i++) + "]";
-    if (!t.is_object()) return fail(path + ": expected a map, got " + type_phrase(t));
-    auto key = string_member(t, "key", path + ".key");
-    auto op = string_member(t, "operator", path + ".operator");
-    auto value = string_member(t, "value", path + ".value");
-    auto effect = string_member(t, "effect", path + ".effect");
-    for (auto* r : {&key, &op, &value, &effect}) {
-      if (!*r) return fail(r->error());
-    }
-    out.tolerations.push_back({*key, op->empty() ? "Equal" : *op, *value, *effect});
+  try {
+    RuntimeClassFacts out;
+    const json& meta = named_metadata(object, "RuntimeClass");
+    out.name = meta["name"].get<std::string>();
+    out.handler = string_member(object, "handler", "handler");
+    out.platform_operated = string_map(meta, "labels", "metadata.labels").count(std::string(kSetecRuntimeLabel)) != 0;
+    const json& scheduling = member(object, "scheduling", json::value_t::object, "scheduling");
+    out.node_selector = string_map(scheduling, "nodeSelector", "scheduling.nodeSelector");
+    each_map(scheduling, "tolerations", "scheduling.tolerations", [&](const json& t, const std::string& path) {
+      Toleration& added = out.tolerations.emplace_back();
+      added.key = string_member(t, "key", path + ".key");
+      added.op = string_member(t, "operator", path + ".operator");
+      if (added.op.empty()) added.op = "Equal";
+      added.value = string_member(t, "value", path + ".value");
+      added.effect = string_member(t, "effect", path + ".effect");
+    });
+    return out;
+  } catch (const Invalid& e) {
+    return fail(e.message);
   }
-  return out;
 }
 
 Result<NodeFacts> decode_node(const json& object) {
-  NodeFacts out;
-  auto name = object_name(object, "Node");
-  if (!name) return fail(name.error());
-  out.name = std::move(*name);
-  auto labels = string_map(object["metadata"], "labels", "metadata.labels");
-  if (!labels) return fail(labels.error());
-  out.labels = std::move(*labels);
-  auto spec = member(object, "spec", json::value_t::object, "spec");
-  if (!spec) return fail(spec.error());
-  auto unsched = member(**spec, "unschedulable", json::value_t::boolean, "spec.unschedulable");
-  if (!unsched) return fail(unsched.error());
-  out.unschedulable = (*unsched)->get<bool>();
-  auto taints = member(**spec, "taints", json::value_t::array, "spec.taints");
-  if (!taints) return fail(taints.error());
-  std::size_t i = 0;
-  for (const auto& t : **taints) {
-    const std::string path = "spec.taints[" + std::to_string(i++) + "]";
-    if (!t.is_object()) return fail(path + ": expected a map, got " + type_phrase(t));
-    auto key = string_member(t, "key", path + ".key");
-    auto value = string_member(t, "value", path + ".value");
-    auto effect = string_member(t, "effect", path + ".effect");
-    for (auto* r : {&key, &value, &effect}) {
-      if (!*r) return fail(r->error());
+  try {
+    NodeFacts out;
+    const json& meta = named_metadata(object, "Node");
+    out.name = meta["name"].get<std::string>();
+    out.labels = string_map(meta, "labels", "metadata.labels");
+    const json& spec = member(object, "spec", json::value_t::object, "spec");
+    out.unschedulable = member(spec, "unschedulable", json::value_t::boolean, "spec.unschedulable").get<bool>();
+    each_map(spec, "taints", "spec.taints", [&](const json& t, const std::string& path) {
+      Taint& added = out.taints.emplace_back();
+      added.key = string_member(t, "key", path + ".key");
+      added.value = string_member(t, "value", path + ".value");
+      added.effect = string_member(t, "effect", path + ".effect");
+    });
+    const json& status = member(object, "status", json::value_t::object, "status");
+    for (const auto& c : member(status, "conditions", json::value_t::array, "status.conditions")) {
+      if (c.is_object() && c.value("type", json()) == "Ready") out.ready = c.value("status", json()) == "True";
     }
-    out.taints.push_back({*key, *value, *effect});
+    return out;
+  } catch (const Invalid& e) {
+    return fail(e.message);
   }
-  auto status = member(object, "status", json::value_t::object, "status");
-  if (!status) return fail(status.error());
-  auto conditions = member(**status, "conditions", json::value_t::array, "status.conditions");
-  if (!conditions) return fail(conditions.error());
-  for (const auto& c : **conditions) {
-    if (!c.is_object()) continue;
-    auto type = c.find("type");
-    auto value = c.find("status");
-    if (type != c.end() && type->is_string() && *type == "Ready") {
-      out.ready = value != c.end() && value->is_string() && *value == "True";
-    }
-  }
-  return out;
 }
 
 Result<NodeFit> decode_node_fit(const json& object, const NodeProjection& projection) {

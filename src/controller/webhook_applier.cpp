@@ -1,5 +1,7 @@
 #include "controller/webhook_applier.h"
 
+#include <cstdio>
+
 #include "kube/object_meta.h"
 #include "kube/resources.h"
 #include "model/document.h"
@@ -14,39 +16,33 @@ constexpr std::string_view kFingerprintAnnotation = "isolation-gate.zeroroot.ai/
 // FNV-1a (64 bits) in hex: a change detector for the template, not a MAC.
 std::string fingerprint(std::string_view text) {
   std::uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(16, '0');
-  for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<std::size_t>(i)] = kHex[h & 0xf];
-  return out;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
 }
 
 // The configuration `kind` named `name` that the template ConfigMap holds
 // under `key`, as it should be stored.
-Result<json> configuration_from_template(const json& configmap, std::string_view key, std::string_view kind,
+Result<json> configuration_from_template(const json& configmap, const std::string& key, std::string_view kind,
                                          std::string_view name, const std::string& b64) {
   const auto data = configmap.find("data");
-  if (data == configmap.end() || !data->is_object() || !data->contains(std::string(key)) ||
-      !(*data)[std::string(key)].is_string()) {
-    return fail("the template ConfigMap has no data key " + std::string(key));
+  if (data == configmap.end() || !data->is_object() || !data->contains(key) || !(*data)[key].is_string()) {
+    return fail("the template ConfigMap has no data key " + key);
   }
-  const std::string text = (*data)[std::string(key)].get<std::string>();
-  auto docs = model::parse_yaml_documents(text, key);
+  auto docs = model::parse_yaml_documents((*data)[key].get_ref<const std::string&>(), key);
   if (!docs) return fail(docs.error());
-  if (docs->size() != 1 || !(*docs)[0].is_object()) return fail(std::string(key) + ": expected one object");
+  if (docs->size() != 1 || !(*docs)[0].is_object()) return fail(key + ": expected one object");
   json object = std::move((*docs)[0]);
   if (object.value("kind", json()) != kind || object.value("apiVersion", json()) != "admissionregistration.k8s.io/v1") {
-    return fail(std::string(key) + ": expected an admissionregistration.k8s.io/v1 " + std::string(kind));
+    return fail(key + ": expected an admissionregistration.k8s.io/v1 " + std::string(kind));
   }
   if (!object.contains("metadata") || !object["metadata"].is_object() ||
       object["metadata"].value("name", json()) != name) {
-    return fail(std::string(key) + ": metadata.name must be " + std::string(name) + " (--webhook-config-name)");
+    return fail(key + ": metadata.name must be " + std::string(name) + " (--webhook-config-name)");
   }
   if (!object.contains("webhooks") || !object["webhooks"].is_array()) {
-    return fail(std::string(key) + ": webhooks must be a list");
+    return fail(key + ": webhooks must be a list");
   }
   json& md = object["metadata"];
   for (const char* owned : {"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"})
@@ -57,7 +53,7 @@ Result<json> configuration_from_template(const json& configmap, std::string_view
   md["labels"]["app.kubernetes.io/managed-by"] = "isolation-gate";
   const std::string print = fingerprint(object.dump());
   for (json& hook : object["webhooks"]) {
-    if (!hook.is_object()) return fail(std::string(key) + ": every webhook must be an object");
+    if (!hook.is_object()) return fail(key + ": every webhook must be an object");
     if (!hook.contains("clientConfig") || !hook["clientConfig"].is_object()) hook["clientConfig"] = json::object();
     hook["clientConfig"]["caBundle"] = b64;
   }

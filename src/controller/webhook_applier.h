@@ -14,8 +14,6 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "base/log_once.h"
 #include "base/result.h"
 #include "controller/ca_injector.h"

@@ -103,12 +103,11 @@ struct DriftFixture {
       return json{{"kind", "Status"}, {"status", "Success"}};
     });
     DriftOptions o;
-    o.runtime_class = "kata-fc";
+    o.gate.runtime_class = "kata-fc";
     o.evict = true;
     o.evict_per_minute = 6000;
     o.evict_settle = settle;
     o.evict_retry = 1s;
-    o.evict_retry_max = 4s;
     o.clock = clock;
     o.on_count_change = [this](std::string_view key) {
       std::lock_guard lock(mu);
