@@ -16,7 +16,9 @@ Result<SliceEndpoints> decode_endpoint_slice(const nlohmann::json& slice, std::s
       if (!p.is_object() || !p.contains("port") || !p["port"].is_number_integer()) continue;
       const auto number = p["port"].get<std::int64_t>();
       if (number <= 0 || number > 65535) continue;
-      if (p.value("name", std::string{}) == port_name || ports->size() == 1) out.port = static_cast<std::uint16_t>(number);
+      const auto name = p.find("name");
+      const bool named = name != p.end() && name->is_string() && name->get_ref<const std::string&>() == port_name;
+      if (named || ports->size() == 1) out.port = static_cast<std::uint16_t>(number);
     }
   }
   const auto endpoints = slice.find("endpoints");

@@ -117,7 +117,7 @@ bool wait_until(Completion<T>& c, std::optional<Deadline> deadline, const std::s
 }
 
 // One line, printable, bounded: for text the server wrote.
-std::string one_line(std::string_view s, std::size_t max = 512) {
+std::string printable_line(std::string_view s, std::size_t max = 512) {
   std::string out(s);
   for (char& ch : out)
     if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
@@ -358,7 +358,7 @@ class BodyStreambuf final : public std::streambuf {
 
 ApiError no_answer(std::string_view verb, std::string_view path, std::string cause) {
   ApiError e;
-  e.message = std::string(verb) + " " + std::string(path) + ": " + one_line(cause);
+  e.message = std::string(verb) + " " + std::string(path) + ": " + printable_line(cause);
   e.code = 0;
   return e;
 }
@@ -383,11 +383,11 @@ ApiError status_error(std::string_view verb, std::string_view path, const http::
   std::string message;
   if (status.is_object()) {
     auto r = status.find("reason");
-    if (r != status.end() && r->is_string()) e.reason = one_line(r->get_ref<const std::string&>(), 64);
+    if (r != status.end() && r->is_string()) e.reason = printable_line(r->get_ref<const std::string&>(), 64);
     auto m = status.find("message");
-    if (m != status.end() && m->is_string()) message = one_line(m->get_ref<const std::string&>());
+    if (m != status.end() && m->is_string()) message = printable_line(m->get_ref<const std::string&>());
   }
-  if (e.reason.empty()) e.reason = one_line(response.reason_phrase(), 64);
+  if (e.reason.empty()) e.reason = printable_line(response.reason_phrase(), 64);
   if (e.code == 429 || e.code == 503) e.retry_after = parse_retry_after(response.headers(), status);
   e.rv_too_large = status_rv_too_large(status);
   e.message = std::string(verb) + " " + std::string(path) + ": " + std::to_string(e.code);
@@ -763,7 +763,7 @@ class CppRestClient final : public HttpClient {
     auto fresh = tokens_->renew_after_unauthorized(*creds);
     if (!fresh) {
       ApiError e = error_from(*sent, out, deadline);
-      e.message += "; renewing the credentials failed: " + one_line(fresh.error(), 2048);
+      e.message += "; renewing the credentials failed: " + printable_line(fresh.error(), 2048);
       return e;
     }
     if (!*fresh) return sent;
@@ -853,7 +853,7 @@ Result<std::unique_ptr<HttpClient>> HttpClient::make(const ClusterConfig& config
   try {
     host = web::uri(config.server).host();
   } catch (const std::exception& e) {
-    return fail(what + ": " + one_line(e.what()));
+    return fail(what + ": " + printable_line(e.what()));
   }
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   if (host.empty()) return fail(what + ": the server names no host");

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <atomic>
+#include <exception>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -191,7 +192,7 @@ class Store final : public ReflectorSink {
     auto key = object_key(object);
     if (key.empty()) return note_error("an object without metadata.name");
     if (keep_ && !keep_(object)) return;
-    auto value = decode_(object);
+    auto value = decode(object);
     if (!value) return note_error(key + ": " + value.error());
     pending_.put(std::move(key), std::make_shared<const T>(std::move(value).value()));
   }
@@ -211,7 +212,7 @@ class Store final : public ReflectorSink {
       std::unique_lock lock(mu_);
       objects_.erase(key);
     } else {
-      auto value = decode_(object);
+      auto value = decode(object);
       if (!value) {
         // A version we cannot read must not keep serving the previous one.
         {
@@ -229,6 +230,14 @@ class Store final : public ReflectorSink {
   }
 
  private:
+  // decode_, a throw included as an error: a decoder's bug is one object left out, never a dead reflector.
+  Result<T> decode(const nlohmann::json& object) {
+    try {
+      return decode_(object);
+    } catch (const std::exception& e) {
+      return fail(std::string("cannot be read: ") + e.what());
+    }
+  }
   void note_error(std::string message) {
     decode_errors_.fetch_add(1, std::memory_order_relaxed);
     std::unique_lock lock(mu_);

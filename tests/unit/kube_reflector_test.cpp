@@ -494,6 +494,23 @@ TEST(Store, AValueThatCarriesItsKeyIsFoundReplacedAndDeletedByIt) {
   EXPECT_EQ(changed, (std::vector<std::string>{"", "team-b/a", "team-a/a"}));
 }
 
+// A decoder that throws (nlohmann's type_error on a field of an unexpected
+// type) leaves that object out as a decode error; the reflector's thread
+// lives on.
+TEST(Store, ADecoderThatThrowsIsADecodeErrorNotACrash) {
+  Store<int> store([](const json& o) -> Result<int> { return o.at("n").get<int>(); });
+  store.begin_replace();
+  store.add_listed(json{{"metadata", {{"name", "x"}}}, {"n", "not a number"}});
+  store.add_listed(json{{"metadata", {{"name", "y"}}}, {"n", 2}});
+  store.end_replace("1");
+  EXPECT_EQ(store.size(), 1u);
+  EXPECT_EQ(store.decode_errors(), 1u);
+  EXPECT_THAT(store.last_decode_error(), ::testing::HasSubstr("x: cannot be read: "));
+  store.apply(WatchEvent::Type::Modified, json{{"metadata", {{"name", "y"}}}});  // no "n": at() throws
+  EXPECT_EQ(store.find("y"), nullptr);
+  EXPECT_EQ(store.decode_errors(), 2u);
+}
+
 TEST(Store, AnUndecodableVersionIsDroppedAndCountedNeverServedStale) {
   int changes = 0;
   std::vector<std::string> keys;  // what on_change was told: "" after a relist
