@@ -18,7 +18,6 @@ class LogOnce {
     return true;
   }
   std::optional<std::string> cleared() { return std::exchange(outstanding_, std::nullopt); }
-  bool outstanding() const noexcept { return outstanding_.has_value(); }
 
  private:
   std::optional<std::string> outstanding_;

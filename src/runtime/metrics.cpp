@@ -14,11 +14,6 @@ void Histogram::observe(double seconds) {
   sum_ += seconds;
 }
 
-std::uint64_t Histogram::count() const {
-  std::lock_guard lock(mu_);
-  return count_;
-}
-
 void Histogram::write(prometheus::TextWriter& out, std::string_view name,
                       std::initializer_list<prometheus::Label> labels) const {
   std::lock_guard lock(mu_);

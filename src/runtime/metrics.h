@@ -19,7 +19,6 @@ class Histogram {
  public:
   explicit Histogram(std::vector<double> bounds);
   void observe(double seconds);
-  std::uint64_t count() const;
   void write(prometheus::TextWriter& out, std::string_view name, std::initializer_list<prometheus::Label> labels) const;
 
  private:

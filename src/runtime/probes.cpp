@@ -4,12 +4,10 @@
 
 namespace ig::runtime {
 
-void Probes::add_healthz_check(std::string name, Check check) { healthz_.emplace_back(std::move(name), std::move(check)); }
-
 void Probes::add_readyz_check(std::string name, Check check) { readyz_.emplace_back(std::move(name), std::move(check)); }
 
-std::string Probes::failing(const Checks& checks) {
-  for (const auto& [name, check] : checks) {
+std::string Probes::not_ready() const {
+  for (const auto& [name, check] : readyz_) {
     bool ok = false;
     try {
       ok = check();
@@ -20,8 +18,6 @@ std::string Probes::failing(const Checks& checks) {
   return {};
 }
 
-std::string Probes::not_ready() const { return failing(readyz_); }
-
 std::optional<http::Response> Probes::serve(const http::Request& request) const noexcept {
   try {
     std::string_view path = request.target;
@@ -29,13 +25,9 @@ std::optional<http::Response> Probes::serve(const http::Request& request) const 
     const bool healthz = path == "/healthz", readyz = path == "/readyz", metrics = path == "/metrics";
     if (!healthz && !readyz && !metrics) return std::nullopt;
     if (request.method != "GET" && request.method != "HEAD") return http::status_failure(405, "MethodNotAllowed", "use GET");
-    if (healthz) {
-      if (const std::string name = failing(healthz_); !name.empty())
-        return http::status_failure(500, "InternalError", "not healthy: " + name);
-      return http::Response{200, "application/json", R"({"status":"ok"})"};
-    }
+    if (healthz) return http::Response{200, "application/json", R"({"status":"ok"})"};
     if (readyz) {
-      if (const std::string name = failing(readyz_); !name.empty())
+      if (const std::string name = not_ready(); !name.empty())
         return http::status_failure(503, "ServiceUnavailable", "not ready: " + name);
       return http::Response{200, "application/json", R"({"status":"ready"})"};
     }

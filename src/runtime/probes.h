@@ -1,7 +1,8 @@
-// The manager's /healthz, /readyz and /metrics: named checks and a metrics
-// registry, added before the listeners start. serve() answers GET and HEAD of
-// the three paths (405 for other methods; 503 naming the first failing readyz
-// check; a check that throws fails) and gives nullopt for any other path.
+// The manager's /healthz, /readyz and /metrics: named readiness checks and a
+// metrics registry, added before the listeners start. serve() answers GET and
+// HEAD of the three paths (405 for other methods; /healthz 200 while the
+// process answers; 503 naming the first failing readyz check, a check that
+// throws fails) and gives nullopt for any other path.
 #pragma once
 
 #include <functional>
@@ -19,7 +20,6 @@ class Probes {
  public:
   using Check = std::function<bool()>;
 
-  void add_healthz_check(std::string name, Check check);
   void add_readyz_check(std::string name, Check check);
   prometheus::Registry& metrics() noexcept { return metrics_; }
 
@@ -27,14 +27,11 @@ class Probes {
   // serve(), and 404 for every other path: the plain-HTTP probe listener, so
   // admission is never served without TLS.
   http::Response serve_only(const http::Request& request) const noexcept;
+ private:
   // The first failing readyz check's name; "" when ready.
   std::string not_ready() const;
 
- private:
-  using Checks = std::vector<std::pair<std::string, Check>>;
-  static std::string failing(const Checks& checks);
-
-  Checks healthz_, readyz_;
+  std::vector<std::pair<std::string, Check>> readyz_;
   prometheus::Registry metrics_;
 };
 

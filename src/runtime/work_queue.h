@@ -8,8 +8,7 @@
 //    add()), counted as a retry. add_rate_limited(key): add_after the max of
 //    the key's exponential backoff and an overall token bucket; forget(key)
 //    ends it. len(): queued keys, not those waiting for their time.
-//  - shut_down_with_drain(bound) also waits (at most `bound`) until no key is
-//    being processed. Thread-safe; every wait is on the injected clock.
+//  - Thread-safe; every wait is on the injected clock.
 #pragma once
 
 #include <chrono>
@@ -106,8 +105,6 @@ class WorkQueue {
       it->second = clock_->now();
       queue_.push_back(key);
       cv_.notify_one();
-    } else if (processing_.empty()) {
-      cv_.notify_all();  // a drain waits for this
     }
   }
 
@@ -123,25 +120,12 @@ class WorkQueue {
     return processing_.size();
   }
 
-  // Keys waiting for their time (add_after, add_rate_limited).
-  std::size_t waiting() {
+  void shut_down() {
     std::lock_guard lock(mu_);
-    if (!shutting_down_) release_due_locked(clock_->now());
-    return waiting_.size();
-  }
-
-  void shut_down() { shut_down_with_drain(duration::zero()); }
-
-  // True when no key was being processed any more within `bound`.
-  bool shut_down_with_drain(duration bound) {
-    std::unique_lock lock(mu_);
     shutting_down_ = true;
     waiting_.clear();
     waiting_at_.clear();
     cv_.notify_all();
-    const time_point deadline = clock_->now() + bound;
-    while (!processing_.empty() && clock_->now() < deadline) clock_->wait_until(lock, cv_, deadline);
-    return processing_.empty();
   }
 
  private:
