@@ -77,7 +77,6 @@ std::string event_key(const EventSpec& s) {
 struct EventCorrelator::State {
   // A key's Event: what the server shows (written) and what it should (count).
   struct Series {
-    std::string object_key;
     EventSpec spec;                  // the latest occurrence's note
     std::string event_namespace;
     std::string event_name;          // of the live Event, or of the one being created
@@ -169,7 +168,6 @@ EventCorrelator::~EventCorrelator() = default;
 
 std::string EventCorrelator::observe(EventSpec spec, time_point now, wall_time wall) {
   State& s = *s_;
-  std::string object_key = reference_key(spec.regarding);
   std::string key = event_key(spec);
   spec.note = cut_utf8(spec.note, kMaxEventNote);
 
@@ -192,7 +190,6 @@ std::string EventCorrelator::observe(EventSpec spec, time_point now, wall_time w
       s.erase(victim);
     }
     State::Series x;
-    x.object_key = std::move(object_key);
     x.event_namespace = spec.regarding.namespace_.empty() ? "default" : spec.regarding.namespace_;
     x.event_time = wall;
     s.lru.push_front(key);
@@ -223,7 +220,7 @@ EventWrite EventCorrelator::next(const std::string& key, time_point now, bool fl
   if (x.under_way) {
     s.global.reserve(now);  // a debt, paid back by time
   } else {
-    TokenBucket* object = flushing ? nullptr : &s.bucket(x.object_key, now);
+    TokenBucket* object = flushing ? nullptr : &s.bucket(reference_key(x.spec.regarding), now);
     w.wait = std::max(object ? object->delay(now) : Clock::duration::zero(), s.global.delay(now));
     if (w.wait > Clock::duration::zero()) {
       w.verb = EventWrite::Verb::Wait;
