@@ -22,18 +22,14 @@ constexpr std::chrono::minutes kSeriesWindow{30};
 
 bool dns_label_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 
-// RFC 1123 subdomain, as metadata.name of an Event must be.
+// RFC 1123 subdomain, as metadata.name of an Event must be: labels of [a-z0-9-]
+// that begin and end with [a-z0-9], joined by '.'.
 bool is_dns_subdomain(std::string_view s) {
-  if (s.empty() || s.size() > 253) return false;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    std::size_t end = s.find('.', start);
-    if (end == std::string_view::npos) end = s.size();
-    const std::string_view label = s.substr(start, end - start);
-    if (label.empty() || !dns_label_char(label.front()) || !dns_label_char(label.back())) return false;
-    for (char c : label)
-      if (!dns_label_char(c) && c != '-') return false;
-    start = end + 1;
+  if (s.empty() || s.size() > 253 || !dns_label_char(s.front()) || !dns_label_char(s.back())) return false;
+  for (std::size_t i = 1; i + 1 < s.size(); ++i) {
+    const bool ok = s[i] == '.' ? dns_label_char(s[i - 1]) && dns_label_char(s[i + 1])
+                                : s[i] == '-' || dns_label_char(s[i]);
+    if (!ok) return false;
   }
   return true;
 }
@@ -160,7 +156,6 @@ EventCorrelator::EventCorrelator(const EventRecorderOptions& options, time_point
     : s_(std::make_unique<State>(options, start)) {
   EventRecorderOptions& o = s_->options;
   o.reporting_instance = cut_utf8(o.reporting_instance, kMaxEventField);
-  o.object_burst = std::max(1, o.object_burst);
   o.max_series = std::max<std::size_t>(1, o.max_series);
 }
 

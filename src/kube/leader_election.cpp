@@ -126,7 +126,7 @@ void LeaderElector::stop() noexcept {
 
 std::string LeaderElector::holder() const {
   std::lock_guard lock(mu_);
-  return holder_;
+  return holder_of(spec_of(lease_));
 }
 
 LeaderElectionStats LeaderElector::stats() const {
@@ -176,16 +176,15 @@ void LeaderElector::observe(const json& lease, time_point now) {
   const bool first = lease_.is_null();
   const bool changed = first || spec_of(lease) != spec_of(lease_);
   const std::string old_holder = holder_of(spec_of(lease_));
-  lease_ = lease;
+  {
+    std::lock_guard lock(mu_);  // holder()
+    lease_ = lease;
+  }
   if (!changed) return;
   observed_time_ = now;
   const std::string new_holder = holder_of(spec_of(lease_));
   if (!first && new_holder == old_holder) return;
-  {
-    std::lock_guard lock(mu_);
-    holder_ = new_holder;
-    if (!first) ++stats_.transitions_observed;
-  }
+  if (!first) count(&LeaderElectionStats::transitions_observed);
   log("info", new_holder.empty() ? std::string("the Lease is free") : "the leader is " + new_holder);
   if (callbacks_.on_new_leader) {
     std::lock_guard lock(leadership_mu_);

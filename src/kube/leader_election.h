@@ -125,15 +125,14 @@ class LeaderElector {
 
   // Leadership transitions and their callbacks (stop() and the elector thread).
   std::mutex leadership_mu_;
-  // stats_, holder_, the cv wait.
+  // stats_, writes of lease_, the cv wait.
   mutable std::mutex mu_;
   std::condition_variable cv_;
   LeaderElectionStats stats_;
-  std::string holder_;
+  nlohmann::json lease_;             // the last Lease read or written; null before the first
 
   // Elector-thread state (stop() reads it only after the join).
   bool holds_lease_ = false;         // the Lease's record is ours as last written
-  nlohmann::json lease_;             // the last Lease read or written; null before the first
   time_point observed_time_{};       // our clock when lease_'s spec was first seen
   time_point last_renew_{};          // our clock at the start of the last successful renew
   LogOnce errors_logged_;            // the last API error logged

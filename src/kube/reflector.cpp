@@ -244,29 +244,24 @@ Reflector::Next Reflector::watch_once() {
     log("info", "listing again (asked for)");
     return requested();
   }
-  if (!next) {
-    {
-      std::lock_guard lock(mu_);
-      ++stats_.errors;
-      if (next.failure().silent) ++stats_.silent_watches;
+  if (!next || !next->has_value()) {  // a broken stream, or a clean end (e.g. timeoutSeconds)
+    const ApiError* broke = next ? nullptr : &next.failure();
+    if (broke != nullptr) {
+      {
+        std::lock_guard lock(mu_);
+        ++stats_.errors;
+        if (broke->silent) ++stats_.silent_watches;
+      }
+      log(broke->silent ? "warn" : "info", "watch stream broke: " + broke->message);
     }
-    log(next.failure().silent ? "warn" : "info", "watch stream broke: " + next.error());
     // A stream that delivered events was healthy, and a silent one has
-    // already waited: resume at once.
-    if (got_event || next.failure().silent) {
+    // already waited: resume at once. One closed at once with nothing in it
+    // (client-go's "very short watch") backs off rather than spin.
+    if (got_event || (broke != nullptr && broke->silent)) {
       reset_backoff();
       return Next::Rewatch;
     }
-    return wait(next_backoff(&next.failure())) ? Next::Rewatch : Next::Stop;
-  }
-  if (!next->has_value()) {  // a clean end, e.g. timeoutSeconds
-    if (got_event) {
-      reset_backoff();
-      return Next::Rewatch;
-    }
-    // Closed at once with nothing in it (client-go's "very short watch"):
-    // back off rather than spin.
-    return wait(next_backoff(nullptr)) ? Next::Rewatch : Next::Stop;
+    return wait(next_backoff(broke)) ? Next::Rewatch : Next::Stop;
   }
   return after_failure(error_from_status("WATCH " + options_.path + " ERROR event", (*next)->object),
                        "watch ERROR event");
