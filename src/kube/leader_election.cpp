@@ -17,8 +17,8 @@ constexpr milliseconds kReleaseTimeout{2'000};  // stop()'s release
 
 std::string hostname() {
   char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
-  return buf[0] != '\0' ? std::string(buf) : std::string("unknown-host");
+  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "unknown-host";
+  return buf;
 }
 
 const json& spec_of(const json& lease) {
@@ -72,12 +72,9 @@ Result<void> validate(const LeaderElectionConfig& c) {
 }  // namespace
 
 std::string make_holder_identity(std::string_view pod_name) {
-  std::random_device rd;
-  const unsigned suffix = static_cast<unsigned>(rd()) & 0xffffffffu;
   char hex[9];
-  std::snprintf(hex, sizeof hex, "%08x", suffix);
-  std::string base = pod_name.empty() ? hostname() : std::string(pod_name);
-  return base + "_" + hex;
+  std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(std::random_device{}()));
+  return (pod_name.empty() ? hostname() : std::string(pod_name)) + "_" + hex;
 }
 
 Result<std::unique_ptr<LeaderElector>> LeaderElector::make(Client& client, LeaderElectionConfig config,

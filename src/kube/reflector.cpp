@@ -233,7 +233,7 @@ Reflector::Next Reflector::watch_once() {
     }
     progressed();
     got_event = true;
-    reset_backoff();
+    backoff_ = {};
   }
   {
     std::lock_guard lock(mu_);
@@ -258,7 +258,7 @@ Reflector::Next Reflector::watch_once() {
     // already waited: resume at once. One closed at once with nothing in it
     // (client-go's "very short watch") backs off rather than spin.
     if (got_event || (broke != nullptr && broke->silent)) {
-      reset_backoff();
+      backoff_ = {};
       return Next::Rewatch;
     }
     return wait(next_backoff(broke)) ? Next::Rewatch : Next::Stop;

@@ -101,7 +101,6 @@ class Reflector {
   void count_relist(RelistCause cause);
   void count_error();
   void progressed() noexcept;
-  void reset_backoff() noexcept { backoff_ = {}; }
   void log(std::string_view level, const std::string& message) const;
   bool stopping() const noexcept { return stopping_.load(std::memory_order_acquire); }
   bool relist_requested() const noexcept { return relist_.load(std::memory_order_acquire); }
