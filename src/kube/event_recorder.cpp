@@ -103,10 +103,13 @@ struct EventCorrelator::State {
 
   State(const EventRecorderOptions& o, time_point start) : options(o), global(o.global_qps, o.global_burst, start) {}
 
-  void erase(std::unordered_map<std::string, Series>::iterator it) {
+  // Forgets a key; returns its occurrences no Event shows.
+  std::uint64_t erase(std::unordered_map<std::string, Series>::iterator it) {
+    const std::uint64_t unwritten = it->second.count - it->second.written;
     queued -= it->second.unseen;
     lru.erase(it->second.lru);
     series.erase(it);
+    return unwritten;
   }
 
   TokenBucket& bucket(const std::string& object_key, time_point now) {
@@ -167,23 +170,15 @@ std::string EventCorrelator::observe(EventSpec spec, time_point now, wall_time w
   spec.note = cut_utf8(spec.note, kMaxEventNote);
 
   // Keys idle past the window whose Event shows every occurrence are forgotten (oldest first).
-  while (!s.lru.empty()) {
-    auto it = s.series.find(s.lru.back());
-    if (it->second.count > it->second.written || now - it->second.last_seen <= kSeriesWindow) break;
-    s.erase(it);
-  }
+  auto stale = [&](const State::Series& x) { return x.count == x.written && now - x.last_seen > kSeriesWindow; };
+  while (!s.lru.empty() && stale(s.series.at(s.lru.back()))) s.erase(s.series.find(s.lru.back()));
   auto it = s.series.find(key);
-  if (it != s.series.end() && it->second.count == it->second.written &&
-      now - it->second.last_seen > kSeriesWindow) {
+  if (it != s.series.end() && stale(it->second)) {
     s.erase(it);
     it = s.series.end();
   }
   if (it == s.series.end()) {
-    while (s.series.size() >= s.options.max_series && !s.lru.empty()) {
-      auto victim = s.series.find(s.lru.back());
-      s.dropped += victim->second.count - victim->second.written;
-      s.erase(victim);
-    }
+    while (s.series.size() >= s.options.max_series && !s.lru.empty()) s.dropped += s.erase(s.series.find(s.lru.back()));
     State::Series x;
     x.event_namespace = spec.regarding.namespace_.empty() ? "default" : spec.regarding.namespace_;
     x.event_time = wall;
@@ -266,7 +261,10 @@ void EventCorrelator::done(const std::string& key, const EventWrite& write, Outc
       x.under_way = true;
       return;
     case Outcome::Failed:
-      if (create && !x.live) return s.erase(it);  // a later occurrence tries a new Event
+      if (create && !x.live) {
+        s.erase(it);  // a later occurrence tries a new Event
+        return;
+      }
       x.written = std::max(x.written, write.count);
       break;
   }
