@@ -22,18 +22,14 @@ constexpr std::chrono::minutes kSeriesWindow{30};
 
 bool dns_label_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 
-// RFC 1123 subdomain, as metadata.name of an Event must be.
+// RFC 1123 subdomain, as metadata.name of an Event must be: labels of [a-z0-9-]
+// that begin and end with [a-z0-9], joined by '.'.
 bool is_dns_subdomain(std::string_view s) {
-  if (s.empty() || s.size() > 253) return false;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    std::size_t end = s.find('.', start);
-    if (end == std::string_view::npos) end = s.size();
-    const std::string_view label = s.substr(start, end - start);
-    if (label.empty() || !dns_label_char(label.front()) || !dns_label_char(label.back())) return false;
-    for (char c : label)
-      if (!dns_label_char(c) && c != '-') return false;
-    start = end + 1;
+  if (s.empty() || s.size() > 253 || !dns_label_char(s.front()) || !dns_label_char(s.back())) return false;
+  for (std::size_t i = 1; i + 1 < s.size(); ++i) {
+    const bool ok = s[i] == '.' ? dns_label_char(s[i - 1]) && dns_label_char(s[i + 1])
+                                : s[i] == '-' || dns_label_char(s[i]);
+    if (!ok) return false;
   }
   return true;
 }
@@ -77,7 +73,6 @@ std::string event_key(const EventSpec& s) {
 struct EventCorrelator::State {
   // A key's Event: what the server shows (written) and what it should (count).
   struct Series {
-    std::string object_key;
     EventSpec spec;                  // the latest occurrence's note
     std::string event_namespace;
     std::string event_name;          // of the live Event, or of the one being created
@@ -108,10 +103,13 @@ struct EventCorrelator::State {
 
   State(const EventRecorderOptions& o, time_point start) : options(o), global(o.global_qps, o.global_burst, start) {}
 
-  void erase(std::unordered_map<std::string, Series>::iterator it) {
+  // Forgets a key; returns its occurrences no Event shows.
+  std::uint64_t erase(std::unordered_map<std::string, Series>::iterator it) {
+    const std::uint64_t unwritten = it->second.count - it->second.written;
     queued -= it->second.unseen;
     lru.erase(it->second.lru);
     series.erase(it);
+    return unwritten;
   }
 
   TokenBucket& bucket(const std::string& object_key, time_point now) {
@@ -161,7 +159,6 @@ EventCorrelator::EventCorrelator(const EventRecorderOptions& options, time_point
     : s_(std::make_unique<State>(options, start)) {
   EventRecorderOptions& o = s_->options;
   o.reporting_instance = cut_utf8(o.reporting_instance, kMaxEventField);
-  o.object_burst = std::max(1, o.object_burst);
   o.max_series = std::max<std::size_t>(1, o.max_series);
 }
 
@@ -169,30 +166,20 @@ EventCorrelator::~EventCorrelator() = default;
 
 std::string EventCorrelator::observe(EventSpec spec, time_point now, wall_time wall) {
   State& s = *s_;
-  std::string object_key = reference_key(spec.regarding);
   std::string key = event_key(spec);
   spec.note = cut_utf8(spec.note, kMaxEventNote);
 
   // Keys idle past the window whose Event shows every occurrence are forgotten (oldest first).
-  while (!s.lru.empty()) {
-    auto it = s.series.find(s.lru.back());
-    if (it->second.count > it->second.written || now - it->second.last_seen <= kSeriesWindow) break;
-    s.erase(it);
-  }
+  auto stale = [&](const State::Series& x) { return x.count == x.written && now - x.last_seen > kSeriesWindow; };
+  while (!s.lru.empty() && stale(s.series.at(s.lru.back()))) s.erase(s.series.find(s.lru.back()));
   auto it = s.series.find(key);
-  if (it != s.series.end() && it->second.count == it->second.written &&
-      now - it->second.last_seen > kSeriesWindow) {
+  if (it != s.series.end() && stale(it->second)) {
     s.erase(it);
     it = s.series.end();
   }
   if (it == s.series.end()) {
-    while (s.series.size() >= s.options.max_series && !s.lru.empty()) {
-      auto victim = s.series.find(s.lru.back());
-      s.dropped += victim->second.count - victim->second.written;
-      s.erase(victim);
-    }
+    while (s.series.size() >= s.options.max_series && !s.lru.empty()) s.dropped += s.erase(s.series.find(s.lru.back()));
     State::Series x;
-    x.object_key = std::move(object_key);
     x.event_namespace = spec.regarding.namespace_.empty() ? "default" : spec.regarding.namespace_;
     x.event_time = wall;
     s.lru.push_front(key);
@@ -223,7 +210,7 @@ EventWrite EventCorrelator::next(const std::string& key, time_point now, bool fl
   if (x.under_way) {
     s.global.reserve(now);  // a debt, paid back by time
   } else {
-    TokenBucket* object = flushing ? nullptr : &s.bucket(x.object_key, now);
+    TokenBucket* object = flushing ? nullptr : &s.bucket(reference_key(x.spec.regarding), now);
     w.wait = std::max(object ? object->delay(now) : Clock::duration::zero(), s.global.delay(now));
     if (w.wait > Clock::duration::zero()) {
       w.verb = EventWrite::Verb::Wait;
@@ -274,7 +261,10 @@ void EventCorrelator::done(const std::string& key, const EventWrite& write, Outc
       x.under_way = true;
       return;
     case Outcome::Failed:
-      if (create && !x.live) return s.erase(it);  // a later occurrence tries a new Event
+      if (create && !x.live) {
+        s.erase(it);  // a later occurrence tries a new Event
+        return;
+      }
       x.written = std::max(x.written, write.count);
       break;
   }

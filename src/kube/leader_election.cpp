@@ -17,8 +17,8 @@ constexpr milliseconds kReleaseTimeout{2'000};  // stop()'s release
 
 std::string hostname() {
   char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
-  return buf[0] != '\0' ? std::string(buf) : std::string("unknown-host");
+  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "unknown-host";
+  return buf;
 }
 
 const json& spec_of(const json& lease) {
@@ -49,18 +49,7 @@ milliseconds time_left(Clock::time_point deadline, Clock::time_point now) {
   return std::max(milliseconds(1), to_ms(deadline - now));
 }
 
-}  // namespace
-
-std::string make_holder_identity(std::string_view pod_name) {
-  std::random_device rd;
-  const unsigned suffix = static_cast<unsigned>(rd()) & 0xffffffffu;
-  char hex[9];
-  std::snprintf(hex, sizeof hex, "%08x", suffix);
-  std::string base = pod_name.empty() ? hostname() : std::string(pod_name);
-  return base + "_" + hex;
-}
-
-
+// The durations and the required fields; the error names the rule.
 Result<void> validate(const LeaderElectionConfig& c) {
   if (c.namespace_name.empty()) return fail("leader election: the Lease namespace is empty");
   if (c.lease_name.empty()) return fail("leader election: the Lease name is empty");
@@ -78,6 +67,14 @@ Result<void> validate(const LeaderElectionConfig& c) {
                 ") must be greater than 1.2 times the retry period (" + ms_text(c.retry_period) + ")");
   }
   return {};
+}
+
+}  // namespace
+
+std::string make_holder_identity(std::string_view pod_name) {
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(std::random_device{}()));
+  return (pod_name.empty() ? hostname() : std::string(pod_name)) + "_" + hex;
 }
 
 Result<std::unique_ptr<LeaderElector>> LeaderElector::make(Client& client, LeaderElectionConfig config,
@@ -116,18 +113,7 @@ void LeaderElector::stop() noexcept {
     std::lock_guard lock(mu_);  // a waiter between its check and its wait sees the flag
   }
   cv_.notify_all();
-  {
-    std::lock_guard lock(leadership_mu_);
-    if (leading_.load(std::memory_order_acquire)) {
-      leading_.store(false, std::memory_order_release);
-      log("info", "stopping: leading ends; the leader's loops stop before the Lease is released");
-      try {
-        callbacks_.on_stopped_leading();
-      } catch (...) {
-        log("error", "on_stopped_leading threw");
-      }
-    }
-  }
+  stop_leading("info", "stopping: leading ends; the leader's loops stop before the Lease is released");
   if (thread_.joinable()) {
     if (thread_.get_id() == std::this_thread::get_id()) return;  // from a callback: no join, no release
     thread_.join();
@@ -137,7 +123,7 @@ void LeaderElector::stop() noexcept {
 
 std::string LeaderElector::holder() const {
   std::lock_guard lock(mu_);
-  return holder_;
+  return holder_of(spec_of(lease_));
 }
 
 LeaderElectionStats LeaderElector::stats() const {
@@ -178,32 +164,24 @@ json LeaderElector::spec_for_us(const json& old_spec, bool keep_acquire) const {
   spec["holderIdentity"] = config_.identity;
   spec["leaseDurationSeconds"] = secs;
   spec["renewTime"] = now;
-  const std::int64_t transitions = int_field(old_spec, "leaseTransitions");
-  if (keep_acquire && old_spec.contains("acquireTime")) {
-    spec["leaseTransitions"] = transitions;
-  } else {
-    spec["acquireTime"] = now;
-    spec["leaseTransitions"] = keep_acquire ? transitions : transitions + 1;
-  }
+  if (!keep_acquire || !old_spec.contains("acquireTime")) spec["acquireTime"] = now;
+  spec["leaseTransitions"] = int_field(old_spec, "leaseTransitions") + (keep_acquire ? 0 : 1);
   return spec;
 }
 
 void LeaderElector::observe(const json& lease, time_point now) {
-  const json& spec = spec_of(lease);
-  lease_ = lease;
-  if (observed_any_ && spec == observed_spec_) return;
-  const bool first = !observed_any_;
-  const std::string old_holder = holder_of(observed_spec_);
-  observed_spec_ = spec;
-  observed_any_ = true;
-  observed_time_ = now;
-  const std::string new_holder = holder_of(spec);
-  if (!first && new_holder == old_holder) return;
+  const bool first = lease_.is_null();
+  const bool changed = first || spec_of(lease) != spec_of(lease_);
+  const std::string old_holder = holder_of(spec_of(lease_));
   {
-    std::lock_guard lock(mu_);
-    holder_ = new_holder;
-    if (!first) ++stats_.transitions_observed;
+    std::lock_guard lock(mu_);  // holder()
+    lease_ = lease;
   }
+  if (!changed) return;
+  observed_time_ = now;
+  const std::string new_holder = holder_of(spec_of(lease_));
+  if (!first && new_holder == old_holder) return;
+  if (!first) count(&LeaderElectionStats::transitions_observed);
   log("info", new_holder.empty() ? std::string("the Lease is free") : "the leader is " + new_holder);
   if (callbacks_.on_new_leader) {
     std::lock_guard lock(leadership_mu_);
@@ -216,10 +194,7 @@ void LeaderElector::became_leader(const json& lease, time_point attempt_start) {
   std::lock_guard lock(leadership_mu_);
   if (stopping() || leading_.load(std::memory_order_acquire)) return;  // stop() releases it
   leading_.store(true, std::memory_order_release);
-  {
-    std::lock_guard stats_lock(mu_);
-    ++stats_.acquisitions;
-  }
+  count(&LeaderElectionStats::acquisitions);
   log("info", "acquired the Lease; leading");
   callbacks_.on_started_leading();
 }
@@ -235,15 +210,25 @@ void LeaderElector::renewed(const json& lease, time_point attempt_start) {
 
 void LeaderElector::lose_leadership(const std::string& why) {
   holds_lease_ = false;
+  stop_leading("warn", "leadership lost: " + why, &LeaderElectionStats::lost);
+}
+
+void LeaderElector::stop_leading(std::string_view level, const std::string& why,
+                                 std::uint64_t LeaderElectionStats::*counter) noexcept {
   std::lock_guard lock(leadership_mu_);
-  if (!leading_.load(std::memory_order_acquire)) return;
-  leading_.store(false, std::memory_order_release);
-  {
-    std::lock_guard stats_lock(mu_);
-    ++stats_.lost;
+  if (!leading_.exchange(false, std::memory_order_acq_rel)) return;
+  if (counter != nullptr) count(counter);
+  try {
+    log(level, why);
+    callbacks_.on_stopped_leading();
+  } catch (...) {
+    log("error", "on_stopped_leading threw");
   }
-  log("warn", "leadership lost: " + why);
-  callbacks_.on_stopped_leading();
+}
+
+void LeaderElector::count(std::uint64_t LeaderElectionStats::*counter) {
+  std::lock_guard lock(mu_);
+  ++(stats_.*counter);
 }
 
 milliseconds LeaderElector::step() {
@@ -254,57 +239,48 @@ milliseconds LeaderElector::step() {
 milliseconds LeaderElector::candidate_step() {
   const time_point start = config_.clock->now();
   auto got = client_.get(path_, config_.renew_deadline);
-  if (!got) {
-    const ApiError& e = got.failure();
-    if (!e.not_found()) {
-      api_error("reading the Lease", e);
-      return jittered_retry();
-    }
-    json body = {{"apiVersion", "coordination.k8s.io/v1"},
-                 {"kind", "Lease"},
-                 {"metadata", {{"name", config_.lease_name}, {"namespace", config_.namespace_name}}},
-                 {"spec", spec_for_us(json::object(), false)}};
-    body["spec"]["leaseTransitions"] = 0;
-    auto created = client_.create(collection_path(kLeases, config_.namespace_name), body);
-    if (!created) {
-      if (created.failure().conflict()) {
-        log("debug", "the Lease was created by another replica first; retrying");
-      } else {
-        api_error("creating the Lease", created.failure());
+  if (!got && !got.failure().not_found()) {
+    api_error("reading the Lease", got.failure());
+    return jittered_retry();
+  }
+  json body;
+  if (got) {
+    const time_point observed_at = config_.clock->now();
+    observe(*got, observed_at);
+    const std::string holder = holder_of(spec_of(lease_));
+    const bool ours = holder == config_.identity;
+    if (!holder.empty() && !ours) {
+      // The holder's own duration, measured on our clock from when we first saw
+      // this record (client-go's observedTime); ours when the record has none.
+      const std::int64_t secs = int_field(spec_of(lease_), "leaseDurationSeconds");
+      const auto duration = secs > 0 ? milliseconds(secs * 1000) : config_.lease_duration;
+      if (observed_at < observed_time_ + duration) {
+        api_ok();
+        return jittered_retry();
       }
-      return jittered_retry();
+      log("info", "the Lease of " + holder + " has not been renewed for " + ms_text(duration) +
+                      " on our clock; taking it over");
     }
-    became_leader(*created, start);
-    return config_.retry_period;
+    body = *got;
+    body["spec"] = spec_for_us(spec_of(lease_), ours);
+  } else {
+    body = {{"apiVersion", "coordination.k8s.io/v1"},
+            {"kind", "Lease"},
+            {"metadata", {{"name", config_.lease_name}, {"namespace", config_.namespace_name}}},
+            {"spec", spec_for_us(json::object(), false)}};
+    body["spec"]["leaseTransitions"] = 0;
   }
-  const time_point observed_at = config_.clock->now();
-  observe(*got, observed_at);
-  const std::string holder = holder_of(observed_spec_);
-  const bool ours = holder == config_.identity;
-  if (!holder.empty() && !ours) {
-    // The holder's own duration, measured on our clock from when we first saw
-    // this record (client-go's observedTime); ours when the record has none.
-    const std::int64_t secs = int_field(observed_spec_, "leaseDurationSeconds");
-    const auto duration = secs > 0 ? milliseconds(secs * 1000) : config_.lease_duration;
-    if (observed_at < observed_time_ + duration) {
-      api_ok();
-      return jittered_retry();
-    }
-    log("info", "the Lease of " + holder + " has not been renewed for " + ms_text(duration) +
-                    " on our clock; taking it over");
-  }
-  json body = *got;
-  body["spec"] = spec_for_us(observed_spec_, ours);
-  auto put = client_.update(path_, body, config_.renew_deadline);
-  if (!put) {
-    if (put.failure().conflict()) {
-      log("debug", "another replica updated the Lease first; retrying");
+  auto written = got ? client_.update(path_, body, config_.renew_deadline)
+                     : client_.create(collection_path(kLeases, config_.namespace_name), body);
+  if (!written) {
+    if (written.failure().conflict()) {
+      log("debug", "another replica wrote the Lease first; retrying");
     } else {
-      api_error("acquiring the Lease", put.failure());
+      api_error(got ? "acquiring the Lease" : "creating the Lease", written.failure());
     }
     return jittered_retry();
   }
-  became_leader(*put, start);
+  became_leader(*written, start);
   return config_.retry_period;
 }
 
@@ -315,51 +291,39 @@ milliseconds LeaderElector::leader_step() {
     lose_leadership("no successful renew for " + ms_text(config_.renew_deadline));
     return jittered_retry();
   }
-  json body = lease_;
-  body["spec"] = spec_for_us(spec_of(lease_), true);
-  auto put = client_.update(path_, body, time_left(deadline, now));
-  if (put) {
-    renewed(*put, now);
-    return config_.retry_period;
-  }
-  ApiError error = put.failure();
-  if (error.conflict() || error.not_found()) {
-    // Someone else wrote the Lease (or deleted it): read what is there now.
-    now = config_.clock->now();
-    if (now < deadline) {
-      auto got = client_.get(path_, time_left(deadline, now));
-      if (got) {
-        observe(*got, config_.clock->now());
-        const std::string holder = holder_of(observed_spec_);
-        if (holder != config_.identity) {
-          lose_leadership(holder.empty() ? std::string("the Lease was released by someone else")
-                                         : "the Lease is now held by " + holder);
-          return jittered_retry();
-        }
-        // Still ours (someone touched its metadata): renew on the new version.
-        now = config_.clock->now();
-        if (now < deadline) {
-          body = *got;
-          body["spec"] = spec_for_us(observed_spec_, true);
-          put = client_.update(path_, body, time_left(deadline, now));
-          if (put) {
-            renewed(*put, now);
-            return config_.retry_period;
-          }
-          error = put.failure();
-        }
-      } else if (got.failure().not_found()) {
-        lose_leadership("the Lease was deleted");
-        return jittered_retry();
-      } else {
-        error = got.failure();
-      }
+  ApiError error;
+  for (int attempt = 0; attempt < 2 && now < deadline; ++attempt) {
+    json body = lease_;
+    body["spec"] = spec_for_us(spec_of(lease_), true);
+    auto put = client_.update(path_, body, time_left(deadline, now));
+    if (put) {
+      renewed(*put, now);
+      return config_.retry_period;
     }
+    error = put.failure();
+    now = config_.clock->now();
+    // Someone else wrote the Lease (or deleted it): read what is there now.
+    if (attempt > 0 || !(error.conflict() || error.not_found()) || now >= deadline) break;
+    auto got = client_.get(path_, time_left(deadline, now));
+    if (!got && got.failure().not_found()) {
+      lose_leadership("the Lease was deleted");
+      return jittered_retry();
+    }
+    if (!got) {
+      error = got.failure();
+      break;
+    }
+    observe(*got, config_.clock->now());
+    const std::string holder = holder_of(spec_of(lease_));
+    if (holder != config_.identity) {
+      lose_leadership(holder.empty() ? std::string("the Lease was released by someone else")
+                                     : "the Lease is now held by " + holder);
+      return jittered_retry();
+    }
+    // Still ours (someone touched its metadata): renew on the new version.
+    now = config_.clock->now();
   }
-  {
-    std::lock_guard lock(mu_);
-    ++stats_.renew_failures;
-  }
+  count(&LeaderElectionStats::renew_failures);
   api_error("renewing the Lease", error);
   now = config_.clock->now();
   if (now >= deadline) {
@@ -380,15 +344,11 @@ void LeaderElector::release() noexcept {
     for (int attempt = 0; attempt < 2; ++attempt) {
       const time_point now = config_.clock->now();
       if (now >= deadline) break;
-      const std::string stamp = format_micro_time(config_.clock->wall());
       json body = lease;
-      json spec = spec_of(lease);
-      spec["holderIdentity"] = "";
-      spec["leaseDurationSeconds"] = 1;
-      spec["renewTime"] = stamp;
-      spec["acquireTime"] = stamp;
-      spec["leaseTransitions"] = int_field(spec_of(lease), "leaseTransitions");
-      body["spec"] = std::move(spec);
+      body["spec"] = spec_for_us(spec_of(lease), false);  // renewTime and acquireTime now
+      body["spec"]["holderIdentity"] = "";
+      body["spec"]["leaseDurationSeconds"] = 1;
+      body["spec"]["leaseTransitions"] = int_field(spec_of(lease), "leaseTransitions");
       auto put = client_.update(path_, body, time_left(deadline, now));
       if (put) {
         observe(*put, config_.clock->now());

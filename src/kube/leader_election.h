@@ -32,10 +32,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
 #include "base/log_once.h"
 #include "base/result.h"
 #include "kube/api.h"
-#include "kube/rate_limiter.h"
 
 namespace ig::kube {
 
@@ -54,9 +54,6 @@ struct LeaderElectionConfig {
   // Intervals, the loop's waits and the Lease's timestamps (wall()).
   std::shared_ptr<Clock> clock = Clock::steady();
 };
-
-// Checks the durations and the required fields; the error names the rule.
-Result<void> validate(const LeaderElectionConfig& config);
 
 struct LeaderCallbacks {
   std::function<void()> on_started_leading;                // required; must return promptly
@@ -92,7 +89,6 @@ class LeaderElector {
   std::string holder() const;  // the last observed holderIdentity
   LeaderElectionStats stats() const;
   const std::string& identity() const noexcept { return config_.identity; }
-  const std::string& path() const noexcept { return path_; }
 
  private:
   LeaderElector(Client& client, LeaderElectionConfig config, LeaderCallbacks callbacks);
@@ -106,6 +102,10 @@ class LeaderElector {
   void became_leader(const nlohmann::json& lease, time_point attempt_start);
   void renewed(const nlohmann::json& lease, time_point attempt_start);
   void lose_leadership(const std::string& why);
+  // Ends leading, if we lead: logs `why`, counts `counter` (if any), on_stopped_leading().
+  void stop_leading(std::string_view level, const std::string& why,
+                    std::uint64_t LeaderElectionStats::*counter = nullptr) noexcept;
+  void count(std::uint64_t LeaderElectionStats::*counter);
   void release() noexcept;
   void run();
   bool wait(std::chrono::milliseconds d);
@@ -125,18 +125,15 @@ class LeaderElector {
 
   // Leadership transitions and their callbacks (stop() and the elector thread).
   std::mutex leadership_mu_;
-  // stats_, holder_, the cv wait.
+  // stats_, writes of lease_, the cv wait.
   mutable std::mutex mu_;
   std::condition_variable cv_;
   LeaderElectionStats stats_;
-  std::string holder_;
+  nlohmann::json lease_;             // the last Lease read or written; null before the first
 
   // Elector-thread state (stop() reads it only after the join).
   bool holds_lease_ = false;         // the Lease's record is ours as last written
-  nlohmann::json lease_;             // the last Lease read or written (metadata.resourceVersion)
-  nlohmann::json observed_spec_;     // spec of the last observed record
-  bool observed_any_ = false;
-  time_point observed_time_{};       // our clock when observed_spec_ was first seen
+  time_point observed_time_{};       // our clock when lease_'s spec was first seen
   time_point last_renew_{};          // our clock at the start of the last successful renew
   LogOnce errors_logged_;            // the last API error logged
   std::mt19937_64 rng_{std::random_device{}()};

@@ -38,12 +38,6 @@ void Reflector::count_error() {
   ++stats_.errors;
 }
 
-std::string Reflector::list_resource_version() const {
-  if (rv_unavailable_) return "";
-  std::string rv = resource_version();
-  return rv.empty() ? std::string("0") : rv;
-}
-
 Reflector::~Reflector() { stop(); }
 
 void Reflector::start() {
@@ -71,11 +65,6 @@ void Reflector::relist() {
   cv_.notify_all();
 }
 
-std::string Reflector::resource_version() const {
-  std::lock_guard lock(mu_);
-  return resource_version_;
-}
-
 ReflectorStats Reflector::stats() const {
   std::lock_guard lock(mu_);
   return stats_;
@@ -95,12 +84,7 @@ bool Reflector::wait(std::chrono::milliseconds d) {
 
 std::chrono::milliseconds Reflector::next_backoff(const ApiError* error) {
   const auto& p = options_.backoff;
-  if (backoff_.count() == 0) {
-    backoff_ = p.initial;
-  } else {
-    backoff_ = std::min(p.max, std::chrono::milliseconds(static_cast<long long>(
-                                   static_cast<double>(backoff_.count()) * p.factor)));
-  }
+  backoff_ = backoff_.count() == 0 ? p.initial : std::min(p.max, backoff_ * 2);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   auto d = std::chrono::milliseconds(static_cast<long long>(
       static_cast<double>(backoff_.count()) * (1.0 + p.jitter * unit(rng_))));
@@ -124,7 +108,7 @@ bool Reflector::list_all() {
     options.limit = paged ? options_.page_size : 0;
     options.continue_token.clear();
   };
-  choose(list_resource_version());
+  choose(rv_unavailable_ ? "" : resource_version_.empty() ? "0" : resource_version_);
   sink_.begin_replace();
   std::string list_rv;
   while (!stopping()) {
@@ -141,8 +125,7 @@ bool Reflector::list_all() {
         // the whole list once more, unpaginated, at the same resourceVersion.
         log("info", "list continue token expired; listing again unpaginated: " + e.message);
         count_relist(RelistCause::ContinueExpired);
-        const std::string rv = options.resource_version;
-        choose(rv);
+        options.continue_token.clear();
         options.limit = 0;
         continue;
       }
@@ -168,15 +151,14 @@ bool Reflector::list_all() {
   }
   if (stopping()) return false;
   rv_unavailable_ = false;
+  resource_version_ = list_rv;
   {
     // Counted before the sink shows it: whoever sees the store synced sees the list counted.
     std::lock_guard lock(mu_);
-    resource_version_ = list_rv;
     ++stats_.lists;
   }
   sink_.end_replace(list_rv);
   progressed();
-  synced_.store(true, std::memory_order_release);
   // glibc keeps the list's freed memory in its arenas: give it back, so what
   // stays resident is the cache.
   malloc_trim(0);
@@ -190,7 +172,7 @@ Reflector::Next Reflector::watch_once() {
   };
   if (relist_requested()) return requested();
   WatchOptions options;
-  options.resource_version = resource_version();
+  options.resource_version = resource_version_;
   options.allow_bookmarks = true;
   {
     // [watch_timeout, 2 * watch_timeout): replicas do not all reconnect at once.
@@ -231,76 +213,58 @@ Reflector::Next Reflector::watch_once() {
   std::unique_ptr<WatchStream> stream = std::move(opened).value();
   {
     std::lock_guard lock(mu_);
-    if (stopping()) return Next::Stop;
-    if (relist_requested()) {  // asked before stream_ was set: stream_ not stopped
-      ++stats_.relists[static_cast<std::size_t>(RelistCause::Requested)];
-      return Next::Relist;
+    if (!stopping() && !relist_requested()) {  // a relist() asked before stream_ was set did not stop it
+      stream_ = stream.get();
+      ++stats_.watches;
     }
-    stream_ = stream.get();
-    ++stats_.watches;
   }
-  auto detach = [&] {
-    std::lock_guard lock(mu_);
-    stream_ = nullptr;
-  };
   bool got_event = false;
-  while (!stopping()) {
-    auto next = stream->next();
-    if (relist_requested()) {
-      detach();
-      if (stopping()) return Next::Stop;
-      log("info", "listing again (asked for)");
-      return requested();
-    }
-    if (!next) {
-      detach();
-      if (stopping()) return Next::Stop;
-      {
-        std::lock_guard lock(mu_);
-        ++stats_.errors;
-        if (next.failure().silent) ++stats_.silent_watches;
-      }
-      log(next.failure().silent ? "warn" : "info", "watch stream broke: " + next.error());
-      // A stream that delivered events was healthy, and a silent one has
-      // already waited: resume at once.
-      if (got_event || next.failure().silent) {
-        reset_backoff();
-        return Next::Rewatch;
-      }
-      return wait(next_backoff(&next.failure())) ? Next::Rewatch : Next::Stop;
-    }
-    if (!next->has_value()) {  // a clean end, e.g. timeoutSeconds
-      detach();
-      if (stopping()) return Next::Stop;
-      if (got_event) {
-        reset_backoff();
-        return Next::Rewatch;
-      }
-      // Closed at once with nothing in it (client-go's "very short watch"):
-      // back off rather than spin.
-      return wait(next_backoff(nullptr)) ? Next::Rewatch : Next::Stop;
-    }
+  ApiResult<std::optional<WatchEvent>> next = std::optional<WatchEvent>();
+  while (stream_ != nullptr && !stopping()) {
+    next = stream->next();
+    if (relist_requested() || !next || !next->has_value() || (*next)->type == WatchEvent::Type::Error) break;
     const WatchEvent& event = **next;
-    if (event.type == WatchEvent::Type::Error) {
-      detach();
-      if (stopping()) return Next::Stop;
-      return after_failure(error_from_status("WATCH " + options_.path + " ERROR event", event.object),
-                           "watch ERROR event");
-    }
     const bool bookmark = event.type == WatchEvent::Type::Bookmark;
     if (!bookmark) sink_.apply(event.type, event.object);
-    const std::string rv(object_meta(event.object).resource_version);
+    if (auto rv = object_meta(event.object).resource_version; !rv.empty()) resource_version_ = rv;
     {
       std::lock_guard lock(mu_);
-      if (!rv.empty()) resource_version_ = rv;
       ++(bookmark ? stats_.bookmarks : stats_.events);
     }
     progressed();
     got_event = true;
-    reset_backoff();
+    backoff_ = {};
   }
-  detach();
-  return Next::Stop;
+  {
+    std::lock_guard lock(mu_);
+    stream_ = nullptr;
+  }
+  if (stopping()) return Next::Stop;
+  if (relist_requested()) {
+    log("info", "listing again (asked for)");
+    return requested();
+  }
+  if (!next || !next->has_value()) {  // a broken stream, or a clean end (e.g. timeoutSeconds)
+    const ApiError* broke = next ? nullptr : &next.failure();
+    if (broke != nullptr) {
+      {
+        std::lock_guard lock(mu_);
+        ++stats_.errors;
+        if (broke->silent) ++stats_.silent_watches;
+      }
+      log(broke->silent ? "warn" : "info", "watch stream broke: " + broke->message);
+    }
+    // A stream that delivered events was healthy, and a silent one has
+    // already waited: resume at once. One closed at once with nothing in it
+    // (client-go's "very short watch") backs off rather than spin.
+    if (got_event || (broke != nullptr && broke->silent)) {
+      backoff_ = {};
+      return Next::Rewatch;
+    }
+    return wait(next_backoff(broke)) ? Next::Rewatch : Next::Stop;
+  }
+  return after_failure(error_from_status("WATCH " + options_.path + " ERROR event", (*next)->object),
+                       "watch ERROR event");
 }
 
 void Reflector::run() {

@@ -33,8 +33,7 @@ namespace ig::kube {
 struct BackoffPolicy {
   std::chrono::milliseconds initial{800};
   std::chrono::milliseconds max{30'000};
-  double factor = 2.0;
-  double jitter = 0.5;  // each wait is d * (1 + jitter * U[0,1))
+  double jitter = 0.5;  // each wait doubles, then is d * (1 + jitter * U[0,1))
 };
 
 struct ReflectorOptions {
@@ -74,11 +73,6 @@ struct ReflectorStats {
   std::uint64_t bookmarks = 0;
   std::uint64_t errors = 0;       // failed calls and broken streams
   std::uint64_t silent_watches = 0;  // watches closed for silence
-  std::uint64_t relists_total() const noexcept {
-    std::uint64_t n = 0;
-    for (auto r : relists) n += r;
-    return n;
-  }
 };
 
 class Reflector {
@@ -94,8 +88,6 @@ class Reflector {
   // Runs the loop on the calling thread until stop() (for tests).
   void run();
 
-  bool synced() const noexcept { return synced_.load(std::memory_order_acquire); }
-  std::string resource_version() const;
   ReflectorStats stats() const;
   const std::string& name() const noexcept { return options_.name; }
   Clock::duration since_progress() const noexcept;
@@ -106,11 +98,9 @@ class Reflector {
   Next watch_once();
   bool wait(std::chrono::milliseconds d);
   std::chrono::milliseconds next_backoff(const ApiError* error);
-  std::string list_resource_version() const;
   void count_relist(RelistCause cause);
   void count_error();
   void progressed() noexcept;
-  void reset_backoff() noexcept { backoff_ = {}; }
   void log(std::string_view level, const std::string& message) const;
   bool stopping() const noexcept { return stopping_.load(std::memory_order_acquire); }
   bool relist_requested() const noexcept { return relist_.load(std::memory_order_acquire); }
@@ -120,11 +110,10 @@ class Reflector {
   ReflectorOptions options_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
-  std::atomic<bool> synced_{false};
   std::atomic<bool> relist_{false};  // set by relist() under mu_
-  mutable std::mutex mu_;  // resource_version_, stats_, stream_
+  mutable std::mutex mu_;  // stats_, stream_
   std::condition_variable cv_;
-  std::string resource_version_;
+  std::string resource_version_;  // loop thread only
   ReflectorStats stats_;
   WatchStream* stream_ = nullptr;  // the open watch, for stop()
   std::chrono::milliseconds backoff_{0};

@@ -5,12 +5,10 @@
 namespace ig::kube {
 
 std::string object_key(std::string_view ns, std::string_view name) {
-  if (ns.empty()) return std::string(name);
   std::string key;
-  key.reserve(ns.size() + name.size() + 1);
-  key.append(ns).push_back('/');
-  key.append(name);
-  return key;
+  key.reserve(ns.size() + 1 + name.size());
+  if (!ns.empty()) key.append(ns).push_back('/');
+  return key.append(name);
 }
 
 std::string object_key(const nlohmann::json& object) {

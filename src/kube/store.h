@@ -192,9 +192,7 @@ class Store final : public ReflectorSink {
     auto key = object_key(object);
     if (key.empty()) return note_error("an object without metadata.name");
     if (keep_ && !keep_(object)) return;
-    auto value = decode(object);
-    if (!value) return note_error(key + ": " + value.error());
-    pending_.put(std::move(key), std::make_shared<const T>(std::move(value).value()));
+    if (auto value = decode(key, object)) pending_.put(std::move(key), std::move(value));
   }
   void end_replace(const std::string&) override {
     {
@@ -208,35 +206,33 @@ class Store final : public ReflectorSink {
   void apply(WatchEvent::Type type, const nlohmann::json& object) override {
     auto key = object_key(object);
     if (key.empty()) return note_error("an event for an object without metadata.name");
-    if (type == WatchEvent::Type::Deleted || (keep_ && !keep_(object))) {
+    // A version we cannot read must not keep serving the previous one.
+    auto value = type == WatchEvent::Type::Deleted || (keep_ && !keep_(object)) ? nullptr : decode(key, object);
+    {
       std::unique_lock lock(mu_);
-      objects_.erase(key);
-    } else {
-      auto value = decode(object);
-      if (!value) {
-        // A version we cannot read must not keep serving the previous one.
-        {
-          std::unique_lock lock(mu_);
-          objects_.erase(key);
-        }
-        note_error(key + ": " + value.error());
+      if (value) {
+        objects_.put(key, std::move(value));
       } else {
-        auto shared = std::make_shared<const T>(std::move(value).value());
-        std::unique_lock lock(mu_);
-        objects_.put(key, std::move(shared));
+        objects_.erase(key);
       }
     }
     if (on_change_) on_change_(key);
   }
 
  private:
-  // decode_, a throw included as an error: a decoder's bug is one object left out, never a dead reflector.
-  Result<T> decode(const nlohmann::json& object) {
+  // decode_ into a shared value, or nullptr with the error noted; a throw is an
+  // error: a decoder's bug is one object left out, never a dead reflector.
+  std::shared_ptr<const T> decode(const std::string& key, const nlohmann::json& object) {
+    std::string error;
     try {
-      return decode_(object);
+      auto value = decode_(object);
+      if (value) return std::make_shared<const T>(std::move(value).value());
+      error = value.error();
     } catch (const std::exception& e) {
-      return fail(std::string("cannot be read: ") + e.what());
+      error = std::string("cannot be read: ") + e.what();
     }
+    note_error(key + ": " + error);
+    return nullptr;
   }
   void note_error(std::string message) {
     decode_errors_.fetch_add(1, std::memory_order_relaxed);

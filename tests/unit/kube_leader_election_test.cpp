@@ -253,6 +253,14 @@ const LeaderElectionConfig kDefaults = base_config("x");
 
 // --- config and helpers ---------------------------------------------------------------
 
+// LeaderElector::make() with callbacks set: fails only on the config.
+Result<void> validate(const LeaderElectionConfig& c) {
+  fake::FakeClient client;
+  auto made = LeaderElector::make(client, c, {[] {}, [] {}, {}});
+  if (!made) return made.failure();
+  return {};
+}
+
 TEST(KubeLeaderElection, ValidatesDurationsLikeClientGo) {
   EXPECT_TRUE(validate(base_config("a")));
   EXPECT_EQ(kDefaults.lease_duration, 15s);
