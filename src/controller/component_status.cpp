@@ -308,8 +308,4 @@ json leftover_fields_patch(const json& desired, const json& held) {
   return {{"status", std::move(removed)}};
 }
 
-bool holds_status(const ComponentRecord& record, const json& desired) {
-  return record.status_fingerprint != 0 && record.status_fingerprint == status_fingerprint(desired);
-}
-
 }  // namespace ig::controller
