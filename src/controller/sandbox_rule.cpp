@@ -101,15 +101,10 @@ SandboxAssessment assess_sandbox(const std::string& name,
                                  const std::optional<RuntimeClassFacts>& rc,
                                  const std::vector<NodeFacts>& nodes,
                                  policy::DeploymentShape shape) {
-  std::vector<NodeFit> fits;
+  std::vector<NodeFit> fits(nodes.size());
   if (rc) {
-    NodeProjection p;
-    p.node_selector = rc->node_selector;
-    p.tolerations = rc->tolerations;
-    fits.reserve(nodes.size());
-    for (const auto& n : nodes) fits.push_back(fit_node(n, p));
-  } else {
-    fits.resize(nodes.size());
+    const NodeProjection p{0, rc->node_selector, rc->tolerations};
+    std::transform(nodes.begin(), nodes.end(), fits.begin(), [&](const NodeFacts& n) { return fit_node(n, p); });
   }
   return assess_sandbox(name, rc, fits, shape);
 }
