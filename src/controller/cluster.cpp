@@ -151,9 +151,8 @@ void Cluster::start() {
 }
 
 void Cluster::start_nodes() {
-  std::lock_guard lock(start_mu_);
-  if (nodes_started_.load(std::memory_order_relaxed) || stopped_) return;
-  nodes_started_.store(true, std::memory_order_relaxed);
+  if (nodes_started_ || stopped_) return;  // under recompute_mu_
+  nodes_started_ = true;
   node_reflector_->start();
 }
 
@@ -164,7 +163,7 @@ std::shared_ptr<const NodeProjection> Cluster::projection() const {
 
 void Cluster::stop() noexcept {
   {
-    std::lock_guard lock(start_mu_);
+    std::lock_guard lock(recompute_mu_);  // no Node reflector starts after this
     stopped_ = true;
   }
   component_reflector_->stop();
@@ -211,7 +210,7 @@ void Cluster::recompute_sandbox() {
       projection_ = std::make_shared<const NodeProjection>(
           NodeProjection{current->generation + 1, rc->node_selector, rc->tolerations});
     }
-    if (nodes_started_.load(std::memory_order_relaxed) && options_.log) {
+    if (nodes_started_ && options_.log) {
       options_.log("info", "RuntimeClass " + quote(options_.runtime_class) +
                                " scheduling changed: listing the Nodes again");
     }

@@ -186,14 +186,12 @@ class Cluster {
 
   kube::Client& client_;
   ClusterOptions options_;
-  std::mutex recompute_mu_;
+  std::mutex recompute_mu_;  // also guards nodes_started_, stopped_
   mutable std::mutex projection_mu_;
   std::shared_ptr<const NodeProjection> projection_ = std::make_shared<const NodeProjection>();  // what Nodes are fitted under now
-  std::mutex start_mu_;  // starting the Node reflector, stopped_
-  std::atomic<bool> nodes_started_{false};
+  bool nodes_started_ = false, stopped_ = false;
   std::atomic<bool> sandbox_assessed_{false};  // see synced()
   std::atomic<bool> sandbox_settled_{false};   // see settled()
-  bool stopped_ = false;
   ClusterListener* listener_ = nullptr;
   kube::Store<ComponentRecord> components_;
   kube::Store<RuntimeClassFacts> runtime_classes_;

@@ -304,14 +304,6 @@ void DriftAudit::pass() {
   std::map<std::string, std::size_t, std::less<>> counts;
   std::map<std::string, DriftedPod> drifted;
   std::map<std::string, UnboundPods, std::less<>> unbound;
-  struct Fresh {
-    std::string pod_key;
-    std::shared_ptr<const PodPlacement> pod;  // shared with the cache: its facts are not copied
-    std::shared_ptr<const ComponentRecord> record;
-    Drift drift;
-    Decision decision;
-  };
-  std::vector<Fresh> fresh;
   for (const auto& pod : pods_.snapshot()) {
     if (!pod->running || pod->component.empty()) continue;
     const std::string component_key = kube::object_key(pod->namespace_, pod->component);
@@ -331,30 +323,32 @@ void DriftAudit::pass() {
       }
     }
     if (d == Drift::None) continue;
-    const std::string pod_key = kube::object_key(pod->namespace_, pod->name);
     ++counts[component_key];
-    drifted[pod_key] = {component_key, pod->uid, d, false};
-    fresh.push_back({pod_key, pod, record, d, decision});
+    std::string note = "pod " + quote(pod->name) + " " + std::string(drift_phrase(d, decision)) + " (" +
+                       std::string(policy::to_string(decision)) + ", RuntimeClass " +
+                       (pod->runtime_class.empty() ? std::string("none") : quote(pod->runtime_class)) + ")" +
+                       (d == Drift::Elsewhere ? "; it is safe where it is and is not evicted"
+                        : options_.evict     ? "; it will be evicted if it still is after the settle time "
+                                               "(--drift-eviction-settle " +
+                                               std::to_string(options_.evict_settle.count() / 1000) + "s)"
+                                             : "; recreate it, or run with --evict-drifted");
+    drifted[kube::object_key(pod->namespace_, pod->name)] = {component_key, pod->uid, d, false, std::move(note)};
   }
   std::set<std::string, std::less<>> changed;
-  std::vector<Fresh> newly;
+  std::vector<DriftedPod> newly;
   std::vector<std::pair<std::string, Clock::duration>> to_evict;  // pod key, time left
   {
     std::lock_guard lock(mu_);
     add_changed_keys(counts_, counts, changed);
     add_changed_keys(unbound_, unbound, changed);
-    for (auto& f : fresh) {
-      auto old = drifted_pods_.find(f.pod_key);
-      if (old == drifted_pods_.end() || old->second.drift != f.drift || old->second.uid != f.pod->uid) {
-        newly.push_back(f);
-      }
-    }
     // The settle time runs per pod uid from the first pass that saw it drift.
-    const auto now = options_.clock->now();
     std::set<std::string, std::less<>> less_safe;
     for (const auto& [key, d] : drifted) {
+      auto old = drifted_pods_.find(key);
+      if (old == drifted_pods_.end() || old->second.drift != d.drift || old->second.uid != d.uid) newly.push_back(d);
       if (d.drift == Drift::LessSafe) less_safe.insert(settle_key(key, d.uid));
     }
+    const auto now = options_.clock->now();
     settle_.observe(less_safe, now);
     if (options_.evict && !stopping_) {
       // Each pod to evict is a key of its own, queued once per term.
@@ -370,18 +364,9 @@ void DriftAudit::pass() {
   }
   for (const auto& [key, wait] : to_evict) controller_->enqueue_after(key, wait);
   audited_.store(true, std::memory_order_release);
-  for (const auto& f : newly) {
-    const std::string note = "pod " + quote(f.pod->name) + " " + std::string(drift_phrase(f.drift, f.decision)) +
-                             " (" + std::string(policy::to_string(f.decision)) + ", RuntimeClass " +
-                             (f.pod->runtime_class.empty() ? std::string("none") : quote(f.pod->runtime_class)) +
-                             ")" +
-                             (f.drift == Drift::LessSafe
-                                  ? (options_.evict ? "; it will be evicted if it still is after the settle time (--drift-eviction-settle " +
-                                                       std::to_string(options_.evict_settle.count() / 1000) + "s)"
-                                                 : "; recreate it, or run with --evict-drifted")
-                                  : "; it is safe where it is and is not evicted");
-    record_event(*f.record, "PodDrifted", "Audit", note);
-    if (options_.log) options_.log("warn", "drift: Component " + kube::object_key(f.pod->namespace_, f.pod->component) + ": " + note);
+  for (const auto& d : newly) {
+    record_event(d.component_key, "PodDrifted", "Audit", d.note);
+    if (options_.log) options_.log("warn", "drift: Component " + d.component_key + ": " + d.note);
   }
   for (const auto& key : changed) {
     if (options_.on_count_change) options_.on_count_change(key);
@@ -475,11 +460,9 @@ Result<runtime::Requeue> DriftAudit::evict(const std::string& pod_key, const run
       ++stats_.evicted;
       forget(pod_key);
     }
-    if (auto record = components_.find(component_key)) {
-      record_event(*record, "Evicted", "Evict",
-                   "evicted pod " + quote(name) +
-                       ": its placement was less safe than the gate decides now (--evict-drifted)");
-    }
+    record_event(component_key, "Evicted", "Evict",
+                 "evicted pod " + quote(name) +
+                     ": its placement was less safe than the gate decides now (--evict-drifted)");
     if (options_.log) options_.log("warn", "evicted drifted pod " + pod_key);
     return runtime::Requeue{};
   }
@@ -509,9 +492,11 @@ kube::ObjectReference component_reference(std::string_view ns, std::string_view 
           std::string(name), std::move(uid)};
 }
 
-void DriftAudit::record_event(const ComponentRecord& record, std::string reason, std::string action, std::string note) {
-  if (!events_) return;
-  events_->record({component_reference(record.component.namespace_, record.component.name, record.uid.str()), {},
+void DriftAudit::record_event(const std::string& component_key, std::string reason, std::string action,
+                              std::string note) {
+  const auto record = components_.find(component_key);
+  if (!events_ || !record) return;
+  events_->record({component_reference(record->component.namespace_, record->component.name, record->uid.str()), {},
                    "Warning", std::move(reason), std::move(action), std::move(note)});
 }
 

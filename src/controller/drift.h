@@ -158,11 +158,13 @@ class DriftAudit {
     std::string uid;
     Drift drift;
     bool done = false;  // evicted, or found gone, since the pass
+    std::string note;   // the PodDrifted Event's
   };
   void pass();
   Result<runtime::Requeue> evict(const std::string& pod_key, const runtime::CancelToken& cancel);
   void forget(const std::string& pod_key);  // under mu_: not evicted again before the next pass
-  void record_event(const ComponentRecord& record, std::string reason, std::string action, std::string note);
+  // A Warning Event regarding the Component (when there is a recorder and the Component is cached).
+  void record_event(const std::string& component_key, std::string reason, std::string action, std::string note);
   void audit_pass();
   void stop_audit_pods() noexcept;
   bool keep_audit_pod(const nlohmann::json& pod) const;

@@ -179,8 +179,8 @@ Result<runtime::Requeue> EventWriter::reconcile(const std::string& key, const ru
       }
       ++stats_.send_errors;
       correlator_.done(key, w, Outcome::Failed);
-      const std::string verb = create ? "POST" : "PATCH";
-      const std::string kind = verb + " " + std::to_string(e.code) + " " + e.reason + (e.retriable() ? " retried" : "");
+      const std::string kind = std::string(create ? "POST" : "PATCH") + " " + std::to_string(e.code) + " " + e.reason +
+                               (e.retriable() ? " retried" : "");
       if (logged_.size() >= 256) logged_.clear();
       if (logged_.insert(kind).second)
         warning = "event recorder: " + e.message +

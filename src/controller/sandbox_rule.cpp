@@ -61,14 +61,6 @@ const json& named_metadata(const json& object, std::string_view kind) {
   return meta;
 }
 
-bool matches(const std::map<std::string, std::string>& selector,
-             const std::map<std::string, std::string>& labels) {
-  return std::all_of(selector.begin(), selector.end(), [&](const auto& kv) {
-    auto it = labels.find(kv.first);
-    return it != labels.end() && it->second == kv.second;
-  });
-}
-
 }  // namespace
 
 bool tolerates(const Toleration& t, const Taint& taint) noexcept {
@@ -88,7 +80,10 @@ NodeFit fit_node(const NodeFacts& node, const NodeProjection& p) {
   fit.projection = p.generation;
   fit.ready = node.ready;
   fit.unschedulable = node.unschedulable;
-  fit.selected = matches(p.node_selector, node.labels);
+  fit.selected = std::all_of(p.node_selector.begin(), p.node_selector.end(), [&](const auto& kv) {
+    auto it = node.labels.find(kv.first);
+    return it != node.labels.end() && it->second == kv.second;
+  });
   fit.tolerated = std::all_of(node.taints.begin(), node.taints.end(), [&](const Taint& taint) {
     // PreferNoSchedule never excludes a node.
     if (taint.effect != "NoSchedule" && taint.effect != "NoExecute") return true;
