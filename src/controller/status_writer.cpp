@@ -48,11 +48,9 @@ void StatusWriter::enqueue_all() {
 }
 
 StatusWriterStats StatusWriter::stats() const {
-  StatusWriterStats s;
-  {
-    std::lock_guard lock(mu_);
-    s = stats_;
-  }
+  std::unique_lock lock(mu_);
+  StatusWriterStats s = stats_;
+  lock.unlock();
   if (auto q = controller_->queue()) s.queued = q->len();
   return s;
 }
