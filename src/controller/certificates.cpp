@@ -126,10 +126,7 @@ void SelfManagedCertificates::begin_term() {
 }
 
 void SelfManagedCertificates::end_term() noexcept {
-  for (auto& i : injectors_) i->stop();
-  if (applier_) applier_->stop();
-  if (observer_) observer_->stop();
-  injectors_.clear();
+  injectors_.clear();  // each watch stops (and joins) as it goes
   applier_.reset();
   observer_.reset();
   log("info", "certificates: no longer leading");
