@@ -29,16 +29,13 @@ Result<Injected> CaInjector::reconcile(const std::string& b64, std::stop_token c
   if (webhooks != object->end() && webhooks->is_array()) {
     for (std::size_t i = 0; i < webhooks->size(); ++i) {
       const json& hook = (*webhooks)[i];
-      std::string current;
-      const auto cc = hook.find("clientConfig");
-      if (cc != hook.end() && cc->is_object()) {
-        if (auto cb = cc->find("caBundle"); cb != cc->end() && cb->is_string()) current = cb->get<std::string>();
-      }
-      if (current == b64) continue;
+      const auto cc = hook.find("clientConfig");  // end() when the webhook is not an object
+      const bool has_cc = cc != hook.end() && cc->is_object();
+      if (has_cc && cc->value("caBundle", json()) == b64) continue;
       const std::string base = "/webhooks/" + std::to_string(i);
       if (auto name = hook.find("name"); name != hook.end())
         ops.push_back({{"op", "test"}, {"path", base + "/name"}, {"value", *name}});
-      if (cc == hook.end() || !cc->is_object())
+      if (!has_cc)
         ops.push_back({{"op", "add"}, {"path", base + "/clientConfig"}, {"value", json::object()}});
       ops.push_back({{"op", "add"}, {"path", base + "/clientConfig/caBundle"}, {"value", b64}});
       ++repairs;

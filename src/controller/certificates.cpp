@@ -13,6 +13,8 @@ namespace {
 using json = nlohmann::json;
 using Seconds = std::chrono::seconds;
 
+constexpr std::chrono::milliseconds kRetryInitial{200};  // a failed pass's first backoff
+
 json secret_data(const SecretMaterial& m) {
   return {{"tls.crt", admission::base64_encode(m.tls_crt)},
           {"tls.key", admission::base64_encode(m.tls_key)},
@@ -47,8 +49,7 @@ SelfManagedCertificates::SelfManagedCertificates(kube::Client& client, tls::Relo
   plan_settings_.names = config::service_dns_names(options_.service_name, options_.ns);
   runtime::Controller<std::string>::Options c;
   c.name = "certificates";
-  c.rate_limit.backoff = BackoffOptions{std::min(options_.retry_initial, options_.recheck_interval),
-                                        options_.recheck_interval};
+  c.rate_limit.backoff = BackoffOptions{std::min(kRetryInitial, options_.recheck_interval), options_.recheck_interval};
   c.reconcile = [this](const std::string& key, const runtime::CancelToken& cancel) { return reconcile(key, cancel); };
   c.initial_keys = [] { return std::vector<std::string>{std::string(kKey)}; };
   controller_ = std::make_shared<runtime::Controller<std::string>>(std::move(c));  // errors: logged by note_error
@@ -92,19 +93,12 @@ void SelfManagedCertificates::add_to(runtime::Manager& manager) {
 
 CertificateStats SelfManagedCertificates::stats() const {
   std::lock_guard lock(state_mu_);
-  CertificateStats s = stats_;
-  s.reloads = source_->reloads();
-  return s;
+  return stats_;
 }
 
 std::string SelfManagedCertificates::last_error() const {
   std::lock_guard lock(state_mu_);
   return last_error_;
-}
-
-std::optional<json> SelfManagedCertificates::observed_secret() const {
-  auto s = source_->secret();
-  return s ? std::optional<json>(*s) : std::nullopt;
 }
 
 void SelfManagedCertificates::begin_term() {
@@ -113,15 +107,12 @@ void SelfManagedCertificates::begin_term() {
   for (const kube::Resource* r : {&kube::kMutatingWebhookConfigurations, &kube::kValidatingWebhookConfigurations})
     injectors_.push_back(
         std::make_unique<CaInjector>(client_, *r, options_.webhook_config_name, ws, [this] { enqueue(); }));
-  applier_.reset();
   if (!options_.webhook_template_configmap.empty()) {
     applier_ = std::make_unique<ConfigurationApplier>(client_, options_.ns, options_.webhook_template_configmap, ws,
                                                       [this] { enqueue(); }, options_.replica_ready,
                                                       options_.request_timeout);
   }
-  observer_ = std::make_unique<ServedObserver>(
-      client_, options_.ns, options_.service_name, "https", options_.service_name + "." + options_.ns + ".svc", ws,
-      [this] { enqueue(); }, std::chrono::seconds(3));  // the ready replicas' webhook port, each dial's bound
+  observer_ = std::make_unique<ServedObserver>(client_, options_.ns, options_.service_name, ws, [this] { enqueue(); });
   reported_.clear();
   served_logged_.cleared();
   seen_secret_.reset();
@@ -135,10 +126,7 @@ void SelfManagedCertificates::begin_term() {
 }
 
 void SelfManagedCertificates::end_term() noexcept {
-  for (auto& i : injectors_) i->stop();
-  if (applier_) applier_->stop();
-  if (observer_) observer_->stop();
-  injectors_.clear();
+  injectors_.clear();  // each watch stops (and joins) as it goes
   applier_.reset();
   observer_.reset();
   log("info", "certificates: no longer leading");
@@ -231,24 +219,19 @@ Result<CertTime> SelfManagedCertificates::leader_pass(const runtime::CancelToken
       break;
     }
     if (cancel.stop_requested()) break;  // the fence: no write once leadership is lost
-    kube::ApiResult<json> written = kube::ApiError{};
-    if (!working_secret_) {
-      json body = {{"apiVersion", "v1"},
-                   {"kind", "Secret"},
-                   {"metadata",
-                    {{"name", options_.secret_name},
-                     {"namespace", options_.ns},
-                     {"labels", {{"app.kubernetes.io/managed-by", "isolation-gate"}}}}},
-                   {"type", "kubernetes.io/tls"},
-                   {"data", secret_data(plan->next)}};
-      written = client_.create(kube::collection_path(kube::kSecrets, options_.ns), body);
-    } else {
-      json body = *working_secret_;
-      if (!body.contains("data") || !body["data"].is_object()) body["data"] = json::object();
-      const json data = secret_data(plan->next);
-      for (const auto& [k, v] : data.items()) body["data"][k] = v;
-      written = client_.update(secret_path, body, options_.request_timeout);
-    }
+    json body = working_secret_ ? *working_secret_
+                                : json{{"apiVersion", "v1"},
+                                       {"kind", "Secret"},
+                                       {"metadata",
+                                        {{"name", options_.secret_name},
+                                         {"namespace", options_.ns},
+                                         {"labels", {{"app.kubernetes.io/managed-by", "isolation-gate"}}}}},
+                                       {"type", "kubernetes.io/tls"}};
+    if (!body["data"].is_object()) body["data"] = json::object();
+    body["data"].update(secret_data(plan->next));
+    kube::ApiResult<json> written =
+        working_secret_ ? client_.update(secret_path, body, options_.request_timeout)
+                        : client_.create(kube::collection_path(kube::kSecrets, options_.ns), body);
     if (!written) {
       const kube::ApiError& e = written.failure();
       if (e.conflict()) {  // moved on (or created meanwhile): read it again and plan again

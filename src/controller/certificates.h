@@ -53,8 +53,7 @@ struct CertificateOptions {
   // Every caBundle holds a new CA this long before the leaf switches to it
   // (capped at a tenth of cert_validity).
   std::chrono::seconds rotation_grace{std::chrono::minutes(2)};
-  std::chrono::milliseconds recheck_interval{std::chrono::seconds(5)};
-  std::chrono::milliseconds retry_initial{std::chrono::milliseconds(200)};  // capped at recheck_interval
+  std::chrono::milliseconds recheck_interval{std::chrono::seconds(5)};  // also the backoff's cap
   std::chrono::milliseconds request_timeout{std::chrono::seconds(10)};
   std::string webhook_template_configmap;  // empty: only the caBundles are kept
   std::function<bool()> replica_ready;      // this replica can answer now; empty: always
@@ -70,7 +69,6 @@ struct CertificateStats {
   std::uint64_t bundle_repairs = 0;  // webhooks whose caBundle was patched
   std::uint64_t config_applies = 0;  // configurations created or replaced from the template
   std::uint64_t secret_writes = 0;   // Secret creates and updates that succeeded
-  std::uint64_t reloads = 0;         // serving certificates taken from the Secret
   std::uint64_t errors = 0;
   std::uint64_t leader_passes = 0;   // reconciles completed (tests wait on it)
 };
@@ -96,9 +94,6 @@ class SelfManagedCertificates {
   CertificateStats stats() const;
   std::string last_error() const;
   void write_metrics(prometheus::TextWriter& out) const;
-
-  // The Secret as this replica's watch last saw it.
-  std::optional<nlohmann::json> observed_secret() const;
 
  private:
   class Term;  // the needs_leader runnable: begin_term(), the controller, end_term()

@@ -52,12 +52,18 @@ std::string FreshSandbox::describe() const {
   return sandbox_.describe();
 }
 
-admission::LookupResult ClusterComponents::find(std::string_view ns, std::string_view name) const {
+admission::LookupResult CachedComponents::find(std::string_view ns, std::string_view name) const {
   using Status = admission::LookupResult::Status;
   if (auto cached = store_.find(kube::object_key(ns, name))) {
     // Aliasing: the Component inside the cached record, sharing its lifetime.
     return {Status::Found, std::shared_ptr<const model::Component>(cached, &cached->component), {}};
   }
+  return {Status::NotFound, nullptr, {}};
+}
+
+admission::LookupResult ClusterComponents::find(std::string_view ns, std::string_view name) const {
+  using Status = admission::LookupResult::Status;
+  if (auto cached = CachedComponents::find(ns, name); cached.status == Status::Found) return cached;
   // Not cached (yet): one bounded live GET, shared by concurrent misses.
   auto answer = flights_.run(
       kube::object_key(ns, name), timeout_,
@@ -102,7 +108,7 @@ void ClusterComponents::note_error(std::string_view ns, std::string_view name, s
   std::uint64_t since_last = 0;
   {
     std::lock_guard lock(log_mu_);
-    if (errors_at_last_log_ != 0 && now - last_log_ < log_interval_) return;
+    if (errors_at_last_log_ != 0 && now - last_log_ < std::chrono::seconds(10)) return;
     since_last = total - errors_at_last_log_;
     errors_at_last_log_ = total;
     last_log_ = now;
@@ -125,7 +131,7 @@ Cluster::Cluster(kube::Client& client, ClusterOptions options, kube::Client* loo
       nodes_([this](const nlohmann::json& o) { return decode_node_fit(o, *projection()); },
              [this](std::string_view) { recompute_sandbox(); }),
       lookup_(components_, lookup_client != nullptr ? *lookup_client : client_, options_.lookup_timeout,
-              options_.lookup_error_log_interval, options_.log) {
+              options_.log) {
   const WatchSettings ws{options_.log, {}, options_.page_size, options_.watch_silence};
   auto reflector = [&](std::string name, const kube::Resource& r, kube::ReflectorSink& sink) {
     return std::make_unique<kube::Reflector>(client_, sink, reflector_options(std::move(name), r, "", ws));
@@ -145,9 +151,8 @@ void Cluster::start() {
 }
 
 void Cluster::start_nodes() {
-  std::lock_guard lock(start_mu_);
-  if (nodes_started_.load(std::memory_order_relaxed) || stopped_) return;
-  nodes_started_.store(true, std::memory_order_relaxed);
+  if (nodes_started_ || stopped_) return;  // under recompute_mu_
+  nodes_started_ = true;
   node_reflector_->start();
 }
 
@@ -158,7 +163,7 @@ std::shared_ptr<const NodeProjection> Cluster::projection() const {
 
 void Cluster::stop() noexcept {
   {
-    std::lock_guard lock(start_mu_);
+    std::lock_guard lock(recompute_mu_);  // no Node reflector starts after this
     stopped_ = true;
   }
   component_reflector_->stop();
@@ -200,15 +205,12 @@ void Cluster::recompute_sandbox() {
   auto current = projection();
   if (!current->same_scheduling(rc)) {
     // Fits made under the old scheduling say nothing of the new one: list again.
-    auto next = std::make_shared<NodeProjection>();
-    next->generation = current->generation + 1;
-    next->node_selector = rc->node_selector;
-    next->tolerations = rc->tolerations;
     {
       std::lock_guard plock(projection_mu_);
-      projection_ = std::move(next);
+      projection_ = std::make_shared<const NodeProjection>(
+          NodeProjection{current->generation + 1, rc->node_selector, rc->tolerations});
     }
-    if (nodes_started_.load(std::memory_order_relaxed) && options_.log) {
+    if (nodes_started_ && options_.log) {
       options_.log("info", "RuntimeClass " + quote(options_.runtime_class) +
                                " scheduling changed: listing the Nodes again");
     }
@@ -221,13 +223,9 @@ void Cluster::recompute_sandbox() {
   start_nodes();
   if (!nodes_.synced()) return;
   std::vector<NodeFit> nodes;
-  {
-    auto snapshot = nodes_.snapshot();
-    nodes.reserve(snapshot.size());
-    for (const auto& n : snapshot) {
-      if (n->projection != current->generation) return;  // not all fitted under it yet
-      nodes.push_back(*n);
-    }
+  for (const auto& n : nodes_.snapshot()) {
+    if (n->projection != current->generation) return;  // not all fitted under it yet
+    nodes.push_back(*n);
   }
   publish(assess_sandbox(options_.runtime_class, rc, nodes, options_.shape), true);
 }
@@ -251,30 +249,50 @@ void Cluster::write_metrics(prometheus::TextWriter& out, std::span<const CacheVi
                         "Component lookups that missed the cache and whose live GET failed (the pod is denied).",
                         lookup_.lookup_errors());
 
-  const CacheView mine[] = {
-      {"components", component_reflector_.get(), components_.size(), components_.synced(),
-       components_.decode_errors()},
-      {"runtimeclasses", runtime_class_reflector_.get(), runtime_classes_.size(),
-       runtime_classes_.synced(), runtime_classes_.decode_errors()},
-      {"nodes", node_reflector_.get(), nodes_.size(), nodes_.synced(), nodes_.decode_errors()},
-  };
-  std::vector<CacheView> caches(std::begin(mine), std::end(mine));
+  std::vector<CacheView> caches = {cache_view("components", *component_reflector_, components_),
+                                   cache_view("runtimeclasses", *runtime_class_reflector_, runtime_classes_),
+                                   cache_view("nodes", *node_reflector_, nodes_)};
   caches.insert(caches.end(), more.begin(), more.end());
   write_cache_metrics(out, caches);
 }
 
 void write_cache_metrics(prometheus::TextWriter& out, std::span<const CacheView> caches) {
   using prometheus::Type;
-  out.family("isolation_gate_cache_objects", Type::Gauge, "Objects held by each cache.");
-  for (const auto& c : caches) out.sample("isolation_gate_cache_objects", {{"resource", c.name}}, std::uint64_t{c.size});
-  out.family("isolation_gate_cache_synced", Type::Gauge, "1 once the cache has listed.");
-  for (const auto& c : caches) {
-    out.sample("isolation_gate_cache_synced", {{"resource", c.name}}, std::uint64_t{c.synced ? 1u : 0u});
-  }
-  out.family("isolation_gate_cache_decode_errors_total", Type::Counter,
-             "Objects left out of a cache because they could not be read.");
-  for (const auto& c : caches) {
-    out.sample("isolation_gate_cache_decode_errors_total", {{"resource", c.name}}, c.decode_errors);
+  using Stats = kube::ReflectorStats;
+  struct Family {
+    std::string_view name;
+    Type type;
+    prometheus::Help help;
+    std::uint64_t (*value)(const CacheView&, const Stats&);
+  };
+  static constexpr Family kFamilies[] = {
+      {"isolation_gate_cache_objects", Type::Gauge, "Objects held by each cache.",
+       [](const CacheView& c, const Stats&) -> std::uint64_t { return c.size; }},
+      {"isolation_gate_cache_synced", Type::Gauge, "1 once the cache has listed.",
+       [](const CacheView& c, const Stats&) -> std::uint64_t { return c.synced ? 1u : 0u; }},
+      {"isolation_gate_cache_decode_errors_total", Type::Counter,
+       "Objects left out of a cache because they could not be read.",
+       [](const CacheView& c, const Stats&) { return c.decode_errors; }},
+      {"isolation_gate_reflector_lists_total", Type::Counter, "Complete lists.",
+       [](const CacheView&, const Stats& s) { return s.lists; }},
+      {"isolation_gate_reflector_silent_watches_total", Type::Counter,
+       "Watches closed because no byte (event or bookmark) came for --kube-watch-silence.",
+       [](const CacheView&, const Stats& s) { return s.silent_watches; }},
+      {"isolation_gate_reflector_watches_total", Type::Counter, "Watch streams opened.",
+       [](const CacheView&, const Stats& s) { return s.watches; }},
+      {"isolation_gate_reflector_events_total", Type::Counter, "Watch events applied.",
+       [](const CacheView&, const Stats& s) { return s.events; }},
+      {"isolation_gate_reflector_bookmarks_total", Type::Counter, "Watch bookmarks received.",
+       [](const CacheView&, const Stats& s) { return s.bookmarks; }},
+      {"isolation_gate_reflector_errors_total", Type::Counter, "Failed calls and broken watch streams.",
+       [](const CacheView&, const Stats& s) { return s.errors; }},
+  };
+  std::vector<Stats> stats(caches.size());
+  for (std::size_t i = 0; i < caches.size(); ++i) stats[i] = caches[i].reflector->stats();
+  for (const auto& f : kFamilies) {
+    out.family(f.name, f.type, f.help);
+    for (std::size_t i = 0; i < caches.size(); ++i)
+      out.sample(f.name, {{"resource", caches[i].name}}, f.value(caches[i], stats[i]));
   }
   out.family("isolation_gate_cache_staleness_seconds", Type::Gauge,
              "Seconds since the cache's last complete list, watch event or bookmark (since start before "
@@ -282,33 +300,6 @@ void write_cache_metrics(prometheus::TextWriter& out, std::span<const CacheView>
   for (const auto& c : caches) {
     out.sample("isolation_gate_cache_staleness_seconds", {{"resource", c.name}},
                std::chrono::duration<double>(c.reflector->since_progress()).count());
-  }
-  struct Counter {
-    std::string_view name;
-    prometheus::Help help;
-    std::uint64_t kube::ReflectorStats::*field;
-  };
-  static constexpr Counter kCounters[] = {
-      {"isolation_gate_reflector_lists_total", "Complete lists.", &kube::ReflectorStats::lists},
-      {"isolation_gate_reflector_silent_watches_total",
-       "Watches closed because no byte (event or bookmark) came for --kube-watch-silence.",
-       &kube::ReflectorStats::silent_watches},
-      {"isolation_gate_reflector_watches_total", "Watch streams opened.",
-       &kube::ReflectorStats::watches},
-      {"isolation_gate_reflector_events_total", "Watch events applied.",
-       &kube::ReflectorStats::events},
-      {"isolation_gate_reflector_bookmarks_total", "Watch bookmarks received.",
-       &kube::ReflectorStats::bookmarks},
-      {"isolation_gate_reflector_errors_total", "Failed calls and broken watch streams.",
-       &kube::ReflectorStats::errors},
-  };
-  std::vector<kube::ReflectorStats> stats(caches.size());
-  for (std::size_t i = 0; i < caches.size(); ++i) stats[i] = caches[i].reflector->stats();
-  for (const auto& counter : kCounters) {
-    out.family(counter.name, Type::Counter, counter.help);
-    for (std::size_t i = 0; i < caches.size(); ++i) {
-      out.sample(counter.name, {{"resource", caches[i].name}}, stats[i].*counter.field);
-    }
   }
   out.family("isolation_gate_reflector_relists_total", Type::Counter,
              "Lists made again after the first, by cause: expired (410), too_large (504 Too large "

@@ -5,8 +5,7 @@
 //    `lookup_timeout` (through `lookup_client` when given), collapsed across
 //    concurrent misses of one Component, a Found/NotFound answer remembered
 //    for a second. An API or decode error is Status::Error (the pod
-//    rules deny it: fail closed), counted and logged at most once per
-//    `lookup_error_log_interval`.
+//    rules deny it: fail closed), counted and logged at most once per 10 s.
 //  - sandbox() is assess_sandbox() of the caches, recomputed on every
 //    RuntimeClass or Node event; unavailable until they have synced. The
 //    Node cache holds NodeFits under the RuntimeClass's scheduling: when it
@@ -49,7 +48,6 @@ struct ClusterOptions {
   std::string runtime_class;       // --runtime-class
   policy::DeploymentShape shape{};  // GIBSON_UNTRUSTED_EXEC
   std::chrono::milliseconds lookup_timeout{2000};
-  std::chrono::milliseconds lookup_error_log_interval{10'000};
   std::size_t page_size = 500;
   std::chrono::milliseconds watch_silence{150'000};        // kube::ReflectorOptions::watch_silence
   std::chrono::milliseconds sandbox_stale_after{300'000};  // see admission_sandbox(); 0: never
@@ -71,6 +69,10 @@ struct CacheView {
   bool synced;
   std::uint64_t decode_errors;
 };
+template <typename T>
+CacheView cache_view(std::string_view name, const kube::Reflector& reflector, const kube::Store<T>& store) {
+  return {name, &reflector, store.size(), store.synced(), store.decode_errors()};
+}
 void write_cache_metrics(prometheus::TextWriter& out, std::span<const CacheView> caches);
 
 class ClusterSandbox final : public admission::SandboxView {
@@ -106,20 +108,27 @@ class FreshSandbox final : public admission::SandboxView {
   const kube::Reflector* nodes_;
 };
 
-class ClusterComponents final : public admission::ComponentLookup {
+// The Components cache as admission reads it: a Component not cached is not there.
+class CachedComponents : public admission::ComponentLookup {
+ public:
+  explicit CachedComponents(const kube::Store<ComponentRecord>& store) : store_(store) {}
+  admission::LookupResult find(std::string_view ns, std::string_view name) const override;
+
+ protected:
+  const kube::Store<ComponentRecord>& store_;
+};
+
+class ClusterComponents final : public CachedComponents {
  public:
   using LogFn = std::function<void(std::string_view level, std::string_view message)>;
   ClusterComponents(const kube::Store<ComponentRecord>& store, kube::Client& client,
-                    std::chrono::milliseconds timeout, std::chrono::milliseconds log_interval = {},
-                    LogFn log = {}, std::chrono::milliseconds remember = std::chrono::milliseconds(1000),
-                    std::shared_ptr<Clock> clock = Clock::steady())
-      : store_(store),
+                    std::chrono::milliseconds timeout, LogFn log, std::shared_ptr<Clock> clock = Clock::steady())
+      : CachedComponents(store),
         client_(client),
         timeout_(timeout),
-        log_interval_(log_interval),
         log_(std::move(log)),
         clock_(std::move(clock)),
-        flights_(remember, kMaxRemembered, clock_) {}
+        flights_(std::chrono::seconds(1), kMaxRemembered, clock_) {}
   admission::LookupResult find(std::string_view ns, std::string_view name) const override;
   // GETs made (one per collapsed group of misses).
   std::uint64_t live_gets() const noexcept { return live_gets_.load(std::memory_order_relaxed); }
@@ -132,10 +141,8 @@ class ClusterComponents final : public admission::ComponentLookup {
   admission::LookupResult fetch(std::string_view ns, std::string_view name) const;
   void note_error(std::string_view ns, std::string_view name, std::string_view error) const;
 
-  const kube::Store<ComponentRecord>& store_;
   kube::Client& client_;
   std::chrono::milliseconds timeout_;
-  std::chrono::milliseconds log_interval_;
   LogFn log_;
   const std::shared_ptr<Clock> clock_;
   mutable std::atomic<std::uint64_t> live_gets_{0};
@@ -179,14 +186,12 @@ class Cluster {
 
   kube::Client& client_;
   ClusterOptions options_;
-  std::mutex recompute_mu_;
+  std::mutex recompute_mu_;  // also guards nodes_started_, stopped_
   mutable std::mutex projection_mu_;
   std::shared_ptr<const NodeProjection> projection_ = std::make_shared<const NodeProjection>();  // what Nodes are fitted under now
-  std::mutex start_mu_;  // starting the Node reflector, stopped_
-  std::atomic<bool> nodes_started_{false};
+  bool nodes_started_ = false, stopped_ = false;
   std::atomic<bool> sandbox_assessed_{false};  // see synced()
   std::atomic<bool> sandbox_settled_{false};   // see settled()
-  bool stopped_ = false;
   ClusterListener* listener_ = nullptr;
   kube::Store<ComponentRecord> components_;
   kube::Store<RuntimeClassFacts> runtime_classes_;

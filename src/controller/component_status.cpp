@@ -27,12 +27,6 @@ void for_each_condition(const json& status, F f) {
   }
 }
 
-ConditionStatus condition_status(const json& value) {
-  if (value == "True") return ConditionStatus::True;
-  if (value == "False") return ConditionStatus::False;
-  return ConditionStatus::Unknown;
-}
-
 // By ConditionStatus (Absent: never written).
 constexpr std::array<std::string_view, 4> kStatusWords = {"Unknown", "True", "False", "Unknown"};
 
@@ -240,7 +234,10 @@ Result<ComponentRecord> decode_component_record(const json& object) {
   r.status_fingerprint = status_fingerprint(*status);
   for_each_condition(*status, [&](std::size_t i, const json& condition) {
     ConditionMark& mark = r.conditions[i];
-    mark.status = condition_status(condition.value("status", json()));
+    const json word = condition.value("status", json());
+    mark.status = word == "True"    ? ConditionStatus::True
+                  : word == "False" ? ConditionStatus::False
+                                    : ConditionStatus::Unknown;
     if (auto t = condition.find("lastTransitionTime"); t != condition.end() && t->is_string()) {
       const std::int64_t at = parse_time(t->get_ref<const std::string&>());
       mark.last_transition = at > 0 && at <= std::int64_t{UINT32_MAX} ? static_cast<std::uint32_t>(at) : 0;
@@ -306,10 +303,6 @@ json leftover_fields_patch(const json& desired, const json& held) {
   }
   if (removed.empty()) return nullptr;
   return {{"status", std::move(removed)}};
-}
-
-bool holds_status(const ComponentRecord& record, const json& desired) {
-  return record.status_fingerprint != 0 && record.status_fingerprint == status_fingerprint(desired);
 }
 
 }  // namespace ig::controller

@@ -7,8 +7,9 @@
 //    Admitted, TrustDeclared, Drifted and BoundOutsideMicroVM; a condition
 //    keeps its lastTransitionTime while its status is unchanged.
 //  - Writes are server-side applies by kFieldManager; status_fingerprint()
-//    covers only the gate's own fields and conditions, so holds_status(),
-//    the one test of "needs a write", ignores other managers.
+//    covers only the gate's own fields and conditions, so the one test of
+//    "needs a write" (the record's fingerprint is the desired status's)
+//    ignores other managers.
 #pragma once
 
 #include <array>
@@ -115,10 +116,6 @@ std::uint64_t status_fingerprint(const nlohmann::json& status);
 // still holds though `desired` leaves them out (co-owned by an earlier
 // version's merge patches); null: none.
 nlohmann::json leftover_fields_patch(const nlohmann::json& desired, const nlohmann::json& held);
-
-// The record's status already carries exactly `desired`'s fields and
-// conditions, whatever other managers add: nothing to write.
-bool holds_status(const ComponentRecord& record, const nlohmann::json& desired);
 
 // "2026-12-02T21:00:00Z" and back (metav1.Time: seconds); 0 when unreadable.
 std::string format_time(std::time_t t);

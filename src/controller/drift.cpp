@@ -35,8 +35,9 @@ std::string_view drift_phrase(Drift d, policy::Decision decision) {
 }
 
 // A pass at most every kMinInterval after a change, and every kResync; a
-// failed eviction's backoff doubles up to kEvictRetryMax.
-constexpr std::chrono::milliseconds kMinInterval{200}, kResync{30'000}, kNotReadyPoll{100}, kEvictRetryMax{300'000};
+// failed eviction's backoff doubles from kEvictRetry up to kEvictRetryMax.
+constexpr std::chrono::milliseconds kMinInterval{200}, kResync{30'000}, kNotReadyPoll{100}, kEvictRetry{10'000},
+    kEvictRetryMax{300'000};
 
 // The keys whose value differs between `before` and `after` (or is in one only).
 template <typename Map>
@@ -142,15 +143,6 @@ WouldDenyCounts count_would_deny(std::span<const WouldDeny> found) {
   return counts;
 }
 
-admission::LookupResult DriftAudit::CachedComponents::find(std::string_view ns, std::string_view name) const {
-  using Status = admission::LookupResult::Status;
-  // The caches have synced before any pass: a Component not cached is not there.
-  if (auto cached = store_.find(kube::object_key(ns, name))) {
-    return {Status::Found, std::shared_ptr<const model::Component>(cached, &cached->component), {}};
-  }
-  return {Status::NotFound, nullptr, {}};
-}
-
 DriftAudit::DriftAudit(kube::Client& client, const kube::Store<ComponentRecord>& components,
                        const admission::SandboxView& sandbox, kube::EventRecorder* events,
                        DriftOptions options)
@@ -159,7 +151,7 @@ DriftAudit::DriftAudit(kube::Client& client, const kube::Store<ComponentRecord>&
       sandbox_(sandbox),
       events_(events),
       options_(std::move(options)),
-      evict_limiter_(options_.evict_per_minute / 60.0, 1, options_.clock),
+      evict_bucket_(options_.evict_per_minute / 60.0, 1, options_.clock->now()),
       pods_(decode_pod_placement, [this](std::string_view) { mark_dirty(); }),
       cached_components_(components),
       audit_context_{options_.gate, cached_components_, sandbox},
@@ -170,7 +162,7 @@ DriftAudit::DriftAudit(kube::Client& client, const kube::Store<ComponentRecord>&
   c.name = "drift";
   c.workers = 1;  // one pass at a time, and evictions in between, as one loop
   c.clock = options_.clock;
-  c.rate_limit.backoff = BackoffOptions{options_.evict_retry, std::max(options_.evict_retry, kEvictRetryMax)};
+  c.rate_limit.backoff = BackoffOptions{kEvictRetry, kEvictRetryMax};
   c.reconcile = [this](const std::string& key, const runtime::CancelToken& cancel) { return reconcile(key, cancel); };
   c.initial_keys = [this] {  // a term starts with a pass, which queues the evictions due
     std::lock_guard lock(mu_);
@@ -193,7 +185,7 @@ void DriftAudit::start() {
   reflector_ = std::make_unique<kube::Reflector>(
       client_, pods_, reflector_options("pods", kube::kPods, "", ws, {}, std::string(model::kComponentLabel)));
   reflector_->start();
-  const std::string audit_label = std::string(admission::kEnforcementLabel) + "=" + std::string(kAuditValue);
+  const std::string audit_label = std::string(admission::kEnforcementLabel) + "=audit";  // audit mode
   namespace_reflector_ = std::make_unique<kube::Reflector>(
       client_, audit_namespaces_, reflector_options("audit_namespaces", kube::kNamespaces, "", ws, {}, audit_label));
   namespace_reflector_->start();
@@ -206,16 +198,12 @@ void DriftAudit::stop() noexcept {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
+    audit_denied_.clear();
+    audit_counts_.clear();  // leader only: a replica that does not lead reports none
   }
   if (reflector_) reflector_->stop();
   if (namespace_reflector_) namespace_reflector_->stop();
   stop_audit_pods();
-  audit_listed_for_.clear();
-  {
-    std::lock_guard lock(mu_);
-    audit_denied_.clear();
-    audit_counts_.clear();  // leader only: a replica that does not lead reports none
-  }
   audited_.store(false, std::memory_order_release);
 }
 
@@ -273,15 +261,11 @@ DriftStats DriftAudit::stats() const {
 
 std::vector<CacheView> DriftAudit::cache_views() const {
   std::lock_guard lock(mu_);
-  std::vector<CacheView> out;
-  if (stopping_ || !reflector_) return out;
-  out.push_back({"pods", reflector_.get(), pods_.size(), pods_.synced(), pods_.decode_errors()});
-  out.push_back({"audit_namespaces", namespace_reflector_.get(), audit_namespaces_.size(),
-                 audit_namespaces_.synced(), audit_namespaces_.decode_errors()});
-  if (audit_pods_running_.load(std::memory_order_acquire)) {
-    out.push_back({"audit_pods", audit_pod_reflector_.get(), audit_pods_.size(), audit_pods_.synced(),
-                   audit_pods_.decode_errors()});
-  }
+  if (stopping_ || !reflector_) return {};
+  std::vector<CacheView> out = {cache_view("pods", *reflector_, pods_),
+                                cache_view("audit_namespaces", *namespace_reflector_, audit_namespaces_)};
+  if (audit_pods_running_.load(std::memory_order_acquire))
+    out.push_back(cache_view("audit_pods", *audit_pod_reflector_, audit_pods_));
   return out;
 }
 
@@ -320,13 +304,6 @@ void DriftAudit::pass() {
   std::map<std::string, std::size_t, std::less<>> counts;
   std::map<std::string, DriftedPod> drifted;
   std::map<std::string, UnboundPods, std::less<>> unbound;
-  struct Fresh {
-    std::shared_ptr<const PodPlacement> pod;  // shared with the cache: its facts are not copied
-    std::shared_ptr<const ComponentRecord> record;
-    Drift drift;
-    Decision decision;
-  };
-  std::vector<Fresh> fresh;
   for (const auto& pod : pods_.snapshot()) {
     if (!pod->running || pod->component.empty()) continue;
     const std::string component_key = kube::object_key(pod->namespace_, pod->component);
@@ -346,31 +323,32 @@ void DriftAudit::pass() {
       }
     }
     if (d == Drift::None) continue;
-    const std::string pod_key = kube::object_key(pod->namespace_, pod->name);
     ++counts[component_key];
-    drifted[pod_key] = {component_key, pod->uid, d, false};
-    fresh.push_back({pod, record, d, decision});
+    std::string note = "pod " + quote(pod->name) + " " + std::string(drift_phrase(d, decision)) + " (" +
+                       std::string(policy::to_string(decision)) + ", RuntimeClass " +
+                       (pod->runtime_class.empty() ? std::string("none") : quote(pod->runtime_class)) + ")" +
+                       (d == Drift::Elsewhere ? "; it is safe where it is and is not evicted"
+                        : options_.evict     ? "; it will be evicted if it still is after the settle time "
+                                               "(--drift-eviction-settle " +
+                                               std::to_string(options_.evict_settle.count() / 1000) + "s)"
+                                             : "; recreate it, or run with --evict-drifted");
+    drifted[kube::object_key(pod->namespace_, pod->name)] = {component_key, pod->uid, d, false, std::move(note)};
   }
   std::set<std::string, std::less<>> changed;
-  std::vector<Fresh> newly;
+  std::vector<DriftedPod> newly;
   std::vector<std::pair<std::string, Clock::duration>> to_evict;  // pod key, time left
   {
     std::lock_guard lock(mu_);
     add_changed_keys(counts_, counts, changed);
     add_changed_keys(unbound_, unbound, changed);
-    for (auto& f : fresh) {
-      const std::string pod_key = kube::object_key(f.pod->namespace_, f.pod->name);
-      auto old = drifted_pods_.find(pod_key);
-      if (old == drifted_pods_.end() || old->second.drift != f.drift || old->second.uid != f.pod->uid) {
-        newly.push_back(f);
-      }
-    }
     // The settle time runs per pod uid from the first pass that saw it drift.
-    const auto now = options_.clock->now();
     std::set<std::string, std::less<>> less_safe;
     for (const auto& [key, d] : drifted) {
+      auto old = drifted_pods_.find(key);
+      if (old == drifted_pods_.end() || old->second.drift != d.drift || old->second.uid != d.uid) newly.push_back(d);
       if (d.drift == Drift::LessSafe) less_safe.insert(settle_key(key, d.uid));
     }
+    const auto now = options_.clock->now();
     settle_.observe(less_safe, now);
     if (options_.evict && !stopping_) {
       // Each pod to evict is a key of its own, queued once per term.
@@ -383,22 +361,12 @@ void DriftAudit::pass() {
     counts_ = std::move(counts);
     unbound_ = std::move(unbound);
     drifted_pods_ = std::move(drifted);
-    ++stats_.passes;
   }
   for (const auto& [key, wait] : to_evict) controller_->enqueue_after(key, wait);
   audited_.store(true, std::memory_order_release);
-  for (const auto& f : newly) {
-    const std::string note = "pod " + quote(f.pod->name) + " " + std::string(drift_phrase(f.drift, f.decision)) +
-                             " (" + std::string(policy::to_string(f.decision)) + ", RuntimeClass " +
-                             (f.pod->runtime_class.empty() ? std::string("none") : quote(f.pod->runtime_class)) +
-                             ")" +
-                             (f.drift == Drift::LessSafe
-                                  ? (options_.evict ? "; it will be evicted if it still is after the settle time (--drift-eviction-settle " +
-                                                       std::to_string(options_.evict_settle.count() / 1000) + "s)"
-                                                 : "; recreate it, or run with --evict-drifted")
-                                  : "; it is safe where it is and is not evicted");
-    record_event(*f.record, "PodDrifted", "Audit", note);
-    if (options_.log) options_.log("warn", "drift: Component " + kube::object_key(f.pod->namespace_, f.pod->component) + ": " + note);
+  for (const auto& d : newly) {
+    record_event(d.component_key, "PodDrifted", "Audit", d.note);
+    if (options_.log) options_.log("warn", "drift: Component " + d.component_key + ": " + d.note);
   }
   for (const auto& key : changed) {
     if (options_.on_count_change) options_.on_count_change(key);
@@ -410,27 +378,21 @@ void DriftAudit::audit_pass() {
   // Until the Namespace cache has listed this term, the last report stands.
   if (!namespace_reflector_ || namespace_reflector_->stats().lists == 0) return;
   std::set<std::string, std::less<>> names;
-  std::map<std::string, std::string, std::less<>> uids;
-  for (const auto& ns : audit_namespaces_.snapshot()) {
-    names.insert(ns->name);
-    uids[ns->name] = ns->uid;
+  for (const auto& ns : audit_namespaces_.snapshot()) names.insert(ns->name);
+  bool changed = false;
+  {
+    std::lock_guard lock(mu_);
+    changed = names != audit_set_;
+    audit_set_ = names;
   }
-  if (names != audit_listed_for_) {
+  if (changed) {  // the cache kept pods by the set published when each arrived: list again
     if (names.empty()) {
       stop_audit_pods();
+    } else if (!audit_pods_running_.exchange(true, std::memory_order_acq_rel)) {
+      audit_pod_reflector_->start();
     } else {
-      {
-        std::lock_guard lock(mu_);
-        audit_set_ = names;
-      }
-      // The cache kept pods by the set published when each arrived: list again.
-      if (!audit_pods_running_.exchange(true, std::memory_order_acq_rel)) {
-        audit_pod_reflector_->start();
-      } else {
-        audit_pod_reflector_->relist();
-      }
+      audit_pod_reflector_->relist();
     }
-    audit_listed_for_ = names;
   }
   std::vector<WouldDeny> found;
   if (audit_pods_running_.load(std::memory_order_acquire)) {
@@ -439,7 +401,6 @@ void DriftAudit::audit_pass() {
     const auto pods = audit_pods_.snapshot();
     found = audit_would_deny(pods, names, audit_context_);
   }
-  WouldDenyCounts counts = count_would_deny(found);
   std::map<std::string, AuditDenied> denied;
   std::vector<const WouldDeny*> newly;
   {
@@ -453,16 +414,15 @@ void DriftAudit::audit_pass() {
       denied[key] = {f.uid, f.reason};
     }
     audit_denied_ = std::move(denied);
-    audit_counts_ = std::move(counts);
+    audit_counts_ = count_would_deny(found);
   }
   for (const WouldDeny* f : newly) {
-    const std::string reason(admission::to_string(f->reason));
     const std::string note = "pod " + quote(f->name) + " would be denied if namespace " + quote(f->namespace_) +
-                             " were enforced (" + reason + "): " + f->message;
+                             " were enforced (" + std::string(admission::to_string(f->reason)) + "): " + f->message;
     if (options_.log) options_.log("warn", "audit: " + note);
     if (!events_) continue;
-    auto uid = uids.find(f->namespace_);
-    events_->record({{"Namespace", "v1", "", f->namespace_, uid == uids.end() ? std::string() : uid->second},
+    const auto ns = audit_namespaces_.find(f->namespace_);
+    events_->record({{"Namespace", "v1", "", f->namespace_, ns ? ns->uid : std::string()},
                      {"Pod", "v1", f->namespace_, f->name, f->uid}, "Warning", "WouldDenyWhenEnforced", "Audit", note});
   }
 }
@@ -482,10 +442,8 @@ Result<runtime::Requeue> DriftAudit::evict(const std::string& pod_key, const run
     const auto at = settle_.evictable_at(settle_key(pod_key, d->second.uid)).value_or(now);
     if (now < at) return runtime::Requeue{false, at - now};  // settling
     if (cancel.stop_requested()) return runtime::Requeue{};  // the fence: no eviction after leadership is lost
-    if (!evict_limiter_.try_acquire()) {  // --evict-rate: again at the next token
-      return runtime::Requeue{false, std::chrono::milliseconds(static_cast<long>(
-                                         60'000.0 / std::max(options_.evict_per_minute, 0.001)))};
-    }
+    if (!evict_bucket_.try_take(now))  // --evict-rate: again at the next token
+      return runtime::Requeue{false, std::max<Clock::duration>(evict_bucket_.delay(now), std::chrono::milliseconds(1))};
     uid = d->second.uid;
     component_key = d->second.component_key;
   }
@@ -502,11 +460,9 @@ Result<runtime::Requeue> DriftAudit::evict(const std::string& pod_key, const run
       ++stats_.evicted;
       forget(pod_key);
     }
-    if (auto record = components_.find(component_key)) {
-      record_event(*record, "Evicted", "Evict",
-                   "evicted pod " + quote(name) +
-                       ": its placement was less safe than the gate decides now (--evict-drifted)");
-    }
+    record_event(component_key, "Evicted", "Evict",
+                 "evicted pod " + quote(name) +
+                     ": its placement was less safe than the gate decides now (--evict-drifted)");
     if (options_.log) options_.log("warn", "evicted drifted pod " + pod_key);
     return runtime::Requeue{};
   }
@@ -520,8 +476,7 @@ Result<runtime::Requeue> DriftAudit::evict(const std::string& pod_key, const run
   if (e.code == 429) {
     ++stats_.eviction_blocked;
     if (options_.log) options_.log("info", "eviction of " + pod_key + " refused for now (retried): " + e.message);
-    const Clock::duration wait = e.retry_after.count() > 0 ? Clock::duration(e.retry_after) : Clock::duration(options_.evict_retry);
-    return runtime::Requeue{false, wait};
+    return runtime::Requeue{false, e.retry_after.count() > 0 ? Clock::duration(e.retry_after) : kEvictRetry};
   }
   ++stats_.eviction_failed;
   return fail("cannot evict it (retried): " + e.message);
@@ -537,9 +492,11 @@ kube::ObjectReference component_reference(std::string_view ns, std::string_view 
           std::string(name), std::move(uid)};
 }
 
-void DriftAudit::record_event(const ComponentRecord& record, std::string reason, std::string action, std::string note) {
-  if (!events_) return;
-  events_->record({component_reference(record.component.namespace_, record.component.name, record.uid.str()), {},
+void DriftAudit::record_event(const std::string& component_key, std::string reason, std::string action,
+                              std::string note) {
+  const auto record = components_.find(component_key);
+  if (!events_ || !record) return;
+  events_->record({component_reference(record->component.namespace_, record->component.name, record->uid.str()), {},
                    "Warning", std::move(reason), std::move(action), std::move(note)});
 }
 

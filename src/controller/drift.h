@@ -33,11 +33,11 @@
 #include "admission/context.h"
 #include "base/clock.h"
 #include "base/prometheus.h"
+#include "base/token_bucket.h"
 #include "controller/cluster.h"
 #include "controller/component_status.h"
 #include "kube/api.h"
 #include "kube/event_recorder.h"
-#include "kube/rate_limiter.h"
 #include "kube/reflector.h"
 #include "kube/store.h"
 #include "model/pod.h"
@@ -61,7 +61,6 @@ class DriftSettle {
   void observe(const std::set<std::string, std::less<>>& uids, time_point now);
   // First seen drifted + settle; nullopt when not drifted at the last pass.
   std::optional<time_point> evictable_at(std::string_view uid) const;
-  std::size_t size() const noexcept { return first_seen_.size(); }
 
  private:
   std::chrono::milliseconds settle_;
@@ -79,9 +78,6 @@ struct PodPlacement {
   std::optional<model::PodFacts> facts;  // decode_audit_pod's, while running and readable
 };
 Result<PodPlacement> decode_pod_placement(const nlohmann::json& pod);
-
-// admission::kEnforcementLabel's value that puts a namespace in audit mode.
-inline constexpr std::string_view kAuditValue = "audit";
 
 struct AuditNamespace {
   std::string name, uid;
@@ -116,7 +112,6 @@ WouldDenyCounts count_would_deny(std::span<const WouldDeny> found);
 struct DriftOptions {
   bool evict = false;                              // --evict-drifted
   double evict_per_minute = 10;                    // --evict-rate
-  std::chrono::milliseconds evict_retry{10'000};   // a failed eviction's backoff: doubling up to 300 s
   std::chrono::milliseconds evict_settle{60'000};  // --drift-eviction-settle
   std::shared_ptr<Clock> clock;  // required: the engine's (passes, settle time, rate limit)
   std::function<bool()> inputs_ready;  // Cluster::settled(); no pass runs otherwise; empty: always
@@ -126,7 +121,6 @@ struct DriftOptions {
 };
 
 struct DriftStats {
-  std::uint64_t passes = 0;
   std::uint64_t evicted = 0;
   std::uint64_t eviction_blocked = 0;  // 429: a PodDisruptionBudget said no (retried)
   std::uint64_t eviction_failed = 0;
@@ -164,43 +158,35 @@ class DriftAudit {
     std::string uid;
     Drift drift;
     bool done = false;  // evicted, or found gone, since the pass
+    std::string note;   // the PodDrifted Event's
   };
   void pass();
   Result<runtime::Requeue> evict(const std::string& pod_key, const runtime::CancelToken& cancel);
   void forget(const std::string& pod_key);  // under mu_: not evicted again before the next pass
-  void record_event(const ComponentRecord& record, std::string reason, std::string action, std::string note);
+  // A Warning Event regarding the Component (when there is a recorder and the Component is cached).
+  void record_event(const std::string& component_key, std::string reason, std::string action, std::string note);
   void audit_pass();
   void stop_audit_pods() noexcept;
   bool keep_audit_pod(const nlohmann::json& pod) const;
-
-  class CachedComponents final : public admission::ComponentLookup {
-   public:
-    explicit CachedComponents(const kube::Store<ComponentRecord>& store) : store_(store) {}
-    admission::LookupResult find(std::string_view ns, std::string_view name) const override;
-
-   private:
-    const kube::Store<ComponentRecord>& store_;
-  };
 
   kube::Client& client_;
   const kube::Store<ComponentRecord>& components_;
   const admission::SandboxView& sandbox_;
   kube::EventRecorder* events_;
   const DriftOptions options_;
-  kube::RateLimiter evict_limiter_;
+  TokenBucket evict_bucket_;  // under mu_
 
   kube::Store<PodPlacement> pods_;
   std::unique_ptr<kube::Reflector> reflector_;
 
   // Audit mode: the pod reflector runs only while a namespace is in audit
   // mode; audit_set_ is what its `keep` reads.
-  CachedComponents cached_components_;
+  CachedComponents cached_components_;  // the audit's: the cache only (synced before any pass)
   const admission::AdmissionContext audit_context_;
   kube::Store<AuditNamespace> audit_namespaces_;
   kube::Store<AuditPod> audit_pods_;
   std::unique_ptr<kube::Reflector> namespace_reflector_, audit_pod_reflector_;
   std::atomic<bool> audit_pods_running_{false};
-  std::set<std::string, std::less<>> audit_listed_for_;  // the set the pod cache was (re)listed for
 
   std::shared_ptr<runtime::Controller<std::string>> controller_;
 

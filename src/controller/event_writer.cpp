@@ -23,28 +23,19 @@ EventWriter::EventWriter(kube::Client& client, kube::EventRecorderOptions option
   controller_ = std::make_shared<runtime::Controller<std::string>>(std::move(c));
 }
 
-EventWriter::~EventWriter() {
-  std::lock_guard lock(mu_);
-  if (stopped_) return;
-  stopped_ = true;
-  stats_.dropped_stopped += correlator_.drop_pending();
-}
+EventWriter::~EventWriter() { stop(); }
 
 bool EventWriter::record(kube::EventSpec spec) noexcept {
   try {
     std::string key;
     {
       std::lock_guard lock(mu_);
-      if (!kube::valid_event(spec)) {
-        ++stats_.dropped_invalid;
-        return false;
-      }
-      if (stopped_) {
-        ++stats_.dropped_stopped;
-        return false;
-      }
-      if (correlator_.queued() >= options_.queue_capacity) {
-        ++stats_.dropped_queue_full;
+      std::uint64_t* refused = !kube::valid_event(spec)                        ? &stats_.dropped_invalid
+                               : stopped_                                       ? &stats_.dropped_stopped
+                               : correlator_.queued() >= options_.queue_capacity ? &stats_.dropped_queue_full
+                                                                                 : nullptr;
+      if (refused != nullptr) {
+        ++*refused;
         return false;
       }
       key = correlator_.observe(std::move(spec), options_.clock->now(), options_.clock->wall());
@@ -121,14 +112,6 @@ kube::EventRecorderStats EventWriter::stats() const {
   return s;
 }
 
-void EventWriter::log(std::string_view level, const std::string& message) {
-  if (!options_.log) return;
-  try {
-    options_.log(level, message);
-  } catch (...) {
-  }
-}
-
 kube::ApiResult<json> EventWriter::send(const kube::EventWrite& w, const runtime::CancelToken& cancel) {
   const std::string verb = w.verb == Verb::Create ? "POST" : "PATCH";
   try {
@@ -156,7 +139,7 @@ Result<runtime::Requeue> EventWriter::reconcile(const std::string& key, const ru
       }
       keys = correlator_.pending_keys();
     }
-    if (!full.empty()) log("warn", full);
+    if (!full.empty() && options_.log) options_.log("warn", full);
     for (const auto& k : keys) controller_->enqueue(k);
     return runtime::Requeue{};
   }
@@ -196,15 +179,15 @@ Result<runtime::Requeue> EventWriter::reconcile(const std::string& key, const ru
       }
       ++stats_.send_errors;
       correlator_.done(key, w, Outcome::Failed);
-      const std::string verb = create ? "POST" : "PATCH";
-      const std::string kind = verb + " " + std::to_string(e.code) + " " + e.reason + (e.retriable() ? " retried" : "");
+      const std::string kind = std::string(create ? "POST" : "PATCH") + " " + std::to_string(e.code) + " " + e.reason +
+                               (e.retriable() ? " retried" : "");
       if (logged_.size() >= 256) logged_.clear();
       if (logged_.insert(kind).second)
         warning = "event recorder: " + e.message +
                   (e.retriable() ? " (after " + std::to_string(attempt) + " attempts)" : "") +
                   " (dropped; further errors like this one are not logged)";
     }
-    if (!warning.empty()) log("warn", warning);
+    if (!warning.empty() && options_.log) options_.log("warn", warning);
     return requeue;
   }
 }

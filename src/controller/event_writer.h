@@ -48,7 +48,6 @@ class EventWriter : public kube::EventRecorder {
 
   kube::ApiResult<nlohmann::json> send(const kube::EventWrite& w, const runtime::CancelToken& cancel);
   bool drain(std::chrono::milliseconds timeout);
-  void log(std::string_view level, const std::string& message);
 
   kube::Client& client_;
   kube::EventRecorderOptions options_;

@@ -92,20 +92,14 @@ void Operator::record_guarded_change(const admission::GuardedChangeNotice& n) no
   try {
     using admission::Reason;
     const admission::GuardedChange& c = n.change;
-    kube::EventSpec spec;
-    if (c.kind == model::kComponentKind) {
-      auto record = cluster_.component_records().find(kube::object_key(c.namespace_, c.name));
-      spec.regarding = component_reference(c.namespace_, c.name, record ? record->uid.str() : std::string());
-      spec.action = "Review";
-    } else {
-      spec.regarding = {"Namespace", "v1", "", c.name, ""};
-      spec.action = "Enforce";
-    }
-    spec.type = n.reason == Reason::EnforcementAdded || n.reason == Reason::ContentTrustTightened ? "Normal"
-                                                                                                   : "Warning";
-    spec.reason = std::string(admission::to_string(n.reason));
-    spec.note = std::string(n.message) + (c.username.empty() ? "" : " (requested by " + quote(c.username) + ")");
-    events_->record(std::move(spec));
+    const bool component = c.kind == model::kComponentKind;
+    auto record = component ? cluster_.component_records().find(kube::object_key(c.namespace_, c.name)) : nullptr;
+    const bool tightened = n.reason == Reason::EnforcementAdded || n.reason == Reason::ContentTrustTightened;
+    events_->record({component ? component_reference(c.namespace_, c.name, record ? record->uid.str() : std::string())
+                               : kube::ObjectReference{"Namespace", "v1", "", std::string(c.name), ""},
+                     {}, tightened ? "Normal" : "Warning", std::string(admission::to_string(n.reason)),
+                     component ? "Review" : "Enforce",
+                     std::string(n.message) + (c.username.empty() ? "" : " (requested by " + quote(c.username) + ")")});
   } catch (...) {  // never let an Event disturb an answer
   }
 }

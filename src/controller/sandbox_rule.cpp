@@ -61,14 +61,6 @@ const json& named_metadata(const json& object, std::string_view kind) {
   return meta;
 }
 
-bool matches(const std::map<std::string, std::string>& selector,
-             const std::map<std::string, std::string>& labels) {
-  return std::all_of(selector.begin(), selector.end(), [&](const auto& kv) {
-    auto it = labels.find(kv.first);
-    return it != labels.end() && it->second == kv.second;
-  });
-}
-
 }  // namespace
 
 bool tolerates(const Toleration& t, const Taint& taint) noexcept {
@@ -88,7 +80,10 @@ NodeFit fit_node(const NodeFacts& node, const NodeProjection& p) {
   fit.projection = p.generation;
   fit.ready = node.ready;
   fit.unschedulable = node.unschedulable;
-  fit.selected = matches(p.node_selector, node.labels);
+  fit.selected = std::all_of(p.node_selector.begin(), p.node_selector.end(), [&](const auto& kv) {
+    auto it = node.labels.find(kv.first);
+    return it != node.labels.end() && it->second == kv.second;
+  });
   fit.tolerated = std::all_of(node.taints.begin(), node.taints.end(), [&](const Taint& taint) {
     // PreferNoSchedule never excludes a node.
     if (taint.effect != "NoSchedule" && taint.effect != "NoExecute") return true;
@@ -101,15 +96,10 @@ SandboxAssessment assess_sandbox(const std::string& name,
                                  const std::optional<RuntimeClassFacts>& rc,
                                  const std::vector<NodeFacts>& nodes,
                                  policy::DeploymentShape shape) {
-  std::vector<NodeFit> fits;
+  std::vector<NodeFit> fits(nodes.size());
   if (rc) {
-    NodeProjection p;
-    p.node_selector = rc->node_selector;
-    p.tolerations = rc->tolerations;
-    fits.reserve(nodes.size());
-    for (const auto& n : nodes) fits.push_back(fit_node(n, p));
-  } else {
-    fits.resize(nodes.size());
+    const NodeProjection p{0, rc->node_selector, rc->tolerations};
+    std::transform(nodes.begin(), nodes.end(), fits.begin(), [&](const NodeFacts& n) { return fit_node(n, p); });
   }
   return assess_sandbox(name, rc, fits, shape);
 }

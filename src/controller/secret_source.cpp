@@ -63,10 +63,8 @@ void SecretSource::on_secret_changed() {
     if (try_pair) {
       if (auto replaced = serving_.replace_pem(m.tls_crt, m.tls_key); !replaced) {
         if (on_error_) on_error_(what_ + " holds no usable serving certificate: " + replaced.error());
-      } else {
-        reloads_.fetch_add(1, std::memory_order_relaxed);
-        if (!loaded_.exchange(true, std::memory_order_acq_rel) && log_)
-          log_("info", "serving the certificate of " + what_);
+      } else if (!loaded_.exchange(true, std::memory_order_acq_rel) && log_) {
+        log_("info", "serving the certificate of " + what_);
       }
     }
   }

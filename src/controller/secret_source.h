@@ -7,7 +7,6 @@
 #pragma once
 
 #include <atomic>
-#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -40,7 +39,6 @@ class SecretSource {
   // notAfter of the earliest CA of ca.crt.
   std::optional<CertTime> ca_not_after() const;
   CertTime served_not_after() const { return serving_.not_after(); }
-  std::uint64_t reloads() const noexcept { return reloads_.load(std::memory_order_relaxed); }
 
  private:
   void on_secret_changed();
@@ -51,7 +49,6 @@ class SecretSource {
   const std::function<void(const std::string&)> on_error_;
   const std::function<void(std::string_view, std::string_view)> log_;
   std::atomic<bool> loaded_{false};
-  std::atomic<std::uint64_t> reloads_{0};
   mutable std::mutex mu_;
   std::string last_tried_pair_;  // tls.crt + tls.key last handed to replace_pem
   std::optional<CertTime> ca_not_after_;

@@ -8,7 +8,10 @@
 namespace ig::controller {
 namespace {
 
-Result<SliceEndpoints> decode_endpoint_slice(const nlohmann::json& slice, std::string_view port_name) {
+constexpr std::string_view kPortName = "https";  // the webhook port
+constexpr std::chrono::milliseconds kDialTimeout{3000};
+
+Result<SliceEndpoints> decode_endpoint_slice(const nlohmann::json& slice) {
   SliceEndpoints out;
   const auto ports = slice.find("ports");
   if (ports != slice.end() && ports->is_array()) {
@@ -17,7 +20,7 @@ Result<SliceEndpoints> decode_endpoint_slice(const nlohmann::json& slice, std::s
       const auto number = p["port"].get<std::int64_t>();
       if (number <= 0 || number > 65535) continue;
       const auto name = p.find("name");
-      const bool named = name != p.end() && name->is_string() && name->get_ref<const std::string&>() == port_name;
+      const bool named = name != p.end() && name->is_string() && name->get_ref<const std::string&>() == kPortName;
       if (named || ports->size() == 1) out.port = static_cast<std::uint16_t>(number);
     }
   }
@@ -39,12 +42,10 @@ Result<SliceEndpoints> decode_endpoint_slice(const nlohmann::json& slice, std::s
 
 }  // namespace
 
-ServedObserver::ServedObserver(kube::Client& client, std::string ns, std::string service, std::string port_name,
-                               std::string server_name, const WatchSettings& settings,
-                               std::function<void()> on_change, std::chrono::milliseconds dial_timeout)
-    : server_name_(std::move(server_name)),
-      dial_timeout_(dial_timeout),
-      store_([port_name = std::move(port_name)](const nlohmann::json& s) { return decode_endpoint_slice(s, port_name); },
+ServedObserver::ServedObserver(kube::Client& client, const std::string& ns, const std::string& service,
+                               const WatchSettings& settings, std::function<void()> on_change)
+    : server_name_(service + "." + ns + ".svc"),
+      store_(decode_endpoint_slice,
              [cb = std::move(on_change)](std::string_view) {
                if (cb) cb();
              }),
@@ -65,7 +66,7 @@ std::optional<ServedObservation> ServedObserver::observe() const {
       out.problems.push_back(out.endpoints.back() + ": the EndpointSlice names no webhook port");
       continue;
     }
-    auto leaf = tls::fetch_peer_certificate(address, port, server_name_, dial_timeout_);
+    auto leaf = tls::fetch_peer_certificate(address, port, server_name_, kDialTimeout);
     out.leaves.push_back(leaf ? *leaf : std::string{});
     out.problems.push_back(leaf ? std::string{} : leaf.error());
   }

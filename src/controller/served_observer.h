@@ -1,7 +1,8 @@
 // What each ready replica serves, as the leader observes it: the ready
-// endpoints of the webhook Service's EndpointSlices (port `port_name` or the
-// only one), each TLS-dialled for the leaf it presents. Dialled, not
-// reported: the endpoints are what the API server's calls reach.
+// endpoints of the webhook Service's EndpointSlices (port "https" or the
+// only one), each TLS-dialled (as SERVICE.NS.svc, for at most 3 s) for the
+// leaf it presents. Dialled, not reported: the endpoints are what the API
+// server's calls reach.
 #pragma once
 
 #include <chrono>
@@ -32,9 +33,8 @@ struct ServedObservation {
 
 class ServedObserver {
  public:
-  ServedObserver(kube::Client& client, std::string ns, std::string service, std::string port_name,
-                 std::string server_name, const WatchSettings& settings, std::function<void()> on_change,
-                 std::chrono::milliseconds dial_timeout);
+  ServedObserver(kube::Client& client, const std::string& ns, const std::string& service,
+                 const WatchSettings& settings, std::function<void()> on_change);
   void start() { reflector_.start(); }
   void stop() noexcept { reflector_.stop(); }
   // Dials every ready endpoint now, one after the other; nullopt before the list.
@@ -42,7 +42,6 @@ class ServedObserver {
 
  private:
   const std::string server_name_;
-  const std::chrono::milliseconds dial_timeout_;
   kube::Store<SliceEndpoints> store_;
   kube::Reflector reflector_;
 };

@@ -8,6 +8,9 @@ namespace ig::controller {
 
 using nlohmann::json;
 
+// Not ready: again after kNotReadyWait. One apply, its rate-limit wait included: at most kApplyTimeout.
+constexpr std::chrono::milliseconds kNotReadyWait{200}, kApplyTimeout{30'000};
+
 StatusWriter::StatusWriter(kube::Client& client, const kube::Store<ComponentRecord>& components,
                            const admission::SandboxView& sandbox, StatusWriterOptions options)
     : client_(client), components_(components), sandbox_(sandbox), options_(std::move(options)) {
@@ -45,11 +48,9 @@ void StatusWriter::enqueue_all() {
 }
 
 StatusWriterStats StatusWriter::stats() const {
-  StatusWriterStats s;
-  {
-    std::lock_guard lock(mu_);
-    s = stats_;
-  }
+  std::unique_lock lock(mu_);
+  StatusWriterStats s = stats_;
+  lock.unlock();
   if (auto q = controller_->queue()) s.queued = q->len();
   return s;
 }
@@ -93,28 +94,9 @@ Result<runtime::Requeue> StatusWriter::sweep(bool fresh) {
   return runtime::Requeue{};
 }
 
-kube::ApiResult<json> StatusWriter::write_status(const ComponentRecord& record, const json& status,
-                                                 const runtime::CancelToken& cancel, std::uint64_t& interim) {
-  interim = 0;
-  const auto& c = record.component;
-  const std::string path = kube::object_path(kComponents, c.namespace_, c.name, "status");
-  auto applied = client_.apply(path, apply_configuration(record, status), kFieldManager, /*force=*/true,
-                               options_.write_timeout, cancel);
-  if (applied) {
-    // Leftover fields: removed once; a failure is retried with the next write.
-    const json held = applied->value("status", json::object());
-    json leftover = leftover_fields_patch(status, held);
-    if (!leftover.is_null()) {
-      interim = status_fingerprint(held);
-      (void)client_.patch(path, kube::PatchType::Merge, leftover, cancel);
-    }
-  }
-  return applied;
-}
-
 Result<runtime::Requeue> StatusWriter::reconcile(const std::string& key, const runtime::CancelToken& cancel) {
   // Not ready: nothing is read yet (a sweep would miss keys).
-  if (options_.ready && !options_.ready()) return runtime::Requeue{false, options_.not_ready_poll};
+  if (options_.ready && !options_.ready()) return runtime::Requeue{false, kNotReadyWait};
   if (key == kSweep || key == kSweepMore) return sweep(key == kSweep);
   auto record = components_.find(key);
   if (!record) {
@@ -135,7 +117,7 @@ Result<runtime::Requeue> StatusWriter::reconcile(const std::string& key, const r
   {
     std::lock_guard lock(mu_);
     auto sent = sent_.find(key);
-    if (want == cached) {
+    if (want == cached) {  // the cache shows what we want (other managers' fields aside)
       if (sent != sent_.end()) sent_.erase(sent);
       ++stats_.unchanged;
       return runtime::Requeue{};
@@ -152,10 +134,21 @@ Result<runtime::Requeue> StatusWriter::reconcile(const std::string& key, const r
     }
   }
   // The inputs may have changed meanwhile (a relist began): again once ready.
-  if (options_.ready && !options_.ready()) return runtime::Requeue{false, options_.not_ready_poll};
+  if (options_.ready && !options_.ready()) return runtime::Requeue{false, kNotReadyWait};
   if (cancel.stop_requested()) return runtime::Requeue{};  // the fence: no write after leadership is lost
-  std::uint64_t interim = 0;
-  auto written = write_status(*record, status, cancel, interim);
+  const auto& c = record->component;
+  const std::string path = kube::object_path(kComponents, c.namespace_, c.name, "status");
+  auto written = client_.apply(path, apply_configuration(*record, status), kFieldManager, /*force=*/true,
+                               kApplyTimeout, cancel);
+  std::uint64_t interim = 0;  // the apply's answer's fingerprint when a merge patch followed it
+  if (written) {
+    // Leftover fields: removed once; a failure is retried with the next write.
+    const json held = written->value("status", json::object());
+    if (json leftover = leftover_fields_patch(status, held); !leftover.is_null()) {
+      interim = status_fingerprint(held);
+      (void)client_.patch(path, kube::PatchType::Merge, leftover, cancel);
+    }
+  }
   std::lock_guard lock(mu_);
   if (written) {
     ++stats_.writes;

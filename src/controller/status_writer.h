@@ -4,8 +4,8 @@
 // yet echoed by the watch is not repeated for echo_wait). Keys: a Component,
 // or kSweep (every key, at most one sweep per sweep_interval, fed to the
 // queue kSweepBatch keys at a time).
-//  - Nothing is written while ready() is false (requeued after
-//    not_ready_poll) nor once the CancelToken is stopped.
+//  - Nothing is written while ready() is false (requeued after 200 ms) nor
+//    once the CancelToken is stopped.
 //  - The write: a forced server-side apply, then leftover_fields_patch()
 //    when the answer still holds a field left out. 404 drops the key;
 //    Retry-After is honoured; other errors back off (retry_initial ..
@@ -43,9 +43,7 @@ struct StatusWriterOptions {
   std::chrono::milliseconds retry_initial{500}, retry_max{30'000};
   std::size_t workers = 1;  // --status-workers; at least 1
   std::chrono::milliseconds sweep_interval{10'000};
-  std::chrono::milliseconds not_ready_poll{200};
   std::chrono::milliseconds echo_wait{10'000};
-  std::chrono::milliseconds write_timeout{30'000};  // one apply, rate-limiter wait included
   std::shared_ptr<Clock> clock = Clock::steady();  // the engine's, and conditions' times (wall())
   std::function<void(std::string_view level, std::string_view message)> log;
 };
@@ -78,9 +76,6 @@ class StatusWriter {
 
  private:
   Result<runtime::Requeue> sweep(bool fresh);  // fresh: a new one, else its next batch
-  // `interim`: the apply's answer's fingerprint when a merge patch followed it, else 0.
-  kube::ApiResult<nlohmann::json> write_status(const ComponentRecord& record, const nlohmann::json& status,
-                                               const runtime::CancelToken& cancel, std::uint64_t& interim);
 
   kube::Client& client_;
   const kube::Store<ComponentRecord>& components_;

@@ -106,13 +106,9 @@ Result<Applied> ConfigurationApplier::reconcile(const CaInjector& target, const 
   if (replica_ready_ && !replica_ready_()) {
     return waiting(k, what, "waiting until this replica can answer before applying the template");
   }
-  kube::ApiResult<json> written = kube::ApiError{};
-  if (!live) {
-    written = client_.create(kube::collection_path(r), *desired);
-  } else {
-    (*desired)["metadata"]["resourceVersion"] = kube::object_meta(*live).resource_version;
-    written = client_.update(kube::object_path(r, "", name), *desired, request_timeout_);
-  }
+  if (live) (*desired)["metadata"]["resourceVersion"] = kube::object_meta(*live).resource_version;
+  auto written = live ? client_.update(kube::object_path(r, "", name), *desired, request_timeout_)
+                      : client_.create(kube::collection_path(r), *desired);
   if (!written) {
     const kube::ApiError& e = written.failure();
     if (e.conflict()) return Applied{};  // the watch brings the newer object, the next pass retries

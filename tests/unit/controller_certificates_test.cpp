@@ -714,7 +714,7 @@ TEST_F(SelfManagedCertificatesTest, NothingIsWrittenOnceTheCancelTokenIsStopped)
                          {"type", "kubernetes.io/tls"}});
   auto certs = make(options());
   certs->start();
-  ASSERT_TRUE(eventually([&] { return certs->observed_secret().has_value(); }));
+  ASSERT_TRUE(api.wait_actions(1, "watch", kSecretsPath));  // listed: the watch follows the list
   certs->begin_term();
   std::stop_source lost;
   lost.request_stop();

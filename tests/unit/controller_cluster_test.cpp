@@ -62,13 +62,11 @@ struct ClusterFixture {
   std::unique_ptr<Cluster> cluster;
   const std::string nodes_path = kube::collection_path(kube::kNodes);
   const std::string rc_path = kube::collection_path(kube::kRuntimeClasses);
-  std::chrono::milliseconds lookup_error_log_interval{10'000};
 
   void start(policy::DeploymentShape shape = policy::DeploymentShape::SetecOnly) {
     ClusterOptions o;
     o.runtime_class = "kata-fc";
     o.shape = shape;
-    o.lookup_error_log_interval = lookup_error_log_interval;
     o.log = [this](std::string_view, std::string_view m) {
       std::lock_guard lock(log_mu);
       logs.emplace_back(m);
@@ -295,7 +293,6 @@ TEST(Cluster, ACacheMissMakesOneLiveGetAndMapsItsOutcome) {
 
 TEST(Cluster, FailedLiveGetsAreCountedAndLoggedAtMostOncePerInterval) {
   ClusterFixture f;
-  f.lookup_error_log_interval = std::chrono::hours(1);
   kube::ApiError down;
   down.code = 503;
   down.message = "GET ...: 503 ServiceUnavailable";
@@ -379,7 +376,7 @@ struct LookupFixture {
   kube::fake::FakeClient api;
   kube::Store<ComponentRecord> store{decode_component_record};
   std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
-  ClusterComponents lookup{store, api, 10s, 10s, {}, 1000ms, clock};
+  ClusterComponents lookup{store, api, 10s, {}, clock};
 
   LookupFixture() {
     api.prepend_reactor("get", "", [this](const kube::fake::Action&) -> std::optional<kube::fake::Reply> {

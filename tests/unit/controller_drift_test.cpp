@@ -107,7 +107,6 @@ struct DriftFixture {
     o.evict = true;
     o.evict_per_minute = 6000;
     o.evict_settle = settle;
-    o.evict_retry = 1s;
     o.clock = clock;
     o.on_count_change = [this](std::string_view key) {
       std::lock_guard lock(mu);
@@ -225,9 +224,9 @@ TEST(DriftAudit, APdbRefusalIsRetriedAfterRetryAfterAndANotFoundForgetsThePod) {
   f.answers = {429, 404};
   auto r = f.evict_p0(f.live);
   ASSERT_TRUE(r) << r.error();
-  EXPECT_EQ(r->after, Clock::duration(1s));  // no Retry-After: evict_retry
+  EXPECT_EQ(r->after, Clock::duration(10s));  // no Retry-After: the eviction retry (10 s)
   EXPECT_EQ(f.audit->stats().eviction_blocked, 1u);
-  f.clock->advance(1s);  // the requeue's wait (the rate limit has a token again too)
+  f.clock->advance(10s);  // the requeue's wait (the rate limit has a token again too)
   r = f.evict_p0(f.live);
   ASSERT_TRUE(r) << r.error();
   EXPECT_EQ(r->after, Clock::duration::zero());
@@ -275,7 +274,7 @@ TEST(DriftAudit, SandboxedPodsUnboundOutsideAMicroVMAreCountedWithAnExample) {
 }
 
 // Through the engine (a manager on the fake clock): an eviction that fails is
-// an error, retried after evict_retry, then twice that (per-key backoff).
+// an error, retried after 10 s, then twice that (per-key backoff).
 TEST(DriftAudit, AFailedEvictionIsRetriedWithTheEnginesBackoff) {
   DriftFixture f(0s);
   f.answers = {500, 500, 201};
@@ -293,8 +292,8 @@ TEST(DriftAudit, AFailedEvictionIsRetriedWithTheEnginesBackoff) {
   EXPECT_EQ(f.audit->stats().eviction_failed, 2u);
   std::lock_guard lock(f.mu);
   ASSERT_EQ(f.at.size(), 3u);
-  EXPECT_GE(f.at[1] - f.at[0], Clock::duration(1s));
-  EXPECT_GE(f.at[2] - f.at[1], Clock::duration(2s));
+  EXPECT_GE(f.at[1] - f.at[0], Clock::duration(10s));
+  EXPECT_GE(f.at[2] - f.at[1], Clock::duration(20s));
 }
 
 }  // namespace
