@@ -282,12 +282,15 @@ std::optional<DriftSettle::time_point> DriftSettle::evictable_at(std::string_vie
 
 Result<runtime::Requeue> DriftAudit::reconcile(const std::string& key, const runtime::CancelToken& cancel) {
   if (key != kPass) return evict(key, cancel);
+  const kube::Reflector* pods = nullptr;
   {
     std::lock_guard lock(mu_);
     if (stopping_) return runtime::Requeue{};  // between terms: the next one starts with a pass
+    pods = reflector_.get();
   }
   if (cancel.stop_requested()) return runtime::Requeue{};
-  if (!pods_.synced() || (options_.inputs_ready && !options_.inputs_ready()))
+  // The pod cache must have listed in THIS term: it still holds the last term's pods.
+  if (pods->stats().lists == 0 || (options_.inputs_ready && !options_.inputs_ready()))
     return runtime::Requeue{false, kNotReadyPoll};
   pass();
   return runtime::Requeue{false, kResync};

@@ -175,6 +175,23 @@ TEST(DriftAudit, ADriftedPodIsEvictedOnlyOnceTheSettleTimeHasPassed) {
   EXPECT_EQ(f.count(), 1u);
 }
 
+TEST(DriftAudit, ANewTermPassesOnlyOnceItsOwnPodListCame) {
+  DriftFixture f(60s);
+  ASSERT_TRUE(f.pass_until_drifted(1));
+  f.audit->stop();
+  // The next term's list fails: its pod cache still holds the last term's pods.
+  f.api.prepend_reactor("list", kPodsPath, [](const kube::fake::Action& a) -> std::optional<kube::fake::Reply> {
+    return kube::ApiError{"LIST " + a.path + ": 500", 500, "InternalError", {}};
+  });
+  f.audit->start();
+  for (int i = 0; i < 3; ++i) {
+    auto r = f.audit->reconcile(std::string(DriftAudit::kPass), f.live);
+    ASSERT_TRUE(r) << r.error();
+    EXPECT_GT(r->after, Clock::duration::zero());  // not ready: polled again
+  }
+  EXPECT_FALSE(f.audit->synced());  // no pass ran on the last term's pods
+}
+
 TEST(DriftAudit, APodThatStopsDriftingIsNotEvicted) {
   DriftFixture f(60s);
   ASSERT_TRUE(f.pass_until_drifted(1));
