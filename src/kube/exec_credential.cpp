@@ -132,41 +132,28 @@ Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std
       timed_out = true;
       break;
     }
-    pollfd fds[2];
-    nfds_t n = 0;
-    int* which[2];
-    for (int* fd : {&out_pipe[0], &err_pipe[0]}) {
-      if (*fd < 0) continue;
-      fds[n] = {*fd, POLLIN, 0};
-      which[n++] = fd;
-    }
-    const int ready = ::poll(fds, n, static_cast<int>(std::min<long long>(left.count() + 1, 1000)));
-    if (ready < 0) {
+    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};  // a closed (-1) one is skipped
+    if (::poll(fds, 2, static_cast<int>(std::min<long long>(left.count() + 1, 1000))) < 0) {
       if (errno == EINTR) continue;
       break;
     }
-    for (nfds_t i = 0; i < n; ++i) {
+    for (int i = 0; i < 2; ++i) {
       if (fds[i].revents == 0) continue;
-      const ssize_t got = ::read(*which[i], buf, sizeof buf);
+      const ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
       if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (got <= 0) {
-        close_fd(*which[i]);
+        close_fd(i == 0 ? out_pipe[0] : err_pipe[0]);
         continue;
       }
-      if (which[i] == &out_pipe[0]) {
-        result.out.append(buf, static_cast<std::size_t>(got));
-        if (result.out.size() > kMaxOutputBytes) too_much = true;
-      } else {
-        result.err_tail.append(buf, static_cast<std::size_t>(got));
-        if (result.err_tail.size() > 2 * kStderrTail)
-          result.err_tail.erase(0, result.err_tail.size() - kStderrTail);
-      }
+      std::string& to = i == 0 ? result.out : result.err_tail;
+      to.append(buf, static_cast<std::size_t>(got));
+      if (i == 1 && to.size() > kStderrTail) to.erase(0, to.size() - kStderrTail);
     }
+    too_much = result.out.size() > kMaxOutputBytes;
     if (too_much) break;
   }
   close_fd(out_pipe[0]);
   close_fd(err_pipe[0]);
-  if (result.err_tail.size() > kStderrTail) result.err_tail.erase(0, result.err_tail.size() - kStderrTail);
 
   // Its output is complete (or abandoned): reap it by the deadline.
   int status = 0;
@@ -268,18 +255,9 @@ Result<Credentials> parse_exec_credential(std::string_view output, std::string_v
 }
 
 Result<bool> exec_interactive(const ExecConfig& config, bool stdin_is_terminal) {
-  switch (config.interactive) {
-    case ExecConfig::Interactive::Never:
-      return false;
-    case ExecConfig::Interactive::IfAvailable:
-      return stdin_is_terminal;
-    case ExecConfig::Interactive::Always:
-      if (!stdin_is_terminal)
-        return fail(plugin_name(config) +
-                    " has interactiveMode Always but standard input is not a terminal; not run");
-      return true;
-  }
-  return false;
+  if (config.interactive == ExecConfig::Interactive::Always && !stdin_is_terminal)
+    return fail(plugin_name(config) + " has interactiveMode Always but standard input is not a terminal; not run");
+  return stdin_is_terminal && config.interactive != ExecConfig::Interactive::Never;
 }
 
 Result<Credentials> run_exec_plugin(const ExecConfig& config, std::string_view server, std::string_view ca_pem,
@@ -310,43 +288,6 @@ Result<Credentials> run_exec_plugin(const ExecConfig& config, std::string_view s
   auto creds = parse_exec_credential(run->out, config.api_version);
   if (!creds) return fail(name + ": " + creds.error() + stderr_suffix(run->err_tail));
   return creds;
-}
-
-// --- ExecCredentialSource ------------------------------------------------------
-
-ExecCredentialSource::ExecCredentialSource(ExecConfig config, std::string server, std::string ca_pem,
-                                           ExecHooks hooks)
-    : config_(std::move(config)), server_(std::move(server)), ca_pem_(std::move(ca_pem)), hooks_(std::move(hooks)) {
-  if (!hooks_.stdin_is_terminal) hooks_.stdin_is_terminal = [] { return ::isatty(STDIN_FILENO) == 1; };
-}
-
-bool ExecCredentialSource::expired_locked() const {
-  return cached_ && cached_->expires && hooks_.clock->wall() >= *cached_->expires;
-}
-
-Result<std::shared_ptr<const Credentials>> ExecCredentialSource::run_locked() {
-  ++runs_;
-  auto creds = run_exec_plugin(config_, server_, ca_pem_, hooks_.stdin_is_terminal());
-  if (!creds) return creds.failure();
-  cached_ = std::make_shared<const Credentials>(std::move(*creds));
-  return cached_;
-}
-
-Result<std::shared_ptr<const Credentials>> ExecCredentialSource::get() {
-  std::lock_guard lock(mu_);
-  if (cached_ && !expired_locked()) return cached_;
-  return run_locked();
-}
-
-Result<std::shared_ptr<const Credentials>> ExecCredentialSource::renew(const std::shared_ptr<const Credentials>& used) {
-  std::lock_guard lock(mu_);
-  if (cached_ && cached_ != used && !expired_locked()) return cached_;  // already renewed by another caller
-  return run_locked();
-}
-
-std::size_t ExecCredentialSource::runs() const {
-  std::lock_guard lock(mu_);
-  return runs_;
 }
 
 }  // namespace ig::kube
