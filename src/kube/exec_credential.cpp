@@ -196,8 +196,7 @@ bool string_member(const nlohmann::json& obj, const char* key, std::string& out,
   return true;
 }
 
-}  // namespace
-
+// KUBERNETES_EXEC_INFO's value; spec.cluster only with provide_cluster_info.
 std::string exec_info_json(const ExecConfig& config, bool interactive, std::string_view server,
                            std::string_view ca_pem) {
   nlohmann::json spec = {{"interactive", interactive}};
@@ -214,6 +213,7 @@ std::string exec_info_json(const ExecConfig& config, bool interactive, std::stri
   return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// The plugin's standard output as credentials, checked as client-go does.
 Result<Credentials> parse_exec_credential(std::string_view output, std::string_view api_version) {
   const nlohmann::json doc = nlohmann::json::parse(output, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return fail("its output is not a JSON object");
@@ -254,11 +254,14 @@ Result<Credentials> parse_exec_credential(std::string_view output, std::string_v
   return c;
 }
 
+// Whether the run is interactive, or why it cannot run (Always, no terminal).
 Result<bool> exec_interactive(const ExecConfig& config, bool stdin_is_terminal) {
   if (config.interactive == ExecConfig::Interactive::Always && !stdin_is_terminal)
     return fail(plugin_name(config) + " has interactiveMode Always but standard input is not a terminal; not run");
   return stdin_is_terminal && config.interactive != ExecConfig::Interactive::Never;
 }
+
+}  // namespace
 
 Result<Credentials> run_exec_plugin(const ExecConfig& config, std::string_view server, std::string_view ca_pem,
                                     bool stdin_is_terminal) {

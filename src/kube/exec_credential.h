@@ -25,17 +25,8 @@ namespace ig::kube {
 inline constexpr std::string_view kExecApiV1 = "client.authentication.k8s.io/v1";
 inline constexpr std::string_view kExecApiV1beta1 = "client.authentication.k8s.io/v1beta1";
 
-// KUBERNETES_EXEC_INFO's value; spec.cluster only with provide_cluster_info.
-std::string exec_info_json(const ExecConfig& config, bool interactive, std::string_view server,
-                           std::string_view ca_pem);
-
-// The plugin's standard output as credentials, checked as client-go does.
-Result<Credentials> parse_exec_credential(std::string_view output, std::string_view api_version);
-
-// Whether the run is interactive, or why it cannot run (Always, no terminal).
-Result<bool> exec_interactive(const ExecConfig& config, bool stdin_is_terminal);
-
-// One run of the plugin: its credentials or why not.
+// One run of the plugin: its credentials or why not (interactiveMode Always
+// without a terminal: not run). KUBERNETES_EXEC_INFO has spec.cluster only with provide_cluster_info.
 Result<Credentials> run_exec_plugin(const ExecConfig& config, std::string_view server, std::string_view ca_pem,
                                     bool stdin_is_terminal);
 

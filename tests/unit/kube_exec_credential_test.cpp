@@ -1,6 +1,6 @@
 // Kubeconfig exec credential plugins (kube/exec_credential.h): the exec
-// field of a kubeconfig, the ExecCredential answer (v1 and v1beta1), and runs
-// of a fake plugin (a shell script this test writes): KUBERNETES_EXEC_INFO,
+// field of a kubeconfig, and runs of a fake plugin (a shell script this test
+// writes): the ExecCredential answer (v1 and v1beta1), KUBERNETES_EXEC_INFO,
 // args and env, caching until expirationTimestamp (on a fake wall clock),
 // renewal after a 401, one run for many callers, failures, a plugin that
 // hangs (bounded), interactiveMode Always without a terminal; and the API
@@ -121,6 +121,21 @@ class ExecCredentialTest : public ::testing::Test {
     return c;
   }
 
+  // One run whose standard output is `output`.
+  Result<Credentials> answer(const std::string& output, std::string_view api = kExecApiV1) {
+    ExecConfig e = exec(std::string(api));
+    write("mode", "cert");
+    write("cert.json", output);
+    return run_exec_plugin(e, "", "", false);
+  }
+  // Its error, without the plugin's name before it.
+  std::string refusal(const std::string& output, std::string_view api) {
+    auto c = answer(output, api);
+    if (c) return "(no error)";
+    const std::string name = "credential plugin \"" + plugin_ + "\" (kubeconfig K: user \"u\"): ";
+    return c.error().rfind(name, 0) == 0 ? c.error().substr(name.size()) : c.error();
+  }
+
   // Kubeconfig parsing.
   std::string kubeconfig(const std::string& user) {
     return "current-context: ctx\nclusters:\n- name: c\n  cluster:\n    server: https://api.example:6443\n"
@@ -212,11 +227,11 @@ TEST_F(ExecCredentialTest, KubeconfigExecErrors) {
 
 // --- the answer ---------------------------------------------------------------------
 
-TEST(ExecCredentialParse, TokenV1AndV1beta1) {
+TEST_F(ExecCredentialTest, AnswerWithATokenV1AndV1beta1) {
   for (std::string_view api : {kExecApiV1, kExecApiV1beta1}) {
     const std::string out = R"({"apiVersion":")" + std::string(api) +
                             R"(","kind":"ExecCredential","status":{"token":"abc","expirationTimestamp":"2026-12-05T10:42:00Z"}})";
-    auto c = parse_exec_credential(out, api);
+    auto c = answer(out, api);
     ASSERT_TRUE(c) << c.error();
     EXPECT_EQ(c->token, "abc");
     ASSERT_TRUE(c->expires);
@@ -224,28 +239,24 @@ TEST(ExecCredentialParse, TokenV1AndV1beta1) {
     EXPECT_TRUE(c->client_cert_pem.empty());
   }
   // No expirationTimestamp: used until a 401.
-  auto c = parse_exec_credential(R"({"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"x"}})",
-                                 kExecApiV1);
+  auto c = answer(R"({"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"x"}})");
   ASSERT_TRUE(c) << c.error();
   EXPECT_FALSE(c->expires);
 }
 
-TEST(ExecCredentialParse, ClientCertificate) {
+TEST_F(ExecCredentialTest, AnswerWithAClientCertificate) {
   const json doc = {{"apiVersion", kExecApiV1},
                     {"kind", "ExecCredential"},
                     {"status", {{"clientCertificateData", exec_bundle().cert_pem}, {"clientKeyData", exec_bundle().key_pem}}}};
-  auto c = parse_exec_credential(doc.dump(), kExecApiV1);
+  auto c = answer(doc.dump());
   ASSERT_TRUE(c) << c.error();
   EXPECT_EQ(c->client_cert_pem, exec_bundle().cert_pem);
   EXPECT_EQ(c->client_key_pem, exec_bundle().key_pem);
   EXPECT_TRUE(c->token.empty());
 }
 
-TEST(ExecCredentialParse, Refusals) {
-  auto error = [](const std::string& out, std::string_view api = kExecApiV1) {
-    auto c = parse_exec_credential(out, api);
-    return c ? std::string("(no error)") : c.error();
-  };
+TEST_F(ExecCredentialTest, AnswerRefusals) {
+  auto error = [this](const std::string& out, std::string_view api = kExecApiV1) { return refusal(out, api); };
   const std::string head = R"({"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential")";
   EXPECT_EQ(error("nope"), "its output is not a JSON object");
   EXPECT_EQ(error(head + R"(,"status":{"token":"t"}})", kExecApiV1beta1),
@@ -269,11 +280,14 @@ TEST(ExecCredentialParse, Refusals) {
 
 TEST_F(ExecCredentialTest, ExecInfo) {
   ExecConfig e = exec(std::string(kExecApiV1beta1));
-  json info = json::parse(exec_info_json(e, false, "https://h:1", "PEM"));
+  ASSERT_TRUE(run_exec_plugin(e, "https://h:1", "PEM", false));
+  json info = json::parse(slurp(dir_ + "/info.1"));
   EXPECT_EQ(info, json::parse(R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1beta1",
                                   "spec":{"interactive":false}})"));
   e.provide_cluster_info = true;
-  info = json::parse(exec_info_json(e, true, "https://h:1", "PEM"));
+  e.interactive = ExecConfig::Interactive::IfAvailable;
+  ASSERT_TRUE(run_exec_plugin(e, "https://h:1", "PEM", true));  // on a terminal: interactive
+  info = json::parse(slurp(dir_ + "/info.2"));
   EXPECT_EQ(info["spec"], json::parse(R"({"interactive":true,"cluster":{"server":"https://h:1",
                                           "certificate-authority-data":"UEVN"}})"));
 }
@@ -420,13 +434,16 @@ TEST_F(ExecCredentialTest, InteractiveAlwaysNeedsATerminal) {
                            "\" (kubeconfig K: user \"u\") has interactiveMode Always but standard input is not a "
                            "terminal; not run");
   EXPECT_EQ(runs(), 0);
-  // IfAvailable without a terminal: not interactive; Never: never.
-  EXPECT_EQ(*exec_interactive(e, true), true);
-  e.interactive = ExecConfig::Interactive::IfAvailable;
-  EXPECT_EQ(*exec_interactive(e, false), false);
-  EXPECT_EQ(*exec_interactive(e, true), true);
-  e.interactive = ExecConfig::Interactive::Never;
-  EXPECT_EQ(*exec_interactive(e, true), false);
+  // Always on a terminal: interactive; IfAvailable without a terminal: not interactive; Never: never.
+  auto interactive = [&](ExecConfig::Interactive mode, bool terminal) {
+    e.interactive = mode;
+    if (auto c = run_exec_plugin(e, "", "", terminal); !c) return "(failed: " + c.error() + ")";
+    return json::parse(slurp(dir_ + "/info." + std::to_string(runs())))["spec"]["interactive"].dump();
+  };
+  EXPECT_EQ(interactive(ExecConfig::Interactive::Always, true), "true");
+  EXPECT_EQ(interactive(ExecConfig::Interactive::IfAvailable, false), "false");
+  EXPECT_EQ(interactive(ExecConfig::Interactive::IfAvailable, true), "true");
+  EXPECT_EQ(interactive(ExecConfig::Interactive::Never, true), "false");
 }
 
 TEST_F(ExecCredentialTest, ClientCertificateFromThePlugin) {
