@@ -241,7 +241,8 @@ ExecConfig Kubeconfig::exec_field(const YAML::Node& exec, const std::string& uwh
   static constexpr std::pair<std::string_view, ExecConfig::Interactive> kModes[] = {
       {"", IfAvailable}, {"Never", Never}, {"IfAvailable", IfAvailable}, {"Always", Always}};
   const auto* m = std::find_if(std::begin(kModes), std::end(kModes), [&](const auto& k) { return k.first == mode; });
-  if (m == std::end(kModes)) invalid(where + ": interactiveMode " + quote(mode) + " is not Never, IfAvailable or Always");
+  if (m == std::end(kModes))
+    invalid(where + ": interactiveMode " + quote(mode) + " is not Never, IfAvailable or Always");
   out.interactive = m->second;
   return out;
 }
@@ -460,7 +461,8 @@ TokenSource::TokenSource(const ClusterConfig& config, std::shared_ptr<Clock> clo
 }
 
 void TokenSource::publish_locked() {
-  current_ = std::make_shared<const Credentials>(Credentials{token_, config_.client_cert_pem, config_.client_key_pem, {}});
+  current_ =
+      std::make_shared<const Credentials>(Credentials{token_, config_.client_cert_pem, config_.client_key_pem, {}});
 }
 
 bool TokenSource::expired_locked() const {

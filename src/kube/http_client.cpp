@@ -216,8 +216,8 @@ class BodyReader {
  public:
   enum class Status { Data, End, Error, Timeout, Stopped };
 
-  explicit BodyReader(const Sent& sent) : response_(sent.response), buf_(sent.body), bounded_(sent.body) {
-    response_.content_ready().then([b = bounded_](pplx::task<http::http_response> t) {
+  explicit BodyReader(const Sent& sent) : response_(sent.response), buf_(sent.body) {
+    response_.content_ready().then([b = buf_](pplx::task<http::http_response> t) {
       std::exception_ptr error;  // null: a clean end
       try {
         t.get();
@@ -230,7 +230,7 @@ class BodyReader {
 
   // Waits (kCancelledWait) for an outstanding getn; the owner cancelled first.
   ~BodyReader() {
-    bounded_->abandon();
+    buf_->abandon();
     if (pending_) wait_until(*pending_, SteadyClock::now() + kCancelledWait);
   }
   BodyReader(const BodyReader&) = delete;
@@ -244,9 +244,9 @@ class BodyReader {
       if (!pending_) {
         // in_avail() is read without the buffer's lock: a hint, never above
         // what is buffered (tests/unit/tsan_suppressions.txt).
-        const std::size_t count = std::clamp<std::size_t>(buf_.in_avail(), 1, kReadChunk);
+        const std::size_t count = std::clamp<std::size_t>(buf_->in_avail(), 1, kReadChunk);
         // The continuation keeps the bytes alive for a getn that outlives us.
-        pending_ = track(buf_.getn(bytes_->data(), count).then([bytes = bytes_](std::size_t n) { return n; }));
+        pending_ = track(buf_->getn(bytes_->data(), count).then([bytes = bytes_](std::size_t n) { return n; }));
       }
       if (!wait_until(*pending_, deadline, stop_.get_token()))
         return stop_.stop_requested() ? Status::Stopped : Status::Timeout;
@@ -272,8 +272,7 @@ class BodyReader {
 
  private:
   http::http_response response_;
-  concurrency::streams::streambuf<std::uint8_t> buf_;
-  std::shared_ptr<BoundedBodyBuffer> bounded_;
+  std::shared_ptr<BoundedBodyBuffer> buf_;
   std::shared_ptr<std::vector<std::uint8_t>> bytes_ = std::make_shared<std::vector<std::uint8_t>>(kReadChunk);
   std::shared_ptr<Completion<std::size_t>> pending_;  // an outstanding getn
   std::stop_source stop_;
@@ -351,27 +350,6 @@ class BodyStreambuf final : public std::streambuf {
 ApiError no_answer(std::string_view verb, std::string_view path, std::string_view cause) {
   ApiError e;
   e.message = std::string(verb) + " " + std::string(path) + ": " + cut_utf8(one_line(cause), 512);
-  return e;
-}
-
-// The error an answer >= 400 says: the HTTP code, the Status in its body
-// (its reason, else the reason phrase), Retry-After (else the Status's) on 429/503.
-ApiError status_error(std::string_view verb, std::string_view path, const http::http_response& response,
-                      std::string_view body) {
-  nlohmann::json status;
-  if (!body.empty() && json_nesting_depth(body, kMaxJsonDepth) <= kMaxJsonDepth)
-    status = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!status.is_object()) status = nlohmann::json::object();
-  status["code"] = response.status_code();
-  if (auto r = status.find("reason"); r == status.end() || !r->is_string() || r->get_ref<const std::string&>().empty())
-    status["reason"] = response.reason_phrase();
-  ApiError e = error_from_status(std::string(verb) + " " + std::string(path), status);
-  const auto header = response.headers().find("Retry-After");
-  const std::string v = header != response.headers().end() ? header->second : std::string();
-  if (e.code != 429 && e.code != 503)
-    e.retry_after = std::chrono::seconds(0);
-  else if (!v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos)
-    e.retry_after = std::chrono::seconds(std::stol(v));
   return e;
 }
 
@@ -703,9 +681,26 @@ class CppRestClient final : public HttpClient {
     return no_answer(out.verb, out.path, buf.failure());
   }
 
+  // The error an answer >= 400 says: the HTTP code, the Status in its body
+  // (its reason, else the reason phrase), Retry-After (else the Status's) on 429/503.
   ApiError error_from(Sent& sent, const Outgoing& out, Deadline deadline) {
     auto body = read_body(sent, out, std::min(deadline, SteadyClock::now() + 5s), kMaxErrorBody);
-    return status_error(out.verb, out.path, sent.response, body ? std::string_view(*body) : std::string_view());
+    nlohmann::json status;
+    if (body && !body->empty() && json_nesting_depth(*body, kMaxJsonDepth) <= kMaxJsonDepth)
+      status = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
+    if (!status.is_object()) status = nlohmann::json::object();
+    status["code"] = sent.response.status_code();
+    const auto reason = status.find("reason");
+    if (reason == status.end() || !reason->is_string() || reason->get_ref<const std::string&>().empty())
+      status["reason"] = sent.response.reason_phrase();
+    ApiError e = error_from_status(std::string(out.verb) + " " + std::string(out.path), status);
+    const auto header = sent.response.headers().find("Retry-After");
+    const std::string v = header != sent.response.headers().end() ? header->second : std::string();
+    if (e.code != 429 && e.code != 503)
+      e.retry_after = std::chrono::seconds(0);
+    else if (!v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos)
+      e.retry_after = std::chrono::seconds(std::stol(v));
+    return e;
   }
 
   // An exchange up to a successful answer's headers, with the token source's
