@@ -54,7 +54,6 @@ std::string stderr_suffix(std::string_view tail) {
 struct RunOutput {
   std::string out;
   std::string err_tail;
-  int status = 0;  // waitpid's
 };
 
 void close_fd(int& fd) {
@@ -62,7 +61,7 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
-// Spawns and reaps the plugin. The error names the plugin.
+// Spawns and reaps the plugin, which must exit 0. The error names the plugin.
 Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std::string>& env,
                                  bool interactive) {
   const std::string name = plugin_name(config);
@@ -156,7 +155,7 @@ Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std
   close_fd(err_pipe[0]);
 
   // Its output is complete (or abandoned): reap it by the deadline.
-  int status = 0;
+  int status = 0;  // waitpid's
   bool reaped = false;
   while (!timed_out && !too_much) {
     const pid_t w = ::waitpid(pid, &status, WNOHANG);
@@ -181,7 +180,11 @@ Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std
                 " ($ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT sets this bound)" + stderr_suffix(result.err_tail));
   if (too_much)
     return fail(name + " wrote more than " + std::to_string(kMaxOutputBytes) + " bytes; it was killed");
-  result.status = status;
+  if (WIFSIGNALED(status))
+    return fail(name + " was killed by signal " + std::to_string(WTERMSIG(status)) + stderr_suffix(result.err_tail));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return fail(name + " failed with exit code " + std::to_string(WEXITSTATUS(status)) +
+                stderr_suffix(result.err_tail));
   return result;
 }
 
@@ -281,15 +284,8 @@ Result<Credentials> run_exec_plugin(const ExecConfig& config, std::string_view s
 
   auto run = spawn_and_wait(config, env, *interactive);
   if (!run) return run.failure();
-  const std::string name = plugin_name(config);
-  if (WIFSIGNALED(run->status))
-    return fail(name + " was killed by signal " + std::to_string(WTERMSIG(run->status)) +
-                stderr_suffix(run->err_tail));
-  if (!WIFEXITED(run->status) || WEXITSTATUS(run->status) != 0)
-    return fail(name + " failed with exit code " + std::to_string(WEXITSTATUS(run->status)) +
-                stderr_suffix(run->err_tail));
   auto creds = parse_exec_credential(run->out, config.api_version);
-  if (!creds) return fail(name + ": " + creds.error() + stderr_suffix(run->err_tail));
+  if (!creds) return fail(plugin_name(config) + ": " + creds.error() + stderr_suffix(run->err_tail));
   return creds;
 }
 
