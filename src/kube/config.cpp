@@ -508,9 +508,7 @@ Result<void> TokenSource::reread_locked(bool force) {
     // missing file must not end a working client).
     return fail("token file " + config_.token_file + ": " + std::strerror(errno));
   }
-  const FileStamp stamp{static_cast<unsigned long long>(st.st_dev), static_cast<unsigned long long>(st.st_ino),
-                        static_cast<long long>(st.st_size),
-                        static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec};
+  const FileStamp stamp{st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec};
   if (!force && have_token_ && stamp == stamp_) return {};
   auto t = read_token(config_.token_file);
   if (!t) return t.failure();

@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -113,11 +114,8 @@ class TokenSource {
   Result<std::shared_ptr<const Credentials>> renew_after_unauthorized(const std::shared_ptr<const Credentials>& used);
 
  private:
-  struct FileStamp {
-    unsigned long long dev = 0, ino = 0;
-    long long size = -1, mtime_ns = 0;
-    bool operator==(const FileStamp&) const = default;
-  };
+  // The token file's device, inode, size and mtime (ns).
+  using FileStamp = std::tuple<unsigned long long, unsigned long long, long long, long long>;
   Result<void> reread_locked(bool force);
   Result<void> run_plugin_locked();
   bool expired_locked() const;

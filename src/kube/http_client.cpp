@@ -295,7 +295,7 @@ class BodyStreambuf final : public std::streambuf {
       : reader_(sent), what_(what), max_(max), until_(until), idle_(idle) {}
 
   // An item was handed over: the bound counts from here.
-  void mark() noexcept { item_start_ = consumed(); }
+  void mark() noexcept { item_start_ = before_ + static_cast<std::size_t>(gptr() - eback()); }
   // Why the body stopped before its end; "" when it did not.
   const std::string& failure() const noexcept { return failure_; }
 
@@ -326,7 +326,6 @@ class BodyStreambuf final : public std::streambuf {
   }
 
  private:
-  std::size_t consumed() const noexcept { return before_ + static_cast<std::size_t>(gptr() - eback()); }
   int_type stop(std::string why) {
     ended_ = true;
     failure_ = std::move(why);
