@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <ctime>
 
+#include "base/one_line.h"
+#include "base/quote.h"
+
 namespace ig::kube {
 namespace {
 
@@ -28,8 +31,7 @@ const std::string* status_string(const json& o, const char* key) {
   return m ? &m->get_ref<const std::string&>() : nullptr;
 }
 
-}  // namespace
-
+// A Status with cause ResourceVersionTooLarge, or a 504 saying "Too large resource version".
 bool status_rv_too_large(const json& status) {
   constexpr std::string_view kText = "Too large resource version";
   const json* details = status_member(status, "details", &json::is_object);
@@ -45,10 +47,12 @@ bool status_rv_too_large(const json& status) {
   return code && code->get<int>() == 504 && message && message->find(kText) != std::string::npos;
 }
 
+}  // namespace
+
 ApiError error_from_status(std::string_view what, const json& status) {
   ApiError e;
   if (const json* code = status_member(status, "code", &json::is_number_integer)) e.code = code->get<int>();
-  if (const std::string* r = status_string(status, "reason")) e.reason = r->substr(0, 64);
+  if (const std::string* r = status_string(status, "reason")) e.reason = cut_utf8(one_line(*r), 64);
   const json* details = status_member(status, "details", &json::is_object);
   const json* ra = details ? status_member(*details, "retryAfterSeconds", &json::is_number_integer) : nullptr;
   if (ra && ra->get<long long>() > 0 && ra->get<long long>() < 86400)
@@ -57,7 +61,8 @@ ApiError error_from_status(std::string_view what, const json& status) {
   e.message = std::string(what) + ": " + std::to_string(e.code);
   if (!e.reason.empty()) e.message += " " + e.reason;
   const std::string* m = status_string(status, "message");
-  if (m && *m != e.reason) e.message += ": " + m->substr(0, 512);
+  const std::string message = m ? cut_utf8(one_line(*m), 512) : std::string();
+  if (!message.empty() && message != e.reason) e.message += ": " + message;
   if (!status.is_object()) e.message += ": not a Status";
   return e;
 }

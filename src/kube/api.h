@@ -30,7 +30,7 @@ struct ApiError {
   std::string reason;                   // Status.reason ("Expired", "NotFound", ...)
   std::chrono::seconds retry_after{0};  // Retry-After on 429/503, else 0
   bool refused = false;       // no answer: connection refused (or host unreachable)
-  bool rv_too_large = false;  // status_rv_too_large(): the server is behind the asked resourceVersion
+  bool rv_too_large = false;  // ResourceVersionTooLarge: the server is behind the asked resourceVersion
   bool silent = false;        // a watch closed for no byte within WatchOptions::silence
 
   bool gone() const noexcept { return code == 410; }
@@ -40,10 +40,9 @@ struct ApiError {
   bool retriable() const noexcept { return code == 0 || code == 429 || code >= 500; }
 };
 
-// The error a v1 Status object describes; message "<what>: <code> <reason>: <message>".
+// The error a v1 Status object describes; message "<what>: <code> <reason>: <message>",
+// the Status's texts cut to one line.
 ApiError error_from_status(std::string_view what, const nlohmann::json& status);
-// A Status with cause ResourceVersionTooLarge, or a 504 saying "Too large resource version".
-bool status_rv_too_large(const nlohmann::json& status);
 
 template <typename T>
 using ApiResult = Result<T, ApiError>;

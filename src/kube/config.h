@@ -15,8 +15,8 @@
 //    field wins over its file field, tokenFile over token (client-go's rules).
 //  - TokenSource is thread-safe. A token file is re-read when it changes
 //    (checked at most once a second, at once after a 401), keeping the last
-//    good token on a failed read; an exec plugin's answer is kept until it
-//    expires or a 401.
+//    good token on a failed read. An exec plugin runs once at a time (callers
+//    wait); its answer is kept until it expires or a 401, a failure never.
 #pragma once
 
 #include <chrono>
@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -97,52 +98,33 @@ struct Credentials {
   std::optional<std::chrono::system_clock::time_point> expires;
 };
 
-class ExecCredentialSource;
-
-// Test hooks of an exec credential plugin's runs.
-struct ExecHooks {
-  std::shared_ptr<Clock> clock = Clock::steady();  // expiry against wall(); TokenSource sets its own
-  std::function<bool()> stdin_is_terminal;         // default: isatty(0)
-};
-
 class TokenSource {
  public:
-  // `clock`: the token file's recheck interval and the plugin's expiry.
+  // `clock`: the token file's recheck interval and the plugin's expiry;
+  // `stdin_is_terminal` (tests): whether a plugin may be interactive, default isatty(0).
   explicit TokenSource(const ClusterConfig& config, std::shared_ptr<Clock> clock = Clock::steady(),
-                       ExecHooks exec_hooks = {});
-  ~TokenSource();
+                       std::function<bool()> stdin_is_terminal = {});
 
   // The credentials to send now (may run the exec plugin: callers wait).
   Result<std::shared_ptr<const Credentials>> credentials();
 
-  // The token to send now ("" when the config has none).
-  Result<std::string> token();
-
-  // Re-reads the file now (after a 401). True when the token changed; false
-  // for a fixed token or an unchanged file.
-  Result<bool> refresh();
-
-  // After a 401 to a request sent with `used`: the renewed credentials, or
-  // nullptr when they are the same as `used`.
+  // After a 401 to a request sent with `used`: the file re-read, or the
+  // plugin run again, unless another caller already renewed `used`. The
+  // renewed credentials, or nullptr when they are the same as `used`.
   Result<std::shared_ptr<const Credentials>> renew_after_unauthorized(const std::shared_ptr<const Credentials>& used);
 
-  bool follows_file() const noexcept { return !file_.empty(); }
-  bool runs_plugin() const noexcept { return exec_ != nullptr; }
-
  private:
-  struct FileStamp {
-    unsigned long long dev = 0, ino = 0;
-    long long size = -1, mtime_ns = 0;
-    bool operator==(const FileStamp&) const = default;
-  };
-  Result<bool> reread_locked(bool force);
+  // The token file's device, inode, size and mtime (ns).
+  using FileStamp = std::tuple<unsigned long long, unsigned long long, long long, long long>;
+  Result<void> reread_locked(bool force);
+  Result<void> run_plugin_locked();
+  bool expired_locked() const;
   void publish_locked();
 
-  const std::string file_;
-  const std::string cert_pem_, key_pem_;
+  ClusterConfig config_;  // token_file: "" with an exec plugin
   std::shared_ptr<Clock> clock_;
-  std::shared_ptr<ExecCredentialSource> exec_;
-  std::mutex mu_;
+  std::function<bool()> stdin_is_terminal_;
+  std::mutex mu_;  // guards what follows, and a plugin run
   std::string token_;
   std::shared_ptr<const Credentials> current_;
   FileStamp stamp_;

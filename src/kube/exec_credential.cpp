@@ -54,7 +54,6 @@ std::string stderr_suffix(std::string_view tail) {
 struct RunOutput {
   std::string out;
   std::string err_tail;
-  int status = 0;  // waitpid's
 };
 
 void close_fd(int& fd) {
@@ -62,7 +61,7 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
-// Spawns and reaps the plugin. The error names the plugin.
+// Spawns and reaps the plugin, which must exit 0. The error names the plugin.
 Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std::string>& env,
                                  bool interactive) {
   const std::string name = plugin_name(config);
@@ -132,44 +131,31 @@ Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std
       timed_out = true;
       break;
     }
-    pollfd fds[2];
-    nfds_t n = 0;
-    int* which[2];
-    for (int* fd : {&out_pipe[0], &err_pipe[0]}) {
-      if (*fd < 0) continue;
-      fds[n] = {*fd, POLLIN, 0};
-      which[n++] = fd;
-    }
-    const int ready = ::poll(fds, n, static_cast<int>(std::min<long long>(left.count() + 1, 1000)));
-    if (ready < 0) {
+    pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};  // a closed (-1) one is skipped
+    if (::poll(fds, 2, static_cast<int>(std::min<long long>(left.count() + 1, 1000))) < 0) {
       if (errno == EINTR) continue;
       break;
     }
-    for (nfds_t i = 0; i < n; ++i) {
+    for (int i = 0; i < 2; ++i) {
       if (fds[i].revents == 0) continue;
-      const ssize_t got = ::read(*which[i], buf, sizeof buf);
+      const ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
       if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (got <= 0) {
-        close_fd(*which[i]);
+        close_fd(i == 0 ? out_pipe[0] : err_pipe[0]);
         continue;
       }
-      if (which[i] == &out_pipe[0]) {
-        result.out.append(buf, static_cast<std::size_t>(got));
-        if (result.out.size() > kMaxOutputBytes) too_much = true;
-      } else {
-        result.err_tail.append(buf, static_cast<std::size_t>(got));
-        if (result.err_tail.size() > 2 * kStderrTail)
-          result.err_tail.erase(0, result.err_tail.size() - kStderrTail);
-      }
+      std::string& to = i == 0 ? result.out : result.err_tail;
+      to.append(buf, static_cast<std::size_t>(got));
+      if (i == 1 && to.size() > kStderrTail) to.erase(0, to.size() - kStderrTail);
     }
+    too_much = result.out.size() > kMaxOutputBytes;
     if (too_much) break;
   }
   close_fd(out_pipe[0]);
   close_fd(err_pipe[0]);
-  if (result.err_tail.size() > kStderrTail) result.err_tail.erase(0, result.err_tail.size() - kStderrTail);
 
   // Its output is complete (or abandoned): reap it by the deadline.
-  int status = 0;
+  int status = 0;  // waitpid's
   bool reaped = false;
   while (!timed_out && !too_much) {
     const pid_t w = ::waitpid(pid, &status, WNOHANG);
@@ -194,7 +180,11 @@ Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std
                 " ($ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT sets this bound)" + stderr_suffix(result.err_tail));
   if (too_much)
     return fail(name + " wrote more than " + std::to_string(kMaxOutputBytes) + " bytes; it was killed");
-  result.status = status;
+  if (WIFSIGNALED(status))
+    return fail(name + " was killed by signal " + std::to_string(WTERMSIG(status)) + stderr_suffix(result.err_tail));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return fail(name + " failed with exit code " + std::to_string(WEXITSTATUS(status)) +
+                stderr_suffix(result.err_tail));
   return result;
 }
 
@@ -209,8 +199,7 @@ bool string_member(const nlohmann::json& obj, const char* key, std::string& out,
   return true;
 }
 
-}  // namespace
-
+// KUBERNETES_EXEC_INFO's value; spec.cluster only with provide_cluster_info.
 std::string exec_info_json(const ExecConfig& config, bool interactive, std::string_view server,
                            std::string_view ca_pem) {
   nlohmann::json spec = {{"interactive", interactive}};
@@ -227,6 +216,7 @@ std::string exec_info_json(const ExecConfig& config, bool interactive, std::stri
   return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// The plugin's standard output as credentials, checked as client-go does.
 Result<Credentials> parse_exec_credential(std::string_view output, std::string_view api_version) {
   const nlohmann::json doc = nlohmann::json::parse(output, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return fail("its output is not a JSON object");
@@ -267,20 +257,14 @@ Result<Credentials> parse_exec_credential(std::string_view output, std::string_v
   return c;
 }
 
+// Whether the run is interactive, or why it cannot run (Always, no terminal).
 Result<bool> exec_interactive(const ExecConfig& config, bool stdin_is_terminal) {
-  switch (config.interactive) {
-    case ExecConfig::Interactive::Never:
-      return false;
-    case ExecConfig::Interactive::IfAvailable:
-      return stdin_is_terminal;
-    case ExecConfig::Interactive::Always:
-      if (!stdin_is_terminal)
-        return fail(plugin_name(config) +
-                    " has interactiveMode Always but standard input is not a terminal; not run");
-      return true;
-  }
-  return false;
+  if (config.interactive == ExecConfig::Interactive::Always && !stdin_is_terminal)
+    return fail(plugin_name(config) + " has interactiveMode Always but standard input is not a terminal; not run");
+  return stdin_is_terminal && config.interactive != ExecConfig::Interactive::Never;
 }
+
+}  // namespace
 
 Result<Credentials> run_exec_plugin(const ExecConfig& config, std::string_view server, std::string_view ca_pem,
                                     bool stdin_is_terminal) {
@@ -300,53 +284,9 @@ Result<Credentials> run_exec_plugin(const ExecConfig& config, std::string_view s
 
   auto run = spawn_and_wait(config, env, *interactive);
   if (!run) return run.failure();
-  const std::string name = plugin_name(config);
-  if (WIFSIGNALED(run->status))
-    return fail(name + " was killed by signal " + std::to_string(WTERMSIG(run->status)) +
-                stderr_suffix(run->err_tail));
-  if (!WIFEXITED(run->status) || WEXITSTATUS(run->status) != 0)
-    return fail(name + " failed with exit code " + std::to_string(WEXITSTATUS(run->status)) +
-                stderr_suffix(run->err_tail));
   auto creds = parse_exec_credential(run->out, config.api_version);
-  if (!creds) return fail(name + ": " + creds.error() + stderr_suffix(run->err_tail));
+  if (!creds) return fail(plugin_name(config) + ": " + creds.error() + stderr_suffix(run->err_tail));
   return creds;
-}
-
-// --- ExecCredentialSource ------------------------------------------------------
-
-ExecCredentialSource::ExecCredentialSource(ExecConfig config, std::string server, std::string ca_pem,
-                                           ExecHooks hooks)
-    : config_(std::move(config)), server_(std::move(server)), ca_pem_(std::move(ca_pem)), hooks_(std::move(hooks)) {
-  if (!hooks_.stdin_is_terminal) hooks_.stdin_is_terminal = [] { return ::isatty(STDIN_FILENO) == 1; };
-}
-
-bool ExecCredentialSource::expired_locked() const {
-  return cached_ && cached_->expires && hooks_.clock->wall() >= *cached_->expires;
-}
-
-Result<std::shared_ptr<const Credentials>> ExecCredentialSource::run_locked() {
-  ++runs_;
-  auto creds = run_exec_plugin(config_, server_, ca_pem_, hooks_.stdin_is_terminal());
-  if (!creds) return creds.failure();
-  cached_ = std::make_shared<const Credentials>(std::move(*creds));
-  return cached_;
-}
-
-Result<std::shared_ptr<const Credentials>> ExecCredentialSource::get() {
-  std::lock_guard lock(mu_);
-  if (cached_ && !expired_locked()) return cached_;
-  return run_locked();
-}
-
-Result<std::shared_ptr<const Credentials>> ExecCredentialSource::renew(const std::shared_ptr<const Credentials>& used) {
-  std::lock_guard lock(mu_);
-  if (cached_ && cached_ != used && !expired_locked()) return cached_;  // already renewed by another caller
-  return run_locked();
-}
-
-std::size_t ExecCredentialSource::runs() const {
-  std::lock_guard lock(mu_);
-  return runs_;
 }
 
 }  // namespace ig::kube

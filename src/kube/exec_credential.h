@@ -12,14 +12,8 @@
 //  - The answer must be an ExecCredential of the configured apiVersion with a
 //    token and/or a client pair that loads. Errors name the plugin and its
 //    kubeconfig user.
-//  - ExecCredentialSource is thread-safe, one run at a time (callers wait).
-//    Its answer is used until it expires (none: until a 401); a failed run
-//    is not cached.
 #pragma once
 
-#include <cstddef>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -31,44 +25,9 @@ namespace ig::kube {
 inline constexpr std::string_view kExecApiV1 = "client.authentication.k8s.io/v1";
 inline constexpr std::string_view kExecApiV1beta1 = "client.authentication.k8s.io/v1beta1";
 
-// KUBERNETES_EXEC_INFO's value; spec.cluster only with provide_cluster_info.
-std::string exec_info_json(const ExecConfig& config, bool interactive, std::string_view server,
-                           std::string_view ca_pem);
-
-// The plugin's standard output as credentials, checked as client-go does.
-Result<Credentials> parse_exec_credential(std::string_view output, std::string_view api_version);
-
-// Whether the run is interactive, or why it cannot run (Always, no terminal).
-Result<bool> exec_interactive(const ExecConfig& config, bool stdin_is_terminal);
-
-// One run of the plugin: its credentials or why not.
+// One run of the plugin: its credentials or why not (interactiveMode Always
+// without a terminal: not run). KUBERNETES_EXEC_INFO has spec.cluster only with provide_cluster_info.
 Result<Credentials> run_exec_plugin(const ExecConfig& config, std::string_view server, std::string_view ca_pem,
                                     bool stdin_is_terminal);
-
-class ExecCredentialSource {
- public:
-  ExecCredentialSource(ExecConfig config, std::string server, std::string ca_pem, ExecHooks hooks = {});
-
-  // The cached credentials while unexpired, else a new run's.
-  Result<std::shared_ptr<const Credentials>> get();
-
-  // After a 401 to a request sent with `used`: a new run unless another
-  // caller already replaced `used`.
-  Result<std::shared_ptr<const Credentials>> renew(const std::shared_ptr<const Credentials>& used);
-
-  // Runs so far (tests).
-  std::size_t runs() const;
-
- private:
-  bool expired_locked() const;
-  Result<std::shared_ptr<const Credentials>> run_locked();
-
-  const ExecConfig config_;
-  const std::string server_, ca_pem_;
-  ExecHooks hooks_;
-  mutable std::mutex mu_;  // guards the cache and running the plugin
-  std::shared_ptr<const Credentials> cached_;
-  std::size_t runs_ = 0;
-};
 
 }  // namespace ig::kube

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/json_depth.h"
+#include "base/one_line.h"
 #include "base/quote.h"
 #include "kube/list_decoder.h"
 #include "kube/tls_material.h"
@@ -43,7 +44,7 @@ constexpr std::size_t kMaxJsonDepth = 128;
 constexpr std::size_t kPoolThreads = 2;     // cpprestsdk's pool, shared by every client
 constexpr std::size_t kMaxErrorBody = 1u << 20;
 constexpr std::size_t kReadChunk = 64u << 10;
-constexpr std::size_t kListUnread = 1u << 20;  // of a LIST answer, at most unread in memory
+constexpr std::size_t kUnread = 1u << 20;  // of an answer, at most unread in memory
 // How long a cancelled request (or body read) is waited for, so that its
 // continuations have run before we go (a process exiting right after leaks).
 constexpr std::chrono::seconds kCancelledWait{2};
@@ -116,24 +117,13 @@ bool wait_until(Completion<T>& c, std::optional<Deadline> deadline, const std::s
   return c.done;
 }
 
-// One line, printable, bounded: for text the server wrote.
-std::string printable_line(std::string_view s, std::size_t max = 512) {
-  std::string out(s);
-  for (char& ch : out)
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
-  return cut_utf8(out, max);
-}
-
-// A request body: invalid UTF-8 replaced, never a throw.
-std::string body_text(const nlohmann::json& body) {
-  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-void add_param(std::string& q, std::string_view key, std::string_view value) {
-  q += q.empty() ? '?' : '&';
-  q += key;
-  q += '=';
-  q += percent_encode(value);
+// "?key=value&..." of the parameters whose value is not empty; values percent-encoded.
+std::string query_of(std::initializer_list<std::pair<std::string_view, std::string>> params) {
+  std::string q;
+  for (const auto& [key, value] : params) {
+    if (!value.empty()) q.append(q.empty() ? "?" : "&").append(key).append("=").append(percent_encode(value));
+  }
+  return q;
 }
 
 // --- reading a response body --------------------------------------------------
@@ -212,33 +202,35 @@ class BoundedBodyBuffer final
   bool abandoned_ = false;
 };
 
+// A request whose answer's headers came.
+struct Sent {
+  http::http_response response;
+  std::shared_ptr<pplx::cancellation_token_source> cts;
+  std::shared_ptr<BoundedBodyBuffer> body;  // the response stream
+  std::shared_ptr<http::client::http_client> client;  // the one it went through
+};
+
 // Reads a response body as it arrives: each read asks for what is buffered
 // (at least one byte, at most a chunk), since getn(n) waits for all n.
 class BodyReader {
  public:
   enum class Status { Data, End, Error, Timeout, Stopped };
 
-  // `bounded`: the request's response stream (else cpprestsdk's own buffer).
-  explicit BodyReader(http::http_response response, std::shared_ptr<BoundedBodyBuffer> bounded = nullptr)
-      : response_(std::move(response)),
-        buf_(bounded ? concurrency::streams::streambuf<std::uint8_t>(bounded) : response_.body().streambuf()),
-        bounded_(std::move(bounded)) {
-    if (bounded_) {
-      response_.content_ready().then([b = bounded_](pplx::task<http::http_response> t) {
-        std::exception_ptr error;  // null: a clean end
-        try {
-          t.get();
-        } catch (...) {
-          error = std::current_exception();
-        }
-        (void)b->close(std::ios_base::out, error);
-      });
-    }
+  explicit BodyReader(const Sent& sent) : response_(sent.response), buf_(sent.body) {
+    response_.content_ready().then([b = buf_](pplx::task<http::http_response> t) {
+      std::exception_ptr error;  // null: a clean end
+      try {
+        t.get();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      (void)b->close(std::ios_base::out, error);
+    });
   }
 
   // Waits (kCancelledWait) for an outstanding getn; the owner cancelled first.
   ~BodyReader() {
-    if (bounded_) bounded_->abandon();
+    buf_->abandon();
     if (pending_) wait_until(*pending_, SteadyClock::now() + kCancelledWait);
   }
   BodyReader(const BodyReader&) = delete;
@@ -252,9 +244,9 @@ class BodyReader {
       if (!pending_) {
         // in_avail() is read without the buffer's lock: a hint, never above
         // what is buffered (tests/unit/tsan_suppressions.txt).
-        const std::size_t count = std::clamp<std::size_t>(buf_.in_avail(), 1, kReadChunk);
+        const std::size_t count = std::clamp<std::size_t>(buf_->in_avail(), 1, kReadChunk);
         // The continuation keeps the bytes alive for a getn that outlives us.
-        pending_ = track(buf_.getn(bytes_->data(), count).then([bytes = bytes_](std::size_t n) { return n; }));
+        pending_ = track(buf_->getn(bytes_->data(), count).then([bytes = bytes_](std::size_t n) { return n; }));
       }
       if (!wait_until(*pending_, deadline, stop_.get_token()))
         return stop_.stop_requested() ? Status::Stopped : Status::Timeout;
@@ -280,8 +272,7 @@ class BodyReader {
 
  private:
   http::http_response response_;
-  concurrency::streams::streambuf<std::uint8_t> buf_;
-  std::shared_ptr<BoundedBodyBuffer> bounded_;
+  std::shared_ptr<BoundedBodyBuffer> buf_;
   std::shared_ptr<std::vector<std::uint8_t>> bytes_ = std::make_shared<std::vector<std::uint8_t>>(kReadChunk);
   std::shared_ptr<Completion<std::size_t>> pending_;  // an outstanding getn
   std::stop_source stop_;
@@ -299,12 +290,12 @@ class BodyReader {
 // says why, naming what passed `max` ("an item of the answer").
 class BodyStreambuf final : public std::streambuf {
  public:
-  BodyStreambuf(BodyReader& reader, std::string_view what, std::size_t max, Deadline until,
+  BodyStreambuf(const Sent& sent, std::string_view what, std::size_t max, Deadline until,
                 std::chrono::milliseconds idle = {})
-      : reader_(reader), what_(what), max_(max), until_(until), idle_(idle) {}
+      : reader_(sent), what_(what), max_(max), until_(until), idle_(idle) {}
 
   // An item was handed over: the bound counts from here.
-  void mark() noexcept { item_start_ = consumed(); }
+  void mark() noexcept { item_start_ = before_ + static_cast<std::size_t>(gptr() - eback()); }
   // Why the body stopped before its end; "" when it did not.
   const std::string& failure() const noexcept { return failure_; }
 
@@ -335,14 +326,13 @@ class BodyStreambuf final : public std::streambuf {
   }
 
  private:
-  std::size_t consumed() const noexcept { return before_ + static_cast<std::size_t>(gptr() - eback()); }
   int_type stop(std::string why) {
     ended_ = true;
     failure_ = std::move(why);
     return traits_type::eof();
   }
 
-  BodyReader& reader_;
+  BodyReader reader_;
   const std::string_view what_;
   const std::size_t max_;
   const Deadline until_;
@@ -356,43 +346,9 @@ class BodyStreambuf final : public std::streambuf {
 
 // --- errors -------------------------------------------------------------------
 
-ApiError no_answer(std::string_view verb, std::string_view path, std::string cause) {
+ApiError no_answer(std::string_view verb, std::string_view path, std::string_view cause) {
   ApiError e;
-  e.message = std::string(verb) + " " + std::string(path) + ": " + printable_line(cause);
-  e.code = 0;
-  return e;
-}
-
-// Retry-After in seconds, else the Status's details.retryAfterSeconds.
-std::chrono::seconds parse_retry_after(const http::http_headers& headers, const nlohmann::json& status) {
-  auto it = headers.find("Retry-After");
-  const std::string v = it != headers.end() ? it->second : std::string();
-  if (!v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos)
-    return std::chrono::seconds(std::stol(v));
-  return error_from_status({}, status).retry_after;
-}
-
-// The error an answer >= 400 with this body says.
-ApiError status_error(std::string_view verb, std::string_view path, const http::http_response& response,
-                      std::string_view body) {
-  ApiError e;
-  e.code = response.status_code();
-  nlohmann::json status;
-  if (!body.empty() && json_nesting_depth(body, kMaxJsonDepth) <= kMaxJsonDepth)
-    status = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  std::string message;
-  if (status.is_object()) {
-    auto r = status.find("reason");
-    if (r != status.end() && r->is_string()) e.reason = printable_line(r->get_ref<const std::string&>(), 64);
-    auto m = status.find("message");
-    if (m != status.end() && m->is_string()) message = printable_line(m->get_ref<const std::string&>());
-  }
-  if (e.reason.empty()) e.reason = printable_line(response.reason_phrase(), 64);
-  if (e.code == 429 || e.code == 503) e.retry_after = parse_retry_after(response.headers(), status);
-  e.rv_too_large = status_rv_too_large(status);
-  e.message = std::string(verb) + " " + std::string(path) + ": " + std::to_string(e.code);
-  if (!e.reason.empty()) e.message += " " + e.reason;
-  if (!message.empty() && message != e.reason) e.message += ": " + message;
+  e.message = std::string(verb) + " " + std::string(path) + ": " + cut_utf8(one_line(cause), 512);
   return e;
 }
 
@@ -418,31 +374,18 @@ struct Outgoing {
   http::method method;
   std::string_view path;  // for messages; sent with `query` after it
   std::string query{};
-  std::optional<std::string> body{};
+  const nlohmann::json* body = nullptr;
   std::string content_type{};
-  // The answer's body into a BoundedBodyBuffer of this many bytes (0: cpprestsdk's own, unbounded).
-  std::size_t bounded_body = 0;
   // A client of its own with this inactivity timeout (a watch; 0: the shared pool).
   std::chrono::microseconds own_client{0};
-};
-
-struct Sent {
-  http::http_response response;
-  std::shared_ptr<pplx::cancellation_token_source> cts;
-  std::shared_ptr<BoundedBodyBuffer> body;  // the response stream, when Outgoing::bounded_body
 };
 
 // --- the watch stream ---------------------------------------------------------
 
 class HttpWatchStream final : public WatchStream {
  public:
-  HttpWatchStream(std::shared_ptr<http::client::http_client> client, Sent sent, std::string path,
-                  std::chrono::milliseconds silence)
-      : client_(std::move(client)),
-        cts_(std::move(sent.cts)),
-        reader_(std::move(sent.response)),
-        path_(std::move(path)),
-        silence_(silence) {}
+  HttpWatchStream(Sent sent, std::string path, std::chrono::milliseconds silence)
+      : sent_(std::move(sent)), reader_(sent_), path_(std::move(path)), silence_(silence) {}
 
   ~HttpWatchStream() override { stop(); }
 
@@ -487,7 +430,7 @@ class HttpWatchStream final : public WatchStream {
  private:
   void cancel() noexcept {
     try {
-      cts_->cancel();
+      sent_.cts->cancel();
     } catch (...) {
     }
   }
@@ -498,8 +441,7 @@ class HttpWatchStream final : public WatchStream {
     return *failed_;
   }
 
-  std::shared_ptr<http::client::http_client> client_;
-  std::shared_ptr<pplx::cancellation_token_source> cts_;
+  const Sent sent_;  // keeps its client alive
   BodyReader reader_;
   std::string path_;
   WatchDecoder decoder_;
@@ -522,8 +464,6 @@ class CppRestClient final : public HttpClient {
         tokens_(options_.tokens ? options_.tokens : std::make_shared<TokenSource>(config, options_.clock)),
         limiter_(options_.qps, options_.burst, options_.clock) {}
 
-  const std::string& user_agent() const noexcept override { return user_agent_; }
-
   ApiResult<nlohmann::json> get(std::string_view path, std::chrono::milliseconds timeout) override {
     return call({.verb = "GET", .method = http::methods::GET, .path = path}, timeout);
   }
@@ -537,48 +477,51 @@ class CppRestClient final : public HttpClient {
 
   ApiResult<ListPage> list_each(std::string_view path, const ListOptions& options,
                                 const std::function<void(nlohmann::json&&)>& each) override {
-    Outgoing out{.verb = "LIST", .method = http::methods::GET, .path = path, .query = list_query(options),
-                 .bounded_body = kListUnread};
-    std::shared_ptr<http::client::http_client> c;
-    auto sent = open(out, SteadyClock::now() + options_.request_timeout, &c);
+    const std::string query = query_of({{"limit", options.limit > 0 ? std::to_string(options.limit) : ""},
+                                        {"continue", options.continue_token},
+                                        {"resourceVersion", options.resource_version},
+                                        {"labelSelector", options.label_selector},
+                                        {"fieldSelector", options.field_selector}});
+    Outgoing out{.verb = "LIST", .method = http::methods::GET, .path = path, .query = query};
+    auto sent = open(out, SteadyClock::now() + options_.request_timeout);
     if (!sent) return sent.failure();
-    BodyReader reader(sent->response, sent->body);
-    BodyStreambuf buf(reader, "an item of the answer", kMaxBody, Deadline::max(), options_.request_timeout);
+    BodyStreambuf buf(*sent, "an item of the answer", kMaxBody, Deadline::max(), options_.request_timeout);
     std::istream body(&buf);
     auto page = decode_list(body, kMaxJsonDepth, [&](nlohmann::json&& item) {
       buf.mark();
       each(std::move(item));
     });
-    if (!buf.failure().empty() || !page) {
-      sent->cts->cancel();  // the rest of the body is not read
-      if (!buf.failure().empty()) {
-        renew_client(c);
-        return no_answer(out.verb, out.path, buf.failure());
-      }
-      return no_answer(out.verb, out.path, page.error());
-    }
-    return std::move(*page);
+    if (buf.failure().empty() && page) return std::move(*page);
+    sent->cts->cancel();  // the rest of the body is not read
+    if (buf.failure().empty()) return no_answer(out.verb, out.path, page.error());
+    renew_client(sent->client);
+    return no_answer(out.verb, out.path, buf.failure());
   }
 
   ApiResult<std::unique_ptr<WatchStream>> watch(std::string_view path, const WatchOptions& options) override {
     const auto server_side = options.timeout.count() > 0 ? options.timeout : std::chrono::seconds(1800);
-    Outgoing out{.verb = "WATCH", .method = http::methods::GET, .path = path, .query = watch_query(options),
+    const std::string query =
+        query_of({{"watch", "true"},
+                  {"resourceVersion", options.resource_version},
+                  {"allowWatchBookmarks", options.allow_bookmarks ? "true" : ""},
+                  {"timeoutSeconds", options.timeout.count() > 0 ? std::to_string(options.timeout.count()) : ""},
+                  {"labelSelector", options.label_selector},
+                  {"fieldSelector", options.field_selector}});
+    Outgoing out{.verb = "WATCH", .method = http::methods::GET, .path = path, .query = query,
                  .own_client = server_side + kWatchInactivitySlack};
-    std::shared_ptr<http::client::http_client> client;
-    auto sent = open(out, SteadyClock::now() + options_.request_timeout, &client);
+    auto sent = open(out, SteadyClock::now() + options_.request_timeout);
     if (!sent) return sent.failure();
     if (sent->response.status_code() != 200) {
       sent->cts->cancel();
       return no_answer(out.verb, out.path,
                        "unexpected status " + std::to_string(sent->response.status_code()) + " for a watch");
     }
-    return std::unique_ptr<WatchStream>(
-        new HttpWatchStream(std::move(client), std::move(*sent), std::string(path), options.silence));
+    return std::unique_ptr<WatchStream>(new HttpWatchStream(std::move(*sent), std::string(path), options.silence));
   }
 
   ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body,
                                    std::stop_token cancel) override {
-    return call({.verb = "CREATE", .method = http::methods::POST, .path = path, .body = body_text(body),
+    return call({.verb = "CREATE", .method = http::methods::POST, .path = path, .body = &body,
                  .content_type = "application/json"},
                 options_.request_timeout, cancel);
   }
@@ -587,25 +530,23 @@ class CppRestClient final : public HttpClient {
                                   std::stop_token cancel) override {
     const char* content_type =
         type == PatchType::Json ? "application/json-patch+json" : "application/merge-patch+json";
-    return call({.verb = "PATCH", .method = http::methods::PATCH, .path = path, .body = body_text(body),
+    return call({.verb = "PATCH", .method = http::methods::PATCH, .path = path, .body = &body,
                  .content_type = content_type},
                 options_.request_timeout, cancel);
   }
 
   ApiResult<nlohmann::json> update(std::string_view path, const nlohmann::json& body,
                                    std::chrono::milliseconds timeout) override {
-    return call({.verb = "UPDATE", .method = http::methods::PUT, .path = path, .body = body_text(body),
+    return call({.verb = "UPDATE", .method = http::methods::PUT, .path = path, .body = &body,
                  .content_type = "application/json"},
                 timeout);
   }
 
   ApiResult<nlohmann::json> apply(std::string_view path, const nlohmann::json& body, std::string_view field_manager,
                                   bool force, std::chrono::milliseconds timeout, std::stop_token cancel) override {
-    std::string query = std::string(path.find('?') == std::string_view::npos ? "?" : "&") +
-                        "fieldManager=" + percent_encode(field_manager);
-    if (force) query += "&force=true";
+    std::string query = query_of({{"fieldManager", std::string(field_manager)}, {"force", force ? "true" : ""}});
     return call({.verb = "APPLY", .method = http::methods::PATCH, .path = path, .query = std::move(query),
-                 .body = body_text(body), .content_type = "application/apply-patch+yaml"},
+                 .body = &body, .content_type = "application/apply-patch+yaml"},
                 timeout, cancel);
   }
 
@@ -684,8 +625,8 @@ class CppRestClient final : public HttpClient {
     return std::max<std::chrono::microseconds>(options_.request_timeout, 60s) + 5s;
   }
 
-  // One send: the rate limiter, the token, the headers back by `deadline`.
-  ApiResult<Sent> send_once(http::client::http_client& c, const Outgoing& out, Deadline deadline,
+  // One send through `c`: the rate limiter, the token, the headers back by `deadline`.
+  ApiResult<Sent> send_once(std::shared_ptr<http::client::http_client> c, const Outgoing& out, Deadline deadline,
                             const std::string& token, const std::stop_token& cancel) {
     if (auto ok = limiter_.acquire(deadline, cancel); !ok) return no_answer(out.verb, out.path, ok.error());
     if (cancel.stop_requested()) return no_answer(out.verb, out.path, "cancelled before it was sent");
@@ -697,20 +638,16 @@ class CppRestClient final : public HttpClient {
       h.add("Accept", "application/json");
       if (!token.empty()) h.add("Authorization", "Bearer " + token);
       if (out.body) {
-        // As bytes: cpprestsdk's std::string body is a char buffer it then
-        // reads as a uint8_t one (undefined behaviour, UBSan's vptr check).
-        std::vector<std::uint8_t> bytes(out.body->begin(), out.body->end());
-        const auto size = bytes.size();
-        req.set_body(concurrency::streams::bytestream::open_istream(std::move(bytes)), size,
-                     out.content_type);
+        // Invalid UTF-8 replaced, never a throw; as bytes: cpprestsdk's std::string body is a
+        // char buffer it then reads as a uint8_t one (undefined behaviour, UBSan's vptr check).
+        const std::string text = out.body->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        std::vector<std::uint8_t> bytes(text.begin(), text.end());
+        req.set_body(concurrency::streams::bytestream::open_istream(std::move(bytes)), text.size(), out.content_type);
       }
-      std::shared_ptr<BoundedBodyBuffer> body;
-      if (out.bounded_body > 0) {
-        body = std::make_shared<BoundedBodyBuffer>(out.bounded_body);
-        req.set_response_stream(concurrency::streams::streambuf<std::uint8_t>(body).create_ostream());
-      }
+      auto body = std::make_shared<BoundedBodyBuffer>(kUnread);
+      req.set_response_stream(concurrency::streams::streambuf<std::uint8_t>(body).create_ostream());
       auto cts = std::make_shared<pplx::cancellation_token_source>();
-      auto done = track(c.request(req, cts->get_token()));
+      auto done = track(c->request(req, cts->get_token()));
       if (!wait_until(*done, deadline, cancel)) {
         cts->cancel();
         wait_until(*done, SteadyClock::now() + kCancelledWait);
@@ -727,7 +664,7 @@ class CppRestClient final : public HttpClient {
         e.refused = done->refused;
         return e;
       }
-      return Sent{std::move(*done->value), std::move(cts), std::move(body)};
+      return Sent{std::move(*done->value), std::move(cts), std::move(body), std::move(c)};
     } catch (...) {
       return no_answer(out.verb, out.path, exception_text(std::current_exception()));
     }
@@ -735,59 +672,68 @@ class CppRestClient final : public HttpClient {
 
   // Reads the whole body (at most `max` bytes) by `deadline`.
   ApiResult<std::string> read_body(Sent& sent, const Outgoing& out, Deadline deadline, std::size_t max) {
-    BodyReader reader(sent.response, sent.body);
-    BodyStreambuf buf(reader, "the answer", max, deadline);
+    BodyStreambuf buf(sent, "the answer", max, deadline);
     std::string body(std::istreambuf_iterator<char>(&buf), {});
     if (buf.failure().empty()) return body;
     sent.cts->cancel();
+    renew_client(sent.client);
     return no_answer(out.verb, out.path, buf.failure());
   }
 
-  // Sends with the token source's credentials (on the client `*used`);
-  // after a 401, once more if renewed credentials differ.
-  ApiResult<Sent> send(const Outgoing& out, Deadline deadline, std::shared_ptr<http::client::http_client>* used,
-                       const std::stop_token& cancel) {
+  // The error an answer >= 400 says: the HTTP code, the Status in its body
+  // (its reason, else the reason phrase), Retry-After (else the Status's) on 429/503.
+  ApiError error_from(Sent& sent, const Outgoing& out, Deadline deadline) {
+    auto body = read_body(sent, out, std::min(deadline, SteadyClock::now() + 5s), kMaxErrorBody);
+    nlohmann::json status;
+    if (body && !body->empty() && json_nesting_depth(*body, kMaxJsonDepth) <= kMaxJsonDepth)
+      status = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
+    if (!status.is_object()) status = nlohmann::json::object();
+    status["code"] = sent.response.status_code();
+    const auto reason = status.find("reason");
+    if (reason == status.end() || !reason->is_string() || reason->get_ref<const std::string&>().empty())
+      status["reason"] = sent.response.reason_phrase();
+    ApiError e = error_from_status(std::string(out.verb) + " " + std::string(out.path), status);
+    const auto header = sent.response.headers().find("Retry-After");
+    const std::string v = header != sent.response.headers().end() ? header->second : std::string();
+    if (e.code != 429 && e.code != 503)
+      e.retry_after = std::chrono::seconds(0);
+    else if (!v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos)
+      e.retry_after = std::chrono::seconds(std::stol(v));
+    return e;
+  }
+
+  // An exchange up to a successful answer's headers, with the token source's
+  // credentials; after a 401, once more if renewed credentials differ.
+  ApiResult<Sent> open(const Outgoing& out, Deadline deadline, const std::stop_token& cancel = {}) {
     auto send_with = [&](const std::shared_ptr<const Credentials>& c) -> ApiResult<Sent> {
+      std::shared_ptr<http::client::http_client> client;
       try {
-        *used = out.own_client.count() > 0 ? new_client(out.own_client, c) : pooled_client(c);
+        client = out.own_client.count() > 0 ? new_client(out.own_client, c) : pooled_client(c);
       } catch (const std::exception& e) {
         return no_answer(out.verb, out.path, e.what());
       }
-      return send_once(**used, out, deadline, c->token, cancel);
+      auto sent = send_once(client, out, deadline, c->token, cancel);
+      // (A refusal by our own rate limiter never reached the network.)
+      if (!sent && sent.error().find(": client rate limit (") == std::string::npos) renew_client(client);
+      return sent;
     };
     auto creds = tokens_->credentials();
     if (!creds) return no_answer(out.verb, out.path, "credentials: " + creds.error());
     auto sent = send_with(*creds);
-    if (!sent || sent->response.status_code() != 401 || (!tokens_->follows_file() && !tokens_->runs_plugin()))
-      return sent;
-    auto fresh = tokens_->renew_after_unauthorized(*creds);
-    if (!fresh) {
-      ApiError e = error_from(*sent, out, deadline);
-      e.message += "; renewing the credentials failed: " + printable_line(fresh.error(), 2048);
-      return e;
+    if (sent && sent->response.status_code() == 401) {
+      auto fresh = tokens_->renew_after_unauthorized(*creds);
+      if (!fresh) {
+        ApiError e = error_from(*sent, out, deadline);
+        e.message += "; renewing the credentials failed: " + cut_utf8(one_line(fresh.error()), 2048);
+        return e;
+      }
+      if (*fresh) {
+        // Drain the 401's body so its connection can be reused.
+        (void)read_body(*sent, out, std::min(deadline, SteadyClock::now() + 2s), kMaxErrorBody);
+        sent = send_with(*fresh);
+      }
     }
-    if (!*fresh) return sent;
-    // Drain the 401's body so its connection can be reused.
-    (void)read_body(*sent, out, std::min(deadline, SteadyClock::now() + 2s), kMaxErrorBody);
-    return send_with(*fresh);
-  }
-
-  ApiError error_from(Sent& sent, const Outgoing& out, Deadline deadline) {
-    auto body = read_body(sent, out, std::min(deadline, SteadyClock::now() + 5s), kMaxErrorBody);
-    return status_error(out.verb, out.path, sent.response, body ? std::string_view(*body) : std::string_view());
-  }
-
-  // An exchange up to a successful answer's headers (`*c`: the client it
-  // went through).
-  ApiResult<Sent> open(const Outgoing& out, Deadline deadline, std::shared_ptr<http::client::http_client>* c,
-                       const std::stop_token& cancel = {}) {
-    auto sent = send(out, deadline, c, cancel);
-    if (!sent) {
-      // (A refusal by our own rate limiter_ never reached the network.)
-      if (sent.error().find(": client rate limit (") == std::string::npos) renew_client(*c);
-      return sent.failure();
-    }
-    if (sent->response.status_code() >= 400) return error_from(*sent, out, deadline);
+    if (sent && sent->response.status_code() >= 400) return error_from(*sent, out, deadline);
     return sent;
   }
 
@@ -795,14 +741,10 @@ class CppRestClient final : public HttpClient {
   ApiResult<nlohmann::json> call(const Outgoing& out, std::chrono::milliseconds timeout,
                                  const std::stop_token& cancel = {}) {
     const Deadline deadline = SteadyClock::now() + timeout;
-    std::shared_ptr<http::client::http_client> c;
-    auto sent = open(out, deadline, &c, cancel);
+    auto sent = open(out, deadline, cancel);
     if (!sent) return sent.failure();
     auto body = read_body(*sent, out, deadline, kMaxBody);
-    if (!body) {
-      renew_client(c);
-      return body.failure();
-    }
+    if (!body) return body.failure();
     if (json_nesting_depth(*body, kMaxJsonDepth) > kMaxJsonDepth)
       return no_answer(out.verb, out.path,
                        "the answer nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
@@ -816,27 +758,6 @@ class CppRestClient final : public HttpClient {
 }  // namespace
 
 // --- the public surface -------------------------------------------------------
-
-std::string list_query(const ListOptions& o) {
-  std::string q;
-  if (o.limit > 0) add_param(q, "limit", std::to_string(o.limit));
-  if (!o.continue_token.empty()) add_param(q, "continue", o.continue_token);
-  if (!o.resource_version.empty()) add_param(q, "resourceVersion", o.resource_version);
-  if (!o.label_selector.empty()) add_param(q, "labelSelector", o.label_selector);
-  if (!o.field_selector.empty()) add_param(q, "fieldSelector", o.field_selector);
-  return q;
-}
-
-std::string watch_query(const WatchOptions& o) {
-  std::string q;
-  add_param(q, "watch", "true");
-  if (!o.resource_version.empty()) add_param(q, "resourceVersion", o.resource_version);
-  if (o.allow_bookmarks) add_param(q, "allowWatchBookmarks", "true");
-  if (o.timeout.count() > 0) add_param(q, "timeoutSeconds", std::to_string(o.timeout.count()));
-  if (!o.label_selector.empty()) add_param(q, "labelSelector", o.label_selector);
-  if (!o.field_selector.empty()) add_param(q, "fieldSelector", o.field_selector);
-  return q;
-}
 
 Result<std::unique_ptr<HttpClient>> HttpClient::make(const ClusterConfig& config, std::string_view version,
                                                      HttpClientOptions options) {
@@ -853,7 +774,7 @@ Result<std::unique_ptr<HttpClient>> HttpClient::make(const ClusterConfig& config
   try {
     host = web::uri(config.server).host();
   } catch (const std::exception& e) {
-    return fail(what + ": " + printable_line(e.what()));
+    return fail(what + ": " + one_line(e.what()));
   }
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   if (host.empty()) return fail(what + ": the server names no host");

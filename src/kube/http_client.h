@@ -43,13 +43,6 @@ class HttpClient : public Client {
   static Result<std::unique_ptr<HttpClient>> make(const ClusterConfig& config,
                                                   std::string_view version,
                                                   HttpClientOptions options = {});
-
-  virtual const std::string& user_agent() const noexcept = 0;
 };
-
-// The query string ("?a=1&b=x%20y", "" when nothing is set) of a LIST or a
-// WATCH; values are percent-encoded (RFC 3986 unreserved characters kept).
-std::string list_query(const ListOptions& options);
-std::string watch_query(const WatchOptions& options);
 
 }  // namespace ig::kube

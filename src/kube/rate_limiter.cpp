@@ -4,15 +4,6 @@
 #include <string>
 
 namespace ig::kube {
-namespace {
-
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
-}  // namespace
 
 RateLimiter::RateLimiter(double qps, int burst, std::shared_ptr<Clock> clock)
     : clock_(clock ? std::move(clock) : Clock::steady()), bucket_(qps, burst, clock_->now()) {}
@@ -34,7 +25,9 @@ Result<void> RateLimiter::acquire(Clock::time_point deadline, std::stop_token ca
     ready = now + wait;
     if (wait > Clock::duration::zero() && ready > deadline) {
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wait).count();
-      return fail("client rate limit (" + number(bucket_.qps()) + " QPS, burst " + std::to_string(bucket_.burst()) +
+      char qps[32];
+      std::snprintf(qps, sizeof qps, "%g", bucket_.qps());
+      return fail("client rate limit (" + std::string(qps) + " QPS, burst " + std::to_string(bucket_.burst()) +
                   "): the next slot is in " + std::to_string(ms) + " ms, after the deadline");
     }
     bucket_.reserve(now);  // paid for by the time we wait, if any

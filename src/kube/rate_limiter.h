@@ -33,9 +33,6 @@ class RateLimiter {
   // Takes a token only if one is there now.
   bool try_acquire();
 
-  double qps() const noexcept { return bucket_.qps(); }
-  int burst() const noexcept { return bucket_.burst(); }
-
  private:
   std::shared_ptr<Clock> clock_;
   std::mutex mu_;

@@ -1,5 +1,7 @@
 #include "kube/watch_decoder.h"
 
+#include <algorithm>
+
 #include "base/json_depth.h"
 #include "base/quote.h"
 
@@ -9,12 +11,6 @@ constexpr std::pair<WatchEvent::Type, std::string_view> kEventTypes[] = {
     {WatchEvent::Type::Added, "ADDED"},     {WatchEvent::Type::Modified, "MODIFIED"},
     {WatchEvent::Type::Deleted, "DELETED"}, {WatchEvent::Type::Bookmark, "BOOKMARK"},
     {WatchEvent::Type::Error, "ERROR"}};
-
-std::optional<WatchEvent::Type> parse_watch_event_type(std::string_view type) noexcept {
-  for (const auto& [t, name] : kEventTypes)
-    if (name == type) return t;
-  return std::nullopt;
-}
 
 std::string_view to_string(WatchEvent::Type type) noexcept {
   for (const auto& [t, name] : kEventTypes)
@@ -84,14 +80,14 @@ Result<std::optional<WatchEvent>> WatchDecoder::decode_line(std::string_view lin
   if (!doc.is_object()) return fail(where + " is not a JSON object");
   const auto type = doc.find("type");
   if (type == doc.end() || !type->is_string()) return fail(where + " has no string field type");
-  const auto parsed = parse_watch_event_type(type->get_ref<const std::string&>());
-  if (!parsed)
-    return fail(where + " has an unknown type " + quote(type->get_ref<const std::string&>()));
+  const auto& name = type->get_ref<const std::string&>();
+  const auto* known = std::find_if(std::begin(kEventTypes), std::end(kEventTypes),
+                                   [&](const auto& t) { return t.second == name; });
+  if (known == std::end(kEventTypes)) return fail(where + " has an unknown type " + quote(name));
   const auto object = doc.find("object");
-  if (object == doc.end() || !object->is_object())
-    return fail(where + " (" + std::string(to_string(*parsed)) + ") has no object");
+  if (object == doc.end() || !object->is_object()) return fail(where + " (" + name + ") has no object");
   WatchEvent event;
-  event.type = *parsed;
+  event.type = known->first;
   event.object = std::move(*object);
   return std::optional<WatchEvent>(std::move(event));
 }

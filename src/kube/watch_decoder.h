@@ -54,8 +54,6 @@ class WatchDecoder {
   std::optional<std::string> error_;
 };
 
-// "ADDED" -> Type::Added, ...; nullopt for anything else.
-std::optional<WatchEvent::Type> parse_watch_event_type(std::string_view type) noexcept;
 // Type::Added -> "ADDED", ...
 std::string_view to_string(WatchEvent::Type type) noexcept;
 

@@ -112,9 +112,9 @@ TEST_F(KubeConfigTest, InCluster) {
   EXPECT_EQ(c->namespace_name, "isolation-gate-system");
   EXPECT_EQ(c->source, "in-cluster");
   TokenSource tokens(*c);
-  auto t = tokens.token();
+  auto t = tokens.credentials();
   ASSERT_TRUE(t) << t.error();
-  EXPECT_EQ(*t, "tok-1");
+  EXPECT_EQ((*t)->token, "tok-1");
 }
 
 TEST_F(KubeConfigTest, InClusterIpv6AndNoNamespaceFile) {
@@ -365,48 +365,53 @@ TEST_F(KubeConfigTest, LoadChoosesFlagThenEnvThenInCluster) {
 
 // --- the token source ---------------------------------------------------------
 
+// The token credentials() gives now, or its error.
+std::string token_of(TokenSource& tokens) {
+  auto c = tokens.credentials();
+  return c ? (*c)->token : "(error: " + c.error() + ")";
+}
+
 TEST_F(KubeConfigTest, TokenFileRotationIsPickedUp) {
   ClusterConfig config;
   config.token_file = write("token", "one\n");
   auto clock = std::make_shared<FakeClock>();
   TokenSource tokens(config, clock);
-  ASSERT_TRUE(tokens.follows_file());
-  EXPECT_EQ(*tokens.token(), "one");
+  EXPECT_EQ(token_of(tokens), "one");
   // Rotated (the kubelet writes a new file and swaps it in): within the same
   // second the cached value is still used; after a second the new one.
   const std::string fresh = write("token.new", "two-longer\n");
   fs::rename(fresh, config.token_file);
-  EXPECT_EQ(*tokens.token(), "one");
+  EXPECT_EQ(token_of(tokens), "one");
   clock->advance(1s);
-  EXPECT_EQ(*tokens.token(), "two-longer");
-  // refresh() (after a 401) re-reads at once, even within the second.
+  EXPECT_EQ(token_of(tokens), "two-longer");
+  // After a 401 the file is re-read at once, even within the second.
   write("token", "three-xyz!\n");
-  auto changed = tokens.refresh();
-  ASSERT_TRUE(changed);
-  EXPECT_TRUE(*changed);
-  EXPECT_EQ(*tokens.token(), "three-xyz!");
-  changed = tokens.refresh();
-  ASSERT_TRUE(changed);
-  EXPECT_FALSE(*changed);
+  auto renewed = tokens.renew_after_unauthorized(*tokens.credentials());
+  ASSERT_TRUE(renewed);
+  ASSERT_TRUE(*renewed);
+  EXPECT_EQ((*renewed)->token, "three-xyz!");
+  EXPECT_EQ(token_of(tokens), "three-xyz!");
+  renewed = tokens.renew_after_unauthorized(*tokens.credentials());
+  ASSERT_TRUE(renewed);
+  EXPECT_FALSE(*renewed);  // unchanged
   // A file that disappears keeps the last good token.
   fs::remove(config.token_file);
   clock->advance(5s);
-  EXPECT_EQ(*tokens.token(), "three-xyz!");
-  EXPECT_FALSE(tokens.refresh());
+  EXPECT_EQ(token_of(tokens), "three-xyz!");
+  EXPECT_FALSE(tokens.renew_after_unauthorized(*tokens.credentials()));
   write("token", "four\n");
   clock->advance(1s);
-  EXPECT_EQ(*tokens.token(), "four");
+  EXPECT_EQ(token_of(tokens), "four");
 }
 
 TEST_F(KubeConfigTest, FixedToken) {
   ClusterConfig config;
   config.bearer_token = "static";
   TokenSource tokens(config);
-  EXPECT_FALSE(tokens.follows_file());
-  EXPECT_EQ(*tokens.token(), "static");
-  auto r = tokens.refresh();
+  EXPECT_EQ(token_of(tokens), "static");
+  auto r = tokens.renew_after_unauthorized(*tokens.credentials());
   ASSERT_TRUE(r);
-  EXPECT_FALSE(*r);
+  EXPECT_FALSE(*r);  // nothing to renew
 }
 
 // --- PEM and base64 -----------------------------------------------------------

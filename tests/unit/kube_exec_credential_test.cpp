@@ -1,6 +1,6 @@
 // Kubeconfig exec credential plugins (kube/exec_credential.h): the exec
-// field of a kubeconfig, the ExecCredential answer (v1 and v1beta1), and runs
-// of a fake plugin (a shell script this test writes): KUBERNETES_EXEC_INFO,
+// field of a kubeconfig, and runs of a fake plugin (a shell script this test
+// writes): the ExecCredential answer (v1 and v1beta1), KUBERNETES_EXEC_INFO,
 // args and env, caching until expirationTimestamp (on a fake wall clock),
 // renewal after a 401, one run for many callers, failures, a plugin that
 // hangs (bounded), interactiveMode Always without a terminal; and the API
@@ -45,6 +45,13 @@ const tls::CertificateBundle& exec_bundle() {
 }
 
 std::string slurp(const std::string& path) { return test_support::read_whole_file(path); }
+
+// The token credentials() gives now, or its error.
+Result<std::string> token_of(TokenSource& tokens) {
+  auto c = tokens.credentials();
+  if (!c) return c.failure();
+  return (*c)->token;
+}
 
 // The fake plugin: counts its runs in $DIR/count, records its
 // KUBERNETES_EXEC_INFO, args and $PLUGIN_VAR, and answers token "tok-N"
@@ -112,6 +119,21 @@ class ExecCredentialTest : public ::testing::Test {
     c.ca_pem = exec_bundle().ca_cert_pem;
     c.exec = std::move(e);
     return c;
+  }
+
+  // One run whose standard output is `output`.
+  Result<Credentials> answer(const std::string& output, std::string_view api = kExecApiV1) {
+    ExecConfig e = exec(std::string(api));
+    write("mode", "cert");
+    write("cert.json", output);
+    return run_exec_plugin(e, "", "", false);
+  }
+  // Its error, without the plugin's name before it.
+  std::string refusal(const std::string& output, std::string_view api) {
+    auto c = answer(output, api);
+    if (c) return "(no error)";
+    const std::string name = "credential plugin \"" + plugin_ + "\" (kubeconfig K: user \"u\"): ";
+    return c.error().rfind(name, 0) == 0 ? c.error().substr(name.size()) : c.error();
   }
 
   // Kubeconfig parsing.
@@ -205,11 +227,11 @@ TEST_F(ExecCredentialTest, KubeconfigExecErrors) {
 
 // --- the answer ---------------------------------------------------------------------
 
-TEST(ExecCredentialParse, TokenV1AndV1beta1) {
+TEST_F(ExecCredentialTest, AnswerWithATokenV1AndV1beta1) {
   for (std::string_view api : {kExecApiV1, kExecApiV1beta1}) {
     const std::string out = R"({"apiVersion":")" + std::string(api) +
                             R"(","kind":"ExecCredential","status":{"token":"abc","expirationTimestamp":"2026-12-05T10:42:00Z"}})";
-    auto c = parse_exec_credential(out, api);
+    auto c = answer(out, api);
     ASSERT_TRUE(c) << c.error();
     EXPECT_EQ(c->token, "abc");
     ASSERT_TRUE(c->expires);
@@ -217,28 +239,24 @@ TEST(ExecCredentialParse, TokenV1AndV1beta1) {
     EXPECT_TRUE(c->client_cert_pem.empty());
   }
   // No expirationTimestamp: used until a 401.
-  auto c = parse_exec_credential(R"({"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"x"}})",
-                                 kExecApiV1);
+  auto c = answer(R"({"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"x"}})");
   ASSERT_TRUE(c) << c.error();
   EXPECT_FALSE(c->expires);
 }
 
-TEST(ExecCredentialParse, ClientCertificate) {
+TEST_F(ExecCredentialTest, AnswerWithAClientCertificate) {
   const json doc = {{"apiVersion", kExecApiV1},
                     {"kind", "ExecCredential"},
                     {"status", {{"clientCertificateData", exec_bundle().cert_pem}, {"clientKeyData", exec_bundle().key_pem}}}};
-  auto c = parse_exec_credential(doc.dump(), kExecApiV1);
+  auto c = answer(doc.dump());
   ASSERT_TRUE(c) << c.error();
   EXPECT_EQ(c->client_cert_pem, exec_bundle().cert_pem);
   EXPECT_EQ(c->client_key_pem, exec_bundle().key_pem);
   EXPECT_TRUE(c->token.empty());
 }
 
-TEST(ExecCredentialParse, Refusals) {
-  auto error = [](const std::string& out, std::string_view api = kExecApiV1) {
-    auto c = parse_exec_credential(out, api);
-    return c ? std::string("(no error)") : c.error();
-  };
+TEST_F(ExecCredentialTest, AnswerRefusals) {
+  auto error = [this](const std::string& out, std::string_view api = kExecApiV1) { return refusal(out, api); };
   const std::string head = R"({"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential")";
   EXPECT_EQ(error("nope"), "its output is not a JSON object");
   EXPECT_EQ(error(head + R"(,"status":{"token":"t"}})", kExecApiV1beta1),
@@ -262,11 +280,14 @@ TEST(ExecCredentialParse, Refusals) {
 
 TEST_F(ExecCredentialTest, ExecInfo) {
   ExecConfig e = exec(std::string(kExecApiV1beta1));
-  json info = json::parse(exec_info_json(e, false, "https://h:1", "PEM"));
+  ASSERT_TRUE(run_exec_plugin(e, "https://h:1", "PEM", false));
+  json info = json::parse(slurp(dir_ + "/info.1"));
   EXPECT_EQ(info, json::parse(R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1beta1",
                                   "spec":{"interactive":false}})"));
   e.provide_cluster_info = true;
-  info = json::parse(exec_info_json(e, true, "https://h:1", "PEM"));
+  e.interactive = ExecConfig::Interactive::IfAvailable;
+  ASSERT_TRUE(run_exec_plugin(e, "https://h:1", "PEM", true));  // on a terminal: interactive
+  info = json::parse(slurp(dir_ + "/info.2"));
   EXPECT_EQ(info["spec"], json::parse(R"({"interactive":true,"cluster":{"server":"https://h:1",
                                           "certificate-authority-data":"UEVN"}})"));
 }
@@ -298,14 +319,13 @@ TEST_F(ExecCredentialTest, CachedUntilExpiryThenRunAgain) {
                                            std::chrono::system_clock::from_time_t(1796467000));  // 2026-12-05T10:36:40Z
   write("expiry", "2026-12-05T10:42:00Z");
   TokenSource tokens(cluster(exec()), clock);
-  ASSERT_TRUE(tokens.runs_plugin());
-  EXPECT_EQ(*tokens.token(), "tok-1");
-  EXPECT_EQ(*tokens.token(), "tok-1");
+  EXPECT_EQ(*token_of(tokens), "tok-1");
+  EXPECT_EQ(*token_of(tokens), "tok-1");
   clock->advance(5min);  // 10:41:40, still before expiry
-  EXPECT_EQ(*tokens.token(), "tok-1");
+  EXPECT_EQ(*token_of(tokens), "tok-1");
   EXPECT_EQ(runs(), 1);
   clock->advance(20s);  // 10:42:00, expired
-  EXPECT_EQ(*tokens.token(), "tok-2");
+  EXPECT_EQ(*token_of(tokens), "tok-2");
   EXPECT_EQ(runs(), 2);
 }
 
@@ -323,7 +343,7 @@ TEST_F(ExecCredentialTest, RenewAfterUnauthorizedRunsOnceForStaleCredentials) {
   ASSERT_TRUE(again && *again);
   EXPECT_EQ((*again)->token, "tok-2");
   EXPECT_EQ(runs(), 2);
-  EXPECT_EQ(*tokens.token(), "tok-2");
+  EXPECT_EQ(*token_of(tokens), "tok-2");
 }
 
 TEST_F(ExecCredentialTest, ConcurrentCallersShareOneRun) {
@@ -333,7 +353,7 @@ TEST_F(ExecCredentialTest, ConcurrentCallersShareOneRun) {
   std::atomic<int> ok{0};
   for (int i = 0; i < 8; ++i)
     threads.emplace_back([&] {
-      auto t = tokens.token();
+      auto t = token_of(tokens);
       if (t && *t == "tok-1") ++ok;
     });
   for (auto& t : threads) t.join();
@@ -344,14 +364,14 @@ TEST_F(ExecCredentialTest, ConcurrentCallersShareOneRun) {
 TEST_F(ExecCredentialTest, FailingPluginNamesItselfItsExitCodeAndStderr) {
   write("mode", "fail");
   TokenSource tokens(cluster(exec()));
-  auto t = tokens.token();
+  auto t = token_of(tokens);
   ASSERT_FALSE(t);
   EXPECT_EQ(t.error(), "credential plugin \"" + plugin_ +
                            "\" (kubeconfig K: user \"u\") failed with exit code 1; its standard error ends: boom: the "
                            "identity provider said no");
   // Not cached: the next call runs it again.
   fs::remove(dir_ + "/mode");
-  EXPECT_EQ(*tokens.token(), "tok-2");
+  EXPECT_EQ(*token_of(tokens), "tok-2");
 }
 
 TEST_F(ExecCredentialTest, MissingPluginShowsTheInstallHint) {
@@ -407,22 +427,23 @@ TEST_F(ExecCredentialTest, HangingPluginIsKilledWithItsProcessGroup) {
 TEST_F(ExecCredentialTest, InteractiveAlwaysNeedsATerminal) {
   ExecConfig e = exec();
   e.interactive = ExecConfig::Interactive::Always;
-  ExecHooks hooks;
-  hooks.stdin_is_terminal = [] { return false; };
-  TokenSource tokens(cluster(e), Clock::steady(), hooks);
-  auto t = tokens.token();
+  TokenSource tokens(cluster(e), Clock::steady(), [] { return false; });
+  auto t = token_of(tokens);
   ASSERT_FALSE(t);
   EXPECT_EQ(t.error(), "credential plugin \"" + plugin_ +
                            "\" (kubeconfig K: user \"u\") has interactiveMode Always but standard input is not a "
                            "terminal; not run");
   EXPECT_EQ(runs(), 0);
-  // IfAvailable without a terminal: not interactive; Never: never.
-  EXPECT_EQ(*exec_interactive(e, true), true);
-  e.interactive = ExecConfig::Interactive::IfAvailable;
-  EXPECT_EQ(*exec_interactive(e, false), false);
-  EXPECT_EQ(*exec_interactive(e, true), true);
-  e.interactive = ExecConfig::Interactive::Never;
-  EXPECT_EQ(*exec_interactive(e, true), false);
+  // Always on a terminal: interactive; IfAvailable without a terminal: not interactive; Never: never.
+  auto interactive = [&](ExecConfig::Interactive mode, bool terminal) {
+    e.interactive = mode;
+    if (auto c = run_exec_plugin(e, "", "", terminal); !c) return "(failed: " + c.error() + ")";
+    return json::parse(slurp(dir_ + "/info." + std::to_string(runs())))["spec"]["interactive"].dump();
+  };
+  EXPECT_EQ(interactive(ExecConfig::Interactive::Always, true), "true");
+  EXPECT_EQ(interactive(ExecConfig::Interactive::IfAvailable, false), "false");
+  EXPECT_EQ(interactive(ExecConfig::Interactive::IfAvailable, true), "true");
+  EXPECT_EQ(interactive(ExecConfig::Interactive::Never, true), "false");
 }
 
 TEST_F(ExecCredentialTest, ClientCertificateFromThePlugin) {

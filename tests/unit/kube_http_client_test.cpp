@@ -168,7 +168,6 @@ TEST_F(KubeHttpClientTest, GetSendsUserAgentAndToken) {
   backdoor_create("nodes", {{"metadata", {{"name", "get-" + ns_}}}});
   auto c = client();
   ASSERT_TRUE(c);
-  EXPECT_EQ(c->user_agent(), "isolation-gate/0.1.0");
   const int mark = server().control("request_mark").get<int>();
   auto node = c->get(object_path(kNodes, "", "get-" + ns_), 5000ms);
   ASSERT_TRUE(node) << node.error();
@@ -219,15 +218,22 @@ TEST_F(KubeHttpClientTest, ListPaginatesWithContinueAndEncodesSelectors) {
 }
 
 TEST_F(KubeHttpClientTest, QueriesAreEncoded) {
+  auto c = client();
+  ASSERT_TRUE(c);
+  const int mark = server().control("request_mark").get<int>();
   ListOptions o;
   o.limit = 10;
   o.continue_token = "a+b/c=";
   o.label_selector = "app=x,tier in (a,b)";
-  EXPECT_EQ(list_query(o), "?limit=10&continue=a%2Bb%2Fc%3D&labelSelector=app%3Dx%2Ctier%20in%20%28a%2Cb%29");
+  (void)c->list(components(), o);  // only the query the server saw matters here
   WatchOptions w;
   w.resource_version = "42";
   w.timeout = 300s;
-  EXPECT_EQ(watch_query(w), "?watch=true&resourceVersion=42&allowWatchBookmarks=true&timeoutSeconds=300");
+  if (auto stream = c->watch(components(), w)) (*stream)->stop();
+  const json seen = server().control("requests", {{"since", mark}, {"path", "/namespaces/" + ns_ + "/components$"}});
+  ASSERT_EQ(seen.size(), 2u) << seen.dump();
+  EXPECT_EQ(seen[0]["query_string"], "limit=10&continue=a%2Bb%2Fc%3D&labelSelector=app%3Dx%2Ctier%20in%20%28a%2Cb%29");
+  EXPECT_EQ(seen[1]["query_string"], "watch=true&resourceVersion=42&allowWatchBookmarks=true&timeoutSeconds=300");
 }
 
 // --- errors ------------------------------------------------------------------------

@@ -18,8 +18,10 @@ using namespace std::chrono_literals;
 
 TEST(KubeRateLimiter, DefaultsAreClientGos) {
   RateLimiter limiter;
-  EXPECT_EQ(limiter.qps(), 5.0);
-  EXPECT_EQ(limiter.burst(), 10);
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(limiter.try_acquire());
+  auto r = limiter.acquire(Clock::steady()->now());  // the 11th: 200 ms away
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("client rate limit (5 QPS, burst 10)"), std::string::npos) << r.error();
 }
 
 TEST(KubeRateLimiter, BurstIsFreeThenQpsPaces) {
@@ -82,9 +84,9 @@ TEST(KubeRateLimiter, ZeroQpsIsUnlimitedAndBurstAtLeastOne) {
   for (int i = 0; i < 1000; ++i) ASSERT_TRUE(unlimited.acquire(clock->now()));
   EXPECT_TRUE(clock->waits().empty());
   RateLimiter one(5, 0, clock);
-  EXPECT_EQ(one.burst(), 1);
   EXPECT_TRUE(one.try_acquire());
   EXPECT_FALSE(one.try_acquire());
+  EXPECT_NE(one.acquire(clock->now()).error().find("(5 QPS, burst 1)"), std::string::npos);
 }
 
 // A wait with a cancel token runs on the clock's wait_until (ig::FakeClock

@@ -196,9 +196,16 @@ TEST(KubeWatchDecoder, ErrorIsFinal) {
 }
 
 TEST(KubeWatchDecoder, TypeNames) {
-  for (Type t : {Type::Added, Type::Modified, Type::Deleted, Type::Bookmark, Type::Error})
-    EXPECT_EQ(parse_watch_event_type(to_string(t)), t);
-  EXPECT_FALSE(parse_watch_event_type("Added"));
+  for (Type t : {Type::Added, Type::Modified, Type::Deleted, Type::Bookmark, Type::Error}) {
+    WatchDecoder d;
+    d.feed(R"({"type":")" + std::string(to_string(t)) + R"(","object":{}})" "\n");
+    auto e = d.next();
+    ASSERT_TRUE(e && *e) << to_string(t);
+    EXPECT_EQ((*e)->type, t);
+  }
+  WatchDecoder d;
+  d.feed(R"({"type":"Added","object":{}})" "\n");
+  EXPECT_FALSE(d.next());
 }
 
 }  // namespace
