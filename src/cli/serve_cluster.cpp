@@ -23,41 +23,6 @@
 #include "runtime/service.h"
 
 namespace ig::cli {
-namespace {
-
-void write_event_metrics(prometheus::TextWriter& out, const kube::EventRecorderStats& s) {
-  using prometheus::Type;
-  out.family("isolation_gate_events_total", Type::Counter,
-             "Event occurrences by what became of them: created (a new Event), series (a repeat "
-             "written into its Event's series), dropped_queue_full, dropped_rate_limited, failed.");
-  const std::pair<std::string_view, std::uint64_t> rows[] = {
-      {"recorded", s.recorded},
-      {"created", s.created},
-      {"series", s.series_updates},
-      {"dropped_queue_full", s.dropped_queue_full},
-      {"dropped_rate_limited", s.dropped_rate_limited},
-      {"dropped_invalid", s.dropped_invalid},
-      {"failed", s.send_errors},
-  };
-  for (const auto& [result, n] : rows) out.sample("isolation_gate_events_total", {{"result", result}}, n);
-  runtime::write_single(out, "isolation_gate_events_pending", Type::Gauge,
-                        "Repeats waiting for a rate-limit token (they are written into the series later).", s.pending);
-}
-
-void write_election_metrics(prometheus::TextWriter& out, const kube::LeaderElectionStats& s) {
-  using prometheus::Type;
-  using runtime::write_single;
-  write_single(out, "isolation_gate_leader_transitions_total", Type::Counter,
-               "Changes of the Lease's holder this replica observed.", s.transitions_observed);
-  write_single(out, "isolation_gate_leader_acquisitions_total", Type::Counter, "Times this replica became leader.",
-               s.acquisitions);
-  write_single(out, "isolation_gate_leader_lost_total", Type::Counter,
-               "Times this replica stopped leading because it could not renew in time.", s.lost);
-  write_single(out, "isolation_gate_leader_renew_failures_total", Type::Counter, "Lease renewals that failed.",
-               s.renew_failures);
-}
-
-}  // namespace
 
 int serve_cluster(ServeOptions o, SteadyClock::time_point started) {
   block_stop_signals();
@@ -94,29 +59,24 @@ int serve_cluster(ServeOptions o, SteadyClock::time_point started) {
   const char* pod_name = std::getenv("POD_NAME");
   const std::string identity = kube::make_holder_identity(pod_name ? pod_name : "");
 
-  controller::ClusterOptions cluster_options;
-  cluster_options.runtime_class = settings.runtime_class;
-  cluster_options.shape = settings.shape.shape;
-  cluster_options.log = log_adapter;
-  cluster_options.page_size = o.kube_list_page_size;
-  cluster_options.watch_silence = o.kube_watch_silence;
-  cluster_options.sandbox_stale_after = o.sandbox_stale_after;
-  cluster_options.lookup_timeout = o.kube_lookup_timeout;
-  controller::Cluster cluster(**client, cluster_options, lookup->get());
-
-  kube::EventRecorderOptions event_options;
-  event_options.reporting_controller = "isolation-gate";
-  event_options.reporting_instance = identity;
-  event_options.log = log_adapter;
-  controller::EventWriter events(**client, event_options);
-
+  controller::Cluster cluster(**client,
+                              {.runtime_class = settings.runtime_class,
+                               .shape = settings.shape.shape,
+                               .lookup_timeout = o.kube_lookup_timeout,
+                               .page_size = o.kube_list_page_size,
+                               .watch_silence = o.kube_watch_silence,
+                               .sandbox_stale_after = o.sandbox_stale_after,
+                               .log = log_adapter},
+                              lookup->get());
+  controller::EventWriter events(
+      **client, {.reporting_controller = "isolation-gate", .reporting_instance = identity, .log = log_adapter});
   controller::OperatorOptions operator_options;
   operator_options.drift.evict = o.evict_drifted;
   operator_options.drift.evict_per_minute = o.evict_rate;
   operator_options.drift.evict_settle = o.drift_eviction_settle;
+  operator_options.drift.gate = settings;
   operator_options.status.workers = o.status_workers;
   operator_options.log = log_adapter;
-  operator_options.drift.gate = settings;
   controller::Operator op(**client, cluster, &events, std::move(operator_options));
 
   // Self-managed: a throwaway certificate until the Secret's is loaded.
@@ -157,19 +117,18 @@ int serve_cluster(ServeOptions o, SteadyClock::time_point started) {
   probes.add_readyz_check("caches", [&cluster] { return cluster.synced(); });
   if (certs) probes.add_readyz_check("certificate", [&certs] { return certs->loaded(); });
 
-  kube::LeaderElectionConfig election;
-  election.namespace_name = settings.own_namespace;
-  election.lease_name = o.lease_name;
-  election.identity = identity;
-  election.lease_duration = o.lease_duration;
-  election.renew_deadline = o.renew_deadline;
-  election.retry_period = o.retry_period;
-  election.log = log_adapter;
+  kube::LeaderElectionConfig election{.namespace_name = settings.own_namespace,
+                                      .lease_name = o.lease_name,
+                                      .identity = identity,
+                                      .lease_duration = o.lease_duration,
+                                      .renew_deadline = o.renew_deadline,
+                                      .retry_period = o.retry_period,
+                                      .log = log_adapter};
   kube::LeaderCallbacks callbacks = manager.leader_callbacks();
   callbacks.on_new_leader = [](std::string_view holder) {
     config::log_info("the Lease has a new holder", {{"holder", std::string(holder)}});
   };
-  auto elector = kube::LeaderElector::make(**control, std::move(election), std::move(callbacks));
+  auto elector = kube::LeaderElector::make(**control, election, std::move(callbacks));
   if (!elector) {
     config::log_error("cannot run leader election", {{"error", elector.error()}});
     return kExitBadInput;
@@ -178,8 +137,8 @@ int serve_cluster(ServeOptions o, SteadyClock::time_point started) {
   auto& metrics = probes.metrics();
   metrics.add([&](prometheus::TextWriter& out) { cluster.write_metrics(out, op.caches()); });
   metrics.add([&op](prometheus::TextWriter& out) { op.write_metrics(out); });
-  metrics.add([&](prometheus::TextWriter& out) { write_election_metrics(out, (*elector)->stats()); });
-  metrics.add([&events](prometheus::TextWriter& out) { write_event_metrics(out, events.stats()); });
+  metrics.add([&elector](prometheus::TextWriter& out) { (*elector)->write_metrics(out); });
+  metrics.add([&events](prometheus::TextWriter& out) { events.write_metrics(out); });
   if (certs) metrics.add([&certs](prometheus::TextWriter& out) { certs->write_metrics(out); });
 
   config::log_info("watching the Kubernetes API",

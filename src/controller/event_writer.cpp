@@ -112,6 +112,26 @@ kube::EventRecorderStats EventWriter::stats() const {
   return s;
 }
 
+void EventWriter::write_metrics(prometheus::TextWriter& out) const {
+  using prometheus::Type;
+  const kube::EventRecorderStats s = stats();
+  out.family("isolation_gate_events_total", Type::Counter,
+             "Event occurrences by what became of them: created (a new Event), series (a repeat "
+             "written into its Event's series), dropped_queue_full, dropped_rate_limited, failed.");
+  const std::pair<std::string_view, std::uint64_t> rows[] = {
+      {"recorded", s.recorded},
+      {"created", s.created},
+      {"series", s.series_updates},
+      {"dropped_queue_full", s.dropped_queue_full},
+      {"dropped_rate_limited", s.dropped_rate_limited},
+      {"dropped_invalid", s.dropped_invalid},
+      {"failed", s.send_errors},
+  };
+  for (const auto& [result, n] : rows) out.sample("isolation_gate_events_total", {{"result", result}}, n);
+  runtime::write_single(out, "isolation_gate_events_pending", Type::Gauge,
+                        "Repeats waiting for a rate-limit token (they are written into the series later).", s.pending);
+}
+
 kube::ApiResult<json> EventWriter::send(const kube::EventWrite& w, const runtime::CancelToken& cancel) {
   const std::string verb = w.verb == Verb::Create ? "POST" : "PATCH";
   try {

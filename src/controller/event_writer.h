@@ -20,6 +20,7 @@
 #include <unordered_set>
 
 #include "base/clock.h"
+#include "base/prometheus.h"
 #include "kube/api.h"
 #include "kube/event_recorder.h"
 #include "runtime/controller.h"
@@ -39,6 +40,7 @@ class EventWriter : public kube::EventRecorder {
   bool flush(std::chrono::milliseconds timeout);
   void wake() noexcept;  // looks again at what is due (after a fake clock moved)
   kube::EventRecorderStats stats() const;
+  void write_metrics(prometheus::TextWriter& out) const;
 
   Result<runtime::Requeue> reconcile(const std::string& key, const runtime::CancelToken& cancel);
 

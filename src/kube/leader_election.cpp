@@ -131,6 +131,26 @@ LeaderElectionStats LeaderElector::stats() const {
   return stats_;
 }
 
+void LeaderElector::write_metrics(prometheus::TextWriter& out) const {
+  const LeaderElectionStats s = stats();
+  const struct {
+    std::string_view name;
+    prometheus::Help help;
+    std::uint64_t value;
+  } counters[] = {
+      {"isolation_gate_leader_transitions_total", "Changes of the Lease's holder this replica observed.",
+       s.transitions_observed},
+      {"isolation_gate_leader_acquisitions_total", "Times this replica became leader.", s.acquisitions},
+      {"isolation_gate_leader_lost_total", "Times this replica stopped leading because it could not renew in time.",
+       s.lost},
+      {"isolation_gate_leader_renew_failures_total", "Lease renewals that failed.", s.renew_failures},
+  };
+  for (const auto& c : counters) {
+    out.family(c.name, prometheus::Type::Counter, c.help);
+    out.sample(c.name, {}, c.value);
+  }
+}
+
 void LeaderElector::log(std::string_view level, const std::string& message) const {
   if (config_.log) config_.log(level, "leader election " + path_ + " (" + config_.identity + "): " + message);
 }

@@ -34,6 +34,7 @@
 
 #include "base/clock.h"
 #include "base/log_once.h"
+#include "base/prometheus.h"
 #include "base/result.h"
 #include "kube/api.h"
 
@@ -88,6 +89,7 @@ class LeaderElector {
   bool is_leader() const noexcept { return leading_.load(std::memory_order_acquire); }
   std::string holder() const;  // the last observed holderIdentity
   LeaderElectionStats stats() const;
+  void write_metrics(prometheus::TextWriter& out) const;
   const std::string& identity() const noexcept { return config_.identity; }
 
  private:

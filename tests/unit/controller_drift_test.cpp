@@ -180,7 +180,7 @@ TEST(DriftAudit, ANewTermPassesOnlyOnceItsOwnPodListCame) {
   ASSERT_TRUE(f.pass_until_drifted(1));
   f.audit->stop();
   // The next term's list fails: its pod cache still holds the last term's pods.
-  f.api.prepend_reactor("list", kPodsPath, [](const kube::fake::Action& a) -> std::optional<kube::fake::Reply> {
+  f.api.prepend_reactor("list", std::string(kPodsPath), [](const kube::fake::Action& a) -> std::optional<kube::fake::Reply> {
     return kube::ApiError{"LIST " + a.path + ": 500", 500, "InternalError", {}};
   });
   f.audit->start();
