@@ -87,6 +87,9 @@ class StatusApply(to.OperatorCase):
         a = self.gate_with("gate-a")
         self.wait_leader(a, "alone")
         wait_until("the gate's conditions", lambda: self.condition_types("report-parser") == list(OURS))
+        # The API server stores the object before it logs the write's answer: wait for that too.
+        wait_until("the gate's write answered",
+                   lambda: all(e["status"] is not None for e in self.gate_writes("report-parser")))
         first = self.gate_writes("report-parser")
         self.assertEqual(len(first), 1)
         self.assertEqual(first[0]["headers"].get("Content-Type"), "application/apply-patch+yaml")
