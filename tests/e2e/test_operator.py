@@ -131,6 +131,9 @@ class OperatorCase(tc.ClusterCase):
 
     def status_patches(self, name=None, since=0):
         path = r"/components/%s/status$" % (name or "[^/]+")
+        # The API server stores an object before it logs the write's answer: wait for the answers.
+        wait_until("the status writes answered", lambda: all(
+            e["status"] is not None for e in self.api.requests(since=since, method="PATCH", path=path)))
         return [e for e in self.api.requests(since=since, method="PATCH", path=path) if e["status"] == 200]
 
 
