@@ -69,15 +69,9 @@ Result<void> add_ca_bundle(X509_STORE* store, std::string_view pem, std::string_
   auto certs = read_certificates(pem, what);
   if (!certs) return certs.failure();
   for (const X509Ptr& cert : *certs) {
-    if (X509_STORE_add_cert(store, cert.get()) != 1) {
-      const unsigned long last = ERR_peek_last_error();
-      // The same certificate twice in a bundle is harmless.
-      if (ERR_GET_LIB(last) == ERR_LIB_X509 && ERR_GET_REASON(last) == X509_R_CERT_ALREADY_IN_HASH_TABLE) {
-        ERR_clear_error();
-        continue;
-      }
+    // OpenSSL 3 takes the same certificate twice as a success.
+    if (X509_STORE_add_cert(store, cert.get()) != 1)
       return fail(with_openssl_reason(std::string(what) + ": cannot add a CA certificate"));
-    }
   }
   return {};
 }

@@ -437,5 +437,11 @@ TEST(KubeTlsMaterial, CaBundleOfSeveralCertificates) {
   EXPECT_EQ(check_ca_bundle(broken, "ca").error().rfind("ca: certificate 1 does not parse", 0), 0u);
 }
 
+TEST(KubeTlsMaterial, TheSameCaTwiceInABundleIsHarmless) {
+  std::unique_ptr<X509_STORE, decltype(&X509_STORE_free)> store(X509_STORE_new(), X509_STORE_free);
+  auto added = add_ca_bundle(store.get(), bundle().ca_cert_pem + bundle().ca_cert_pem, "ca");
+  EXPECT_TRUE(added) << added.error();
+}
+
 }  // namespace
 }  // namespace ig::kube
