@@ -372,32 +372,6 @@ TEST(DriftRule, LessSafeOnlyWhenThePodIsOutsideTheSandboxThatTheGateNowRequiresO
   EXPECT_EQ(classify_drift(Decision::AllowInProcess, false), Drift::None);
 }
 
-TEST(DriftRule, APodIsEvictableOnlyOnceItHasStayedDriftedForTheSettleTime) {
-  using namespace std::chrono_literals;
-  const std::chrono::steady_clock::time_point t0{std::chrono::hours(1000)};
-  DriftSettle settle(60s);
-  EXPECT_EQ(settle.evictable_at("a"), std::nullopt);
-  settle.observe({"a"}, t0);
-  EXPECT_EQ(settle.evictable_at("a"), t0 + 60s);
-  // Seen again: the first sighting stands; another pod starts its own.
-  settle.observe({"a", "b"}, t0 + 30s);
-  EXPECT_EQ(settle.evictable_at("a"), t0 + 60s);
-  EXPECT_EQ(settle.evictable_at("b"), t0 + 90s);
-  // No longer drifted (or gone): forgotten; drifting again starts anew.
-  settle.observe({"b"}, t0 + 40s);
-  EXPECT_EQ(settle.evictable_at("a"), std::nullopt);
-  settle.observe({"a", "b"}, t0 + 50s);
-  EXPECT_EQ(settle.evictable_at("a"), t0 + 110s);
-  EXPECT_EQ(settle.evictable_at("b"), t0 + 90s);
-  settle.observe({}, t0 + 200s);
-  EXPECT_EQ(settle.evictable_at("a"), std::nullopt);
-  EXPECT_EQ(settle.evictable_at("b"), std::nullopt);
-  // 0s: evictable from the pass that first saw it.
-  DriftSettle at_once(0s);
-  at_once.observe({"c"}, t0);
-  EXPECT_EQ(at_once.evictable_at("c"), t0);
-}
-
 TEST(DriftRule, APodKeepsOnlyWhatTheAuditReads) {
   json pod = {{"metadata",
                {{"name", "p"},
