@@ -1,15 +1,14 @@
 // Self-managed webhook certificates: a CA and a serving certificate kept in
 // one Secret, the CA published in the caBundle of both webhook configurations
 // named --webhook-config-name, the served certificate hot-reloaded from the
-// Secret. Wires certificate_plan.h (pure), secret_source.h (every replica),
-// ca_injector.h, webhook_applier.h and served_observer.h (leader).
+// Secret.
 //  - add_to(manager): the SecretSource on every replica; on the leader one
 //    key (kKey), enqueued by any change of what the term watches.
 //  - reconcile(): the applier and injectors towards base64(ca.crt), then
 //    plan_secret(); a write is an update of the resourceVersion read (a
 //    create without Secret), a conflict re-reads and plans again. Timed steps
-//    requeue (at most recheck_interval); failures retry with backoff, are
-//    logged once per distinct message and kept as last_error().
+//    requeue (at most recheck_interval); failures retry with backoff and are
+//    logged once per distinct message.
 //  - Nothing is written once the CancelToken is stopped.
 #pragma once
 
@@ -92,7 +91,6 @@ class SelfManagedCertificates {
 
   bool loaded() const noexcept { return source_->loaded(); }
   CertificateStats stats() const;
-  std::string last_error() const;
   void write_metrics(prometheus::TextWriter& out) const;
 
  private:
@@ -117,9 +115,8 @@ class SelfManagedCertificates {
   std::shared_ptr<runtime::Controller<std::string>> controller_;
   std::unique_ptr<SecretSource> source_;
 
-  mutable std::mutex state_mu_;  // guards stats_, last_error_
+  mutable std::mutex state_mu_;  // guards stats_
   CertificateStats stats_;
-  std::string last_error_;
 
   // A term's: made by begin_term(), used by reconcile(), dropped by end_term().
   std::vector<std::unique_ptr<CaInjector>> injectors_;  // mutating, validating

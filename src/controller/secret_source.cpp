@@ -1,5 +1,7 @@
 #include "controller/secret_source.h"
 
+#include <algorithm>
+
 #include "kube/resources.h"
 #include "kube/tls_material.h"
 #include "tls/certificates.h"
@@ -47,10 +49,8 @@ void SecretSource::on_secret_changed() {
   if (auto secret = watch_.get()) {
     const SecretMaterial m = secret_material(*secret);
     std::optional<CertTime> earliest;
-    if (auto cas = tls::read_certificate_bundle(m.ca_crt); cas) {
-      for (const auto& c : *cas)
-        if (!earliest || c.not_after < *earliest) earliest = c.not_after;
-    }
+    if (auto cas = tls::read_certificate_bundle(m.ca_crt); cas && !cas->empty())
+      earliest = std::ranges::min_element(*cas, {}, &tls::CertificateInfo::not_after)->not_after;
     bool try_pair = false;
     {
       std::lock_guard lock(mu_);
