@@ -9,7 +9,7 @@ namespace ig::controller {
 using nlohmann::json;
 
 // Not ready: again after kNotReadyWait. One apply, its rate-limit wait included: at most kApplyTimeout.
-constexpr std::chrono::milliseconds kNotReadyWait{200}, kApplyTimeout{30'000};
+constexpr std::chrono::milliseconds kNotReadyWait{200}, kApplyTimeout{30'000}, kEchoWait{10'000};
 
 StatusWriter::StatusWriter(kube::Client& client, const kube::Store<ComponentRecord>& components,
                            const admission::SandboxView& sandbox, StatusWriterOptions options)
@@ -126,9 +126,9 @@ Result<runtime::Requeue> StatusWriter::reconcile(const std::string& key, const r
       // Our write, not in the cache yet: the cache has not moved since.
       const Clock::duration waited = options_.clock->now() - sent->second.at;
       const bool moved = cached != sent->second.before && (sent->second.interim == 0 || cached != sent->second.interim);
-      if (!moved && sent->second.sent == want && waited < options_.echo_wait) {
+      if (!moved && sent->second.sent == want && waited < kEchoWait) {
         ++stats_.unchanged;
-        return runtime::Requeue{false, options_.echo_wait - waited};
+        return runtime::Requeue{false, kEchoWait - waited};
       }
       sent_.erase(sent);
     }
