@@ -1,10 +1,9 @@
 // CA injection, on the leader: keeps clientConfig.caBundle of every webhook
 // of one webhook configuration (kind + name) equal to the bundle. reconcile()
-// JSON-patches the webhooks that differ (a "test" on each name guards the
-// index) and is settled when the configuration holds the bundle, our patch
-// was accepted (not patched again before the watch shows it), or it does not
-// exist (logged once); not before the watch has synced. A failed patch other
-// than 404 is the error.
+// patches the webhooks that differ and is settled when the configuration
+// holds the bundle, our patch was accepted (not patched again before the
+// watch shows it), or it does not exist (logged once); not before the watch
+// has synced. A failed patch other than 404 is the error.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,7 @@
 // What each ready replica serves, as the leader observes it: the ready
 // endpoints of the webhook Service's EndpointSlices (port "https" or the
 // only one), each TLS-dialled (as SERVICE.NS.svc, for at most 3 s) for the
-// leaf it presents. Dialled, not reported: the endpoints are what the API
-// server's calls reach.
+// leaf it presents.
 #pragma once
 
 #include <chrono>
