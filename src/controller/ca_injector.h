@@ -26,8 +26,7 @@ class CaInjector {
  public:
   CaInjector(kube::Client& client, const kube::Resource& kind, std::string name, const WatchSettings& settings,
              std::function<void()> on_change);
-  void start() { watch_.start(); }
-  void stop() noexcept { watch_.stop(); }
+  void start() { watch_.start(); }  // stops when destroyed
   // The configuration as watched (the template applier writes it too).
   const ObjectWatch& target() const noexcept { return watch_; }
   // "MutatingWebhookConfiguration NAME"

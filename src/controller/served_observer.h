@@ -34,8 +34,7 @@ class ServedObserver {
  public:
   ServedObserver(kube::Client& client, const std::string& ns, const std::string& service,
                  const WatchSettings& settings, std::function<void()> on_change);
-  void start() { reflector_.start(); }
-  void stop() noexcept { reflector_.stop(); }
+  void start() { reflector_.start(); }  // stops when destroyed
   // Dials every ready endpoint now, one after the other; nullopt before the list.
   std::optional<ServedObservation> observe() const;
 
