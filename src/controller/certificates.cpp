@@ -59,8 +59,6 @@ SelfManagedCertificates::SelfManagedCertificates(kube::Client& client, tls::Relo
       [this](const std::string& message) { note_error(message); });
 }
 
-SelfManagedCertificates::~SelfManagedCertificates() = default;
-
 void SelfManagedCertificates::log(std::string_view level, const std::string& message) const {
   if (options_.log) options_.log(level, message);
 }
@@ -238,12 +236,8 @@ Result<CertTime> SelfManagedCertificates::leader_pass(const runtime::CancelToken
       continue;
     }
     working_secret_ = std::move(*written);
-    {
-      std::lock_guard lock(state_mu_);
-      ++stats_.secret_writes;
-      if (plan->leaf_rotated) ++stats_.leaf_rotations;
-      if (plan->ca_rotated) ++stats_.ca_rotations;
-    }
+    count(&CertificateStats::leaf_rotations, plan->leaf_rotated);
+    count(&CertificateStats::ca_rotations, plan->ca_rotated);
     log("info", "certificates: " + plan->why);
     reconcile_configurations(admission::base64_encode(plan->next.ca_crt), cancel);
     return options_.clock->wall();  // the next step at once (usually: nothing to do)

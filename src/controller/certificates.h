@@ -67,7 +67,6 @@ struct CertificateStats {
   std::uint64_t ca_rotations = 0;    // CAs added to the bundle as leader (not the first)
   std::uint64_t bundle_repairs = 0;  // webhooks whose caBundle was patched
   std::uint64_t config_applies = 0;  // configurations created or replaced from the template
-  std::uint64_t secret_writes = 0;   // Secret creates and updates that succeeded
   std::uint64_t errors = 0;
   std::uint64_t leader_passes = 0;   // reconciles completed (tests wait on it)
 };
@@ -77,7 +76,6 @@ class SelfManagedCertificates {
   // `serving`: the listener's context; both outlive this object.
   SelfManagedCertificates(kube::Client& client, tls::ReloadingTlsContext& serving,
                           CertificateOptions options);
-  ~SelfManagedCertificates();
 
   // The Secret watch and hot reload (every replica) and the leader's term.
   void add_to(runtime::Manager& manager);
