@@ -21,13 +21,11 @@ std::string data_field(const nlohmann::json& secret, std::string_view key) {
 }  // namespace
 
 SecretMaterial secret_material(const nlohmann::json& secret) {
-  SecretMaterial m;
-  m.exists = true;
-  m.tls_crt = data_field(secret, "tls.crt");
-  m.tls_key = data_field(secret, "tls.key");
-  m.ca_crt = data_field(secret, "ca.crt");
-  m.ca_key = data_field(secret, "ca.key");
-  return m;
+  return {.exists = true,
+          .tls_crt = data_field(secret, "tls.crt"),
+          .tls_key = data_field(secret, "tls.key"),
+          .ca_crt = data_field(secret, "ca.crt"),
+          .ca_key = data_field(secret, "ca.key")};
 }
 
 SecretSource::SecretSource(kube::Client& client, tls::ReloadingTlsContext& serving, std::string ns,

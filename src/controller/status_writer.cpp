@@ -104,13 +104,12 @@ Result<runtime::Requeue> StatusWriter::reconcile(const std::string& key, const r
     sent_.erase(key);
     return runtime::Requeue{};  // gone: its deletion needs no status
   }
-  StatusInputs in;
-  in.sandbox = sandbox_.availability();
-  in.shape = options_.shape;
-  in.runtime_class = options_.runtime_class;
-  in.drifted_pods = options_.drifted_pods ? options_.drifted_pods(key) : 0;
-  if (options_.unbound_pods) in.unbound = options_.unbound_pods(key);
-  in.now = std::chrono::system_clock::to_time_t(options_.clock->wall());
+  const StatusInputs in{.sandbox = sandbox_.availability(),
+                        .shape = options_.shape,
+                        .runtime_class = options_.runtime_class,
+                        .drifted_pods = options_.drifted_pods ? options_.drifted_pods(key) : 0,
+                        .unbound = options_.unbound_pods ? options_.unbound_pods(key) : UnboundPods{},
+                        .now = std::chrono::system_clock::to_time_t(options_.clock->wall())};
   const json status = desired_status(*record, in);
   const std::uint64_t want = status_fingerprint(status);
   const std::uint64_t cached = record->status_fingerprint;
