@@ -1,10 +1,9 @@
 // CA injection, on the leader: keeps clientConfig.caBundle of every webhook
 // of one webhook configuration (kind + name) equal to the bundle. reconcile()
-// JSON-patches the webhooks that differ (a "test" on each name guards the
-// index) and is settled when the configuration holds the bundle, our patch
-// was accepted (not patched again before the watch shows it), or it does not
-// exist (logged once); not before the watch has synced. A failed patch other
-// than 404 is the error.
+// patches the webhooks that differ and is settled when the configuration
+// holds the bundle, our patch was accepted (not patched again before the
+// watch shows it), or it does not exist (logged once); not before the watch
+// has synced. A failed patch other than 404 is the error.
 #pragma once
 
 #include <cstdint>
@@ -27,8 +26,7 @@ class CaInjector {
  public:
   CaInjector(kube::Client& client, const kube::Resource& kind, std::string name, const WatchSettings& settings,
              std::function<void()> on_change);
-  void start() { watch_.start(); }
-  void stop() noexcept { watch_.stop(); }
+  void start() { watch_.start(); }  // stops when destroyed
   // The configuration as watched (the template applier writes it too).
   const ObjectWatch& target() const noexcept { return watch_; }
   // "MutatingWebhookConfiguration NAME"

@@ -14,12 +14,6 @@ CertTime renewal_due(const tls::CertificateInfo& c) {
   return c.issued_at() + (c.not_after - c.issued_at()) * 2 / 3;
 }
 
-std::string concat(const std::vector<tls::CertificateInfo>& certs) {
-  std::string out;
-  for (const auto& c : certs) out += c.pem;
-  return out;
-}
-
 void wake_at(CertificatePlan& plan, CertTime t) { plan.wake = plan.wake ? std::min(*plan.wake, t) : t; }
 
 }  // namespace
@@ -29,10 +23,6 @@ Result<CertificatePlan> plan_secret(const SecretMaterial& in, CertTime now, cons
   CertificatePlan plan;
   plan.next.exists = true;
   SecretMaterial& out = plan.next;
-  auto new_ca = [&]() -> Result<tls::CaMaterial> {
-    const auto stamp = std::chrono::duration_cast<Seconds>(now.time_since_epoch()).count();
-    return tls::make_ca("isolation-gate-ca-" + std::to_string(stamp), settings.ca_validity, now);
-  };
   auto sign_leaf = [&](const std::string& ca_pem, const std::string& ca_key, CertTime ca_not_after) -> Result<void> {
     Seconds validity = std::min(settings.cert_validity, std::chrono::duration_cast<Seconds>(ca_not_after - now));
     if (validity < Seconds(1)) validity = Seconds(1);
@@ -62,12 +52,14 @@ Result<CertificatePlan> plan_secret(const SecretMaterial& in, CertTime now, cons
       if (auto v = tls::verifies(out.tls_crt, bundle, n, now); !v) return v.error();
     return std::nullopt;
   };
-  const std::string valid_bundle = concat(cas);
+  std::string valid_bundle;
+  for (const auto& c : cas) valid_bundle += c.pem;
   const std::optional<std::string> leaf_bad = leaf_problem(valid_bundle);
 
   // A new CA: there is no Secret, none can sign, or the signing one is two thirds through.
   if (signer == nullptr || now >= renewal_due(*signer)) {
-    auto ca = new_ca();
+    const auto stamp = std::chrono::duration_cast<Seconds>(now.time_since_epoch()).count();
+    auto ca = tls::make_ca("isolation-gate-ca-" + std::to_string(stamp), settings.ca_validity, now);
     if (!ca) return fail("making the CA: " + ca.error());
     out.ca_crt = valid_bundle + ca->ca_cert_pem;
     out.ca_key = ca->ca_key_pem;

@@ -59,18 +59,12 @@ SelfManagedCertificates::SelfManagedCertificates(kube::Client& client, tls::Relo
       [this](const std::string& message) { note_error(message); });
 }
 
-SelfManagedCertificates::~SelfManagedCertificates() = default;
-
 void SelfManagedCertificates::log(std::string_view level, const std::string& message) const {
   if (options_.log) options_.log(level, message);
 }
 
 void SelfManagedCertificates::note_error(const std::string& message) {
-  {
-    std::lock_guard lock(state_mu_);
-    last_error_ = message;
-    ++stats_.errors;
-  }
+  count(&CertificateStats::errors);
   log("error", message);
 }
 
@@ -94,11 +88,6 @@ void SelfManagedCertificates::add_to(runtime::Manager& manager) {
 CertificateStats SelfManagedCertificates::stats() const {
   std::lock_guard lock(state_mu_);
   return stats_;
-}
-
-std::string SelfManagedCertificates::last_error() const {
-  std::lock_guard lock(state_mu_);
-  return last_error_;
 }
 
 void SelfManagedCertificates::begin_term() {
@@ -234,33 +223,21 @@ Result<CertTime> SelfManagedCertificates::leader_pass(const runtime::CancelToken
                         : client_.create(kube::collection_path(kube::kSecrets, options_.ns), body);
     if (!written) {
       const kube::ApiError& e = written.failure();
+      if (!e.conflict() && !e.not_found())
+        return failed("certificates: writing the Secret " + options_.ns + "/" + options_.secret_name + ": " + e.message);
+      std::optional<json> fresh_secret;  // gone: none (created next)
       if (e.conflict()) {  // moved on (or created meanwhile): read it again and plan again
         log("info", "certificates: the Secret changed under us; reading it again");
         auto fresh = client_.get(secret_path, options_.request_timeout);
-        if (fresh) {
-          working_secret_ = std::move(*fresh);
-          continue;
-        }
-        if (fresh.failure().not_found()) {
-          working_secret_.reset();
-          continue;
-        }
-        return failed("certificates: reading the Secret: " + fresh.error());
+        if (!fresh && !fresh.failure().not_found()) return failed("certificates: reading the Secret: " + fresh.error());
+        if (fresh) fresh_secret = std::move(*fresh);
       }
-      if (e.not_found()) {
-        working_secret_.reset();
-        continue;
-      }
-      return failed("certificates: writing the Secret " + options_.ns + "/" + options_.secret_name + ": " + e.message);
+      working_secret_ = std::move(fresh_secret);
+      continue;
     }
     working_secret_ = std::move(*written);
-    {
-      std::lock_guard lock(state_mu_);
-      ++stats_.secret_writes;
-      if (plan->leaf_rotated) ++stats_.leaf_rotations;
-      if (plan->ca_rotated) ++stats_.ca_rotations;
-      last_error_.clear();
-    }
+    count(&CertificateStats::leaf_rotations, plan->leaf_rotated);
+    count(&CertificateStats::ca_rotations, plan->ca_rotated);
     log("info", "certificates: " + plan->why);
     reconcile_configurations(admission::base64_encode(plan->next.ca_crt), cancel);
     return options_.clock->wall();  // the next step at once (usually: nothing to do)

@@ -1,15 +1,14 @@
 // Self-managed webhook certificates: a CA and a serving certificate kept in
 // one Secret, the CA published in the caBundle of both webhook configurations
 // named --webhook-config-name, the served certificate hot-reloaded from the
-// Secret. Wires certificate_plan.h (pure), secret_source.h (every replica),
-// ca_injector.h, webhook_applier.h and served_observer.h (leader).
+// Secret.
 //  - add_to(manager): the SecretSource on every replica; on the leader one
 //    key (kKey), enqueued by any change of what the term watches.
 //  - reconcile(): the applier and injectors towards base64(ca.crt), then
 //    plan_secret(); a write is an update of the resourceVersion read (a
 //    create without Secret), a conflict re-reads and plans again. Timed steps
-//    requeue (at most recheck_interval); failures retry with backoff, are
-//    logged once per distinct message and kept as last_error().
+//    requeue (at most recheck_interval); failures retry with backoff and are
+//    logged once per distinct message.
 //  - Nothing is written once the CancelToken is stopped.
 #pragma once
 
@@ -68,7 +67,6 @@ struct CertificateStats {
   std::uint64_t ca_rotations = 0;    // CAs added to the bundle as leader (not the first)
   std::uint64_t bundle_repairs = 0;  // webhooks whose caBundle was patched
   std::uint64_t config_applies = 0;  // configurations created or replaced from the template
-  std::uint64_t secret_writes = 0;   // Secret creates and updates that succeeded
   std::uint64_t errors = 0;
   std::uint64_t leader_passes = 0;   // reconciles completed (tests wait on it)
 };
@@ -78,7 +76,6 @@ class SelfManagedCertificates {
   // `serving`: the listener's context; both outlive this object.
   SelfManagedCertificates(kube::Client& client, tls::ReloadingTlsContext& serving,
                           CertificateOptions options);
-  ~SelfManagedCertificates();
 
   // The Secret watch and hot reload (every replica) and the leader's term.
   void add_to(runtime::Manager& manager);
@@ -92,7 +89,6 @@ class SelfManagedCertificates {
 
   bool loaded() const noexcept { return source_->loaded(); }
   CertificateStats stats() const;
-  std::string last_error() const;
   void write_metrics(prometheus::TextWriter& out) const;
 
  private:
@@ -117,9 +113,8 @@ class SelfManagedCertificates {
   std::shared_ptr<runtime::Controller<std::string>> controller_;
   std::unique_ptr<SecretSource> source_;
 
-  mutable std::mutex state_mu_;  // guards stats_, last_error_
+  mutable std::mutex state_mu_;  // guards stats_
   CertificateStats stats_;
-  std::string last_error_;
 
   // A term's: made by begin_term(), used by reconcile(), dropped by end_term().
   std::vector<std::unique_ptr<CaInjector>> injectors_;  // mutating, validating

@@ -77,10 +77,8 @@ admission::LookupResult ClusterComponents::find(std::string_view ns, std::string
       [](const admission::LookupResult& r) { return r.status != Status::Error; });
   if (answer) return *std::move(answer);
   // The GET in flight is bounded by the same timeout: this wait ended first.
-  std::string error = "the Kubernetes API did not answer within " + std::to_string(timeout_.count()) +
-                      "ms (waiting for the GET of another review)";
-  note_error(ns, name, error);
-  return {Status::Error, nullptr, std::move(error)};
+  return failed(ns, name, "the Kubernetes API did not answer within " + std::to_string(timeout_.count()) +
+                              "ms (waiting for the GET of another review)");
 }
 
 admission::LookupResult ClusterComponents::fetch(std::string_view ns, std::string_view name) const {
@@ -89,35 +87,33 @@ admission::LookupResult ClusterComponents::fetch(std::string_view ns, std::strin
   auto got = client_.get(kube::object_path(kComponents, ns, name), timeout_);
   if (!got) {
     if (got.failure().not_found()) return {Status::NotFound, nullptr, {}};
-    std::string error = "the Kubernetes API did not answer: " + got.error();
-    note_error(ns, name, error);
-    return {Status::Error, nullptr, std::move(error)};
+    return failed(ns, name, "the Kubernetes API did not answer: " + got.error());
   }
   auto component = model::decode_component(*got, "Component " + quote(name));
-  if (!component) {
-    note_error(ns, name, component.error());
-    return {Status::Error, nullptr, component.error()};
-  }
+  if (!component) return failed(ns, name, component.error());
   return {Status::Found, std::make_shared<const model::Component>(std::move(component).value()), {}};
 }
 
-void ClusterComponents::note_error(std::string_view ns, std::string_view name, std::string_view error) const {
+admission::LookupResult ClusterComponents::failed(std::string_view ns, std::string_view name,
+                                                  std::string error) const {
   const std::uint64_t total = lookup_errors_.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (!log_) return;
   const auto now = clock_->now();
-  std::uint64_t since_last = 0;
+  std::uint64_t since_last = 0;  // 0: not reported now
   {
     std::lock_guard lock(log_mu_);
-    if (errors_at_last_log_ != 0 && now - last_log_ < std::chrono::seconds(10)) return;
-    since_last = total - errors_at_last_log_;
-    errors_at_last_log_ = total;
-    last_log_ = now;
+    if (errors_at_last_log_ == 0 || now - last_log_ >= std::chrono::seconds(10)) {
+      since_last = total - errors_at_last_log_;
+      errors_at_last_log_ = total;
+      last_log_ = now;
+    }
   }
-  log_("warn", "Component lookups are failing (a cache miss needs a live GET, and the GET failed; "
-               "such pods are denied): " +
-                   std::to_string(since_last) + " failed since the last report, " + std::to_string(total) +
-                   " in all; the latest: Component " + quote(name) + " in namespace " + quote(ns) + ": " +
-                   std::string(error));
+  if (log_ && since_last > 0) {
+    log_("warn", "Component lookups are failing (a cache miss needs a live GET, and the GET failed; "
+                 "such pods are denied): " +
+                     std::to_string(since_last) + " failed since the last report, " + std::to_string(total) +
+                     " in all; the latest: Component " + quote(name) + " in namespace " + quote(ns) + ": " + error);
+  }
+  return {admission::LookupResult::Status::Error, nullptr, std::move(error)};
 }
 
 Cluster::Cluster(kube::Client& client, ClusterOptions options, kube::Client* lookup_client)
@@ -186,24 +182,10 @@ void Cluster::recompute_sandbox() {
   if (!runtime_classes_.synced()) return;
   std::optional<RuntimeClassFacts> rc;
   if (auto found = runtime_classes_.find(options_.runtime_class)) rc = *found;
-  // `complete`: not the interim "unavailable" of a scheduling change.
-  const auto publish = [&](const SandboxAssessment& a, bool complete) {
-    const bool was = policy::is_available(sandbox_.availability());
-    if (sandbox_.update(a) && options_.log) {
-      options_.log(policy::is_available(a.availability) ? "info" : "warn", "sandbox " + a.reason);
-    }
-    sandbox_settled_.store(complete, std::memory_order_release);
-    if (complete) sandbox_assessed_.store(true, std::memory_order_release);
-    if (listener_ && was != policy::is_available(a.availability)) listener_->sandbox_changed();
-  };
-  if (!rc) {
-    // No RuntimeClass: unavailable at once (rule 1); the fits stay for its return.
-    start_nodes();
-    publish(assess_sandbox(options_.runtime_class, rc, std::vector<NodeFit>{}, options_.shape), true);
-    return;
-  }
+  std::vector<NodeFit> nodes;
+  bool complete = true;  // not the interim "unavailable" of a scheduling change
   auto current = projection();
-  if (!current->same_scheduling(rc)) {
+  if (rc && !current->same_scheduling(rc)) {
     // Fits made under the old scheduling say nothing of the new one: list again.
     {
       std::lock_guard plock(projection_mu_);
@@ -215,19 +197,26 @@ void Cluster::recompute_sandbox() {
                                " scheduling changed: listing the Nodes again");
     }
     node_reflector_->relist();
-    start_nodes();
     // Unavailable (fail closed) until every Node is fitted under the new scheduling.
-    publish(assess_sandbox(options_.runtime_class, rc, std::vector<NodeFit>{}, options_.shape), false);
-    return;
+    complete = false;
   }
   start_nodes();
-  if (!nodes_.synced()) return;
-  std::vector<NodeFit> nodes;
-  for (const auto& n : nodes_.snapshot()) {
-    if (n->projection != current->generation) return;  // not all fitted under it yet
-    nodes.push_back(*n);
+  // No RuntimeClass: unavailable at once (rule 1), with no fits (they stay for its return).
+  if (rc && complete) {
+    if (!nodes_.synced()) return;
+    for (const auto& n : nodes_.snapshot()) {
+      if (n->projection != current->generation) return;  // not all fitted under it yet
+      nodes.push_back(*n);
+    }
   }
-  publish(assess_sandbox(options_.runtime_class, rc, nodes, options_.shape), true);
+  const SandboxAssessment a = assess_sandbox(options_.runtime_class, rc, nodes, options_.shape);
+  const bool was = policy::is_available(sandbox_.availability());
+  if (sandbox_.update(a) && options_.log) {
+    options_.log(policy::is_available(a.availability) ? "info" : "warn", "sandbox " + a.reason);
+  }
+  sandbox_settled_.store(complete, std::memory_order_release);
+  if (complete) sandbox_assessed_.store(true, std::memory_order_release);
+  if (listener_ && was != policy::is_available(a.availability)) listener_->sandbox_changed();
 }
 
 void Cluster::write_metrics(prometheus::TextWriter& out, std::span<const CacheView> more) const {

@@ -7,10 +7,9 @@
 //    for a second. An API or decode error is Status::Error (the pod
 //    rules deny it: fail closed), counted and logged at most once per 10 s.
 //  - sandbox() is assess_sandbox() of the caches, recomputed on every
-//    RuntimeClass or Node event; unavailable until they have synced. The
-//    Node cache holds NodeFits under the RuntimeClass's scheduling: when it
-//    changes the Nodes are listed again, and the sandbox reads unavailable
-//    until every Node is fitted under the new one.
+//    RuntimeClass or Node event; unavailable until they have synced, and
+//    after a change of the RuntimeClass's scheduling until every Node is
+//    fitted under the new one.
 //  - admission_sandbox(): sandbox(), but unavailable once the RuntimeClass or
 //    Node cache has made no progress for `sandbox_stale_after`. sandbox()
 //    (status, drift) keeps the last assessment.
@@ -139,7 +138,8 @@ class ClusterComponents final : public CachedComponents {
  private:
   static constexpr std::size_t kMaxRemembered = 4096;
   admission::LookupResult fetch(std::string_view ns, std::string_view name) const;
-  void note_error(std::string_view ns, std::string_view name, std::string_view error) const;
+  // Counted and logged (at most once per 10 s): Status::Error.
+  admission::LookupResult failed(std::string_view ns, std::string_view name, std::string error) const;
 
   kube::Client& client_;
   std::chrono::milliseconds timeout_;

@@ -140,6 +140,14 @@ Condition bound_outside_microvm(Decision d, const UnboundPods& unbound) {
               "spec.command/spec.args/spec.exec in the Component (docs/components.md) or remove it from the pod"};
 }
 
+constexpr std::size_t kUuidLength = 36;
+bool uuid_dash(std::size_t i) noexcept { return i == 8 || i == 13 || i == 18 || i == 23; }
+int hex_digit(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;  // upper case is kept as written: str() must give back the same text
+}
+
 }  // namespace
 
 std::string format_time(std::time_t t) {
@@ -156,16 +164,6 @@ std::int64_t parse_time(std::string_view text) noexcept {
   const auto seconds = std::chrono::floor<std::chrono::seconds>(t->time_since_epoch()).count();
   return seconds < 0 ? 0 : static_cast<std::int64_t>(seconds);
 }
-
-namespace {
-constexpr std::size_t kUuidLength = 36;
-bool uuid_dash(std::size_t i) noexcept { return i == 8 || i == 13 || i == 18 || i == 23; }
-int hex_digit(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;  // upper case is kept as written: str() must give back the same text
-}
-}  // namespace
 
 ObjectUid::ObjectUid(std::string_view text) {
   bool uuid = text.size() == kUuidLength;
@@ -189,14 +187,6 @@ ObjectUid::ObjectUid(std::string_view text) {
   } else if (!text.empty()) {
     other_ = std::make_unique<std::string>(text);
   }
-}
-
-ObjectUid::ObjectUid(const ObjectUid& other)
-    : bytes_(other.bytes_), other_(other.other_ ? std::make_unique<std::string>(*other.other_) : nullptr) {}
-
-ObjectUid& ObjectUid::operator=(const ObjectUid& other) {
-  if (this != &other) *this = ObjectUid(other);
-  return *this;
 }
 
 bool ObjectUid::empty() const noexcept {

@@ -7,9 +7,7 @@
 //    Admitted, TrustDeclared, Drifted and BoundOutsideMicroVM; a condition
 //    keeps its lastTransitionTime while its status is unchanged.
 //  - Writes are server-side applies by kFieldManager; status_fingerprint()
-//    covers only the gate's own fields and conditions, so the one test of
-//    "needs a write" (the record's fingerprint is the desired status's)
-//    ignores other managers.
+//    covers only the gate's own fields and conditions (not other managers').
 #pragma once
 
 #include <array>
@@ -46,10 +44,6 @@ class ObjectUid {
  public:
   ObjectUid() = default;
   explicit ObjectUid(std::string_view text);
-  ObjectUid(const ObjectUid& other);
-  ObjectUid& operator=(const ObjectUid& other);
-  ObjectUid(ObjectUid&&) noexcept = default;
-  ObjectUid& operator=(ObjectUid&&) noexcept = default;
   std::string str() const;
   bool empty() const noexcept;
 

@@ -51,11 +51,6 @@ void add_changed_keys(const Map& before, const Map& after, std::set<std::string,
   }
 }
 
-// What DriftSettle knows a pod by: its uid, else its key.
-const std::string& settle_key(const std::string& pod_key, const std::string& uid) {
-  return uid.empty() ? pod_key : uid;
-}
-
 }  // namespace
 
 Drift classify_drift(Decision decision, bool on_sandbox) noexcept {
@@ -254,11 +249,6 @@ UnboundPods DriftAudit::unbound(std::string_view component_key) const {
   return it == unbound_.end() ? UnboundPods{} : it->second;
 }
 
-DriftStats DriftAudit::stats() const {
-  std::lock_guard lock(mu_);
-  return stats_;
-}
-
 std::vector<CacheView> DriftAudit::cache_views() const {
   std::lock_guard lock(mu_);
   if (stopping_ || !reflector_) return {};
@@ -267,17 +257,6 @@ std::vector<CacheView> DriftAudit::cache_views() const {
   if (audit_pods_running_.load(std::memory_order_acquire))
     out.push_back(cache_view("audit_pods", *audit_pod_reflector_, audit_pods_));
   return out;
-}
-
-void DriftSettle::observe(const std::set<std::string, std::less<>>& uids, time_point now) {
-  std::erase_if(first_seen_, [&](const auto& e) { return !uids.contains(e.first); });
-  for (const auto& uid : uids) first_seen_.try_emplace(uid, now);
-}
-
-std::optional<DriftSettle::time_point> DriftSettle::evictable_at(std::string_view uid) const {
-  auto it = first_seen_.find(uid);
-  if (it == first_seen_.end()) return std::nullopt;
-  return it->second + settle_;
 }
 
 Result<runtime::Requeue> DriftAudit::reconcile(const std::string& key, const runtime::CancelToken& cancel) {
@@ -297,9 +276,10 @@ Result<runtime::Requeue> DriftAudit::reconcile(const std::string& key, const run
 }
 
 void DriftAudit::pass() {
+  const auto now = options_.clock->now();
   {
     std::lock_guard lock(mu_);
-    last_pass_ = options_.clock->now();  // a change from now on is a pass kMinInterval after this one
+    last_pass_ = now;  // a change from now on is a pass kMinInterval after this one
   }
   StatusInputs in;
   in.sandbox = sandbox_.availability();
@@ -344,21 +324,17 @@ void DriftAudit::pass() {
     std::lock_guard lock(mu_);
     add_changed_keys(counts_, counts, changed);
     add_changed_keys(unbound_, unbound, changed);
-    // The settle time runs per pod uid from the first pass that saw it drift.
-    std::set<std::string, std::less<>> less_safe;
-    for (const auto& [key, d] : drifted) {
+    for (auto& [key, d] : drifted) {
       auto old = drifted_pods_.find(key);
-      if (old == drifted_pods_.end() || old->second.drift != d.drift || old->second.uid != d.uid) newly.push_back(d);
-      if (d.drift == Drift::LessSafe) less_safe.insert(settle_key(key, d.uid));
+      const bool seen = old != drifted_pods_.end() && old->second.drift == d.drift && old->second.uid == d.uid;
+      d.first_seen = seen ? old->second.first_seen : now;
+      if (!seen) newly.push_back(d);
     }
-    const auto now = options_.clock->now();
-    settle_.observe(less_safe, now);
     if (options_.evict && !stopping_) {
       // Each pod to evict is a key of its own, queued once per term.
       for (const auto& [key, d] : drifted) {
         if (d.drift != Drift::LessSafe || !evict_queued_.insert(key).second) continue;
-        const auto at = settle_.evictable_at(settle_key(key, d.uid)).value_or(now);
-        to_evict.emplace_back(key, std::max(Clock::duration::zero(), at - now));
+        to_evict.emplace_back(key, std::max(Clock::duration::zero(), d.first_seen + options_.evict_settle - now));
       }
     }
     counts_ = std::move(counts);
@@ -385,8 +361,7 @@ void DriftAudit::audit_pass() {
   bool changed = false;
   {
     std::lock_guard lock(mu_);
-    changed = names != audit_set_;
-    audit_set_ = names;
+    changed = std::exchange(audit_set_, names) != names;
   }
   if (changed) {  // the cache kept pods by the set published when each arrived: list again
     if (names.empty()) {
@@ -404,17 +379,14 @@ void DriftAudit::audit_pass() {
     const auto pods = audit_pods_.snapshot();
     found = audit_would_deny(pods, names, audit_context_);
   }
-  std::map<std::string, AuditDenied> denied;
+  decltype(audit_denied_) denied;
   std::vector<const WouldDeny*> newly;
   {
     std::lock_guard lock(mu_);
     for (const auto& f : found) {
       const std::string key = kube::object_key(f.namespace_, f.name);
-      auto old = audit_denied_.find(key);
-      if (old == audit_denied_.end() || old->second.uid != f.uid || old->second.reason != f.reason) {
-        newly.push_back(&f);
-      }
-      denied[key] = {f.uid, f.reason};
+      const auto& why = denied[key] = {f.uid, f.reason};
+      if (auto old = audit_denied_.find(key); old == audit_denied_.end() || old->second != why) newly.push_back(&f);
     }
     audit_denied_ = std::move(denied);
     audit_counts_ = count_would_deny(found);
@@ -442,7 +414,7 @@ Result<runtime::Requeue> DriftAudit::evict(const std::string& pod_key, const run
       return runtime::Requeue{};
     }
     const Clock::time_point now = options_.clock->now();
-    const auto at = settle_.evictable_at(settle_key(pod_key, d->second.uid)).value_or(now);
+    const auto at = d->second.first_seen + options_.evict_settle;
     if (now < at) return runtime::Requeue{false, at - now};  // settling
     if (cancel.stop_requested()) return runtime::Requeue{};  // the fence: no eviction after leadership is lost
     if (!evict_bucket_.try_take(now))  // --evict-rate: again at the next token
@@ -460,7 +432,7 @@ Result<runtime::Requeue> DriftAudit::evict(const std::string& pod_key, const run
   if (result) {
     {
       std::lock_guard lock(mu_);
-      ++stats_.evicted;
+      ++evicted_;
       forget(pod_key);
     }
     record_event(component_key, "Evicted", "Evict",
@@ -477,11 +449,11 @@ Result<runtime::Requeue> DriftAudit::evict(const std::string& pod_key, const run
     return runtime::Requeue{};
   }
   if (e.code == 429) {
-    ++stats_.eviction_blocked;
+    ++eviction_blocked_;
     if (options_.log) options_.log("info", "eviction of " + pod_key + " refused for now (retried): " + e.message);
     return runtime::Requeue{false, e.retry_after.count() > 0 ? Clock::duration(e.retry_after) : kEvictRetry};
   }
-  ++stats_.eviction_failed;
+  ++eviction_failed_;
   return fail("cannot evict it (retried): " + e.message);
 }
 
@@ -523,9 +495,9 @@ void DriftAudit::write_metrics(prometheus::TextWriter& out) const {
                std::uint64_t{n});
   }
   out.family("isolation_gate_evictions_total", Type::Counter, "Evictions of drifted pods, by result.");
-  out.sample("isolation_gate_evictions_total", {{"result", "evicted"}}, stats_.evicted);
-  out.sample("isolation_gate_evictions_total", {{"result", "blocked"}}, stats_.eviction_blocked);
-  out.sample("isolation_gate_evictions_total", {{"result", "failed"}}, stats_.eviction_failed);
+  out.sample("isolation_gate_evictions_total", {{"result", "evicted"}}, evicted_);
+  out.sample("isolation_gate_evictions_total", {{"result", "blocked"}}, eviction_blocked_);
+  out.sample("isolation_gate_evictions_total", {{"result", "failed"}}, eviction_failed_);
 }
 
 }  // namespace ig::controller

@@ -1,16 +1,14 @@
 // The drift audit (leader only; docs/operations.md, "Drift"): running
 // component pods placed against what the gate decides now, reported and
 // (opt-in) evicted. A reconciler on the engine; start()/stop() own its caches.
-//  - kPass: once the pod cache has listed and `inputs_ready` holds (else
-//    100 ms later), after changes (at most every 200 ms) and every 30 s. It
-//    replaces the per-Component drift and unbound counts, tells
-//    `on_count_change` which changed, records PodDrifted per newly drifted
-//    pod, and judges audit namespaces' running pods as /mutate/pods would
-//    (the would-deny gauge, WouldDenyWhenEnforced per new pod).
-//  - A pod key: its eviction, only with `evict`, of a LessSafe pod drifted
-//    for evict_settle, through the Eviction API, at most evict_per_minute;
-//    429 waits Retry-After, 404 forgets, other failures back off. Nothing
-//    is sent once the CancelToken is stopped.
+//  - kPass: once the pod cache has listed and `inputs_ready` holds, after
+//    changes (at most every 200 ms) and every 30 s: the per-Component drift
+//    and unbound counts (`on_count_change` hears which changed), PodDrifted
+//    per newly drifted pod, and audit namespaces' running pods judged as
+//    /mutate/pods would (WouldDenyWhenEnforced per new one).
+//  - A pod key: with `evict`, the eviction of a pod LessSafe for
+//    evict_settle, at most evict_per_minute; 429 waits Retry-After, 404
+//    forgets, other failures back off. None once the CancelToken is stopped.
 //  - drifted(), unbound(), synced(), write_metrics() are thread-safe.
 #pragma once
 
@@ -50,22 +48,6 @@ enum class Drift : std::uint8_t { None, LessSafe, Elsewhere };
 // Pure: RequireSetec or Deny off the sandbox -> LessSafe; Deny or
 // AllowInProcess on it -> Elsewhere; otherwise None.
 Drift classify_drift(policy::Decision decision, bool on_sandbox) noexcept;
-
-// When each drifted pod (by uid) may be evicted: `settle` after the pass
-// that first saw it drifted. The caller passes each pass's time.
-class DriftSettle {
- public:
-  using time_point = std::chrono::steady_clock::time_point;
-  explicit DriftSettle(std::chrono::milliseconds settle) : settle_(settle) {}
-  // `uids`: the pods drifted (LessSafe) now; every other uid is forgotten.
-  void observe(const std::set<std::string, std::less<>>& uids, time_point now);
-  // First seen drifted + settle; nullopt when not drifted at the last pass.
-  std::optional<time_point> evictable_at(std::string_view uid) const;
-
- private:
-  std::chrono::milliseconds settle_;
-  std::map<std::string, time_point, std::less<>> first_seen_;
-};
 
 // The Component as an Event's regarding object (`uid` empty: unknown).
 kube::ObjectReference component_reference(std::string_view ns, std::string_view name, std::string uid);
@@ -120,12 +102,6 @@ struct DriftOptions {
   std::function<void(std::string_view level, std::string_view message)> log;
 };
 
-struct DriftStats {
-  std::uint64_t evicted = 0;
-  std::uint64_t eviction_blocked = 0;  // 429: a PodDisruptionBudget said no (retried)
-  std::uint64_t eviction_failed = 0;
-};
-
 class DriftAudit {
  public:
   static constexpr std::string_view kPass = "";
@@ -147,7 +123,6 @@ class DriftAudit {
   std::size_t drifted(std::string_view component_key) const;
   // Its running pods on the sandbox that would be unbound outside a microVM (RequireSetec only).
   UnboundPods unbound(std::string_view component_key) const;
-  DriftStats stats() const;
   void write_metrics(prometheus::TextWriter& out) const;
   // The running caches' figures; none while not leading.
   std::vector<CacheView> cache_views() const;
@@ -159,6 +134,7 @@ class DriftAudit {
     Drift drift;
     bool done = false;  // evicted, or found gone, since the pass
     std::string note;   // the PodDrifted Event's
+    Clock::time_point first_seen{};  // the first pass that saw it drift so (its settle time runs from it)
   };
   void pass();
   Result<runtime::Requeue> evict(const std::string& pod_key, const runtime::CancelToken& cancel);
@@ -179,8 +155,7 @@ class DriftAudit {
   kube::Store<PodPlacement> pods_;
   std::unique_ptr<kube::Reflector> reflector_;
 
-  // Audit mode: the pod reflector runs only while a namespace is in audit
-  // mode; audit_set_ is what its `keep` reads.
+  // The audit pod reflector runs only while a namespace is in audit mode (audit_set_: its `keep`).
   CachedComponents cached_components_;  // the audit's: the cache only (synced before any pass)
   const admission::AdmissionContext audit_context_;
   kube::Store<AuditNamespace> audit_namespaces_;
@@ -199,14 +174,9 @@ class DriftAudit {
   std::map<std::string, std::size_t, std::less<>> counts_;   // component key -> drifted pods
   std::map<std::string, UnboundPods, std::less<>> unbound_;  // component key -> unbound outside a microVM (count > 0)
   std::map<std::string, DriftedPod> drifted_pods_;            // pod key -> why
-  DriftSettle settle_{options_.evict_settle};             // under mu_: when a drifted pod may be evicted
-  struct AuditDenied {
-    std::string uid;
-    admission::Reason reason;
-  };
-  std::map<std::string, AuditDenied> audit_denied_;  // pod key -> why (Events: only new ones)
-  WouldDenyCounts audit_counts_;                     // the gauge
-  DriftStats stats_;
+  std::map<std::string, std::pair<std::string, admission::Reason>> audit_denied_;  // pod key -> uid, why (Events: new ones)
+  WouldDenyCounts audit_counts_;  // the gauge
+  std::uint64_t evicted_ = 0, eviction_blocked_ = 0, eviction_failed_ = 0;  // blocked: 429, a PDB said no
 };
 
 }  // namespace ig::controller

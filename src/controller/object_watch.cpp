@@ -5,16 +5,14 @@ namespace ig::controller {
 kube::ReflectorOptions reflector_options(std::string name, const kube::Resource& r, const std::string& ns,
                                          const WatchSettings& settings, std::string field_selector,
                                          std::string label_selector) {
-  kube::ReflectorOptions o;
-  o.name = std::move(name);
-  o.path = kube::collection_path(r, ns);
-  o.field_selector = std::move(field_selector);
-  o.label_selector = std::move(label_selector);
-  o.page_size = settings.page_size;
-  o.watch_silence = settings.watch_silence;
-  o.backoff = settings.backoff;
-  o.log = settings.log;
-  return o;
+  return {.name = std::move(name),
+          .path = kube::collection_path(r, ns),
+          .label_selector = std::move(label_selector),
+          .field_selector = std::move(field_selector),
+          .page_size = settings.page_size,
+          .watch_silence = settings.watch_silence,
+          .backoff = settings.backoff,
+          .log = settings.log};
 }
 
 ObjectWatch::ObjectWatch(kube::Client& client, const kube::Resource& resource, std::string ns, std::string name,

@@ -4,8 +4,7 @@
 //  2. in setec-only, it carries the label setec.zeroroot.ai/runtime;
 //  3. a Node is Ready, schedulable, matches its scheduling.nodeSelector and
 //     has no NoSchedule/NoExecute taint its tolerations do not tolerate.
-// Decoders fail on a wrong type (the object is left out of the cache). The
-// Node cache keeps NodeFits: rule 3 evaluated under one NodeProjection.
+// Decoders fail on a wrong type (the object is left out of the cache).
 #pragma once
 
 #include <cstddef>

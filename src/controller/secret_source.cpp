@@ -1,5 +1,7 @@
 #include "controller/secret_source.h"
 
+#include <algorithm>
+
 #include "kube/resources.h"
 #include "kube/tls_material.h"
 #include "tls/certificates.h"
@@ -19,13 +21,11 @@ std::string data_field(const nlohmann::json& secret, std::string_view key) {
 }  // namespace
 
 SecretMaterial secret_material(const nlohmann::json& secret) {
-  SecretMaterial m;
-  m.exists = true;
-  m.tls_crt = data_field(secret, "tls.crt");
-  m.tls_key = data_field(secret, "tls.key");
-  m.ca_crt = data_field(secret, "ca.crt");
-  m.ca_key = data_field(secret, "ca.key");
-  return m;
+  return {.exists = true,
+          .tls_crt = data_field(secret, "tls.crt"),
+          .tls_key = data_field(secret, "tls.key"),
+          .ca_crt = data_field(secret, "ca.crt"),
+          .ca_key = data_field(secret, "ca.key")};
 }
 
 SecretSource::SecretSource(kube::Client& client, tls::ReloadingTlsContext& serving, std::string ns,
@@ -47,10 +47,8 @@ void SecretSource::on_secret_changed() {
   if (auto secret = watch_.get()) {
     const SecretMaterial m = secret_material(*secret);
     std::optional<CertTime> earliest;
-    if (auto cas = tls::read_certificate_bundle(m.ca_crt); cas) {
-      for (const auto& c : *cas)
-        if (!earliest || c.not_after < *earliest) earliest = c.not_after;
-    }
+    if (auto cas = tls::read_certificate_bundle(m.ca_crt); cas && !cas->empty())
+      earliest = std::ranges::min_element(*cas, {}, &tls::CertificateInfo::not_after)->not_after;
     bool try_pair = false;
     {
       std::lock_guard lock(mu_);

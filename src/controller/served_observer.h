@@ -1,8 +1,7 @@
 // What each ready replica serves, as the leader observes it: the ready
 // endpoints of the webhook Service's EndpointSlices (port "https" or the
 // only one), each TLS-dialled (as SERVICE.NS.svc, for at most 3 s) for the
-// leaf it presents. Dialled, not reported: the endpoints are what the API
-// server's calls reach.
+// leaf it presents.
 #pragma once
 
 #include <chrono>
@@ -35,8 +34,7 @@ class ServedObserver {
  public:
   ServedObserver(kube::Client& client, const std::string& ns, const std::string& service,
                  const WatchSettings& settings, std::function<void()> on_change);
-  void start() { reflector_.start(); }
-  void stop() noexcept { reflector_.stop(); }
+  void start() { reflector_.start(); }  // stops when destroyed
   // Dials every ready endpoint now, one after the other; nullopt before the list.
   std::optional<ServedObservation> observe() const;
 

@@ -9,7 +9,7 @@ namespace ig::controller {
 using nlohmann::json;
 
 // Not ready: again after kNotReadyWait. One apply, its rate-limit wait included: at most kApplyTimeout.
-constexpr std::chrono::milliseconds kNotReadyWait{200}, kApplyTimeout{30'000};
+constexpr std::chrono::milliseconds kNotReadyWait{200}, kApplyTimeout{30'000}, kEchoWait{10'000};
 
 StatusWriter::StatusWriter(kube::Client& client, const kube::Store<ComponentRecord>& components,
                            const admission::SandboxView& sandbox, StatusWriterOptions options)
@@ -104,13 +104,12 @@ Result<runtime::Requeue> StatusWriter::reconcile(const std::string& key, const r
     sent_.erase(key);
     return runtime::Requeue{};  // gone: its deletion needs no status
   }
-  StatusInputs in;
-  in.sandbox = sandbox_.availability();
-  in.shape = options_.shape;
-  in.runtime_class = options_.runtime_class;
-  in.drifted_pods = options_.drifted_pods ? options_.drifted_pods(key) : 0;
-  if (options_.unbound_pods) in.unbound = options_.unbound_pods(key);
-  in.now = std::chrono::system_clock::to_time_t(options_.clock->wall());
+  const StatusInputs in{.sandbox = sandbox_.availability(),
+                        .shape = options_.shape,
+                        .runtime_class = options_.runtime_class,
+                        .drifted_pods = options_.drifted_pods ? options_.drifted_pods(key) : 0,
+                        .unbound = options_.unbound_pods ? options_.unbound_pods(key) : UnboundPods{},
+                        .now = std::chrono::system_clock::to_time_t(options_.clock->wall())};
   const json status = desired_status(*record, in);
   const std::uint64_t want = status_fingerprint(status);
   const std::uint64_t cached = record->status_fingerprint;
@@ -126,9 +125,9 @@ Result<runtime::Requeue> StatusWriter::reconcile(const std::string& key, const r
       // Our write, not in the cache yet: the cache has not moved since.
       const Clock::duration waited = options_.clock->now() - sent->second.at;
       const bool moved = cached != sent->second.before && (sent->second.interim == 0 || cached != sent->second.interim);
-      if (!moved && sent->second.sent == want && waited < options_.echo_wait) {
+      if (!moved && sent->second.sent == want && waited < kEchoWait) {
         ++stats_.unchanged;
-        return runtime::Requeue{false, options_.echo_wait - waited};
+        return runtime::Requeue{false, kEchoWait - waited};
       }
       sent_.erase(sent);
     }

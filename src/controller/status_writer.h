@@ -1,21 +1,18 @@
 // The Component status loop (leader only): keeps every Component's status
 // equal to desired_status(), writing only when the status in the CACHE
 // differs (so a lost or overwritten status is written again; a write not
-// yet echoed by the watch is not repeated for echo_wait). Keys: a Component,
+// yet echoed by the watch is not repeated for 10 s). Keys: a Component,
 // or kSweep (every key, at most one sweep per sweep_interval, fed to the
 // queue kSweepBatch keys at a time).
 //  - Nothing is written while ready() is false (requeued after 200 ms) nor
 //    once the CancelToken is stopped.
-//  - The write: a forced server-side apply, then leftover_fields_patch()
-//    when the answer still holds a field left out. 404 drops the key;
-//    Retry-After is honoured; other errors back off (retry_initial ..
-//    retry_max).
+//  - The write: a forced server-side apply (then leftover_fields_patch()).
+//    404 drops the key; Retry-After is honoured; other errors back off.
 //  - enqueue*() are thread-safe, never block, and are dropped while not leading.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
-#include <ctime>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -43,7 +40,6 @@ struct StatusWriterOptions {
   std::chrono::milliseconds retry_initial{500}, retry_max{30'000};
   std::size_t workers = 1;  // --status-workers; at least 1
   std::chrono::milliseconds sweep_interval{10'000};
-  std::chrono::milliseconds echo_wait{10'000};
   std::shared_ptr<Clock> clock = Clock::steady();  // the engine's, and conditions' times (wall())
   std::function<void(std::string_view level, std::string_view message)> log;
 };

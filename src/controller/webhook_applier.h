@@ -31,8 +31,7 @@ class ConfigurationApplier {
   ConfigurationApplier(kube::Client& client, std::string ns, std::string configmap, const WatchSettings& settings,
                        std::function<void()> on_change, std::function<bool()> replica_ready,
                        std::chrono::milliseconds request_timeout);
-  void start() { template_.start(); }
-  void stop() noexcept { template_.stop(); }
+  void start() { template_.start(); }  // stops when destroyed
 
   Result<Applied> reconcile(const CaInjector& target, const std::string& bundle_b64);
 

@@ -117,6 +117,15 @@ struct DriftFixture {
   }
   ~DriftFixture() { audit->stop(); }
   std::size_t count() const { return api.count("create", "/eviction"); }
+  // isolation_gate_evictions_total{result=...} as written.
+  std::uint64_t evictions(const std::string& result) const {
+    std::string text;
+    prometheus::TextWriter out(text);
+    audit->write_metrics(out);
+    const std::string line = "isolation_gate_evictions_total{result=\"" + result + "\"} ";
+    const auto at = text.find(line);
+    return at == std::string::npos ? ~0ull : std::stoull(text.substr(at + line.size()));
+  }
   kube::fake::Action eviction(std::size_t i) const { return api.actions("create", "/eviction").at(i); }
 
   // Passes (bounded, real time: the pod cache is a reflector) until the
@@ -168,11 +177,28 @@ TEST(DriftAudit, ADriftedPodIsEvictedOnlyOnceTheSettleTimeHasPassed) {
   EXPECT_EQ(body["kind"], "Eviction");
   EXPECT_EQ(body["metadata"]["name"], "p0");
   EXPECT_EQ(body["deleteOptions"]["preconditions"]["uid"], "uid-p0");
-  EXPECT_EQ(f.audit->stats().evicted, 1u);
+  EXPECT_EQ(f.evictions("evicted"), 1u);
   // Done with it: reconciled again, nothing more is sent.
   r = f.evict_p0(f.live);
   ASSERT_TRUE(r) << r.error();
   EXPECT_EQ(f.count(), 1u);
+}
+
+// The settle time runs per pod from the first pass that saw it drift (one
+// that stops drifting starts over: APodThatStopsDriftingIsNotEvicted).
+TEST(DriftAudit, EachDriftedPodSettlesFromThePassThatFirstSawIt) {
+  DriftFixture f(60s);
+  ASSERT_TRUE(f.pass_until_drifted(1));
+  f.clock->advance(30s);
+  ASSERT_TRUE(f.api.push(kPodsPath, {kube::WatchEvent::Type::Added, component_pod("p1")}));
+  ASSERT_TRUE(f.pass_until_drifted(2));  // p0 seen again: its first sighting stands
+  auto r = f.evict_p0(f.live);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->after, Clock::duration(30s));
+  r = f.audit->reconcile("team-a/p1", f.live);  // another pod starts its own
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->after, Clock::duration(60s));
+  EXPECT_EQ(f.count(), 0u);
 }
 
 TEST(DriftAudit, ANewTermPassesOnlyOnceItsOwnPodListCame) {
@@ -230,8 +256,8 @@ TEST(DriftAudit, AStoppedCancelTokenSendsNoEvictionAndAbandonsOneInFlight) {
   r = pending.get();
   ASSERT_TRUE(r) << r.error();
   EXPECT_EQ(r->after, Clock::duration::zero());
-  EXPECT_EQ(f.audit->stats().evicted, 0u);
-  EXPECT_EQ(f.audit->stats().eviction_failed, 0u);
+  EXPECT_EQ(f.evictions("evicted"), 0u);
+  EXPECT_EQ(f.evictions("failed"), 0u);
   EXPECT_EQ(f.count(), 1u);
 }
 
@@ -242,7 +268,7 @@ TEST(DriftAudit, APdbRefusalIsRetriedAfterRetryAfterAndANotFoundForgetsThePod) {
   auto r = f.evict_p0(f.live);
   ASSERT_TRUE(r) << r.error();
   EXPECT_EQ(r->after, Clock::duration(10s));  // no Retry-After: the eviction retry (10 s)
-  EXPECT_EQ(f.audit->stats().eviction_blocked, 1u);
+  EXPECT_EQ(f.evictions("blocked"), 1u);
   f.clock->advance(10s);  // the requeue's wait (the rate limit has a token again too)
   r = f.evict_p0(f.live);
   ASSERT_TRUE(r) << r.error();
@@ -300,13 +326,13 @@ TEST(DriftAudit, AFailedEvictionIsRetriedWithTheEnginesBackoff) {
   ASSERT_TRUE(manager.start());
   manager.start_leading();
   // The fake time moves in steps until the third attempt (bounded).
-  for (int i = 0; i < 2000 && f.audit->stats().evicted == 0; ++i) {
+  for (int i = 0; i < 2000 && f.evictions("evicted") == 0; ++i) {
     f.clock->advance(100ms);
     std::this_thread::sleep_for(2ms);
   }
   manager.stop();
-  ASSERT_EQ(f.audit->stats().evicted, 1u);
-  EXPECT_EQ(f.audit->stats().eviction_failed, 2u);
+  ASSERT_EQ(f.evictions("evicted"), 1u);
+  EXPECT_EQ(f.evictions("failed"), 2u);
   std::lock_guard lock(f.mu);
   ASSERT_EQ(f.at.size(), 3u);
   EXPECT_GE(f.at[1] - f.at[0], Clock::duration(10s));

@@ -221,7 +221,7 @@ TEST(StatusWriter, AStatusOverwrittenElsewhereOrLostInARelistIsWrittenAgain) {
 
 // The one use of what was sent, bounded: a write the cache never shows (the
 // watch lost it, a relist brought back the old object) is not repeated at
-// once, but is once echo_wait has passed on the clock.
+// once, but is once the echo wait (10 s) has passed on the clock.
 TEST(StatusWriter, AWriteTheCacheNeverShowsIsRepeatedAfterTheEchoWait) {
   PatchRecorder api;
   Sandbox sandbox;
@@ -233,7 +233,6 @@ TEST(StatusWriter, AWriteTheCacheNeverShowsIsRepeatedAfterTheEchoWait) {
   StatusWriterOptions o;
   o.runtime_class = "kata-fc";
   o.clock = clock;
-  o.echo_wait = 10s;
   StatusWriter writer(api.client, store, sandbox, std::move(o));
   runtime::CancelToken none;
   ASSERT_TRUE(writer.reconcile("team-a/a", none));
