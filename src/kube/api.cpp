@@ -67,6 +67,13 @@ ApiError error_from_status(std::string_view what, const json& status) {
   return e;
 }
 
+ApiResult<ListPage> Client::list(std::string_view path, const ListOptions& options) {
+  nlohmann::json items = nlohmann::json::array();
+  auto page = list_each(path, options, [&items](nlohmann::json&& item) { items.push_back(std::move(item)); });
+  if (page) page->items = std::move(items);
+  return page;
+}
+
 std::string percent_encode(std::string_view s) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
