@@ -155,42 +155,24 @@ YAML::Node find_named(const YAML::Node& root, const char* list, const char* inne
   return body;
 }
 
-class Kubeconfig {
- public:
-  explicit Kubeconfig(std::string path) : path_(std::move(path)) {
-    const std::filesystem::path p(path_);
-    dir_ = p.has_parent_path() ? p.parent_path().string() : std::string(".");
-  }
+// `file` (not empty) relative to the directory of the kubeconfig at `path`, unless absolute.
+std::string resolve(const std::string& path, const std::string& file) {
+  const std::filesystem::path p(path);
+  return ((p.has_parent_path() ? p.parent_path() : std::filesystem::path(".")) / file).string();
+}
 
-  // Throws KubeconfigInvalid.
-  ClusterConfig load(const std::string& text, std::string_view context_flag) const;
-
- private:
-  // `file` (not empty) relative to the kubeconfig's directory, unless absolute.
-  std::string resolve(const std::string& file) const { return (std::filesystem::path(dir_) / file).string(); }
-
-  // PEM from `key-data` (base64) or `key` (a file, relative to the kubeconfig).
-  std::string pem_field(const YAML::Node& map, const char* file_key, const char* data_key,
-                        const std::string& where) const;
-
-  // users[].user.exec, checked as client-go's clientcmd validation does.
-  ExecConfig exec_field(const YAML::Node& exec, const std::string& where) const;
-
-  std::string path_;
-  std::string dir_;
-};
-
-ExecConfig Kubeconfig::exec_field(const YAML::Node& exec, const std::string& uwhere) const {
+// users[].user.exec of the kubeconfig at `path`, checked as client-go's clientcmd validation does.
+ExecConfig exec_field(const YAML::Node& exec, const std::string& uwhere, const std::string& path) {
   const std::string where = uwhere + ": field exec";
   if (!exec.IsMap()) invalid(where + " must be a map");
   ExecConfig out;
-  out.where = "kubeconfig " + path_ + ": " + uwhere;
+  out.where = "kubeconfig " + path + ": " + uwhere;
   out.command = string_field(exec, "command", where);
   if (out.command.empty()) invalid(where + ": command must be set");
   // client-go resolves a command holding a path separator against the
   // kubeconfig's directory; a bare name is looked up on $PATH.
   if (out.command.find('/') != std::string::npos)
-    out.command = std::filesystem::path(resolve(out.command)).lexically_normal().string();
+    out.command = std::filesystem::path(resolve(path, out.command)).lexically_normal().string();
   const std::string versions = " (" + std::string(kExecApiV1) + " or " + std::string(kExecApiV1beta1) + ")";
   out.api_version = string_field(exec, "apiVersion", where);
   if (out.api_version.empty()) invalid(where + ": apiVersion must be set" + versions);
@@ -231,8 +213,9 @@ ExecConfig Kubeconfig::exec_field(const YAML::Node& exec, const std::string& uwh
   return out;
 }
 
-std::string Kubeconfig::pem_field(const YAML::Node& map, const char* file_key, const char* data_key,
-                                  const std::string& where) const {
+// PEM from `key-data` (base64) or `key` (a file, relative to the kubeconfig at `path`).
+std::string pem_field(const YAML::Node& map, const char* file_key, const char* data_key, const std::string& where,
+                      const std::string& path) {
   if (const std::string data = string_field(map, data_key, where); !data.empty()) {
     auto decoded = decode_base64(data, where + ": field " + data_key);
     check(decoded);
@@ -240,12 +223,13 @@ std::string Kubeconfig::pem_field(const YAML::Node& map, const char* file_key, c
   }
   const std::string file = string_field(map, file_key, where);
   if (file.empty()) return std::string();
-  auto text = tls::read_small_file(resolve(file), kMaxPemBytes);
+  auto text = tls::read_small_file(resolve(path, file), kMaxPemBytes);
   if (!text) invalid(where + ": field " + file_key + ": " + text.error());
   return std::move(*text);
 }
 
-ClusterConfig Kubeconfig::load(const std::string& text, std::string_view context_flag) const {
+// The kubeconfig at `path`, its content `text`; throws KubeconfigInvalid.
+ClusterConfig load_kubeconfig(const std::string& path, const std::string& text, std::string_view context_flag) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -268,7 +252,7 @@ ClusterConfig Kubeconfig::load(const std::string& text, std::string_view context
 
   ClusterConfig out;
   out.namespace_name = string_field(context, "namespace", cwhere);
-  out.source = "kubeconfig " + path_ + ", context " + quote(context_name);
+  out.source = "kubeconfig " + path + ", context " + quote(context_name);
 
   // The cluster.
   const YAML::Node cluster = find_named(root, "clusters", "cluster", cluster_name);
@@ -287,7 +271,7 @@ ClusterConfig Kubeconfig::load(const std::string& text, std::string_view context
   out.server = string_field(cluster, "server", kwhere);
   check_server(out.server, kwhere);
   while (out.server.size() > std::string_view("https://x").size() && out.server.back() == '/') out.server.pop_back();
-  out.ca_pem = pem_field(cluster, "certificate-authority", "certificate-authority-data", kwhere);
+  out.ca_pem = pem_field(cluster, "certificate-authority", "certificate-authority-data", kwhere, path);
   if (out.ca_pem.empty())
     invalid(kwhere + ": neither certificate-authority nor certificate-authority-data is set "
                      "(the client trusts only the cluster CA)");
@@ -310,17 +294,17 @@ ClusterConfig Kubeconfig::load(const std::string& text, std::string_view context
   }
   // (An empty list is set: it is no map.)
   if (const YAML::Node exec = user["exec"]; is_set(exec) || (exec.IsDefined() && exec.IsSequence()))
-    out.exec = exec_field(exec, uwhere);
+    out.exec = exec_field(exec, uwhere, path);
   const std::string token = string_field(user, "token", uwhere);
   const std::string token_file = string_field(user, "tokenFile", uwhere);
   if (!token_file.empty()) {
-    out.token_file = resolve(token_file);
+    out.token_file = resolve(path, token_file);
     if (auto t = read_token(out.token_file); !t) invalid(uwhere + ": field tokenFile: " + t.error());
   } else {
     out.bearer_token = trim(token);
   }
-  out.client_cert_pem = pem_field(user, "client-certificate", "client-certificate-data", uwhere);
-  out.client_key_pem = pem_field(user, "client-key", "client-key-data", uwhere);
+  out.client_cert_pem = pem_field(user, "client-certificate", "client-certificate-data", uwhere, path);
+  out.client_key_pem = pem_field(user, "client-key", "client-key-data", uwhere, path);
   if (out.client_cert_pem.empty() != out.client_key_pem.empty())
     invalid(uwhere + (out.client_cert_pem.empty() ? ": client-key is set without client-certificate"
                                                    : ": client-certificate is set without client-key"));
@@ -382,7 +366,7 @@ Result<ClusterConfig> kubeconfig_config(const std::string& path, std::string_vie
   auto text = tls::read_small_file(path, kMaxKubeconfigBytes);
   if (!text) return fail("kubeconfig: " + text.error());
   try {
-    return Kubeconfig(path).load(*text, context);
+    return load_kubeconfig(path, *text, context);
   } catch (const KubeconfigInvalid& e) {
     return fail("kubeconfig " + path + ": " + e.message);
   }
