@@ -84,9 +84,7 @@ std::string percent_encode(std::string_view s) {
     if (plain) {
       out.push_back(static_cast<char>(c));
     } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
+      out.append({'%', kHex[c >> 4], kHex[c & 15]});
     }
   }
   return out;

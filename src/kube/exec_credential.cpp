@@ -169,20 +169,6 @@ Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std
   return result;
 }
 
-// KUBERNETES_EXEC_INFO's value; spec.cluster only with provide_cluster_info.
-std::string exec_info_json(const ExecConfig& config, bool interactive, std::string_view server,
-                           std::string_view ca_pem) {
-  nlohmann::json spec = {{"interactive", interactive}};
-  if (config.provide_cluster_info) {
-    std::string ca;
-    json_text::append_base64(ca, ca_pem);
-    spec["cluster"] = {{"server", std::string(server)}};
-    if (!ca.empty()) spec["cluster"]["certificate-authority-data"] = std::move(ca);
-  }
-  nlohmann::json doc = {{"kind", "ExecCredential"}, {"apiVersion", config.api_version}, {"spec", std::move(spec)}};
-  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 // The plugin's standard output as credentials, checked as client-go does.
 Result<Credentials> parse_exec_credential(std::string_view output, std::string_view api_version) {
   const nlohmann::json doc = nlohmann::json::parse(output, nullptr, /*allow_exceptions=*/false);
@@ -242,7 +228,15 @@ Result<Credentials> run_exec_plugin(const ExecConfig& config, std::string_view s
     if (eq != std::string_view::npos && eq > 0) vars[std::string(entry.substr(0, eq))] = entry.substr(eq + 1);
   }
   for (const auto& [k, v] : config.env) vars[k] = v;
-  vars["KUBERNETES_EXEC_INFO"] = exec_info_json(config, interactive, server, ca_pem);
+  nlohmann::json spec = {{"interactive", interactive}};  // KUBERNETES_EXEC_INFO's
+  if (config.provide_cluster_info) {
+    std::string ca;
+    json_text::append_base64(ca, ca_pem);
+    spec["cluster"] = {{"server", std::string(server)}};
+    if (!ca.empty()) spec["cluster"]["certificate-authority-data"] = std::move(ca);
+  }
+  const nlohmann::json info = {{"kind", "ExecCredential"}, {"apiVersion", config.api_version}, {"spec", spec}};
+  vars["KUBERNETES_EXEC_INFO"] = info.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::vector<std::string> env;
   for (const auto& [k, v] : vars) env.push_back(k + "=" + v);
 
