@@ -1,5 +1,6 @@
 #include "kube/api.h"
 
+#include <cctype>
 #include <cstdio>
 #include <ctime>
 
@@ -79,9 +80,7 @@ std::string percent_encode(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (unsigned char c : s) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                       (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
-    if (plain) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {  // (the C locale's)
       out.push_back(static_cast<char>(c));
     } else {
       out.append({'%', kHex[c >> 4], kHex[c & 15]});

@@ -70,8 +70,7 @@ std::string exception_text(std::exception_ptr e) {
   } catch (const pplx::task_canceled&) {
     return "cancelled";
   } catch (const std::exception& ex) {
-    std::string text = ex.what();
-    return text.empty() ? std::string("failed") : text;
+    return *ex.what() != '\0' ? ex.what() : "failed";
   } catch (...) {
     return "unknown error";
   }
@@ -413,20 +412,17 @@ class HttpWatchStream final : public WatchStream {
   void stop() noexcept override {
     stopped_.store(true);
     reader_.stop();
-    cancel();
-  }
-
- private:
-  void cancel() noexcept {
     try {
       sent_.cts->cancel();
     } catch (...) {
     }
   }
 
+ private:
+  // Ends the stream with this error (next() returns it from now on).
   ApiError fail_with(std::string cause) {
     failed_ = no_answer("WATCH", path_, std::move(cause));
-    cancel();
+    stop();
     return *failed_;
   }
 
