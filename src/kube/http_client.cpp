@@ -385,7 +385,6 @@ class HttpWatchStream final : public WatchStream {
       auto e = decoder_.next();
       if (!e) return fail_with(e.error());
       if (e->has_value()) return std::move(*e);
-      if (ended_) return std::optional<WatchEvent>();
       chunk.clear();
       std::optional<Deadline> quiet_until;
       if (silence_.count() > 0) quiet_until = SteadyClock::now() + silence_;
@@ -404,7 +403,7 @@ class HttpWatchStream final : public WatchStream {
       }
       if (decoder_.has_partial_event())
         return fail_with("the stream ended inside event " + std::to_string(decoder_.events() + 1));
-      ended_ = true;
+      stop();  // a clean end: nullopt from now on
       return std::optional<WatchEvent>();
     }
   }
@@ -432,7 +431,6 @@ class HttpWatchStream final : public WatchStream {
   WatchDecoder decoder_;
   std::chrono::milliseconds silence_;
   std::atomic<bool> stopped_{false};
-  bool ended_ = false;
   std::optional<ApiError> failed_;
 };
 
