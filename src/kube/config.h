@@ -90,8 +90,7 @@ struct Credentials {
   std::string token;            // "" when none
   std::string client_cert_pem;  // "" when none
   std::string client_key_pem;
-  // exec plugins: when the plugin said these expire (wall clock)
-  std::optional<std::chrono::system_clock::time_point> expires;
+  std::optional<std::chrono::system_clock::time_point> expires;  // as an exec plugin said (wall clock)
 };
 
 class TokenSource {

@@ -27,8 +27,6 @@ extern char** environ;
 namespace ig::kube {
 namespace {
 
-using namespace std::chrono_literals;
-
 constexpr std::size_t kMaxOutputBytes = 1u << 20;
 constexpr std::size_t kStderrTail = 2048;
 
@@ -148,7 +146,7 @@ Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std
   pid_t reaped = 0;  // waitpid's answer: the pid, 0 while it runs, -1 on an error (then killed)
   while (!timed_out && !too_much && (reaped = ::waitpid(pid, &status, WNOHANG)) == 0) {
     timed_out = std::chrono::steady_clock::now() >= deadline;
-    if (!timed_out) std::this_thread::sleep_for(5ms);
+    if (!timed_out) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   if (reaped != pid) {
     ::kill(interactive ? pid : -pid, SIGKILL);  // else the whole group: a shell's children too

@@ -379,13 +379,12 @@ class HttpWatchStream final : public WatchStream {
 
   ApiResult<std::optional<WatchEvent>> next() override {
     if (failed_) return *failed_;
-    std::string chunk;
     for (;;) {
       if (stopped_.load()) return std::optional<WatchEvent>();
       auto e = decoder_.next();
       if (!e) return fail_with(e.error());
       if (e->has_value()) return std::move(*e);
-      chunk.clear();
+      std::string chunk;
       std::optional<Deadline> quiet_until;
       if (silence_.count() > 0) quiet_until = SteadyClock::now() + silence_;
       const auto status = reader_.read(chunk, quiet_until);
