@@ -1,5 +1,6 @@
 #include "kube/api.h"
 
+#include <cctype>
 #include <cstdio>
 #include <ctime>
 
@@ -67,19 +68,22 @@ ApiError error_from_status(std::string_view what, const json& status) {
   return e;
 }
 
+ApiResult<ListPage> Client::list(std::string_view path, const ListOptions& options) {
+  nlohmann::json items = nlohmann::json::array();
+  auto page = list_each(path, options, [&items](nlohmann::json&& item) { items.push_back(std::move(item)); });
+  if (page) page->items = std::move(items);
+  return page;
+}
+
 std::string percent_encode(std::string_view s) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(s.size());
   for (unsigned char c : s) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                       (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
-    if (plain) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {  // (the C locale's)
       out.push_back(static_cast<char>(c));
     } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
+      out.append({'%', kHex[c >> 4], kHex[c & 15]});
     }
   }
   return out;

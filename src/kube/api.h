@@ -117,17 +117,12 @@ class Client {
   virtual ~Client() = default;
   // `timeout` bounds the whole call, rate-limiter wait included.
   virtual ApiResult<nlohmann::json> get(std::string_view path, std::chrono::milliseconds timeout) = 0;
-  virtual ApiResult<ListPage> list(std::string_view path, const ListOptions& options) = 0;
-  // list() that hands each item to `each` as it is decoded (the page's items
+  // A LIST that hands each item to `each` as it is decoded (the page's items
   // stay empty); items handed over before an error stay handed over.
   virtual ApiResult<ListPage> list_each(std::string_view path, const ListOptions& options,
-                                        const std::function<void(nlohmann::json&&)>& each) {
-    auto page = list(path, options);
-    if (!page) return page;
-    for (auto& item : page->items) each(std::move(item));
-    page->items = nlohmann::json::array();
-    return page;
-  }
+                                        const std::function<void(nlohmann::json&&)>& each) = 0;
+  // list_each() with the items gathered into the page.
+  ApiResult<ListPage> list(std::string_view path, const ListOptions& options);
   virtual ApiResult<std::unique_ptr<WatchStream>> watch(std::string_view path,
                                                         const WatchOptions& options) = 0;
   // `cancel` abandons a create, patch or apply: nothing is sent once it is

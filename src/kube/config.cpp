@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <ranges>
 #include <set>
 #include <utility>
 #include <vector>
@@ -69,11 +70,6 @@ void check(const R& r) {
   if (!r) invalid(r.error());
 }
 
-struct Unsupported {
-  const char* field;
-  const char* why;
-};
-
 // A string field: "" when absent or null; thrown when not a scalar.
 std::string string_field(const YAML::Node& map, const char* key, const std::string& where) {
   const YAML::Node v = map[key];
@@ -111,37 +107,28 @@ void check_server(const std::string& server, const std::string& where) {
     invalid(what + " has a query, a fragment or white space");
 }
 
-std::string without_trailing_slash(std::string s) {
-  while (s.size() > std::string_view("https://x").size() && s.back() == '/') s.pop_back();
-  return s;
-}
-
 void check_duplicate_keys(const YAML::Node& root) {
-  struct Item {
-    YAML::Node node;
-    std::string where;
-  };
-  std::vector<Item> stack{{root, "the top level"}};
+  std::vector<std::pair<YAML::Node, std::string>> stack{{root, "the top level"}};  // a node, where it is
   std::size_t visited = 0;
   while (!stack.empty()) {
-    Item item = std::move(stack.back());
+    auto [node, where] = std::move(stack.back());
     stack.pop_back();
     if (++visited > kMaxYamlNodes) invalid("more than " + std::to_string(kMaxYamlNodes) + " YAML nodes (aliases?)");
-    if (item.node.IsMap()) {
+    if (node.IsMap()) {
       std::set<std::string> seen;
-      for (auto it = item.node.begin(); it != item.node.end(); ++it) {
+      for (auto it = node.begin(); it != node.end(); ++it) {
         const YAML::Node key = it->first;
         std::string name = key.IsScalar() ? key.Scalar() : std::string("<non-scalar key>");
         if (key.IsScalar() && !seen.insert(name).second) {
-          invalid("duplicate key " + quote(name) + " in " + item.where + " (line " +
+          invalid("duplicate key " + quote(name) + " in " + where + " (line " +
                   std::to_string(key.Mark().line + 1) + ")");
         }
-        stack.push_back({it->second, item.where == "the top level" ? name : item.where + "." + name});
+        stack.push_back({it->second, where == "the top level" ? name : where + "." + name});
       }
-    } else if (item.node.IsSequence()) {
+    } else if (node.IsSequence()) {
       std::size_t i = 0;
-      for (auto it = item.node.begin(); it != item.node.end(); ++it, ++i)
-        stack.push_back({*it, item.where + "[" + std::to_string(i) + "]"});
+      for (auto it = node.begin(); it != node.end(); ++it, ++i)
+        stack.push_back({*it, where + "[" + std::to_string(i) + "]"});
     }
   }
 }
@@ -161,52 +148,31 @@ YAML::Node find_named(const YAML::Node& root, const char* list, const char* inne
       found = entry;
     }
   }
-  const std::string singular = std::string(inner);
-  if (!found) invalid(singular + " " + quote(name) + " not found in " + list);
+  if (!found) invalid(std::string(inner) + " " + quote(name) + " not found in " + list);
   const YAML::Node body = (*found)[inner];
   if (!body.IsDefined() || body.IsNull()) return YAML::Node(YAML::NodeType::Map);
-  if (!body.IsMap()) invalid(singular + " " + quote(name) + ": field " + inner + " must be a map");
+  if (!body.IsMap()) invalid(std::string(inner) + " " + quote(name) + ": field " + inner + " must be a map");
   return body;
 }
 
-class Kubeconfig {
- public:
-  explicit Kubeconfig(std::string path) : path_(std::move(path)) {
-    const std::filesystem::path p(path_);
-    dir_ = p.has_parent_path() ? p.parent_path().string() : std::string(".");
-  }
+// `file` (not empty) relative to the directory of the kubeconfig at `path`, unless absolute.
+std::string resolve(const std::string& path, const std::string& file) {
+  const std::filesystem::path p(path);
+  return ((p.has_parent_path() ? p.parent_path() : std::filesystem::path(".")) / file).string();
+}
 
-  // Throws KubeconfigInvalid.
-  ClusterConfig load(const std::string& text, std::string_view context_flag) const;
-
- private:
-  std::string resolve(const std::string& file) const {
-    if (file.empty() || std::filesystem::path(file).is_absolute()) return file;
-    return (std::filesystem::path(dir_) / file).string();
-  }
-
-  // PEM from `key-data` (base64) or `key` (a file, relative to the kubeconfig).
-  std::string pem_field(const YAML::Node& map, const char* file_key, const char* data_key,
-                        const std::string& where) const;
-
-  // users[].user.exec, checked as client-go's clientcmd validation does.
-  ExecConfig exec_field(const YAML::Node& exec, const std::string& where) const;
-
-  std::string path_;
-  std::string dir_;
-};
-
-ExecConfig Kubeconfig::exec_field(const YAML::Node& exec, const std::string& uwhere) const {
+// users[].user.exec of the kubeconfig at `path`, checked as client-go's clientcmd validation does.
+ExecConfig exec_field(const YAML::Node& exec, const std::string& uwhere, const std::string& path) {
   const std::string where = uwhere + ": field exec";
   if (!exec.IsMap()) invalid(where + " must be a map");
   ExecConfig out;
-  out.where = "kubeconfig " + path_ + ": " + uwhere;
+  out.where = "kubeconfig " + path + ": " + uwhere;
   out.command = string_field(exec, "command", where);
   if (out.command.empty()) invalid(where + ": command must be set");
   // client-go resolves a command holding a path separator against the
   // kubeconfig's directory; a bare name is looked up on $PATH.
   if (out.command.find('/') != std::string::npos)
-    out.command = std::filesystem::path(resolve(out.command)).lexically_normal().string();
+    out.command = std::filesystem::path(resolve(path, out.command)).lexically_normal().string();
   const std::string versions = " (" + std::string(kExecApiV1) + " or " + std::string(kExecApiV1beta1) + ")";
   out.api_version = string_field(exec, "apiVersion", where);
   if (out.api_version.empty()) invalid(where + ": apiVersion must be set" + versions);
@@ -247,8 +213,9 @@ ExecConfig Kubeconfig::exec_field(const YAML::Node& exec, const std::string& uwh
   return out;
 }
 
-std::string Kubeconfig::pem_field(const YAML::Node& map, const char* file_key, const char* data_key,
-                                  const std::string& where) const {
+// PEM from `key-data` (base64) or `key` (a file, relative to the kubeconfig at `path`).
+std::string pem_field(const YAML::Node& map, const char* file_key, const char* data_key, const std::string& where,
+                      const std::string& path) {
   if (const std::string data = string_field(map, data_key, where); !data.empty()) {
     auto decoded = decode_base64(data, where + ": field " + data_key);
     check(decoded);
@@ -256,12 +223,13 @@ std::string Kubeconfig::pem_field(const YAML::Node& map, const char* file_key, c
   }
   const std::string file = string_field(map, file_key, where);
   if (file.empty()) return std::string();
-  auto text = tls::read_small_file(resolve(file), kMaxPemBytes);
+  auto text = tls::read_small_file(resolve(path, file), kMaxPemBytes);
   if (!text) invalid(where + ": field " + file_key + ": " + text.error());
   return std::move(*text);
 }
 
-ClusterConfig Kubeconfig::load(const std::string& text, std::string_view context_flag) const {
+// The kubeconfig at `path`, its content `text`; throws KubeconfigInvalid.
+ClusterConfig load_kubeconfig(const std::string& path, const std::string& text, std::string_view context_flag) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -284,26 +252,26 @@ ClusterConfig Kubeconfig::load(const std::string& text, std::string_view context
 
   ClusterConfig out;
   out.namespace_name = string_field(context, "namespace", cwhere);
-  out.source = "kubeconfig " + path_ + ", context " + quote(context_name);
+  out.source = "kubeconfig " + path + ", context " + quote(context_name);
 
   // The cluster.
   const YAML::Node cluster = find_named(root, "clusters", "cluster", cluster_name);
   const std::string kwhere = "cluster " + quote(cluster_name);
-  static constexpr Unsupported kUnsupportedCluster[] = {
+  static constexpr std::pair<const char*, const char*> kUnsupportedCluster[] = {  // field, why
       {"proxy-url", "the client connects to the server directly"},
       {"tls-server-name", "the server certificate must name the server's host"},
   };
-  for (const Unsupported& u : kUnsupportedCluster) {
-    if (!string_field(cluster, u.field, kwhere).empty())
-      invalid(kwhere + ": field " + u.field + " is not supported (" + u.why + ")");
+  for (const auto& [field, why] : kUnsupportedCluster) {
+    if (!string_field(cluster, field, kwhere).empty())
+      invalid(kwhere + ": field " + field + " is not supported (" + why + ")");
   }
   if (bool_field(cluster, "insecure-skip-tls-verify", kwhere + ": field insecure-skip-tls-verify"))
     invalid(kwhere + ": field insecure-skip-tls-verify: true is not supported "
                      "(the client verifies the server against the cluster CA)");
-  const std::string server = string_field(cluster, "server", kwhere);
-  check_server(server, kwhere);
-  out.server = without_trailing_slash(server);
-  out.ca_pem = pem_field(cluster, "certificate-authority", "certificate-authority-data", kwhere);
+  out.server = string_field(cluster, "server", kwhere);
+  check_server(out.server, kwhere);
+  while (out.server.size() > std::string_view("https://x").size() && out.server.back() == '/') out.server.pop_back();
+  out.ca_pem = pem_field(cluster, "certificate-authority", "certificate-authority-data", kwhere, path);
   if (out.ca_pem.empty())
     invalid(kwhere + ": neither certificate-authority nor certificate-authority-data is set "
                      "(the client trusts only the cluster CA)");
@@ -312,7 +280,7 @@ ClusterConfig Kubeconfig::load(const std::string& text, std::string_view context
   // The user.
   const YAML::Node user = find_named(root, "users", "user", user_name);
   const std::string uwhere = "user " + quote(user_name);
-  static constexpr Unsupported kUnsupportedUser[] = {
+  static constexpr std::pair<const char*, const char*> kUnsupportedUser[] = {
       {"auth-provider", "auth providers are not supported; use token, tokenFile or a client certificate"},
       {"username", "basic authentication is not supported; use token, tokenFile or a client certificate"},
       {"password", "basic authentication is not supported; use token, tokenFile or a client certificate"},
@@ -321,22 +289,22 @@ ClusterConfig Kubeconfig::load(const std::string& text, std::string_view context
       {"as-groups", "impersonation is not supported"},
       {"as-user-extra", "impersonation is not supported"},
   };
-  for (const Unsupported& u : kUnsupportedUser) {
-    if (is_set(user[u.field])) invalid(uwhere + ": field " + u.field + " is not supported (" + u.why + ")");
+  for (const auto& [field, why] : kUnsupportedUser) {
+    if (is_set(user[field])) invalid(uwhere + ": field " + field + " is not supported (" + why + ")");
   }
   // (An empty list is set: it is no map.)
   if (const YAML::Node exec = user["exec"]; is_set(exec) || (exec.IsDefined() && exec.IsSequence()))
-    out.exec = exec_field(exec, uwhere);
+    out.exec = exec_field(exec, uwhere, path);
   const std::string token = string_field(user, "token", uwhere);
   const std::string token_file = string_field(user, "tokenFile", uwhere);
   if (!token_file.empty()) {
-    out.token_file = resolve(token_file);
+    out.token_file = resolve(path, token_file);
     if (auto t = read_token(out.token_file); !t) invalid(uwhere + ": field tokenFile: " + t.error());
   } else {
     out.bearer_token = trim(token);
   }
-  out.client_cert_pem = pem_field(user, "client-certificate", "client-certificate-data", uwhere);
-  out.client_key_pem = pem_field(user, "client-key", "client-key-data", uwhere);
+  out.client_cert_pem = pem_field(user, "client-certificate", "client-certificate-data", uwhere, path);
+  out.client_key_pem = pem_field(user, "client-key", "client-key-data", uwhere, path);
   if (out.client_cert_pem.empty() != out.client_key_pem.empty())
     invalid(uwhere + (out.client_cert_pem.empty() ? ": client-key is set without client-certificate"
                                                    : ": client-certificate is set without client-key"));
@@ -351,25 +319,13 @@ ClusterConfig Kubeconfig::load(const std::string& text, std::string_view context
   return out;
 }
 
-// $ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT onto a kubeconfig's exec plugin.
-Result<ClusterConfig> with_exec_timeout(Result<ClusterConfig> c, const InClusterEnv& env) {
-  if (!c || !c->exec || env.exec_timeout.empty()) return c;
-  auto d = config::parse_duration(env.exec_timeout);
-  if (!d) return fail("$ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT: " + d.error());
-  if (d->count() <= 0) return fail("$ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT must be more than 0");
-  c->exec->timeout = *d;
-  return c;
-}
-
 }  // namespace
 
 InClusterEnv process_env() {
-  InClusterEnv env;
-  env.service_host = env_or_empty("KUBERNETES_SERVICE_HOST");
-  env.service_port = env_or_empty("KUBERNETES_SERVICE_PORT");
-  env.kubeconfig = env_or_empty("KUBECONFIG");
-  env.exec_timeout = env_or_empty("ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT");
-  return env;
+  return {.service_host = env_or_empty("KUBERNETES_SERVICE_HOST"),
+          .service_port = env_or_empty("KUBERNETES_SERVICE_PORT"),
+          .kubeconfig = env_or_empty("KUBECONFIG"),
+          .exec_timeout = env_or_empty("ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT")};
 }
 
 Result<ClusterConfig> in_cluster_config(const InClusterEnv& env) {
@@ -410,7 +366,7 @@ Result<ClusterConfig> kubeconfig_config(const std::string& path, std::string_vie
   auto text = tls::read_small_file(path, kMaxKubeconfigBytes);
   if (!text) return fail("kubeconfig: " + text.error());
   try {
-    return Kubeconfig(path).load(*text, context);
+    return load_kubeconfig(path, *text, context);
   } catch (const KubeconfigInvalid& e) {
     return fail("kubeconfig " + path + ": " + e.message);
   }
@@ -418,51 +374,46 @@ Result<ClusterConfig> kubeconfig_config(const std::string& path, std::string_vie
 
 Result<ClusterConfig> load_cluster_config(const std::string& kubeconfig_flag,
                                           std::string_view context_flag, const InClusterEnv& env) {
-  if (!kubeconfig_flag.empty()) {
-    auto c = kubeconfig_config(kubeconfig_flag, context_flag);
-    if (!c) return fail("--kubeconfig: " + c.error());
-    return with_exec_timeout(std::move(c), env);
-  }
   std::vector<std::string> paths;  // of $KUBECONFIG, but empty ones
-  for (std::size_t from = 0; from < env.kubeconfig.size();) {
-    const std::size_t colon = std::min(env.kubeconfig.find(':', from), env.kubeconfig.size());
-    if (colon > from) paths.push_back(env.kubeconfig.substr(from, colon - from));
-    from = colon + 1;
+  for (const auto path : std::views::split(env.kubeconfig, ':'))
+    if (!path.empty()) paths.emplace_back(path.begin(), path.end());
+  if (kubeconfig_flag.empty() && paths.empty()) {
+    if (!context_flag.empty())
+      return fail("--context " + quote(context_flag) +
+                  " needs a kubeconfig (--kubeconfig or $KUBECONFIG); none was given");
+    auto c = in_cluster_config(env);
+    if (!c) return fail("no --kubeconfig and no $KUBECONFIG, so tried " + c.error());
+    return c;
   }
-  if (!paths.empty()) {
-    auto c = kubeconfig_config(paths.front(), context_flag);
-    if (!c) return fail("$KUBECONFIG: " + c.error());
-    if (paths.size() > 1)
-      c->source += " (the first of " + std::to_string(paths.size()) +
-                   " paths in $KUBECONFIG; the others are not merged)";
-    return with_exec_timeout(std::move(c), env);
+  const bool flag = !kubeconfig_flag.empty();
+  auto c = kubeconfig_config(flag ? kubeconfig_flag : paths.front(), context_flag);
+  if (!c) return fail((flag ? "--kubeconfig: " : "$KUBECONFIG: ") + c.error());
+  if (!flag && paths.size() > 1)
+    c->source += " (the first of " + std::to_string(paths.size()) +
+                 " paths in $KUBECONFIG; the others are not merged)";
+  if (c->exec && !env.exec_timeout.empty()) {  // $ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT onto its plugin
+    auto d = config::parse_duration(env.exec_timeout);
+    if (!d) return fail("$ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT: " + d.error());
+    if (d->count() <= 0) return fail("$ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT must be more than 0");
+    c->exec->timeout = *d;
   }
-  if (!context_flag.empty())
-    return fail("--context " + quote(context_flag) +
-                " needs a kubeconfig (--kubeconfig or $KUBECONFIG); none was given");
-  auto c = in_cluster_config(env);
-  if (!c) return fail("no --kubeconfig and no $KUBECONFIG, so tried " + c.error());
   return c;
 }
 
 // --- TokenSource -----------------------------------------------------------
 
-TokenSource::TokenSource(const ClusterConfig& config, std::shared_ptr<Clock> clock,
-                         std::function<bool()> stdin_is_terminal)
-    : config_(config), clock_(std::move(clock)), stdin_is_terminal_(std::move(stdin_is_terminal)) {
-  if (!stdin_is_terminal_) stdin_is_terminal_ = [] { return ::isatty(STDIN_FILENO) == 1; };
+TokenSource::TokenSource(const ClusterConfig& config, std::shared_ptr<Clock> clock)
+    : config_(config), clock_(std::move(clock)) {
   if (config_.exec) {
     config_.token_file.clear();
   } else if (config_.token_file.empty()) {
-    token_ = config_.bearer_token;
-    have_token_ = true;
-    publish_locked();
+    publish_locked(config_.bearer_token);
   }
 }
 
-void TokenSource::publish_locked() {
-  current_ =
-      std::make_shared<const Credentials>(Credentials{token_, config_.client_cert_pem, config_.client_key_pem, {}});
+void TokenSource::publish_locked(std::string token) {
+  current_ = std::make_shared<const Credentials>(
+      Credentials{std::move(token), config_.client_cert_pem, config_.client_key_pem, {}});
 }
 
 bool TokenSource::expired_locked() const {
@@ -473,9 +424,9 @@ Result<std::shared_ptr<const Credentials>> TokenSource::credentials() {
   std::lock_guard lock(mu_);
   if (config_.exec && (!current_ || expired_locked())) {
     if (auto ran = run_plugin_locked(); !ran) return ran.failure();
-  } else if (!config_.token_file.empty() && (!have_token_ || clock_->now() - last_check_ >= kTokenRecheck)) {
+  } else if (!config_.token_file.empty() && (!current_ || clock_->now() - last_check_ >= kTokenRecheck)) {
     auto r = reread_locked(false);
-    if (!r && !have_token_) return r.failure();
+    if (!r && !current_) return r.failure();
   }
   return current_;
 }
@@ -494,7 +445,7 @@ Result<std::shared_ptr<const Credentials>> TokenSource::renew_after_unauthorized
 }
 
 Result<void> TokenSource::run_plugin_locked() {
-  auto creds = run_exec_plugin(*config_.exec, config_.server, config_.ca_pem, stdin_is_terminal_());
+  auto creds = run_exec_plugin(*config_.exec, config_.server, config_.ca_pem, ::isatty(STDIN_FILENO) == 1);
   if (!creds) return creds.failure();
   current_ = std::make_shared<const Credentials>(std::move(*creds));
   return {};
@@ -509,14 +460,11 @@ Result<void> TokenSource::reread_locked(bool force) {
     return fail("token file " + config_.token_file + ": " + std::strerror(errno));
   }
   const FileStamp stamp{st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec};
-  if (!force && have_token_ && stamp == stamp_) return {};
+  if (!force && current_ && stamp == stamp_) return {};
   auto t = read_token(config_.token_file);
   if (!t) return t.failure();
-  const bool changed = !have_token_ || *t != token_;
-  token_ = std::move(*t);
   stamp_ = stamp;
-  have_token_ = true;
-  if (changed || !current_) publish_locked();
+  if (!current_ || *t != current_->token) publish_locked(std::move(*t));
   return {};
 }
 

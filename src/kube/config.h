@@ -20,7 +20,6 @@
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,9 +34,6 @@
 
 namespace ig::kube {
 
-// One exec plugin run's bound unless $ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT is set.
-inline constexpr std::chrono::milliseconds kExecPluginTimeout{60000};
-
 // users[].user.exec of a kubeconfig (client-go's clientcmdapi.ExecConfig).
 struct ExecConfig {
   enum class Interactive { Never, IfAvailable, Always };
@@ -48,7 +44,7 @@ struct ExecConfig {
   std::string install_hint;       // shown when the command is not found
   bool provide_cluster_info = false;  // KUBERNETES_EXEC_INFO's spec.cluster
   Interactive interactive = Interactive::IfAvailable;
-  std::chrono::milliseconds timeout = kExecPluginTimeout;  // one run, then killed
+  std::chrono::milliseconds timeout{60000};  // one run, then killed ($ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT)
   std::string where;              // for messages: "kubeconfig PATH: user \"NAME\""
 };
 
@@ -94,16 +90,14 @@ struct Credentials {
   std::string token;            // "" when none
   std::string client_cert_pem;  // "" when none
   std::string client_key_pem;
-  // exec plugins: when the plugin said these expire (wall clock)
-  std::optional<std::chrono::system_clock::time_point> expires;
+  std::optional<std::chrono::system_clock::time_point> expires;  // as an exec plugin said (wall clock)
 };
 
 class TokenSource {
  public:
-  // `clock`: the token file's recheck interval and the plugin's expiry;
-  // `stdin_is_terminal` (tests): whether a plugin may be interactive, default isatty(0).
-  explicit TokenSource(const ClusterConfig& config, std::shared_ptr<Clock> clock = Clock::steady(),
-                       std::function<bool()> stdin_is_terminal = {});
+  // `clock`: the token file's recheck interval and the plugin's expiry. A
+  // plugin may be interactive when standard input is a terminal.
+  explicit TokenSource(const ClusterConfig& config, std::shared_ptr<Clock> clock = Clock::steady());
 
   // The credentials to send now (may run the exec plugin: callers wait).
   Result<std::shared_ptr<const Credentials>> credentials();
@@ -119,16 +113,13 @@ class TokenSource {
   Result<void> reread_locked(bool force);
   Result<void> run_plugin_locked();
   bool expired_locked() const;
-  void publish_locked();
+  void publish_locked(std::string token);
 
   ClusterConfig config_;  // token_file: "" with an exec plugin
   std::shared_ptr<Clock> clock_;
-  std::function<bool()> stdin_is_terminal_;
   std::mutex mu_;  // guards what follows, and a plugin run
-  std::string token_;
-  std::shared_ptr<const Credentials> current_;
+  std::shared_ptr<const Credentials> current_;  // null until the token file was read
   FileStamp stamp_;
-  bool have_token_ = false;
   Clock::time_point last_check_{};
 };
 

@@ -19,6 +19,7 @@
 #include "base/one_line.h"
 #include "base/quote.h"
 #include "base/rfc3339.h"
+#include "config/duration.h"
 #include "kube/tls_material.h"
 
 extern char** environ;
@@ -26,22 +27,14 @@ extern char** environ;
 namespace ig::kube {
 namespace {
 
-using namespace std::chrono_literals;
-
 constexpr std::size_t kMaxOutputBytes = 1u << 20;
 constexpr std::size_t kStderrTail = 2048;
-constexpr std::string_view kExecInfoEnv = "KUBERNETES_EXEC_INFO";
 
 // "credential plugin \"aws\" (kubeconfig P: user \"u\")"
 std::string plugin_name(const ExecConfig& c) {
   std::string s = "credential plugin " + quote(c.command);
   if (!c.where.empty()) s += " (" + c.where + ")";
   return s;
-}
-
-std::string seconds_text(std::chrono::milliseconds d) {
-  if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + "s";
-  return std::to_string(d.count()) + "ms";
 }
 
 // The tail of the plugin's standard error, one line, for an error message.
@@ -66,11 +59,9 @@ Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std
                                  bool interactive) {
   const std::string name = plugin_name(config);
   int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return fail(name + ": pipe: " + std::strerror(errno));
-  if (!interactive && ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || (!interactive && ::pipe2(err_pipe, O_CLOEXEC) != 0)) {
     const int e = errno;
-    close_fd(out_pipe[0]);
-    close_fd(out_pipe[1]);
+    for (int& fd : out_pipe) close_fd(fd);  // (a failed pipe2 leaves them -1)
     return fail(name + ": pipe: " + std::strerror(e));
   }
 
@@ -127,15 +118,11 @@ Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std
   char buf[16384];
   while (out_pipe[0] >= 0 || err_pipe[0] >= 0) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timed_out = true;
-      break;
-    }
+    timed_out = left.count() <= 0;
+    if (timed_out) break;
     pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};  // a closed (-1) one is skipped
-    if (::poll(fds, 2, static_cast<int>(std::min<long long>(left.count() + 1, 1000))) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
+    // (Interrupted: no revents, so nothing is read this round.)
+    if (::poll(fds, 2, static_cast<int>(std::min<long long>(left.count() + 1, 1000))) < 0 && errno != EINTR) break;
     for (int i = 0; i < 2; ++i) {
       if (fds[i].revents == 0) continue;
       const ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
@@ -156,26 +143,18 @@ Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std
 
   // Its output is complete (or abandoned): reap it by the deadline.
   int status = 0;  // waitpid's
-  bool reaped = false;
-  while (!timed_out && !too_much) {
-    const pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid || (w < 0 && errno != EINTR)) {
-      reaped = w == pid;
-      break;
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      timed_out = true;
-      break;
-    }
-    std::this_thread::sleep_for(5ms);
+  pid_t reaped = 0;  // waitpid's answer: the pid, 0 while it runs, -1 on an error (then killed)
+  while (!timed_out && !too_much && (reaped = ::waitpid(pid, &status, WNOHANG)) == 0) {
+    timed_out = std::chrono::steady_clock::now() >= deadline;
+    if (!timed_out) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  if (!reaped) {
+  if (reaped != pid) {
     ::kill(interactive ? pid : -pid, SIGKILL);  // else the whole group: a shell's children too
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
   }
   if (timed_out)
-    return fail(name + " did not finish within " + seconds_text(config.timeout) + "; it was killed" +
+    return fail(name + " did not finish within " + config::format_duration(config.timeout) + "; it was killed" +
                 (interactive ? "" : " (its process group)") +
                 " ($ISOLATION_GATE_EXEC_PLUGIN_TIMEOUT sets this bound)" + stderr_suffix(result.err_tail));
   if (too_much)
@@ -188,41 +167,19 @@ Result<RunOutput> spawn_and_wait(const ExecConfig& config, const std::vector<std
   return result;
 }
 
-bool string_member(const nlohmann::json& obj, const char* key, std::string& out, std::string& error) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return true;
-  if (!it->is_string()) {
-    error = std::string("field ") + key + " is not a string";
-    return false;
-  }
-  out = it->get<std::string>();
-  return true;
-}
-
-// KUBERNETES_EXEC_INFO's value; spec.cluster only with provide_cluster_info.
-std::string exec_info_json(const ExecConfig& config, bool interactive, std::string_view server,
-                           std::string_view ca_pem) {
-  nlohmann::json spec = {{"interactive", interactive}};
-  if (config.provide_cluster_info) {
-    nlohmann::json cluster = {{"server", std::string(server)}};
-    if (!ca_pem.empty()) {
-      std::string data;
-      json_text::append_base64(data, ca_pem);
-      cluster["certificate-authority-data"] = std::move(data);
-    }
-    spec["cluster"] = std::move(cluster);
-  }
-  nlohmann::json doc = {{"kind", "ExecCredential"}, {"apiVersion", config.api_version}, {"spec", std::move(spec)}};
-  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 // The plugin's standard output as credentials, checked as client-go does.
 Result<Credentials> parse_exec_credential(std::string_view output, std::string_view api_version) {
   const nlohmann::json doc = nlohmann::json::parse(output, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return fail("its output is not a JSON object");
-  std::string version, kind, error;
-  if (!string_member(doc, "apiVersion", version, error) || !string_member(doc, "kind", kind, error))
-    return fail("its output: " + error);
+  std::string error;  // the first member read that is not a string
+  auto string_member = [&error](const nlohmann::json& obj, const char* key) {
+    const auto it = obj.find(key);
+    if (it != obj.end() && it->is_string()) return it->get<std::string>();
+    if (it != obj.end() && !it->is_null() && error.empty()) error = std::string("field ") + key + " is not a string";
+    return std::string();
+  };
+  const std::string version = string_member(doc, "apiVersion"), kind = string_member(doc, "kind");
+  if (!error.empty()) return fail("its output: " + error);
   if (kind != "ExecCredential")
     return fail("its output is not an ExecCredential (kind " + quote(kind) + ")");
   if (version != api_version)
@@ -231,13 +188,10 @@ Result<Credentials> parse_exec_credential(std::string_view output, std::string_v
   auto status = doc.find("status");
   if (status == doc.end() || status->is_null()) return fail("its ExecCredential has no status");
   if (!status->is_object()) return fail("its ExecCredential's status is not an object");
-  Credentials c;
-  std::string expiration;
-  if (!string_member(*status, "token", c.token, error) ||
-      !string_member(*status, "clientCertificateData", c.client_cert_pem, error) ||
-      !string_member(*status, "clientKeyData", c.client_key_pem, error) ||
-      !string_member(*status, "expirationTimestamp", expiration, error))
-    return fail("its ExecCredential's status: " + error);
+  Credentials c{string_member(*status, "token"), string_member(*status, "clientCertificateData"),
+                string_member(*status, "clientKeyData"), {}};
+  const std::string expiration = string_member(*status, "expirationTimestamp");
+  if (!error.empty()) return fail("its ExecCredential's status: " + error);
   if (c.token.empty() && c.client_cert_pem.empty() && c.client_key_pem.empty())
     return fail("its ExecCredential holds neither a token nor a client certificate and key");
   if (c.client_cert_pem.empty() != c.client_key_pem.empty())
@@ -257,19 +211,13 @@ Result<Credentials> parse_exec_credential(std::string_view output, std::string_v
   return c;
 }
 
-// Whether the run is interactive, or why it cannot run (Always, no terminal).
-Result<bool> exec_interactive(const ExecConfig& config, bool stdin_is_terminal) {
-  if (config.interactive == ExecConfig::Interactive::Always && !stdin_is_terminal)
-    return fail(plugin_name(config) + " has interactiveMode Always but standard input is not a terminal; not run");
-  return stdin_is_terminal && config.interactive != ExecConfig::Interactive::Never;
-}
-
 }  // namespace
 
 Result<Credentials> run_exec_plugin(const ExecConfig& config, std::string_view server, std::string_view ca_pem,
                                     bool stdin_is_terminal) {
-  auto interactive = exec_interactive(config, stdin_is_terminal);
-  if (!interactive) return interactive.failure();
+  if (config.interactive == ExecConfig::Interactive::Always && !stdin_is_terminal)
+    return fail(plugin_name(config) + " has interactiveMode Always but standard input is not a terminal; not run");
+  const bool interactive = stdin_is_terminal && config.interactive != ExecConfig::Interactive::Never;
   // This process's environment, exec.env over it, KUBERNETES_EXEC_INFO over both.
   std::map<std::string, std::string> vars;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
@@ -278,11 +226,19 @@ Result<Credentials> run_exec_plugin(const ExecConfig& config, std::string_view s
     if (eq != std::string_view::npos && eq > 0) vars[std::string(entry.substr(0, eq))] = entry.substr(eq + 1);
   }
   for (const auto& [k, v] : config.env) vars[k] = v;
-  vars[std::string(kExecInfoEnv)] = exec_info_json(config, *interactive, server, ca_pem);
+  nlohmann::json spec = {{"interactive", interactive}};  // KUBERNETES_EXEC_INFO's
+  if (config.provide_cluster_info) {
+    std::string ca;
+    json_text::append_base64(ca, ca_pem);
+    spec["cluster"] = {{"server", std::string(server)}};
+    if (!ca.empty()) spec["cluster"]["certificate-authority-data"] = std::move(ca);
+  }
+  const nlohmann::json info = {{"kind", "ExecCredential"}, {"apiVersion", config.api_version}, {"spec", spec}};
+  vars["KUBERNETES_EXEC_INFO"] = info.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::vector<std::string> env;
   for (const auto& [k, v] : vars) env.push_back(k + "=" + v);
 
-  auto run = spawn_and_wait(config, env, *interactive);
+  auto run = spawn_and_wait(config, env, interactive);
   if (!run) return run.failure();
   auto creds = parse_exec_credential(run->out, config.api_version);
   if (!creds) return fail(plugin_name(config) + ": " + creds.error() + stderr_suffix(run->err_tail));

@@ -70,8 +70,7 @@ std::string exception_text(std::exception_ptr e) {
   } catch (const pplx::task_canceled&) {
     return "cancelled";
   } catch (const std::exception& ex) {
-    std::string text = ex.what();
-    return text.empty() ? std::string("failed") : text;
+    return *ex.what() != '\0' ? ex.what() : "failed";
   } catch (...) {
     return "unknown error";
   }
@@ -357,17 +356,6 @@ bool is_ip_literal(const std::string& host) {
   return ::inet_pton(AF_INET, host.c_str(), buf) == 1 || ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
 }
 
-void initialize_pool() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    try {
-      crossplat::threadpool::initialize_with_threads(kPoolThreads);
-    } catch (...) {
-      // Already initialised by someone else in this process: shared as it is.
-    }
-  });
-}
-
 // The request as we build it, before each send.
 struct Outgoing {
   std::string_view verb;  // GET, LIST, WATCH, CREATE, PATCH, APPLY (for messages)
@@ -391,14 +379,12 @@ class HttpWatchStream final : public WatchStream {
 
   ApiResult<std::optional<WatchEvent>> next() override {
     if (failed_) return *failed_;
-    std::string chunk;
     for (;;) {
       if (stopped_.load()) return std::optional<WatchEvent>();
       auto e = decoder_.next();
       if (!e) return fail_with(e.error());
       if (e->has_value()) return std::move(*e);
-      if (ended_) return std::optional<WatchEvent>();
-      chunk.clear();
+      std::string chunk;
       std::optional<Deadline> quiet_until;
       if (silence_.count() > 0) quiet_until = SteadyClock::now() + silence_;
       const auto status = reader_.read(chunk, quiet_until);
@@ -416,7 +402,7 @@ class HttpWatchStream final : public WatchStream {
       }
       if (decoder_.has_partial_event())
         return fail_with("the stream ended inside event " + std::to_string(decoder_.events() + 1));
-      ended_ = true;
+      stop();  // a clean end: nullopt from now on
       return std::optional<WatchEvent>();
     }
   }
@@ -424,20 +410,17 @@ class HttpWatchStream final : public WatchStream {
   void stop() noexcept override {
     stopped_.store(true);
     reader_.stop();
-    cancel();
-  }
-
- private:
-  void cancel() noexcept {
     try {
       sent_.cts->cancel();
     } catch (...) {
     }
   }
 
+ private:
+  // Ends the stream with this error (next() returns it from now on).
   ApiError fail_with(std::string cause) {
     failed_ = no_answer("WATCH", path_, std::move(cause));
-    cancel();
+    stop();
     return *failed_;
   }
 
@@ -447,7 +430,6 @@ class HttpWatchStream final : public WatchStream {
   WatchDecoder decoder_;
   std::chrono::milliseconds silence_;
   std::atomic<bool> stopped_{false};
-  bool ended_ = false;
   std::optional<ApiError> failed_;
 };
 
@@ -466,13 +448,6 @@ class CppRestClient final : public HttpClient {
 
   ApiResult<nlohmann::json> get(std::string_view path, std::chrono::milliseconds timeout) override {
     return call({.verb = "GET", .method = http::methods::GET, .path = path}, timeout);
-  }
-
-  ApiResult<ListPage> list(std::string_view path, const ListOptions& options) override {
-    nlohmann::json items = nlohmann::json::array();
-    auto page = list_each(path, options, [&items](nlohmann::json&& item) { items.push_back(std::move(item)); });
-    if (page) page->items = std::move(items);
-    return page;
   }
 
   ApiResult<ListPage> list_each(std::string_view path, const ListOptions& options,
@@ -625,18 +600,21 @@ class CppRestClient final : public HttpClient {
     return std::max<std::chrono::microseconds>(options_.request_timeout, 60s) + 5s;
   }
 
-  // One send through `c`: the rate limiter, the token, the headers back by `deadline`.
-  ApiResult<Sent> send_once(std::shared_ptr<http::client::http_client> c, const Outgoing& out, Deadline deadline,
-                            const std::string& token, const std::stop_token& cancel) {
+  // One send with `creds`: the rate limiter, the headers back by `deadline`. A send that got
+  // no answer replaces the shared pool.
+  ApiResult<Sent> send_once(const Outgoing& out, Deadline deadline, const std::shared_ptr<const Credentials>& creds,
+                            const std::stop_token& cancel) {
     if (auto ok = limiter_.acquire(deadline, cancel); !ok) return no_answer(out.verb, out.path, ok.error());
     if (cancel.stop_requested()) return no_answer(out.verb, out.path, "cancelled before it was sent");
+    std::shared_ptr<http::client::http_client> c;
     try {
+      c = out.own_client.count() > 0 ? new_client(out.own_client, creds) : pooled_client(creds);
       http::http_request req(out.method);
       req.set_request_uri(web::uri(std::string(out.path) + out.query));
       auto& h = req.headers();
       h.add("User-Agent", user_agent_);
       h.add("Accept", "application/json");
-      if (!token.empty()) h.add("Authorization", "Bearer " + token);
+      if (!creds->token.empty()) h.add("Authorization", "Bearer " + creds->token);
       if (out.body) {
         // Invalid UTF-8 replaced, never a throw; as bytes: cpprestsdk's std::string body is a
         // char buffer it then reads as a uint8_t one (undefined behaviour, UBSan's vptr check).
@@ -651,10 +629,12 @@ class CppRestClient final : public HttpClient {
       if (!wait_until(*done, deadline, cancel)) {
         cts->cancel();
         wait_until(*done, SteadyClock::now() + kCancelledWait);
+        renew_client(c);
         if (cancel.stop_requested()) return no_answer(out.verb, out.path, "cancelled while waiting for an answer");
         return no_answer(out.verb, out.path, "timed out waiting for an answer from " + config_.server);
       }
       if (!done->value) {
+        renew_client(c);
         std::string cause = "no answer from " + config_.server + ": " + done->error;
         // cpprestsdk does not say why a handshake failed; the likely causes:
         if (done->error.find("handshake") != std::string::npos)
@@ -666,6 +646,7 @@ class CppRestClient final : public HttpClient {
       }
       return Sent{std::move(*done->value), std::move(cts), std::move(body), std::move(c)};
     } catch (...) {
+      renew_client(c);
       return no_answer(out.verb, out.path, exception_text(std::current_exception()));
     }
   }
@@ -689,12 +670,11 @@ class CppRestClient final : public HttpClient {
       status = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
     if (!status.is_object()) status = nlohmann::json::object();
     status["code"] = sent.response.status_code();
-    const auto reason = status.find("reason");
-    if (reason == status.end() || !reason->is_string() || reason->get_ref<const std::string&>().empty())
+    if (const auto reason = status.value("reason", nlohmann::json()); !reason.is_string() || reason == "")
       status["reason"] = sent.response.reason_phrase();
     ApiError e = error_from_status(std::string(out.verb) + " " + std::string(out.path), status);
-    const auto header = sent.response.headers().find("Retry-After");
-    const std::string v = header != sent.response.headers().end() ? header->second : std::string();
+    std::string v;  // Retry-After, "" when absent
+    sent.response.headers().match("Retry-After", v);
     if (e.code != 429 && e.code != 503)
       e.retry_after = std::chrono::seconds(0);
     else if (!v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos)
@@ -705,21 +685,9 @@ class CppRestClient final : public HttpClient {
   // An exchange up to a successful answer's headers, with the token source's
   // credentials; after a 401, once more if renewed credentials differ.
   ApiResult<Sent> open(const Outgoing& out, Deadline deadline, const std::stop_token& cancel = {}) {
-    auto send_with = [&](const std::shared_ptr<const Credentials>& c) -> ApiResult<Sent> {
-      std::shared_ptr<http::client::http_client> client;
-      try {
-        client = out.own_client.count() > 0 ? new_client(out.own_client, c) : pooled_client(c);
-      } catch (const std::exception& e) {
-        return no_answer(out.verb, out.path, e.what());
-      }
-      auto sent = send_once(client, out, deadline, c->token, cancel);
-      // (A refusal by our own rate limiter never reached the network.)
-      if (!sent && sent.error().find(": client rate limit (") == std::string::npos) renew_client(client);
-      return sent;
-    };
     auto creds = tokens_->credentials();
     if (!creds) return no_answer(out.verb, out.path, "credentials: " + creds.error());
-    auto sent = send_with(*creds);
+    auto sent = send_once(out, deadline, *creds, cancel);
     if (sent && sent->response.status_code() == 401) {
       auto fresh = tokens_->renew_after_unauthorized(*creds);
       if (!fresh) {
@@ -730,7 +698,7 @@ class CppRestClient final : public HttpClient {
       if (*fresh) {
         // Drain the 401's body so its connection can be reused.
         (void)read_body(*sent, out, std::min(deadline, SteadyClock::now() + 2s), kMaxErrorBody);
-        sent = send_with(*fresh);
+        sent = send_once(out, deadline, *fresh, cancel);
       }
     }
     if (sent && sent->response.status_code() >= 400) return error_from(*sent, out, deadline);
@@ -764,9 +732,7 @@ Result<std::unique_ptr<HttpClient>> HttpClient::make(const ClusterConfig& config
   const std::string what = "API client for " + quote(config.server);
   if (config.server.rfind("https://", 0) != 0) return fail(what + ": the server is not an https:// URL");
   if (auto ok = check_ca_bundle(config.ca_pem, what + ": cluster CA"); !ok) return ok.failure();
-  if (config.client_cert_pem.empty() != config.client_key_pem.empty())
-    return fail(what + ": a client certificate needs its key and a key its certificate");
-  if (!config.client_cert_pem.empty()) {
+  if (!config.client_cert_pem.empty() || !config.client_key_pem.empty()) {
     if (auto ok = check_client_pair(config.client_cert_pem, config.client_key_pem, what); !ok)
       return ok.failure();
   }
@@ -778,7 +744,14 @@ Result<std::unique_ptr<HttpClient>> HttpClient::make(const ClusterConfig& config
   }
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   if (host.empty()) return fail(what + ": the server names no host");
-  initialize_pool();
+  [[maybe_unused]] static const bool pool_sized = [] {
+    try {
+      crossplat::threadpool::initialize_with_threads(kPoolThreads);
+    } catch (...) {
+      // Already initialised by someone else in this process: shared as it is.
+    }
+    return true;
+  }();
   return std::unique_ptr<HttpClient>(
       new CppRestClient(config, std::move(options), "isolation-gate/" + std::string(version), std::move(host)));
 }

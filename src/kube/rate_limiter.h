@@ -30,9 +30,6 @@ class RateLimiter {
 
   Result<void> acquire(Clock::time_point deadline, std::stop_token cancel = {});
 
-  // Takes a token only if one is there now.
-  bool try_acquire();
-
  private:
   std::shared_ptr<Clock> clock_;
   std::mutex mu_;

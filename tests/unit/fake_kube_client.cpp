@@ -396,11 +396,14 @@ ApiResult<json> FakeClient::get(std::string_view path, std::chrono::milliseconds
   return object_of(act("get", path, nullptr, {}, timeout));
 }
 
-ApiResult<ListPage> FakeClient::list(std::string_view path, const ListOptions& options) {
+ApiResult<ListPage> FakeClient::list_each(std::string_view path, const ListOptions& options,
+                                          const std::function<void(json&&)>& each) {
   Action a = act("list", path);
   a.list = options;
   Reply r = dispatch(std::move(a));
   if (r.error) return *r.error;
+  for (auto& item : r.page.items) each(std::move(item));
+  r.page.items = json::array();
   return std::move(r.page);
 }
 

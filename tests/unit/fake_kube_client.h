@@ -151,7 +151,8 @@ class FakeClient final : public Client {
 
   // --- Client ----------------------------------------------------------------
   ApiResult<nlohmann::json> get(std::string_view path, std::chrono::milliseconds timeout) override;
-  ApiResult<ListPage> list(std::string_view path, const ListOptions& options) override;
+  ApiResult<ListPage> list_each(std::string_view path, const ListOptions& options,
+                                const std::function<void(nlohmann::json&&)>& each) override;
   ApiResult<std::unique_ptr<WatchStream>> watch(std::string_view path, const WatchOptions& options) override;
   ApiResult<nlohmann::json> create(std::string_view path, const nlohmann::json& body,
                                    std::stop_token cancel = {}) override;

@@ -173,7 +173,7 @@ TEST_F(ExecCredentialTest, KubeconfigExecV1) {
   EXPECT_EQ(c->exec->install_hint, "brew install aws");
   EXPECT_TRUE(c->exec->provide_cluster_info);
   EXPECT_EQ(c->exec->interactive, ExecConfig::Interactive::Never);
-  EXPECT_EQ(c->exec->timeout, kExecPluginTimeout);
+  EXPECT_EQ(c->exec->timeout, 60s);  // the default bound
   EXPECT_EQ(c->exec->where, "kubeconfig " + dir_ + "/config: user \"u\"");
   EXPECT_TRUE(c->bearer_token.empty());
   EXPECT_TRUE(c->token_file.empty());
@@ -427,8 +427,7 @@ TEST_F(ExecCredentialTest, HangingPluginIsKilledWithItsProcessGroup) {
 TEST_F(ExecCredentialTest, InteractiveAlwaysNeedsATerminal) {
   ExecConfig e = exec();
   e.interactive = ExecConfig::Interactive::Always;
-  TokenSource tokens(cluster(e), Clock::steady(), [] { return false; });
-  auto t = token_of(tokens);
+  auto t = run_exec_plugin(e, "", "", /*stdin_is_terminal=*/false);
   ASSERT_FALSE(t);
   EXPECT_EQ(t.error(), "credential plugin \"" + plugin_ +
                            "\" (kubeconfig K: user \"u\") has interactiveMode Always but standard input is not a "

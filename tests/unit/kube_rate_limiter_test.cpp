@@ -1,5 +1,6 @@
 // The client-side token bucket (kube/rate_limiter.h) on a fake clock: no test
-// sleeps; the fake's sleep_until() moves its time.
+// sleeps; the fake's sleep_until() moves its time. acquire(now) takes a token
+// only if one is there now.
 #include "kube/rate_limiter.h"
 
 #include <gtest/gtest.h>
@@ -18,7 +19,7 @@ using namespace std::chrono_literals;
 
 TEST(KubeRateLimiter, DefaultsAreClientGos) {
   RateLimiter limiter;
-  for (int i = 0; i < 10; ++i) EXPECT_TRUE(limiter.try_acquire());
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(limiter.acquire(Clock::steady()->now()));
   auto r = limiter.acquire(Clock::steady()->now());  // the 11th: 200 ms away
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().find("client rate limit (5 QPS, burst 10)"), std::string::npos) << r.error();
@@ -42,14 +43,14 @@ TEST(KubeRateLimiter, BurstIsFreeThenQpsPaces) {
 TEST(KubeRateLimiter, RefillsUpToBurstOnly) {
   auto clock = FakeClock::make_jumping();
   RateLimiter limiter(5, 3, clock);
-  for (int i = 0; i < 3; ++i) EXPECT_TRUE(limiter.try_acquire());
-  EXPECT_FALSE(limiter.try_acquire());
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(limiter.acquire(clock->now()));
+  EXPECT_FALSE(limiter.acquire(clock->now()));
   clock->advance(200ms);
-  EXPECT_TRUE(limiter.try_acquire());
-  EXPECT_FALSE(limiter.try_acquire());
+  EXPECT_TRUE(limiter.acquire(clock->now()));
+  EXPECT_FALSE(limiter.acquire(clock->now()));
   clock->advance(1h);  // a long idle time refills to the burst, not beyond
-  for (int i = 0; i < 3; ++i) EXPECT_TRUE(limiter.try_acquire());
-  EXPECT_FALSE(limiter.try_acquire());
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(limiter.acquire(clock->now()));
+  EXPECT_FALSE(limiter.acquire(clock->now()));
 }
 
 TEST(KubeRateLimiter, NeverWaitsPastTheDeadline) {
@@ -64,13 +65,13 @@ TEST(KubeRateLimiter, NeverWaitsPastTheDeadline) {
   EXPECT_TRUE(clock->waits().empty());
   // A refused call reserved nothing: after 1 s a token is there without waiting.
   clock->advance(1s);
-  EXPECT_TRUE(limiter.try_acquire());
+  EXPECT_TRUE(limiter.acquire(clock->now()));
 }
 
 TEST(KubeRateLimiter, ReservationsQueueInOrder) {
   auto clock = FakeClock::make_jumping();
   RateLimiter limiter(10, 1, clock);
-  ASSERT_TRUE(limiter.try_acquire());
+  ASSERT_TRUE(limiter.acquire(clock->now()));
   // Three callers in a row reserve 100, 200, 300 ms from "now" (the fake
   // clock moves to each slot as it sleeps, so the waits are 100 ms apart).
   const auto start = clock->now();
@@ -84,8 +85,8 @@ TEST(KubeRateLimiter, ZeroQpsIsUnlimitedAndBurstAtLeastOne) {
   for (int i = 0; i < 1000; ++i) ASSERT_TRUE(unlimited.acquire(clock->now()));
   EXPECT_TRUE(clock->waits().empty());
   RateLimiter one(5, 0, clock);
-  EXPECT_TRUE(one.try_acquire());
-  EXPECT_FALSE(one.try_acquire());
+  EXPECT_TRUE(one.acquire(clock->now()));
+  EXPECT_FALSE(one.acquire(clock->now()));
   EXPECT_NE(one.acquire(clock->now()).error().find("(5 QPS, burst 1)"), std::string::npos);
 }
 
@@ -95,7 +96,7 @@ TEST(KubeRateLimiter, ZeroQpsIsUnlimitedAndBurstAtLeastOne) {
 TEST(KubeRateLimiter, CancelEndsTheWaitAndGivesTheTokenBack) {
   auto clock = std::make_shared<ig::FakeClock>();
   RateLimiter limiter(1, 1, clock);
-  ASSERT_TRUE(limiter.try_acquire());
+  ASSERT_TRUE(limiter.acquire(clock->now()));
   auto wait_for_waiter = [&] {
     for (int i = 0; i < 5000 && clock->waiters() == 0; ++i) std::this_thread::sleep_for(1ms);
     ASSERT_GT(clock->waiters(), 0u);
@@ -111,7 +112,7 @@ TEST(KubeRateLimiter, CancelEndsTheWaitAndGivesTheTokenBack) {
   EXPECT_NE(got->error().find("cancelled"), std::string::npos) << got->error();
   EXPECT_FALSE(limiter.acquire(clock->now(), std::stop_token{}));  // still empty now
   clock->advance(1s);
-  EXPECT_TRUE(limiter.try_acquire());  // the cancelled reservation was given back
+  EXPECT_TRUE(limiter.acquire(clock->now()));  // the cancelled reservation was given back
 
   std::stop_source keep;
   got.reset();
