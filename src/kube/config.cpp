@@ -155,10 +155,11 @@ YAML::Node find_named(const YAML::Node& root, const char* list, const char* inne
   return body;
 }
 
-// `file` (not empty) relative to the directory of the kubeconfig at `path`, unless absolute.
+// `file` (not empty) against the absolute directory of the kubeconfig at
+// `path` (as client-go), unless absolute: "./x" stays a path, never a bare name.
 std::string resolve(const std::string& path, const std::string& file) {
-  const std::filesystem::path p(path);
-  return ((p.has_parent_path() ? p.parent_path() : std::filesystem::path(".")) / file).string();
+  std::error_code ignored;  // no working directory: relative to the kubeconfig's path as given
+  return (std::filesystem::absolute(path, ignored).parent_path() / file).string();
 }
 
 // users[].user.exec of the kubeconfig at `path`, checked as client-go's clientcmd validation does.

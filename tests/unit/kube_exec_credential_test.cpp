@@ -179,6 +179,16 @@ TEST_F(ExecCredentialTest, KubeconfigExecV1) {
   EXPECT_TRUE(c->token_file.empty());
 }
 
+TEST_F(ExecCredentialTest, ACommandBesideAKubeconfigNamedWithoutADirectoryStaysAPath) {
+  ASSERT_TRUE(load("    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: ./get-token\n"));
+  const auto cwd = fs::current_path();
+  fs::current_path(dir_);
+  auto c = load_cluster_config("config", "", InClusterEnv{});
+  fs::current_path(cwd);
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c->exec->command, dir_ + "/get-token");  // not "get-token", looked up on $PATH
+}
+
 TEST_F(ExecCredentialTest, KubeconfigExecV1beta1Defaults) {
   auto c = load("    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: aws\n");
   ASSERT_TRUE(c) << c.error();
