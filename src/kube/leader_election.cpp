@@ -89,7 +89,6 @@ Result<std::unique_ptr<LeaderElector>> LeaderElector::make(Client& client, Leade
 
 LeaderElector::LeaderElector(Client& client, LeaderElectionConfig config, LeaderCallbacks callbacks)
     : client_(client), config_(std::move(config)), callbacks_(std::move(callbacks)) {
-  if (!config_.clock) config_.clock = Clock::steady();
   path_ = object_path(kLeases, config_.namespace_name, config_.lease_name);
 }
 
@@ -121,18 +120,9 @@ void LeaderElector::stop() noexcept {
   release();
 }
 
-std::string LeaderElector::holder() const {
-  std::lock_guard lock(mu_);
-  return holder_of(spec_of(lease_));
-}
-
-LeaderElectionStats LeaderElector::stats() const {
-  std::lock_guard lock(mu_);
-  return stats_;
-}
-
 void LeaderElector::write_metrics(prometheus::TextWriter& out) const {
-  const LeaderElectionStats s = stats();
+  std::lock_guard lock(mu_);
+  const Stats& s = stats_;
   const struct {
     std::string_view name;
     prometheus::Help help;
@@ -177,15 +167,15 @@ void LeaderElector::api_ok() {
   if (auto last = errors_logged_.cleared()) log("info", "the API answers again (after: " + *last + ")");
 }
 
-json LeaderElector::spec_for_us(const json& old_spec, bool keep_acquire) const {
+json LeaderElector::spec_for_us(const json& old_spec, bool same_holder) const {
   const std::string now = format_micro_time(config_.clock->wall());
   const auto secs = std::max<std::int64_t>(1, (config_.lease_duration.count() + 999) / 1000);
   json spec = old_spec.is_object() ? old_spec : json::object();
   spec["holderIdentity"] = config_.identity;
   spec["leaseDurationSeconds"] = secs;
   spec["renewTime"] = now;
-  if (!keep_acquire || !old_spec.contains("acquireTime")) spec["acquireTime"] = now;
-  spec["leaseTransitions"] = int_field(old_spec, "leaseTransitions") + (keep_acquire ? 0 : 1);
+  if (!same_holder || !old_spec.contains("acquireTime")) spec["acquireTime"] = now;
+  spec["leaseTransitions"] = int_field(old_spec, "leaseTransitions") + (same_holder ? 0 : 1);
   return spec;
 }
 
@@ -193,15 +183,12 @@ void LeaderElector::observe(const json& lease, time_point now) {
   const bool first = lease_.is_null();
   const bool changed = first || spec_of(lease) != spec_of(lease_);
   const std::string old_holder = holder_of(spec_of(lease_));
-  {
-    std::lock_guard lock(mu_);  // holder()
-    lease_ = lease;
-  }
+  lease_ = lease;
   if (!changed) return;
   observed_time_ = now;
   const std::string new_holder = holder_of(spec_of(lease_));
   if (!first && new_holder == old_holder) return;
-  if (!first) count(&LeaderElectionStats::transitions_observed);
+  if (!first) count(&Stats::transitions_observed);
   log("info", new_holder.empty() ? std::string("the Lease is free") : "the leader is " + new_holder);
   if (callbacks_.on_new_leader) {
     std::lock_guard lock(leadership_mu_);
@@ -214,7 +201,7 @@ void LeaderElector::became_leader(const json& lease, time_point attempt_start) {
   std::lock_guard lock(leadership_mu_);
   if (stopping() || leading_.load(std::memory_order_acquire)) return;  // stop() releases it
   leading_.store(true, std::memory_order_release);
-  count(&LeaderElectionStats::acquisitions);
+  count(&Stats::acquisitions);
   log("info", "acquired the Lease; leading");
   callbacks_.on_started_leading();
 }
@@ -224,17 +211,15 @@ void LeaderElector::renewed(const json& lease, time_point attempt_start) {
   observe(lease, config_.clock->now());
   holds_lease_ = true;
   last_renew_ = attempt_start;
-  std::lock_guard lock(mu_);
-  stats_.last_renew = config_.clock->wall();
 }
 
 void LeaderElector::lose_leadership(const std::string& why) {
   holds_lease_ = false;
-  stop_leading("warn", "leadership lost: " + why, &LeaderElectionStats::lost);
+  stop_leading("warn", "leadership lost: " + why, &Stats::lost);
 }
 
 void LeaderElector::stop_leading(std::string_view level, const std::string& why,
-                                 std::uint64_t LeaderElectionStats::*counter) noexcept {
+                                 std::uint64_t Stats::*counter) noexcept {
   std::lock_guard lock(leadership_mu_);
   if (!leading_.exchange(false, std::memory_order_acq_rel)) return;
   if (counter != nullptr) count(counter);
@@ -246,7 +231,7 @@ void LeaderElector::stop_leading(std::string_view level, const std::string& why,
   }
 }
 
-void LeaderElector::count(std::uint64_t LeaderElectionStats::*counter) {
+void LeaderElector::count(std::uint64_t Stats::*counter) {
   std::lock_guard lock(mu_);
   ++(stats_.*counter);
 }
@@ -287,8 +272,7 @@ milliseconds LeaderElector::candidate_step() {
     body = {{"apiVersion", "coordination.k8s.io/v1"},
             {"kind", "Lease"},
             {"metadata", {{"name", config_.lease_name}, {"namespace", config_.namespace_name}}},
-            {"spec", spec_for_us(json::object(), false)}};
-    body["spec"]["leaseTransitions"] = 0;
+            {"spec", spec_for_us(json::object(), true)}};  // a new Lease: no transition
   }
   auto written = got ? client_.update(path_, body, config_.renew_deadline)
                      : client_.create(collection_path(kLeases, config_.namespace_name), body);
@@ -306,49 +290,27 @@ milliseconds LeaderElector::candidate_step() {
 
 milliseconds LeaderElector::leader_step() {
   const time_point deadline = last_renew_ + config_.renew_deadline;
-  time_point now = config_.clock->now();
-  if (now >= deadline) {
+  if (config_.clock->now() >= deadline) {
     lose_leadership("no successful renew for " + ms_text(config_.renew_deadline));
     return jittered_retry();
   }
-  ApiError error;
-  for (int attempt = 0; attempt < 2 && now < deadline; ++attempt) {
-    json body = lease_;
-    body["spec"] = spec_for_us(spec_of(lease_), true);
-    auto put = client_.update(path_, body, time_left(deadline, now));
-    if (put) {
-      renewed(*put, now);
-      return config_.retry_period;
-    }
-    error = put.failure();
-    now = config_.clock->now();
-    // Someone else wrote the Lease (or deleted it): read what is there now.
-    if (attempt > 0 || !(error.conflict() || error.not_found()) || now >= deadline) break;
-    auto got = client_.get(path_, time_left(deadline, now));
-    if (!got && got.failure().not_found()) {
-      lose_leadership("the Lease was deleted");
-      return jittered_retry();
-    }
-    if (!got) {
-      error = got.failure();
-      break;
-    }
-    observe(*got, config_.clock->now());
-    const std::string holder = holder_of(spec_of(lease_));
-    if (holder != config_.identity) {
-      lose_leadership(holder.empty() ? std::string("the Lease was released by someone else")
-                                     : "the Lease is now held by " + holder);
-      return jittered_retry();
-    }
-    // Still ours (someone touched its metadata): renew on the new version.
-    now = config_.clock->now();
+  time_point attempt;
+  std::string lost;
+  auto put = write_lease(/*releasing=*/false, deadline, attempt, lost);
+  if (put) {
+    renewed(*put, attempt);
+    return config_.retry_period;
   }
-  count(&LeaderElectionStats::renew_failures);
-  api_error("renewing the Lease", error);
-  now = config_.clock->now();
+  if (!lost.empty()) {
+    lose_leadership(lost);
+    return jittered_retry();
+  }
+  count(&Stats::renew_failures);
+  api_error("renewing the Lease", put.failure());
+  const time_point now = config_.clock->now();
   if (now >= deadline) {
     lose_leadership("no successful renew for " + ms_text(config_.renew_deadline) + " (last: " +
-                    error.message + ")");
+                    put.failure().message + ")");
     return jittered_retry();
   }
   // Wake at the deadline at the latest, so the loss is noticed on time.
@@ -359,43 +321,55 @@ void LeaderElector::release() noexcept {
   if (!holds_lease_) return;
   holds_lease_ = false;
   try {
-    const time_point deadline = config_.clock->now() + kReleaseTimeout;
-    json lease = lease_;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      const time_point now = config_.clock->now();
-      if (now >= deadline) break;
-      json body = lease;
-      body["spec"] = spec_for_us(spec_of(lease), false);  // renewTime and acquireTime now
-      body["spec"]["holderIdentity"] = "";
-      body["spec"]["leaseDurationSeconds"] = 1;
-      body["spec"]["leaseTransitions"] = int_field(spec_of(lease), "leaseTransitions");
-      auto put = client_.update(path_, body, time_left(deadline, now));
-      if (put) {
-        observe(*put, config_.clock->now());
-        log("info", "released the Lease");
-        return;
-      }
-      if (!put.failure().conflict()) {
-        log("warn", "releasing the Lease: " + put.failure().message);
-        return;
-      }
-      const time_point later = config_.clock->now();
-      if (later >= deadline) break;
-      auto got = client_.get(path_, time_left(deadline, later));
-      if (!got) {
-        log("warn", "releasing the Lease: " + got.failure().message);
-        return;
-      }
-      if (holder_of(spec_of(*got)) != config_.identity) {
-        log("info", "not releasing the Lease: it is no longer ours");
-        return;
-      }
-      lease = *got;
+    time_point attempt;
+    std::string lost;
+    auto put = write_lease(/*releasing=*/true, config_.clock->now() + kReleaseTimeout, attempt, lost);
+    if (put) {
+      observe(*put, config_.clock->now());
+      log("info", "released the Lease");
+    } else if (!lost.empty()) {
+      log("info", "not releasing the Lease: it is no longer ours");
+    } else {
+      log("warn", "releasing the Lease: " + put.failure().message);
     }
-    log("warn", "releasing the Lease: no success within " + ms_text(kReleaseTimeout));
   } catch (...) {
     log("error", "releasing the Lease failed with an exception");
   }
+}
+
+ApiResult<json> LeaderElector::write_lease(bool releasing, time_point deadline, time_point& attempt,
+                                           std::string& lost) {
+  ApiError error;  // (the loop's first attempt is always made: deadline is ahead)
+  for (int i = 0; i < 2; ++i) {
+    attempt = config_.clock->now();
+    if (attempt >= deadline) break;
+    json body = lease_;
+    body["spec"] = spec_for_us(spec_of(lease_), true);
+    if (releasing) {
+      body["spec"]["holderIdentity"] = "";
+      body["spec"]["leaseDurationSeconds"] = 1;
+      body["spec"]["acquireTime"] = body["spec"]["renewTime"];
+    }
+    auto put = client_.update(path_, body, time_left(deadline, attempt));
+    if (put) return put;
+    error = put.failure();
+    // Someone else wrote the Lease (or deleted it): read what is there now.
+    const time_point now = config_.clock->now();
+    if (i > 0 || !(error.conflict() || (!releasing && error.not_found())) || now >= deadline) break;
+    auto got = client_.get(path_, time_left(deadline, now));
+    if (!got) {
+      if (!releasing && got.failure().not_found()) lost = "the Lease was deleted";
+      return got.failure();
+    }
+    observe(*got, config_.clock->now());
+    if (const std::string holder = holder_of(spec_of(lease_)); holder != config_.identity) {
+      lost = holder.empty() ? std::string("the Lease was released by someone else")
+                            : "the Lease is now held by " + holder;
+      return error;
+    }
+    // Still ours (someone touched its metadata): write on the new version.
+  }
+  return error;
 }
 
 }  // namespace ig::kube

@@ -14,7 +14,7 @@
 //    stop()), never concurrently, strictly alternating started/stopped;
 //    on_started_leading() must return promptly. on_new_leader reports each
 //    change of the observed holder ("" when released).
-//  - is_leader(), holder() and stats() are thread-safe. An API error is
+//  - is_leader() and write_metrics() are thread-safe. An API error is
 //    logged once per distinct message.
 #pragma once
 
@@ -62,15 +62,6 @@ struct LeaderCallbacks {
   std::function<void(const std::string&)> on_new_leader;   // optional; for logs
 };
 
-struct LeaderElectionStats {
-  std::uint64_t transitions_observed = 0;  // holder changes seen (ours included)
-  std::uint64_t acquisitions = 0;          // times we became leader
-  std::uint64_t renew_failures = 0;        // failed renew attempts
-  std::uint64_t lost = 0;                  // leaderships lost (not counting stop())
-  // Wall time of the last successful acquire or renew; epoch when never.
-  std::chrono::system_clock::time_point last_renew{};
-};
-
 class LeaderElector {
  public:
   static Result<std::unique_ptr<LeaderElector>> make(Client& client, LeaderElectionConfig config,
@@ -87,28 +78,39 @@ class LeaderElector {
   std::chrono::milliseconds step();
 
   bool is_leader() const noexcept { return leading_.load(std::memory_order_acquire); }
-  std::string holder() const;  // the last observed holderIdentity
-  LeaderElectionStats stats() const;
   void write_metrics(prometheus::TextWriter& out) const;
-  const std::string& identity() const noexcept { return config_.identity; }
 
  private:
   LeaderElector(Client& client, LeaderElectionConfig config, LeaderCallbacks callbacks);
 
+  struct Stats {
+    std::uint64_t transitions_observed = 0;  // holder changes seen (ours included)
+    std::uint64_t acquisitions = 0;
+    std::uint64_t renew_failures = 0;  // failed renew attempts
+    std::uint64_t lost = 0;            // not counting stop()
+  };
   using time_point = Clock::time_point;
   std::chrono::milliseconds candidate_step();
   std::chrono::milliseconds leader_step();
   // Records the Lease as read; reports a change of holder.
   void observe(const nlohmann::json& lease, time_point now);
-  nlohmann::json spec_for_us(const nlohmann::json& old_spec, bool keep_acquire) const;
+  // Our spec over `old_spec`, renewed now; a new holder is one more transition.
+  nlohmann::json spec_for_us(const nlohmann::json& old_spec, bool same_holder) const;
   void became_leader(const nlohmann::json& lease, time_point attempt_start);
   void renewed(const nlohmann::json& lease, time_point attempt_start);
   void lose_leadership(const std::string& why);
   // Ends leading, if we lead: logs `why`, counts `counter` (if any), on_stopped_leading().
   void stop_leading(std::string_view level, const std::string& why,
-                    std::uint64_t LeaderElectionStats::*counter = nullptr) noexcept;
-  void count(std::uint64_t LeaderElectionStats::*counter);
+                    std::uint64_t Stats::*counter = nullptr) noexcept;
+  void count(std::uint64_t Stats::*counter);
   void release() noexcept;
+  // PUTs our spec (`releasing`: the released one) on the Lease before
+  // `deadline`, at most twice: after a conflict (or a 404 when renewing) it
+  // reads the Lease and writes again if it is still ours; `attempt` is the
+  // last attempt's start. The Lease written, or the last error; `lost` says
+  // why the Lease is no longer ours.
+  ApiResult<nlohmann::json> write_lease(bool releasing, time_point deadline, time_point& attempt,
+                                        std::string& lost);
   void run();
   bool wait(std::chrono::milliseconds d);
   std::chrono::milliseconds jittered_retry();
@@ -127,13 +129,13 @@ class LeaderElector {
 
   // Leadership transitions and their callbacks (stop() and the elector thread).
   std::mutex leadership_mu_;
-  // stats_, writes of lease_, the cv wait.
+  // stats_, the cv wait.
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  LeaderElectionStats stats_;
-  nlohmann::json lease_;             // the last Lease read or written; null before the first
+  Stats stats_;
 
   // Elector-thread state (stop() reads it only after the join).
+  nlohmann::json lease_;             // the last Lease read or written; null before the first
   bool holds_lease_ = false;         // the Lease's record is ours as last written
   time_point observed_time_{};       // our clock when lease_'s spec was first seen
   time_point last_renew_{};          // our clock at the start of the last successful renew

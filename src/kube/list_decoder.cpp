@@ -2,137 +2,47 @@
 
 #include <string>
 #include <utility>
-#include <vector>
 
-#include "base/json_depth.h"
 #include "base/one_line.h"
 
 namespace ig::kube {
-namespace {
 
-using json = nlohmann::json;
-
-// nlohmann's SAX events built into a DOM, as nlohmann's own DOM parser does,
-// except that the elements of the top-level "items" array are built one at a
-// time, in a DOM of their own, and handed to `each` once complete. The
-// document's DOM keeps "items" as an empty array.
-class ListSax {
- public:
-  ListSax(json& root, std::size_t max_depth, const std::function<void(json&&)>& each)
-      : root_(root), each_(each), max_depth_(max_depth) {}
-
-  bool null() { return put(json(nullptr)); }
-  bool boolean(bool v) { return put(json(v)); }
-  bool number_integer(json::number_integer_t v) { return put(json(v)); }
-  bool number_unsigned(json::number_unsigned_t v) { return put(json(v)); }
-  bool number_float(json::number_float_t v, const json::string_t&) { return put(json(v)); }
-  bool string(json::string_t& v) { return put(json(std::move(v))); }
-  bool binary(json::binary_t& v) { return put(json(std::move(v))); }
-  bool start_object(std::size_t) { return open(json::value_t::object); }
-  bool start_array(std::size_t) { return open(json::value_t::array); }
-  bool key(json::string_t& k) {
-    key_ = std::move(k);
-    return true;
-  }
-  bool end_object() { return close(); }
-  bool end_array() { return close(); }
-  bool parse_error(std::size_t, const std::string&, const json::exception& e) {
-    error_ = one_line(e.what());
-    return false;
-  }
-
-  const std::string& error() const noexcept { return error_; }
-  // Set when the document is JSON but not a list this decoder can stream.
-  const std::string& refusal() const noexcept { return refusal_; }
-
- private:
-  // Where a new value goes: the root, the end of the open array, or the open
-  // object's member named key_; an element of "items" goes to item_. Null
-  // when the value is refused.
-  json* place(json&& v) {
-    if (stack_.empty()) {
-      root_ = std::move(v);
-      return &root_;
+Result<ListPage> decode_list(std::istream& body, std::size_t max_depth,
+                             const std::function<void(nlohmann::json&&)>& each) {
+  using json = nlohmann::json;
+  struct Refused {
+    std::string why;
+  };
+  bool items_next = false, in_items = false, seen_items = false;
+  // nlohmann's DOM parser, except that each element of the top-level "items"
+  // array is moved to `each` once complete and left out of the document
+  // (whose "items" stays an empty array). Depths count the open containers.
+  const json::parser_callback_t handle = [&](int depth, json::parse_event_t event, json& parsed) {
+    using Event = json::parse_event_t;
+    const bool opens = event == Event::object_start || event == Event::array_start;
+    if (opens && static_cast<std::size_t>(depth) >= max_depth)
+      throw Refused{"the answer nests deeper than " + std::to_string(max_depth) + " levels"};
+    if (event == Event::key && depth == 1) {
+      items_next = parsed == "items";
+      if (items_next && std::exchange(seen_items, true)) throw Refused{"field items appears twice"};
     }
-    if (stack_.size() == items_depth_) {
-      item_ = std::move(v);
-      return &item_;
-    }
-    json& parent = *stack_.back();
-    if (parent.is_array()) {
-      parent.push_back(std::move(v));
-      return &parent.back();
-    }
-    if (stack_.size() == 1 && key_ == "items") {
-      if (seen_items_) {
-        refusal_ = "field items appears twice";
-        return nullptr;
-      }
-      seen_items_ = true;
-    }
-    json& slot = parent[key_];
-    slot = std::move(v);
-    return &slot;
-  }
-
-  bool put(json&& v) {
-    if (place(std::move(v)) == nullptr) return false;
-    if (stack_.size() == items_depth_) hand_over();
-    return true;
-  }
-
-  bool open(json::value_t type) {
-    // The top-level object's "items", when a list: its elements are streamed.
-    const bool items = type == json::value_t::array && stack_.size() == 1 && root_.is_object() &&
-                       key_ == "items";
-    if (stack_.size() >= max_depth_) {
-      refusal_ = "the answer nests deeper than " + std::to_string(max_depth_) + " levels";
+    if (event == Event::array_start && depth == 1 && items_next) in_items = true;
+    if (!in_items || opens) return true;
+    if (depth == 1) {
+      in_items = false;  // the items array ends
+    } else if (depth == 2) {
+      each(std::move(parsed));  // an element is complete
       return false;
     }
-    json* v = place(json(type));
-    if (v == nullptr) return false;
-    stack_.push_back(v);
-    if (items) items_depth_ = stack_.size();
     return true;
-  }
-
-  bool close() {
-    if (stack_.size() == items_depth_) items_depth_ = kNone;  // the items array ends
-    stack_.pop_back();
-    if (stack_.size() == items_depth_) hand_over();
-    return true;
-  }
-
-  void hand_over() {
-    each_(std::move(item_));
-    item_ = json();
-  }
-
-  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
-
-  json& root_;
-  const std::function<void(json&&)>& each_;
-  const std::size_t max_depth_;
-  std::vector<json*> stack_;
-  std::string key_;
-  json item_;
-  // The size of the stack while inside "items" (its elements are children
-  // of the top); kNone outside it.
-  std::size_t items_depth_ = kNone;
-  bool seen_items_ = false;
-  std::string error_;
-  std::string refusal_;
-};
-
-// `parse(sax)` runs nlohmann's SAX parser over the input.
-Result<ListPage> decode(const std::function<bool(ListSax&)>& parse, std::size_t max_depth,
-                        const std::function<void(json&&)>& each) {
+  };
   json doc;
-  ListSax sax(doc, max_depth, each);
-  const bool ok = parse(sax);
-  if (!ok) {
-    if (!sax.refusal().empty()) return fail(sax.refusal());
-    return fail("the answer is not JSON" + (sax.error().empty() ? std::string() : ": " + sax.error()));
+  try {
+    doc = json::parse(body, handle);
+  } catch (const Refused& r) {
+    return fail(r.why);
+  } catch (const json::exception& e) {  // a parse error, or a number out of range
+    return fail("the answer is not JSON: " + one_line(e.what()));
   }
   if (!doc.is_object()) return fail("the answer is not a JSON object");
   ListPage page;
@@ -150,20 +60,6 @@ Result<ListPage> decode(const std::function<bool(ListSax&)>& parse, std::size_t 
     }
   }
   return page;
-}
-
-}  // namespace
-
-Result<ListPage> decode_list(std::string_view body, std::size_t max_depth,
-                             const std::function<void(json&&)>& each) {
-  if (json_nesting_depth(body, max_depth) > max_depth)
-    return fail("the answer nests deeper than " + std::to_string(max_depth) + " levels");
-  return decode([&](ListSax& sax) { return json::sax_parse(body.data(), body.data() + body.size(), &sax); },
-                max_depth, each);
-}
-
-Result<ListPage> decode_list(std::istream& body, std::size_t max_depth, const std::function<void(json&&)>& each) {
-  return decode([&](ListSax& sax) { return json::sax_parse(body, &sax); }, max_depth, each);
 }
 
 }  // namespace ig::kube

@@ -4,8 +4,8 @@
 // Contract:
 //  - `each` gets each element of the top-level "items", in order, as soon as
 //    it is complete. Items handed over before an error stay handed over.
-//  - The nesting depth is bounded by `max_depth` (a string is checked before
-//    parsing, a stream as it is parsed).
+//  - `body` is read as the parser goes (never held whole); the nesting depth
+//    is bounded by `max_depth` as it is parsed.
 //  - Errors (one line): too deep, not a JSON object, "items" not a list or
 //    given twice, metadata, its resourceVersion or continue of a wrong type.
 //  - The result carries resourceVersion and continue; its `items` is empty.
@@ -14,7 +14,6 @@
 #include <cstddef>
 #include <functional>
 #include <istream>
-#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -23,10 +22,6 @@
 
 namespace ig::kube {
 
-Result<ListPage> decode_list(std::string_view body, std::size_t max_depth,
-                             const std::function<void(nlohmann::json&&)>& each);
-
-// The same, read from `body` as the parser goes (never held whole).
 Result<ListPage> decode_list(std::istream& body, std::size_t max_depth,
                              const std::function<void(nlohmann::json&&)>& each);
 

@@ -33,9 +33,9 @@ void Reflector::count_relist(RelistCause cause) {
   ++stats_.relists[static_cast<std::size_t>(cause)];
 }
 
-void Reflector::count_error() {
+void Reflector::count(std::uint64_t ReflectorStats::*counter) {
   std::lock_guard lock(mu_);
-  ++stats_.errors;
+  ++(stats_.*counter);
 }
 
 Reflector::~Reflector() { stop(); }
@@ -47,19 +47,16 @@ void Reflector::start() {
 }
 
 void Reflector::stop() noexcept {
-  stopping_.store(true, std::memory_order_release);
-  {
-    std::lock_guard lock(mu_);
-    if (stream_ != nullptr) stream_->stop();
-  }
-  cv_.notify_all();
+  interrupt(stopping_);
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
-void Reflector::relist() {
+void Reflector::relist() { interrupt(relist_); }
+
+void Reflector::interrupt(std::atomic<bool>& flag) noexcept {
   {
     std::lock_guard lock(mu_);
-    relist_.store(true, std::memory_order_release);
+    flag.store(true, std::memory_order_release);
     if (stream_ != nullptr) stream_->stop();
   }
   cv_.notify_all();
@@ -118,7 +115,7 @@ bool Reflector::list_all() {
                                   [this](nlohmann::json&& item) { sink_.add_listed(item); });
     if (!page) {
       const ApiError& e = page.failure();
-      count_error();
+      count(&ReflectorStats::errors);
       sink_.begin_replace();
       if (e.gone() && !options.continue_token.empty()) {
         // The continue token expired mid-list (compaction while we paged):
@@ -152,11 +149,8 @@ bool Reflector::list_all() {
   if (stopping()) return false;
   rv_unavailable_ = false;
   resource_version_ = list_rv;
-  {
-    // Counted before the sink shows it: whoever sees the store synced sees the list counted.
-    std::lock_guard lock(mu_);
-    ++stats_.lists;
-  }
+  // Counted before the sink shows it: whoever sees the store synced sees the list counted.
+  count(&ReflectorStats::lists);
   sink_.end_replace(list_rv);
   progressed();
   // glibc keeps the list's freed memory in its arenas: give it back, so what
@@ -186,7 +180,7 @@ Reflector::Next Reflector::watch_once() {
   // What a failed watch leads to (its opening or an ERROR event), client-go's rule.
   auto after_failure = [&](const ApiError& e, std::string_view what) {
     if (stopping()) return Next::Stop;  // a failure caused by stop() is no relist
-    count_error();
+    count(&ReflectorStats::errors);
     if (e.code == 429 || e.refused) {
       // Busy or restarting: the cache is still current; watch again.
       log("info", std::string(what) + " (watching again after the backoff): " + e.message);
@@ -227,10 +221,7 @@ Reflector::Next Reflector::watch_once() {
     const bool bookmark = event.type == WatchEvent::Type::Bookmark;
     if (!bookmark) sink_.apply(event.type, event.object);
     if (auto rv = object_meta(event.object).resource_version; !rv.empty()) resource_version_ = rv;
-    {
-      std::lock_guard lock(mu_);
-      ++(bookmark ? stats_.bookmarks : stats_.events);
-    }
+    count(bookmark ? &ReflectorStats::bookmarks : &ReflectorStats::events);
     progressed();
     got_event = true;
     backoff_ = {};
@@ -247,11 +238,8 @@ Reflector::Next Reflector::watch_once() {
   if (!next || !next->has_value()) {  // a broken stream, or a clean end (e.g. timeoutSeconds)
     const ApiError* broke = next ? nullptr : &next.failure();
     if (broke != nullptr) {
-      {
-        std::lock_guard lock(mu_);
-        ++stats_.errors;
-        if (broke->silent) ++stats_.silent_watches;
-      }
+      count(&ReflectorStats::errors);
+      if (broke->silent) count(&ReflectorStats::silent_watches);
       log(broke->silent ? "warn" : "info", "watch stream broke: " + broke->message);
     }
     // A stream that delivered events was healthy, and a silent one has

@@ -97,9 +97,11 @@ class Reflector {
   bool list_all();                // true when the sink was replaced
   Next watch_once();
   bool wait(std::chrono::milliseconds d);
+  // Sets `flag` (stopping_ or relist_), stops the open watch, wakes a wait.
+  void interrupt(std::atomic<bool>& flag) noexcept;
   std::chrono::milliseconds next_backoff(const ApiError* error);
   void count_relist(RelistCause cause);
-  void count_error();
+  void count(std::uint64_t ReflectorStats::*counter);
   void progressed() noexcept;
   void log(std::string_view level, const std::string& message) const;
   bool stopping() const noexcept { return stopping_.load(std::memory_order_acquire); }
@@ -110,7 +112,7 @@ class Reflector {
   ReflectorOptions options_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
-  std::atomic<bool> relist_{false};  // set by relist() under mu_
+  std::atomic<bool> relist_{false};  // set under mu_
   mutable std::mutex mu_;  // stats_, stream_
   std::condition_variable cv_;
   std::string resource_version_;  // loop thread only

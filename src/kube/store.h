@@ -182,17 +182,13 @@ class Store final : public ReflectorSink {
   }
   bool synced() const noexcept { return synced_.load(std::memory_order_acquire); }
   std::uint64_t decode_errors() const noexcept { return decode_errors_.load(std::memory_order_relaxed); }
-  std::string last_decode_error() const {
-    std::shared_lock lock(mu_);
-    return last_error_;
-  }
 
   void begin_replace() override { Index().swap(pending_); }
   void add_listed(const nlohmann::json& object) override {
     auto key = object_key(object);
-    if (key.empty()) return note_error("an object without metadata.name");
+    if (key.empty()) return count_error();
     if (keep_ && !keep_(object)) return;
-    if (auto value = decode(key, object)) pending_.put(std::move(key), std::move(value));
+    if (auto value = decode(object)) pending_.put(std::move(key), std::move(value));
   }
   void end_replace(const std::string&) override {
     {
@@ -205,9 +201,9 @@ class Store final : public ReflectorSink {
   }
   void apply(WatchEvent::Type type, const nlohmann::json& object) override {
     auto key = object_key(object);
-    if (key.empty()) return note_error("an event for an object without metadata.name");
+    if (key.empty()) return count_error();
     // A version we cannot read must not keep serving the previous one.
-    auto value = type == WatchEvent::Type::Deleted || (keep_ && !keep_(object)) ? nullptr : decode(key, object);
+    auto value = type == WatchEvent::Type::Deleted || (keep_ && !keep_(object)) ? nullptr : decode(object);
     {
       std::unique_lock lock(mu_);
       if (value) {
@@ -220,25 +216,17 @@ class Store final : public ReflectorSink {
   }
 
  private:
-  // decode_ into a shared value, or nullptr with the error noted; a throw is an
+  // decode_ into a shared value, or nullptr counted as an error; a throw is an
   // error: a decoder's bug is one object left out, never a dead reflector.
-  std::shared_ptr<const T> decode(const std::string& key, const nlohmann::json& object) {
-    std::string error;
+  std::shared_ptr<const T> decode(const nlohmann::json& object) {
     try {
-      auto value = decode_(object);
-      if (value) return std::make_shared<const T>(std::move(value).value());
-      error = value.error();
-    } catch (const std::exception& e) {
-      error = std::string("cannot be read: ") + e.what();
+      if (auto value = decode_(object)) return std::make_shared<const T>(std::move(value).value());
+    } catch (const std::exception&) {
     }
-    note_error(key + ": " + error);
+    count_error();
     return nullptr;
   }
-  void note_error(std::string message) {
-    decode_errors_.fetch_add(1, std::memory_order_relaxed);
-    std::unique_lock lock(mu_);
-    last_error_ = std::move(message);
-  }
+  void count_error() noexcept { decode_errors_.fetch_add(1, std::memory_order_relaxed); }
 
   Decode decode_;
   OnChange on_change_;
@@ -249,7 +237,6 @@ class Store final : public ReflectorSink {
   Index pending_;  // reflector thread only
   std::atomic<bool> synced_{false};
   std::atomic<std::uint64_t> decode_errors_{0};
-  std::string last_error_;
 };
 
 }  // namespace ig::kube

@@ -7,16 +7,8 @@
 
 namespace ig::kube {
 
-constexpr std::pair<WatchEvent::Type, std::string_view> kEventTypes[] = {
-    {WatchEvent::Type::Added, "ADDED"},     {WatchEvent::Type::Modified, "MODIFIED"},
-    {WatchEvent::Type::Deleted, "DELETED"}, {WatchEvent::Type::Bookmark, "BOOKMARK"},
-    {WatchEvent::Type::Error, "ERROR"}};
-
-std::string_view to_string(WatchEvent::Type type) noexcept {
-  for (const auto& [t, name] : kEventTypes)
-    if (t == type) return name;
-  return "UNKNOWN";
-}
+// In WatchEvent::Type's order.
+constexpr std::string_view kEventTypes[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
 
 void WatchDecoder::feed(std::string_view bytes) {
   if (error_ || bytes.empty()) return;
@@ -33,31 +25,21 @@ bool WatchDecoder::has_partial_event() const noexcept {
 }
 
 Result<std::optional<WatchEvent>> WatchDecoder::next() {
-  auto too_long = [this] {
-    error_ = "watch event " + std::to_string(events_ + 1) + " is longer than " +
-             std::to_string(limits_.max_line_bytes) + " bytes";
-  };
   while (!error_) {
-    const std::size_t from = start_ + scanned_;
-    const void* nl = from < buffer_.size()
-                         ? std::memchr(buffer_.data() + from, '\n', buffer_.size() - from)
-                         : nullptr;
-    if (nl == nullptr) {
-      scanned_ = buffer_.size() - start_;
-      if (scanned_ > limits_.max_line_bytes) {
-        too_long();
-        break;
-      }
-      return std::optional<WatchEvent>();
-    }
-    const std::size_t end = static_cast<std::size_t>(static_cast<const char*>(nl) - buffer_.data());
-    std::string_view line(buffer_.data() + start_, end - start_);
-    start_ = end + 1;
-    scanned_ = 0;
-    if (line.size() > limits_.max_line_bytes) {
-      too_long();
+    const std::size_t end = buffer_.find('\n', start_ + scanned_);
+    const std::size_t length = (end == std::string::npos ? buffer_.size() : end) - start_;
+    if (length > limits_.max_line_bytes) {
+      error_ = "watch event " + std::to_string(events_ + 1) + " is longer than " +
+               std::to_string(limits_.max_line_bytes) + " bytes";
       break;
     }
+    if (end == std::string::npos) {
+      scanned_ = length;
+      return std::optional<WatchEvent>();
+    }
+    std::string_view line(buffer_.data() + start_, length);
+    start_ = end + 1;
+    scanned_ = 0;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     auto event = decode_line(line);
@@ -81,13 +63,12 @@ Result<std::optional<WatchEvent>> WatchDecoder::decode_line(std::string_view lin
   const auto type = doc.find("type");
   if (type == doc.end() || !type->is_string()) return fail(where + " has no string field type");
   const auto& name = type->get_ref<const std::string&>();
-  const auto* known = std::find_if(std::begin(kEventTypes), std::end(kEventTypes),
-                                   [&](const auto& t) { return t.second == name; });
+  const auto* known = std::find(std::begin(kEventTypes), std::end(kEventTypes), name);
   if (known == std::end(kEventTypes)) return fail(where + " has an unknown type " + quote(name));
   const auto object = doc.find("object");
   if (object == doc.end() || !object->is_object()) return fail(where + " (" + name + ") has no object");
   WatchEvent event;
-  event.type = known->first;
+  event.type = static_cast<WatchEvent::Type>(known - std::begin(kEventTypes));
   event.object = std::move(*object);
   return std::optional<WatchEvent>(std::move(event));
 }

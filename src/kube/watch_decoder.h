@@ -54,7 +54,4 @@ class WatchDecoder {
   std::optional<std::string> error_;
 };
 
-// Type::Added -> "ADDED", ...
-std::string_view to_string(WatchEvent::Type type) noexcept;
-
 }  // namespace ig::kube

@@ -14,6 +14,7 @@
 //    readable metadata, within the depth limit, is accepted.
 // Build and run: scripts/fuzz.sh [seconds] [list_decoder_fuzz]
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,8 @@ std::string text_of(const nlohmann::json& meta, const char* key) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   std::vector<nlohmann::json> items;
-  auto page = ig::kube::decode_list(body, kDepth, [&items](nlohmann::json&& item) { items.push_back(std::move(item)); });
+  std::istringstream in{std::string(body)};
+  auto page = ig::kube::decode_list(in, kDepth, [&items](nlohmann::json&& item) { items.push_back(std::move(item)); });
 
   if (ig::json_nesting_depth(body, kDepth) > kDepth) {
     IG_FUZZ_CHECK(!page, "nesting past the limit is accepted", std::string(body.substr(0, 200)));

@@ -509,7 +509,7 @@ TEST(Store, ADecoderThatThrowsIsADecodeErrorNotACrash) {
   store.end_replace("1");
   EXPECT_EQ(store.size(), 1u);
   EXPECT_EQ(store.decode_errors(), 1u);
-  EXPECT_THAT(store.last_decode_error(), ::testing::HasSubstr("x: cannot be read: "));
+  EXPECT_EQ(store.find("x"), nullptr);  // the one that threw
   store.apply(WatchEvent::Type::Modified, json{{"metadata", {{"name", "y"}}}});  // no "n": at() throws
   EXPECT_EQ(store.find("y"), nullptr);
   EXPECT_EQ(store.decode_errors(), 2u);
@@ -535,7 +535,6 @@ TEST(Store, AnUndecodableVersionIsDroppedAndCountedNeverServedStale) {
   store.apply(WatchEvent::Type::Modified, json{{"metadata", {{"name", "x"}}}});
   EXPECT_EQ(store.find("x"), nullptr);
   EXPECT_EQ(store.decode_errors(), 3u);
-  EXPECT_THAT(store.last_decode_error(), ::testing::HasSubstr("x: no n"));
   store.apply(WatchEvent::Type::Added, json{{"metadata", {{"name", "z"}, {"namespace", "n"}}}, {"n", 9}});
   auto z = store.find("n/z");
   ASSERT_NE(z, nullptr);

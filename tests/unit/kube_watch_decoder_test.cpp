@@ -196,11 +196,14 @@ TEST(KubeWatchDecoder, ErrorIsFinal) {
 }
 
 TEST(KubeWatchDecoder, TypeNames) {
-  for (Type t : {Type::Added, Type::Modified, Type::Deleted, Type::Bookmark, Type::Error}) {
+  const std::pair<Type, std::string> names[] = {{Type::Added, "ADDED"},       {Type::Modified, "MODIFIED"},
+                                                {Type::Deleted, "DELETED"},   {Type::Bookmark, "BOOKMARK"},
+                                                {Type::Error, "ERROR"}};
+  for (const auto& [t, name] : names) {
     WatchDecoder d;
-    d.feed(R"({"type":")" + std::string(to_string(t)) + R"(","object":{}})" "\n");
+    d.feed(R"({"type":")" + name + R"(","object":{}})" "\n");
     auto e = d.next();
-    ASSERT_TRUE(e && *e) << to_string(t);
+    ASSERT_TRUE(e && *e) << name;
     EXPECT_EQ((*e)->type, t);
   }
   WatchDecoder d;
