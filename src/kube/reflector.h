@@ -111,8 +111,8 @@ class Reflector {
   ReflectorSink& sink_;
   ReflectorOptions options_;
   std::thread thread_;
-  std::atomic<bool> stopping_{false};
-  std::atomic<bool> relist_{false};  // set under mu_
+  std::atomic<bool> stopping_{false};  // set under mu_
+  std::atomic<bool> relist_{false};    // set under mu_
   mutable std::mutex mu_;  // stats_, stream_
   std::condition_variable cv_;
   std::string resource_version_;  // loop thread only
