@@ -40,12 +40,8 @@ int serve_cluster(ServeOptions o, SteadyClock::time_point started) {
   // live GETs, nor the Lease renewals and the certificate loop.
   auto tokens = std::make_shared<kube::TokenSource>(*cluster_config);
   auto make_client = [&](double qps, int burst, std::chrono::milliseconds request_timeout) {
-    kube::HttpClientOptions c;
-    c.tokens = tokens;
-    c.qps = qps;
-    c.burst = burst;
-    c.request_timeout = request_timeout;
-    return kube::HttpClient::make(*cluster_config, IG_VERSION, c);
+    return kube::HttpClient::make(*cluster_config, IG_VERSION,
+                                  {.qps = qps, .burst = burst, .request_timeout = request_timeout, .tokens = tokens});
   };
   auto client = make_client(o.kube_api_qps, o.kube_api_burst, o.kube_request_timeout);
   auto lookup = make_client(o.kube_lookup_qps, o.kube_lookup_burst, kube::HttpClientOptions{}.request_timeout);
