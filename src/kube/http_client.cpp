@@ -216,21 +216,24 @@ class BodyReader {
   enum class Status { Data, End, Error, Timeout, Stopped };
 
   explicit BodyReader(const Sent& sent) : response_(sent.response), buf_(sent.body) {
-    response_.content_ready().then([b = buf_](pplx::task<http::http_response> t) {
+    closed_ = track(response_.content_ready().then([b = buf_](pplx::task<http::http_response> t) {
       std::exception_ptr error;  // null: a clean end
       try {
         t.get();
       } catch (...) {
         error = std::current_exception();
       }
-      (void)b->close(std::ios_base::out, error);
-    });
+      return b->close(std::ios_base::out, error).then([] { return true; });
+    }));
   }
 
-  // Waits (kCancelledWait) for an outstanding getn; the owner cancelled first.
+  // Waits (kCancelledWait) for an outstanding getn and for the buffer's
+  // close (a close still running when the process exits leaks); the owner
+  // cancelled first.
   ~BodyReader() {
     buf_->abandon();
     if (pending_) wait_until(*pending_, SteadyClock::now() + kCancelledWait);
+    wait_until(*closed_, SteadyClock::now() + kCancelledWait);
   }
   BodyReader(const BodyReader&) = delete;
   BodyReader& operator=(const BodyReader&) = delete;
@@ -274,6 +277,7 @@ class BodyReader {
   std::shared_ptr<BoundedBodyBuffer> buf_;
   std::shared_ptr<std::vector<std::uint8_t>> bytes_ = std::make_shared<std::vector<std::uint8_t>>(kReadChunk);
   std::shared_ptr<Completion<std::size_t>> pending_;  // an outstanding getn
+  std::shared_ptr<Completion<bool>> closed_;          // the buffer closed for writing
   std::stop_source stop_;
   std::string error_;
 
