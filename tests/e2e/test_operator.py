@@ -9,7 +9,9 @@ the repository's test API server (tests/apiserver/fake_apiserver.py):
   writer overwrote it; BoundOutsideMicroVM False while a pod in the microVM
   runs args its Component does not declare, True once it does; nothing written (and no
   drift reported) before the caches have synced, nor from the interim while
-  a RuntimeClass scheduling edit has the Nodes listed again;
+  a RuntimeClass scheduling edit has the Nodes listed again; a sandbox
+  flapping for half a minute writes each status at most 1 + ceil(T / 10)
+  times (the sweep debounce), and the state it settles in;
 - Events: a denial records one Event, repeats raise its series count, a dry
   run records none; a create whose answer came after the client's timeout is
   one Event (its retry's 409 AlreadyExists is success);
@@ -26,6 +28,7 @@ something took.
 """
 
 import base64
+import math
 import os
 import ssl
 import sys
@@ -194,6 +197,36 @@ class LeaderElection(OperatorCase):
 
 
 class ComponentStatus(OperatorCase):
+    def test_a_sandbox_flapping_for_half_a_minute_causes_a_bounded_number_of_status_writes(self):
+        # docs/operations.md, "Component status": a sandbox that flips every few
+        # seconds for T seconds causes at most 1 + ceil(T / 10) status writes per
+        # Component, and the state it settles in is written. Without the debounce
+        # every flip would be a write of each Component (about 15 here).
+        a = self.gate_with("gate-a")
+        self.wait_leader(a, "alone")
+        wait_until("both statuses", lambda: self.status("report-parser") and self.status("docs-indexer"))
+        wait_until("no status write across two Lease renewals", self.no_status_write_across_two_renewals)
+        mark = self.api.request_mark()
+        start = time.monotonic()
+        flips = 0
+        while time.monotonic() - start < 30:  # a flip every 2 s: Node NotReady, Ready again
+            flips += 1
+            available = flips % 2 == 0
+            self.api.put("nodes", tc.node(ready=available))
+            wait_until("flip %d seen" % flips,
+                       lambda: a.metric_values("isolation_gate_sandbox_available") == (1.0 if available else 0.0))
+            time.sleep(2)
+        if flips % 2 == 1:
+            self.api.put("nodes", tc.node())
+        wait_until("the settled state written", lambda: self.status("report-parser")["isolation"] == "RequireSetec"
+                   and self.status("docs-indexer")["isolation"] == "RequireSetec")
+        wait_until("no status write across two Lease renewals", self.no_status_write_across_two_renewals)
+        bound = 1 + math.ceil((time.monotonic() - start) / 10)
+        for name in ("report-parser", "docs-indexer"):
+            writes = len(self.status_patches(name, since=mark))
+            self.assertGreaterEqual(writes, 1, name)
+            self.assertLessEqual(writes, bound, "%s: %d status writes for %d flips" % (name, writes, flips))
+
     def test_status_is_written_once_then_only_when_it_changes(self):
         a = self.gate_with("gate-a")
         self.wait_leader(a, "alone")
