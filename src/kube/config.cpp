@@ -10,7 +10,6 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
-#include <ranges>
 #include <set>
 #include <utility>
 #include <vector>
@@ -376,8 +375,12 @@ Result<ClusterConfig> kubeconfig_config(const std::string& path, std::string_vie
 Result<ClusterConfig> load_cluster_config(const std::string& kubeconfig_flag,
                                           std::string_view context_flag, const InClusterEnv& env) {
   std::vector<std::string> paths;  // of $KUBECONFIG, but empty ones
-  for (const auto path : std::views::split(env.kubeconfig, ':'))
-    if (!path.empty()) paths.emplace_back(path.begin(), path.end());
+  // (Not std::views::split: clang-14, the fuzz build's compiler, cannot build libstdc++ 12's <ranges>.)
+  for (std::size_t from = 0; from < env.kubeconfig.size();) {
+    const std::size_t colon = std::min(env.kubeconfig.find(':', from), env.kubeconfig.size());
+    if (colon > from) paths.push_back(env.kubeconfig.substr(from, colon - from));
+    from = colon + 1;
+  }
   if (kubeconfig_flag.empty() && paths.empty()) {
     if (!context_flag.empty())
       return fail("--context " + quote(context_flag) +
